@@ -1,0 +1,176 @@
+//! The block interface: read / write / trim / flush of 4 KiB logical blocks (LBAs) with real
+//! bytes and placement hints. The FTL implements it; trace replay and the file system use it.
+
+use flashstack_sim::Nanos;
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+/// Size of one logical block address in bytes. Every layer above the FTL addresses storage
+/// in these units.
+pub const LBA_SIZE: usize = 4096;
+
+/// Data temperature as the host sees it (F2FS's hot/warm/cold logs, UFS's stream hints).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Temperature {
+    Hot,
+    Warm,
+    Cold,
+}
+
+/// Placement hints that travel with a write.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Hints {
+    pub temperature: Option<Temperature>,
+    /// A host-assigned stream (UFS/NVMe multi-stream). Devices without streams ignore it.
+    pub stream_id: Option<u8>,
+    /// Reserved for compressing devices: the host asks the device to compress this data.
+    pub compress_on_device: bool,
+}
+
+/// The kinds of request the interface carries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RequestKind {
+    Read,
+    Write,
+    Trim,
+    Flush,
+}
+
+impl RequestKind {
+    pub const ALL: [RequestKind; 4] = [
+        RequestKind::Read,
+        RequestKind::Write,
+        RequestKind::Trim,
+        RequestKind::Flush,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            RequestKind::Read => "read",
+            RequestKind::Write => "write",
+            RequestKind::Trim => "trim",
+            RequestKind::Flush => "flush",
+        }
+    }
+}
+
+/// The bytes of a write. `Unstored` carries only the number of LBAs: the device updates its
+/// mapping and counters but keeps no contents (the fast, address-only mode of peer
+/// simulators). Contents-aware techniques need `Bytes`.
+#[derive(Clone, Copy, Debug)]
+pub enum Payload<'a> {
+    /// Exactly `count × LBA_SIZE` bytes.
+    Bytes(&'a [u8]),
+    Unstored {
+        lba_count: u32,
+    },
+}
+
+impl Payload<'_> {
+    pub fn lba_count(&self) -> u32 {
+        match self {
+            Payload::Bytes(bytes) => (bytes.len() / LBA_SIZE) as u32,
+            Payload::Unstored { lba_count } => *lba_count,
+        }
+    }
+}
+
+/// When a request started being served and when it completed, in virtual time.
+/// Latency is `complete_ns − arrival_ns`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Completion {
+    pub start_ns: Nanos,
+    pub complete_ns: Nanos,
+}
+
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum BlockError {
+    #[error("LBA range {lba}..{} is beyond the device's {capacity_lbas} LBAs", lba + *count as u64)]
+    OutOfRange {
+        lba: u64,
+        count: u32,
+        capacity_lbas: u64,
+    },
+    #[error("a request must cover at least one LBA")]
+    Empty,
+    #[error("write payload of {len} bytes is not a whole number of {LBA_SIZE}-byte LBAs")]
+    Misaligned { len: usize },
+    #[error("read buffer of {len} bytes does not match {count} LBAs")]
+    BadBuffer { len: usize, count: u32 },
+    #[error("the device lost power; it must be power-cycled (recovered) before further use")]
+    PowerLoss,
+    #[error("the device has no free space left: {reason}")]
+    NoSpace { reason: String },
+    #[error(
+        "the device stores no contents; reads with a buffer need a device built with contents"
+    )]
+    ContentsNotStored,
+}
+
+/// A block device as the host sees it.
+///
+/// Physics and durability: a completed write is readable at once, but survives a power cut
+/// only once a later `flush` has completed; a completed `trim` makes the range read as zeros
+/// and is durable after the next `flush` too. Requests are served in call order; `arrival_ns`
+/// must not decrease from call to call.
+pub trait BlockDevice {
+    /// Number of addressable LBAs.
+    fn capacity_lbas(&self) -> u64;
+
+    fn write(
+        &mut self,
+        arrival_ns: Nanos,
+        lba: u64,
+        payload: Payload<'_>,
+        hints: Hints,
+    ) -> Result<Completion, BlockError>;
+
+    /// Reads `count` LBAs; with `out` (exactly `count × LBA_SIZE` bytes) the contents are
+    /// copied out. Unwritten and trimmed LBAs read as zeros.
+    fn read(
+        &mut self,
+        arrival_ns: Nanos,
+        lba: u64,
+        count: u32,
+        out: Option<&mut [u8]>,
+    ) -> Result<Completion, BlockError>;
+
+    fn trim(&mut self, arrival_ns: Nanos, lba: u64, count: u32) -> Result<Completion, BlockError>;
+
+    /// Makes every completed write and trim durable.
+    fn flush(&mut self, arrival_ns: Nanos) -> Result<Completion, BlockError>;
+}
+
+/// Checks that `lba..lba+count` is a non-empty range inside a device of `capacity_lbas`.
+pub fn check_range(lba: u64, count: u32, capacity_lbas: u64) -> Result<(), BlockError> {
+    if count == 0 {
+        return Err(BlockError::Empty);
+    }
+    match lba.checked_add(count as u64) {
+        Some(end) if end <= capacity_lbas => Ok(()),
+        _ => Err(BlockError::OutOfRange {
+            lba,
+            count,
+            capacity_lbas,
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn range_checks() {
+        assert_eq!(check_range(0, 1, 1), Ok(()));
+        assert!(matches!(
+            check_range(0, 2, 1),
+            Err(BlockError::OutOfRange { .. })
+        ));
+        assert_eq!(check_range(3, 0, 10), Err(BlockError::Empty));
+        assert!(check_range(u64::MAX, 2, u64::MAX).is_err());
+    }
+}

@@ -1,0 +1,120 @@
+//! Latency distributions (hdrhistogram, 3 significant digits, 1 ns to 1 hour).
+
+use hdrhistogram::Histogram;
+use serde::Serialize;
+
+use crate::Nanos;
+
+const HIGHEST_TRACKABLE_NS: u64 = 3_600 * crate::NS_PER_SEC;
+
+/// A latency histogram in nanoseconds. Values above one hour are clamped (and counted in
+/// `clamped_count`) rather than dropped, so no request disappears from the figures.
+#[derive(Clone, Debug)]
+pub struct LatencyHistogram {
+    histogram: Histogram<u64>,
+    clamped_count: u64,
+    sum_ns: u128,
+}
+
+/// The percentiles every report prints.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct LatencySummary {
+    pub count: u64,
+    pub latency_ns_mean: u64,
+    pub latency_ns_p50: u64,
+    pub latency_ns_p90: u64,
+    pub latency_ns_p99: u64,
+    pub latency_ns_p999: u64,
+    pub latency_ns_max: u64,
+}
+
+impl Default for LatencyHistogram {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl LatencyHistogram {
+    pub fn new() -> Self {
+        let histogram = Histogram::new_with_bounds(1, HIGHEST_TRACKABLE_NS, 3)
+            .expect("static histogram bounds are valid");
+        LatencyHistogram {
+            histogram,
+            clamped_count: 0,
+            sum_ns: 0,
+        }
+    }
+
+    #[inline]
+    pub fn record(&mut self, latency_ns: Nanos) {
+        let value = latency_ns.clamp(1, HIGHEST_TRACKABLE_NS);
+        if value != latency_ns.max(1) {
+            self.clamped_count += 1;
+        }
+        self.sum_ns += latency_ns as u128;
+        self.histogram
+            .record(value)
+            .expect("value is clamped into the trackable range");
+    }
+
+    pub fn count(&self) -> u64 {
+        self.histogram.len()
+    }
+
+    pub fn clamped_count(&self) -> u64 {
+        self.clamped_count
+    }
+
+    pub fn merge(&mut self, other: &LatencyHistogram) {
+        self.histogram
+            .add(&other.histogram)
+            .expect("histograms share bounds");
+        self.clamped_count += other.clamped_count;
+        self.sum_ns += other.sum_ns;
+    }
+
+    pub fn summary(&self) -> LatencySummary {
+        let count = self.histogram.len();
+        if count == 0 {
+            return LatencySummary::default();
+        }
+        let q = |quantile: f64| self.histogram.value_at_quantile(quantile);
+        LatencySummary {
+            count,
+            latency_ns_mean: (self.sum_ns / count as u128) as u64,
+            latency_ns_p50: q(0.50),
+            latency_ns_p90: q(0.90),
+            latency_ns_p99: q(0.99),
+            latency_ns_p999: q(0.999),
+            latency_ns_max: self.histogram.max(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_of_a_known_distribution() {
+        let mut h = LatencyHistogram::new();
+        for v in 1..=1000u64 {
+            h.record(v * 1000);
+        }
+        let s = h.summary();
+        assert_eq!(s.count, 1000);
+        assert_eq!(s.latency_ns_mean, 500_500);
+        // 3 significant digits: within 0.1%.
+        assert!((s.latency_ns_p50 as i64 - 500_000).abs() <= 500);
+        assert!((s.latency_ns_p99 as i64 - 990_000).abs() <= 1_000);
+        assert!((s.latency_ns_max as i64 - 1_000_000).abs() <= 1_000);
+    }
+
+    #[test]
+    fn huge_values_are_clamped_not_lost() {
+        let mut h = LatencyHistogram::new();
+        h.record(u64::MAX / 4);
+        assert_eq!(h.count(), 1);
+        assert_eq!(h.clamped_count(), 1);
+    }
+}
