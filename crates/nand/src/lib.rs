@@ -1,1 +1,511 @@
-//! placeholder
+//! The NAND flash array: geometry, timing on die and channel resources, energy, wear,
+//! stored page bytes and OOB, and injected faults (program/erase failures, read errors,
+//! power cuts).
+//!
+//! Addresses: block `b` lives on die `b / blocks_per_die`; die `d` hangs off channel
+//! `d % channels`, so consecutive dies sit on different channels. Page `p` of the device is
+//! page `p % pages_per_block` of block `p / pages_per_block`; slot `s` (a 4 KiB quarter, half
+//! or whole of a page) is slot `s % slots_per_page` of page `s / slots_per_page`.
+
+pub mod config;
+mod store;
+
+use std::ops::Range;
+
+use flashstack_sim::{Nanos, Resource, Rng};
+use serde::Serialize;
+use thiserror::Error;
+
+pub use config::{
+    ConfigError, Endurance, Energy, Faults, Geometry, NandConfig, PageTypeTiming, Timing,
+    MAX_SLOTS_PER_PAGE, SLOT_SIZE,
+};
+use store::FrameStore;
+
+/// OOB value of a slot that holds no logical data (padding, or a metadata page).
+pub const NO_LPN: u32 = u32::MAX;
+
+/// OOB flag bits.
+pub mod oob_flags {
+    /// The page was programmed.
+    pub const PROGRAMMED: u8 = 1;
+    /// The page's contents are undefined: a torn or failed program. ECC rejects it.
+    pub const CORRUPT: u8 = 2;
+    /// The page carries an FTL trim record rather than user data.
+    pub const TRIM_RECORD: u8 = 4;
+    /// The page was written by garbage collection or wear levelling (informational).
+    pub const RELOCATED: u8 = 8;
+}
+
+#[derive(Debug, Error, Clone, Copy, PartialEq, Eq)]
+pub enum NandError {
+    #[error("power was cut during or before this operation")]
+    PowerLoss,
+    #[error("program failed on block {block}")]
+    ProgramFailed { block: u32 },
+    #[error("erase failed on block {block}; the block is now bad")]
+    EraseFailed { block: u32 },
+}
+
+/// When an operation held its die: it started at `start_ns` and the data was ready (read)
+/// or durable (program, erase) at `end_ns`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OpTiming {
+    pub start_ns: Nanos,
+    pub end_ns: Nanos,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReadOutcome {
+    pub timing: OpTiming,
+    /// The first read failed ECC and a retry succeeded; the block is flagged as failing.
+    pub retried: bool,
+}
+
+/// The spare-area contents of one page.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PageOob<'a> {
+    /// Logical page number per slot (`NO_LPN` for padding).
+    pub lpns: &'a [u32],
+    pub seq: u64,
+    pub flags: u8,
+}
+
+/// Operation counts and energy inputs since the last `reset_counters`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct NandCounters {
+    pub page_reads: u64,
+    pub oob_reads: u64,
+    pub page_programs: u64,
+    pub block_erases: u64,
+    pub transfer_bytes: u64,
+    pub read_retries: u64,
+    pub program_failures: u64,
+    pub erase_failures: u64,
+}
+
+/// A NAND flash array.
+///
+/// Physics: pages of a block are programmed strictly in order, each once between erases;
+/// an erase resets a whole block and adds one P/E cycle. Power loss: programmed pages and
+/// erased blocks survive; a program or erase under way when power is cut leaves its page
+/// (or block) corrupt, which a later read detects. Wear (P/E counts, bad blocks) survives.
+pub trait FlashMedium {
+    fn geometry(&self) -> &Geometry;
+    /// Programs page `page` (the next unprogrammed page of its block). `data`, when given, is
+    /// `lpns.len() × 4 KiB` of bytes; slots with `NO_LPN` store nothing.
+    fn program(
+        &mut self,
+        page: u32,
+        oob: PageOob<'_>,
+        data: Option<&[u8]>,
+        ready_ns: Nanos,
+    ) -> Result<OpTiming, NandError>;
+    /// Reads `slots` of `page` into `out` (when given), charging tR once and the channel
+    /// pro rata for the slots moved.
+    fn read(
+        &mut self,
+        page: u32,
+        slots: Range<u32>,
+        out: Option<&mut [u8]>,
+        ready_ns: Nanos,
+    ) -> Result<ReadOutcome, NandError>;
+    fn erase(&mut self, block: u32, ready_ns: Nanos) -> Result<OpTiming, NandError>;
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+struct PowerState {
+    off: bool,
+    cut_after_ops: Option<u64>,
+}
+
+/// The flash array model. See [`FlashMedium`] for its physics.
+pub struct Nand {
+    config: NandConfig,
+    slots_per_page: u32,
+    pages_per_block: u32,
+    blocks_per_die: u32,
+    dies: Vec<Resource>,
+    channels: Vec<Resource>,
+    erase_count: Vec<u32>,
+    write_ptr: Vec<u16>,
+    bad: Vec<bool>,
+    failing: Vec<bool>,
+    page_flags: Vec<u8>,
+    page_seq: Vec<u64>,
+    slot_lpn: Vec<u32>,
+    store: Option<FrameStore>,
+    rng: Rng,
+    power: PowerState,
+    counters: NandCounters,
+}
+
+impl Nand {
+    /// Builds an erased array. With `store_contents` the bytes of every programmed slot are
+    /// kept; without, the model keeps addresses only (reads return zeros).
+    pub fn new(config: NandConfig, store_contents: bool, seed: u64) -> Result<Self, ConfigError> {
+        config.validate()?;
+        let g = &config.geometry;
+        let blocks = g.blocks() as usize;
+        let pages = g.pages() as usize;
+        Ok(Nand {
+            slots_per_page: g.slots_per_page(),
+            pages_per_block: g.pages_per_block,
+            blocks_per_die: g.blocks_per_die(),
+            dies: vec![Resource::default(); g.dies() as usize],
+            channels: vec![Resource::default(); g.channels as usize],
+            erase_count: vec![0; blocks],
+            write_ptr: vec![0; blocks],
+            bad: vec![false; blocks],
+            failing: vec![false; blocks],
+            page_flags: vec![0; pages],
+            page_seq: vec![0; pages],
+            slot_lpn: vec![NO_LPN; g.slots() as usize],
+            store: store_contents.then(|| FrameStore::new(g.slots())),
+            rng: Rng::new(seed ^ 0x4E41_4E44),
+            power: PowerState::default(),
+            counters: NandCounters::default(),
+            config,
+        })
+    }
+
+    pub fn config(&self) -> &NandConfig {
+        &self.config
+    }
+    pub fn stores_contents(&self) -> bool {
+        self.store.is_some()
+    }
+    pub fn counters(&self) -> &NandCounters {
+        &self.counters
+    }
+    pub fn reset_counters(&mut self) {
+        self.counters = NandCounters::default();
+        for r in self.dies.iter_mut().chain(self.channels.iter_mut()) {
+            r.reset_busy_total();
+        }
+    }
+
+    #[inline]
+    pub fn die_of_block(&self, block: u32) -> u32 {
+        block / self.blocks_per_die
+    }
+    #[inline]
+    pub fn block_of_page(&self, page: u32) -> u32 {
+        page / self.pages_per_block
+    }
+    #[inline]
+    pub fn first_page(&self, block: u32) -> u32 {
+        block * self.pages_per_block
+    }
+    pub fn blocks_of_die(&self, die: u32) -> Range<u32> {
+        die * self.blocks_per_die..(die + 1) * self.blocks_per_die
+    }
+    pub fn erase_count(&self, block: u32) -> u32 {
+        self.erase_count[block as usize]
+    }
+    pub fn erase_counts(&self) -> &[u32] {
+        &self.erase_count
+    }
+    pub fn is_bad(&self, block: u32) -> bool {
+        self.bad[block as usize]
+    }
+    /// A read of this block needed a retry: its data should be moved and the block retired.
+    pub fn is_failing(&self, block: u32) -> bool {
+        self.failing[block as usize]
+    }
+    /// Marks a block bad (retired by the FTL); it is never programmed or erased again.
+    pub fn retire(&mut self, block: u32) {
+        self.bad[block as usize] = true;
+    }
+    /// Pages programmed in `block` since its last erase.
+    pub fn programmed_pages(&self, block: u32) -> u32 {
+        self.write_ptr[block as usize] as u32
+    }
+
+    /// The spare area of a page, or `None` for an unprogrammed page. This is the
+    /// zero-cost view the FTL's own tables mirror; recovery pays for its scan with
+    /// [`Nand::read_oob`].
+    pub fn oob(&self, page: u32) -> Option<PageOob<'_>> {
+        let flags = self.page_flags[page as usize];
+        if flags & oob_flags::PROGRAMMED == 0 {
+            return None;
+        }
+        let first = (page * self.slots_per_page) as usize;
+        Some(PageOob {
+            lpns: &self.slot_lpn[first..first + self.slots_per_page as usize],
+            seq: self.page_seq[page as usize],
+            flags,
+        })
+    }
+
+    /// Reads only the spare area (a recovery scan): tR plus a short transfer.
+    pub fn read_oob(&mut self, page: u32, ready_ns: Nanos) -> Result<OpTiming, NandError> {
+        self.check_power()?;
+        let die = self.die_of_block(self.block_of_page(page));
+        let read_ns = self.read_latency_ns(page);
+        let (start_ns, end_ns) = self.dies[die as usize].reserve(ready_ns, read_ns);
+        self.counters.oob_reads += 1;
+        Ok(OpTiming { start_ns, end_ns })
+    }
+
+    /// Arms a power cut: the `ops`-th program or erase from now is torn and every later
+    /// operation fails with `PowerLoss` until [`Nand::power_on`].
+    pub fn arm_power_cut(&mut self, ops: u64) {
+        assert!(ops >= 1, "a power cut must tear some operation");
+        self.power.cut_after_ops = Some(ops);
+    }
+
+    /// Cuts power now, between operations.
+    pub fn cut_power(&mut self) {
+        self.power.off = true;
+        self.power.cut_after_ops = None;
+    }
+
+    pub fn is_powered(&self) -> bool {
+        !self.power.off
+    }
+
+    /// Restores power. Die and channel queues are empty: in-flight work died with the power.
+    pub fn power_on(&mut self, now_ns: Nanos) {
+        self.power = PowerState::default();
+        for r in self.dies.iter_mut().chain(self.channels.iter_mut()) {
+            if r.busy_until_ns() > now_ns {
+                // Nothing may start before power returned; keep the clock monotonic.
+                *r = Resource::default();
+            }
+        }
+    }
+
+    pub fn die_busy_until_ns(&self, die: u32) -> Nanos {
+        self.dies[die as usize].busy_until_ns()
+    }
+
+    /// The latest `busy_until` over all dies and channels: when the array goes idle.
+    pub fn idle_at_ns(&self) -> Nanos {
+        self.dies
+            .iter()
+            .chain(self.channels.iter())
+            .map(Resource::busy_until_ns)
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// Sum of busy time over dies (for utilisation reports).
+    pub fn die_busy_total_ns(&self) -> Nanos {
+        self.dies.iter().map(Resource::busy_total_ns).sum()
+    }
+
+    /// 4 KiB frames holding stored bytes (for memory accounting).
+    pub fn stored_slots(&self) -> u64 {
+        self.store.as_ref().map_or(0, FrameStore::frames_in_use)
+    }
+
+    fn check_power(&self) -> Result<(), NandError> {
+        if self.power.off {
+            Err(NandError::PowerLoss)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Counts a device write against an armed power cut; true when this one is torn.
+    fn tears_now(&mut self) -> bool {
+        match self.power.cut_after_ops.as_mut() {
+            Some(remaining) => {
+                *remaining -= 1;
+                if *remaining == 0 {
+                    self.power.off = true;
+                    self.power.cut_after_ops = None;
+                    true
+                } else {
+                    false
+                }
+            }
+            None => false,
+        }
+    }
+
+    fn read_latency_ns(&self, page: u32) -> Nanos {
+        match &self.config.timing.page_types {
+            Some(t) => t.read_ns[((page % self.pages_per_block) % 3) as usize],
+            None => self.config.timing.read_ns,
+        }
+    }
+
+    fn program_latency_ns(&self, page: u32) -> Nanos {
+        match &self.config.timing.page_types {
+            Some(t) => t.program_ns[((page % self.pages_per_block) % 3) as usize],
+            None => self.config.timing.program_ns,
+        }
+    }
+
+    fn transfer_ns(&self, slots: u32) -> Nanos {
+        self.config.timing.transfer_ns_per_page * slots as u64 / self.slots_per_page as u64
+    }
+
+    fn channel_of_die(&self, die: u32) -> usize {
+        (die % self.config.geometry.channels) as usize
+    }
+
+    fn record_program(&mut self, page: u32, oob: &PageOob<'_>, data: Option<&[u8]>) {
+        self.page_flags[page as usize] = oob.flags | oob_flags::PROGRAMMED;
+        self.page_seq[page as usize] = oob.seq;
+        let first = (page * self.slots_per_page) as usize;
+        self.slot_lpn[first..first + oob.lpns.len()].copy_from_slice(oob.lpns);
+        if let (Some(store), Some(bytes)) = (self.store.as_mut(), data) {
+            for (i, &lpn) in oob.lpns.iter().enumerate() {
+                if lpn != NO_LPN {
+                    let slot_bytes = &bytes[i * SLOT_SIZE as usize..(i + 1) * SLOT_SIZE as usize];
+                    store.put(first as u64 + i as u64, slot_bytes);
+                }
+            }
+        }
+    }
+
+    fn mark_corrupt(&mut self, page: u32) {
+        self.page_flags[page as usize] = oob_flags::PROGRAMMED | oob_flags::CORRUPT;
+        self.page_seq[page as usize] = 0;
+    }
+}
+
+impl FlashMedium for Nand {
+    fn geometry(&self) -> &Geometry {
+        &self.config.geometry
+    }
+
+    fn program(
+        &mut self,
+        page: u32,
+        oob: PageOob<'_>,
+        data: Option<&[u8]>,
+        ready_ns: Nanos,
+    ) -> Result<OpTiming, NandError> {
+        self.check_power()?;
+        let block = self.block_of_page(page);
+        let index_in_block = page % self.pages_per_block;
+        // Erase-before-write and in-order programming are invariants of the medium: an FTL
+        // that breaks them has a bug, so the simulator stops rather than carry on.
+        assert!(!self.bad[block as usize], "program of bad block {block}");
+        assert_eq!(
+            self.write_ptr[block as usize] as u32, index_in_block,
+            "out-of-order or repeated program of page {index_in_block} in block {block}"
+        );
+        assert_eq!(oob.lpns.len() as u32, self.slots_per_page);
+        if let Some(bytes) = data {
+            assert_eq!(bytes.len(), (self.slots_per_page * SLOT_SIZE) as usize);
+        }
+        let die = self.die_of_block(block);
+        let channel = self.channel_of_die(die);
+        let transfer_ns = self.transfer_ns(self.slots_per_page);
+        let program_ns = self.program_latency_ns(page);
+        // Data crosses the channel into the die's page register, then the die programs it.
+        let ready_ns = ready_ns.max(self.dies[die as usize].busy_until_ns());
+        let (start_ns, xfer_end_ns) = self.channels[channel].reserve(ready_ns, transfer_ns);
+        let (_, end_ns) = self.dies[die as usize].reserve(start_ns, transfer_ns + program_ns);
+        debug_assert!(end_ns >= xfer_end_ns);
+        self.write_ptr[block as usize] += 1;
+        self.counters.page_programs += 1;
+        self.counters.transfer_bytes += self.config.geometry.page_size_bytes as u64;
+        if self.tears_now() {
+            self.mark_corrupt(page);
+            return Err(NandError::PowerLoss);
+        }
+        if self.rng.chance(self.config.faults.program_fail_probability) {
+            self.mark_corrupt(page);
+            self.counters.program_failures += 1;
+            return Err(NandError::ProgramFailed { block });
+        }
+        self.record_program(page, &oob, data);
+        Ok(OpTiming { start_ns, end_ns })
+    }
+
+    fn read(
+        &mut self,
+        page: u32,
+        slots: Range<u32>,
+        out: Option<&mut [u8]>,
+        ready_ns: Nanos,
+    ) -> Result<ReadOutcome, NandError> {
+        self.check_power()?;
+        assert!(slots.start < slots.end && slots.end <= self.slots_per_page);
+        let block = self.block_of_page(page);
+        let die = self.die_of_block(block);
+        let channel = self.channel_of_die(die);
+        let retried = self.rng.chance(self.config.faults.read_error_probability);
+        let read_ns = self.read_latency_ns(page) * if retried { 2 } else { 1 };
+        let slot_count = slots.end - slots.start;
+        let transfer_ns = self.transfer_ns(slot_count);
+        // The die senses the page, then holds it in its register until the channel moves it.
+        let (start_ns, sensed_ns) = self.dies[die as usize].reserve(ready_ns, read_ns);
+        let (_, end_ns) = self.channels[channel].reserve(sensed_ns, transfer_ns);
+        let (_, die_end_ns) = self.dies[die as usize].reserve(sensed_ns, end_ns - sensed_ns);
+        debug_assert_eq!(die_end_ns, end_ns);
+        self.counters.page_reads += 1;
+        self.counters.transfer_bytes += (slot_count * SLOT_SIZE) as u64;
+        if retried {
+            self.counters.read_retries += 1;
+            self.failing[block as usize] = true;
+        }
+        if let Some(out) = out {
+            assert_eq!(out.len(), (slot_count * SLOT_SIZE) as usize);
+            let first = (page * self.slots_per_page) as u64;
+            let corrupt = self.page_flags[page as usize] & oob_flags::CORRUPT != 0;
+            for (i, slot) in slots.enumerate() {
+                let dst = &mut out[i * SLOT_SIZE as usize..(i + 1) * SLOT_SIZE as usize];
+                match (&self.store, corrupt) {
+                    (Some(store), false) => store.get(first + slot as u64, dst),
+                    _ => dst.fill(0),
+                }
+            }
+        }
+        Ok(ReadOutcome {
+            timing: OpTiming { start_ns, end_ns },
+            retried,
+        })
+    }
+
+    fn erase(&mut self, block: u32, ready_ns: Nanos) -> Result<OpTiming, NandError> {
+        self.check_power()?;
+        assert!(!self.bad[block as usize], "erase of bad block {block}");
+        let die = self.die_of_block(block);
+        let (start_ns, end_ns) =
+            self.dies[die as usize].reserve(ready_ns, self.config.timing.erase_ns);
+        self.counters.block_erases += 1;
+        self.erase_count[block as usize] += 1;
+        let first_page = self.first_page(block);
+        let pages = first_page..first_page + self.pages_per_block;
+        if self.tears_now() {
+            // An interrupted erase leaves every page undefined; the block needs a new erase.
+            for page in pages {
+                self.mark_corrupt(page);
+            }
+            self.write_ptr[block as usize] = self.pages_per_block as u16;
+            return Err(NandError::PowerLoss);
+        }
+        self.write_ptr[block as usize] = 0;
+        for page in pages {
+            self.page_flags[page as usize] = 0;
+            self.page_seq[page as usize] = 0;
+        }
+        let first_slot = (first_page * self.slots_per_page) as usize;
+        let slot_count = (self.pages_per_block * self.slots_per_page) as usize;
+        self.slot_lpn[first_slot..first_slot + slot_count].fill(NO_LPN);
+        if let Some(store) = self.store.as_mut() {
+            for slot in first_slot..first_slot + slot_count {
+                store.release(slot as u64);
+            }
+        }
+        let at_limit = self.config.endurance.retire_at_limit
+            && self.erase_count[block as usize] > self.config.endurance.pe_cycles_max;
+        if at_limit || self.rng.chance(self.config.faults.erase_fail_probability) {
+            self.counters.erase_failures += 1;
+            self.bad[block as usize] = true;
+            return Err(NandError::EraseFailed { block });
+        }
+        self.failing[block as usize] = false;
+        Ok(OpTiming { start_ns, end_ns })
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,82 @@
+//! Sparse storage of page bytes: only slots that were programmed with data hold memory.
+
+use crate::config::SLOT_SIZE;
+
+const FRAMES_PER_CHUNK: usize = 256; // 1 MiB chunks keep allocation count and overhead low.
+const NO_FRAME: u32 = u32::MAX;
+
+/// An arena of 4 KiB frames plus a map from physical slot to frame. Frames freed by an erase
+/// are reused before the arena grows, so memory tracks the bytes actually stored.
+#[derive(Debug, Default)]
+pub(crate) struct FrameStore {
+    chunks: Vec<Box<[u8]>>,
+    free: Vec<u32>,
+    frame_count: u32,
+    frame_of_slot: Vec<u32>,
+}
+
+impl FrameStore {
+    pub fn new(slot_count: u64) -> Self {
+        FrameStore {
+            frame_of_slot: vec![NO_FRAME; slot_count as usize],
+            ..Default::default()
+        }
+    }
+
+    fn frame_mut(&mut self, frame: u32) -> &mut [u8] {
+        let chunk = frame as usize / FRAMES_PER_CHUNK;
+        let offset = (frame as usize % FRAMES_PER_CHUNK) * SLOT_SIZE as usize;
+        &mut self.chunks[chunk][offset..offset + SLOT_SIZE as usize]
+    }
+
+    fn frame(&self, frame: u32) -> &[u8] {
+        let chunk = frame as usize / FRAMES_PER_CHUNK;
+        let offset = (frame as usize % FRAMES_PER_CHUNK) * SLOT_SIZE as usize;
+        &self.chunks[chunk][offset..offset + SLOT_SIZE as usize]
+    }
+
+    fn allocate(&mut self) -> u32 {
+        if let Some(frame) = self.free.pop() {
+            return frame;
+        }
+        let frame = self.frame_count;
+        if frame as usize / FRAMES_PER_CHUNK == self.chunks.len() {
+            let bytes = FRAMES_PER_CHUNK * SLOT_SIZE as usize;
+            self.chunks.push(vec![0u8; bytes].into_boxed_slice());
+        }
+        self.frame_count += 1;
+        frame
+    }
+
+    pub fn put(&mut self, slot: u64, data: &[u8]) {
+        debug_assert_eq!(data.len(), SLOT_SIZE as usize);
+        let existing = self.frame_of_slot[slot as usize];
+        assert_eq!(
+            existing, NO_FRAME,
+            "slot {slot} programmed twice without erase"
+        );
+        let frame = self.allocate();
+        self.frame_mut(frame).copy_from_slice(data);
+        self.frame_of_slot[slot as usize] = frame;
+    }
+
+    /// Copies the slot's bytes into `out`; a slot without data reads as zeros.
+    pub fn get(&self, slot: u64, out: &mut [u8]) {
+        match self.frame_of_slot[slot as usize] {
+            NO_FRAME => out.fill(0),
+            frame => out.copy_from_slice(self.frame(frame)),
+        }
+    }
+
+    pub fn release(&mut self, slot: u64) {
+        let frame = std::mem::replace(&mut self.frame_of_slot[slot as usize], NO_FRAME);
+        if frame != NO_FRAME {
+            self.free.push(frame);
+        }
+    }
+
+    /// Frames currently holding data.
+    pub fn frames_in_use(&self) -> u64 {
+        self.frame_count as u64 - self.free.len() as u64
+    }
+}

@@ -1,0 +1,190 @@
+use super::*;
+
+fn small_config(page_size_bytes: u32) -> NandConfig {
+    NandConfig {
+        geometry: Geometry {
+            channels: 2,
+            dies_per_channel: 1,
+            planes_per_die: 1,
+            blocks_per_plane: 4,
+            pages_per_block: 4,
+            page_size_bytes,
+            oob_size_bytes: 64,
+        },
+        timing: Timing {
+            read_ns: 25_000,
+            program_ns: 200_000,
+            erase_ns: 1_500_000,
+            transfer_ns_per_page: 100_000,
+            page_types: None,
+        },
+        energy: Energy {
+            read_nj: 1,
+            program_nj: 1,
+            erase_nj: 1,
+            transfer_nj_per_page: 1,
+            idle_uw: 1,
+        },
+        endurance: Endurance {
+            pe_cycles_max: 3,
+            retire_at_limit: true,
+        },
+        faults: Faults::default(),
+    }
+}
+
+fn oob(lpns: &[u32], seq: u64) -> PageOob<'_> {
+    PageOob {
+        lpns,
+        seq,
+        flags: 0,
+    }
+}
+
+#[test]
+fn program_read_round_trip_with_timing() {
+    let mut nand = Nand::new(small_config(8192), true, 1).unwrap();
+    let mut data = vec![0u8; 8192];
+    data[..4096].fill(0xAB);
+    data[4096..].fill(0xCD);
+    let t = nand
+        .program(0, oob(&[7, NO_LPN], 1), Some(&data), 0)
+        .unwrap();
+    // Transfer then program on an idle die.
+    assert_eq!(
+        t,
+        OpTiming {
+            start_ns: 0,
+            end_ns: 300_000
+        }
+    );
+    let mut out = vec![0u8; 4096];
+    let r = nand.read(0, 0..1, Some(&mut out), 0).unwrap();
+    assert!(out.iter().all(|&b| b == 0xAB));
+    // The read waits for the die, senses (25 us) and moves half a page (50 us).
+    assert_eq!(r.timing.end_ns, 300_000 + 25_000 + 50_000);
+    // The padding slot stored nothing.
+    nand.read(0, 1..2, Some(&mut out), 0).unwrap();
+    assert!(out.iter().all(|&b| b == 0));
+    assert_eq!(nand.oob(0).unwrap().lpns, &[7, NO_LPN]);
+    assert_eq!(nand.stored_slots(), 1);
+}
+
+#[test]
+fn dies_on_different_channels_work_in_parallel() {
+    let mut nand = Nand::new(small_config(4096), false, 1).unwrap();
+    // Block 0 is on die 0 (channel 0), block 4 on die 1 (channel 1).
+    let a = nand.program(0, oob(&[1], 1), None, 0).unwrap();
+    let b = nand
+        .program(nand.first_page(4), oob(&[2], 2), None, 0)
+        .unwrap();
+    assert_eq!(a.end_ns, b.end_ns);
+    // A second program on die 0 queues behind the first.
+    let c = nand.program(1, oob(&[3], 3), None, 0).unwrap();
+    assert_eq!(c.end_ns, 600_000);
+}
+
+#[test]
+#[should_panic(expected = "out-of-order")]
+fn out_of_order_program_is_refused() {
+    let mut nand = Nand::new(small_config(4096), false, 1).unwrap();
+    nand.program(1, oob(&[1], 1), None, 0).unwrap();
+}
+
+#[test]
+#[should_panic(expected = "out-of-order or repeated")]
+fn rewrite_without_erase_is_refused() {
+    let mut nand = Nand::new(small_config(4096), false, 1).unwrap();
+    nand.program(0, oob(&[1], 1), None, 0).unwrap();
+    nand.erase(0, 0).unwrap();
+    nand.program(0, oob(&[1], 2), None, 0).unwrap();
+    nand.program(0, oob(&[1], 3), None, 0).unwrap();
+}
+
+#[test]
+fn erase_frees_stored_bytes_and_wears_the_block() {
+    let mut nand = Nand::new(small_config(4096), true, 1).unwrap();
+    let data = vec![9u8; 4096];
+    for page in 0..4 {
+        nand.program(page, oob(&[page], page as u64), Some(&data), 0)
+            .unwrap();
+    }
+    assert_eq!(nand.stored_slots(), 4);
+    nand.erase(0, 0).unwrap();
+    assert_eq!(nand.stored_slots(), 0);
+    assert_eq!(nand.erase_count(0), 1);
+    assert!(nand.oob(0).is_none());
+}
+
+#[test]
+fn endurance_limit_retires_the_block() {
+    let mut nand = Nand::new(small_config(4096), false, 1).unwrap();
+    for _ in 0..3 {
+        nand.erase(0, 0).unwrap();
+    }
+    assert_eq!(nand.erase(0, 0), Err(NandError::EraseFailed { block: 0 }));
+    assert!(nand.is_bad(0));
+}
+
+#[test]
+fn power_cut_tears_the_armed_operation_only() {
+    let mut nand = Nand::new(small_config(4096), true, 1).unwrap();
+    let data = vec![1u8; 4096];
+    nand.arm_power_cut(2);
+    nand.program(0, oob(&[10], 1), Some(&data), 0).unwrap();
+    assert_eq!(
+        nand.program(1, oob(&[11], 2), Some(&data), 0),
+        Err(NandError::PowerLoss)
+    );
+    assert_eq!(nand.read(0, 0..1, None, 0), Err(NandError::PowerLoss));
+    nand.power_on(0);
+    assert_eq!(nand.oob(0).unwrap().lpns, &[10]);
+    assert_ne!(nand.oob(1).unwrap().flags & oob_flags::CORRUPT, 0);
+    // The next page of the block is still programmable in order.
+    nand.program(2, oob(&[12], 3), Some(&data), 0).unwrap();
+}
+
+#[test]
+fn injected_program_failures_are_reported() {
+    let mut config = small_config(4096);
+    config.faults.program_fail_probability = 1.0;
+    let mut nand = Nand::new(config, false, 1).unwrap();
+    assert_eq!(
+        nand.program(0, oob(&[1], 1), None, 0),
+        Err(NandError::ProgramFailed { block: 0 })
+    );
+    assert_eq!(nand.counters().program_failures, 1);
+}
+
+#[test]
+fn impossible_geometry_names_the_field() {
+    let mut config = small_config(4096);
+    config.geometry.page_size_bytes = 6000;
+    let err = Nand::new(config, false, 1).err().unwrap();
+    assert_eq!(err.field, "geometry.page_size_bytes");
+    let mut config = small_config(4096);
+    config.geometry.dies_per_channel = 0;
+    assert_eq!(
+        Nand::new(config, false, 1).err().unwrap().field,
+        "geometry.dies_per_channel"
+    );
+}
+
+#[test]
+fn tlc_page_types_change_latency() {
+    let mut config = small_config(4096);
+    config.timing.page_types = Some(PageTypeTiming {
+        read_ns: [10, 20, 30],
+        program_ns: [100, 200, 300],
+    });
+    config.timing.transfer_ns_per_page = 0;
+    let mut nand = Nand::new(config, false, 1).unwrap();
+    let mut last = 0;
+    let mut durations = vec![];
+    for page in 0..3 {
+        let t = nand.program(page, oob(&[page], 1), None, 0).unwrap();
+        durations.push(t.end_ns - last);
+        last = t.end_ns;
+    }
+    assert_eq!(durations, vec![100, 200, 300]);
+}
