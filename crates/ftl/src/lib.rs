@@ -1,1 +1,358 @@
-//! placeholder
+//! A page-mapping flash translation layer over the NAND model, exposed as a
+//! [`BlockDevice`]: one write frontier per stream, foreground and background garbage
+//! collection with pluggable victim policies, dynamic and static wear levelling, TRIM with
+//! durable trim records, bad-block retirement, and power-loss recovery by OOB scan.
+//!
+//! Durability rules (see ARCHITECTURE.md, "Durable write path"):
+//! 1. A page's OOB carries, per 4 KiB slot, the logical page it holds, and a sequence
+//!    number that grows with every program. Recovery keeps, per logical page, the copy with
+//!    the highest sequence number.
+//! 2. A slot superseded while its page waited in the write buffer is programmed as padding,
+//!    so no stale copy ever carries a newer sequence number than the live one.
+//! 3. Trims are logged in trim-record pages; a logged trim hides every older copy.
+//! 4. Before any block is erased, every buffer and pending trim is made durable, so an
+//!    erase never removes the last durable copy of anything the volatile state superseded.
+
+mod blocks;
+mod check;
+pub mod config;
+mod counters;
+mod gc;
+mod host;
+pub mod policy;
+pub mod presets;
+mod recovery;
+#[cfg(test)]
+mod tests;
+mod write;
+
+use std::collections::BTreeMap;
+
+use flashstack_block::{
+    check_range, BlockDevice, BlockError, Completion, Hints, Payload, LBA_SIZE,
+};
+use flashstack_nand::{ConfigError, FlashMedium, Nand, NandError, SLOT_SIZE};
+use flashstack_sim::{LatencyHistogram, Nanos, Resource};
+
+use blocks::{BlockState, BlockTable};
+pub use config::{
+    DeviceConfig, FtlConfig, GcConfig, HostConfig, StreamMode, VictimPolicyKind, WearConfig,
+};
+pub use counters::FtlCounters;
+use host::HostQueue;
+use policy::{GcPolicy, VictimCandidate};
+use write::Stream;
+
+/// Mapping-table value of an unmapped logical page.
+pub(crate) const UNMAPPED: u32 = u32::MAX;
+
+/// Why a block's data is being moved.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Cause {
+    Host,
+    Gc,
+    WearLevel,
+}
+
+/// Per-request-kind latency histograms.
+#[derive(Clone, Debug, Default)]
+pub struct Latencies {
+    pub read: LatencyHistogram,
+    pub write: LatencyHistogram,
+    pub trim: LatencyHistogram,
+    pub flush: LatencyHistogram,
+}
+
+/// The flash device: FTL + NAND + host interface.
+pub struct Ftl {
+    config: DeviceConfig,
+    nand: Nand,
+    policy: GcPolicy,
+    units: u32,
+    slots_per_page: u32,
+    pages_per_block: u32,
+    user_lbas: u64,
+    l2p: Vec<u32>,
+    /// Programmed data slots on flash per logical page (live or not): a trim record can be
+    /// dropped once no older copy it hides remains.
+    copies: Vec<u32>,
+    blocks: BlockTable,
+    streams: Vec<Stream>,
+    host_streams: u32,
+    next_host_die: u32,
+    pending_trims: Vec<u32>,
+    /// Payloads of trim-record pages, keyed by page. These are page contents: they survive
+    /// power loss and vanish only when their block is erased or retired.
+    trim_log: BTreeMap<u32, Box<[u32]>>,
+    retire_queue: Vec<u32>,
+    erases_since_wl_check: Vec<u32>,
+    seq: u64,
+    queue: HostQueue,
+    controller: Resource,
+    host_link: Resource,
+    counters: FtlCounters,
+    latencies: Latencies,
+    powered_off: bool,
+    candidates: Vec<VictimCandidate>,
+    candidate_blocks: Vec<u32>,
+    scratch: Vec<u8>,
+    measure_start_ns: Nanos,
+    last_arrival_ns: Nanos,
+}
+
+impl Ftl {
+    /// Builds a device with erased flash. `store_contents` keeps page bytes (needed for
+    /// reads with a buffer and for content-aware techniques).
+    pub fn new(config: DeviceConfig, store_contents: bool, seed: u64) -> Result<Ftl, ConfigError> {
+        config.validate()?;
+        let nand = Nand::new(config.nand.clone(), store_contents, seed)?;
+        let g = nand.geometry().clone();
+        let host_streams = policy::host_stream_count(config.ftl.streams, config.ftl.streams_max);
+        let user_lbas = user_capacity_lbas(&config, host_streams)?;
+        let slots_per_block = g.pages_per_block * g.slots_per_page();
+        let mut blocks = BlockTable::new(
+            g.units(),
+            g.blocks_per_plane,
+            slots_per_block,
+            config.ftl.wear.dynamic,
+        );
+        for block in 0..g.blocks() {
+            blocks.push_free(block, 0);
+        }
+        let streams = write::build_streams(host_streams, g.units(), g.page_size_bytes);
+        Ok(Ftl {
+            policy: GcPolicy::new(config.ftl.gc.policy),
+            units: g.units(),
+            slots_per_page: g.slots_per_page(),
+            pages_per_block: g.pages_per_block,
+            user_lbas,
+            l2p: vec![UNMAPPED; user_lbas as usize],
+            copies: vec![0; user_lbas as usize],
+            blocks,
+            streams,
+            host_streams,
+            next_host_die: 0,
+            pending_trims: Vec::new(),
+            trim_log: BTreeMap::new(),
+            retire_queue: Vec::new(),
+            erases_since_wl_check: vec![0; g.units() as usize],
+            seq: 1,
+            queue: HostQueue::new(config.host.queue_depth),
+            controller: Resource::default(),
+            host_link: Resource::default(),
+            counters: FtlCounters::default(),
+            latencies: Latencies::default(),
+            powered_off: false,
+            candidates: Vec::new(),
+            candidate_blocks: Vec::new(),
+            scratch: vec![0; g.page_size_bytes as usize],
+            measure_start_ns: 0,
+            last_arrival_ns: 0,
+            nand,
+            config,
+        })
+    }
+
+    pub fn config(&self) -> &DeviceConfig {
+        &self.config
+    }
+    pub fn nand(&self) -> &Nand {
+        &self.nand
+    }
+    /// Direct access to the medium, for fault injection (power cuts) in tests and tools.
+    pub fn nand_mut(&mut self) -> &mut Nand {
+        &mut self.nand
+    }
+    pub fn counters(&self) -> &FtlCounters {
+        &self.counters
+    }
+    pub fn latencies(&self) -> &Latencies {
+        &self.latencies
+    }
+    pub fn policy_name(&self) -> &'static str {
+        use policy::VictimPolicy;
+        self.policy.name()
+    }
+    pub fn user_capacity_bytes(&self) -> u64 {
+        self.user_lbas * LBA_SIZE as u64
+    }
+    /// LBAs currently mapped (holding data).
+    pub fn mapped_lbas(&self) -> u64 {
+        self.l2p.iter().filter(|&&s| s != UNMAPPED).count() as u64
+    }
+    /// Free blocks on a die.
+    pub fn free_blocks(&self, die: u32) -> u32 {
+        self.blocks.free_count(die)
+    }
+    /// When the device last had work in flight: the end of the measured timeline so far.
+    pub fn busy_until_ns(&self) -> Nanos {
+        self.nand
+            .idle_at_ns()
+            .max(self.queue.last_completion_ns())
+            .max(self.controller.busy_until_ns())
+    }
+    /// Start of the measurement phase (after preconditioning).
+    pub fn measure_start_ns(&self) -> Nanos {
+        self.measure_start_ns
+    }
+    pub fn last_arrival_ns(&self) -> Nanos {
+        self.last_arrival_ns
+    }
+
+    /// Starts a measurement phase: counters and histograms restart, flash state (data,
+    /// wear, free space) is kept. Used after preconditioning.
+    pub fn reset_measurement(&mut self) {
+        self.counters = FtlCounters::default();
+        self.latencies = Latencies::default();
+        self.nand.reset_counters();
+        self.controller.reset_busy_total();
+        self.host_link.reset_busy_total();
+        self.measure_start_ns = self.busy_until_ns().max(self.last_arrival_ns);
+    }
+
+    fn begin(&mut self, arrival_ns: Nanos) -> Result<(), BlockError> {
+        if self.powered_off || !self.nand.is_powered() {
+            self.powered_off = true;
+            return Err(BlockError::PowerLoss);
+        }
+        self.last_arrival_ns = self.last_arrival_ns.max(arrival_ns);
+        self.background_gc(arrival_ns).map_err(|e| self.fail(e))
+    }
+
+    /// Converts a NAND error into the block-level error and poisons the device on power
+    /// loss: nothing may run until `power_cycle`.
+    fn fail(&mut self, error: FtlError) -> BlockError {
+        match error {
+            FtlError::Nand(NandError::PowerLoss) => {
+                self.powered_off = true;
+                BlockError::PowerLoss
+            }
+            FtlError::Nand(e) => BlockError::NoSpace {
+                reason: format!("unrecoverable flash failure: {e}"),
+            },
+            FtlError::NoSpace(reason) => BlockError::NoSpace { reason },
+        }
+    }
+
+    #[inline]
+    fn block_of_slot(&self, slot: u32) -> u32 {
+        slot / (self.slots_per_page * self.pages_per_block)
+    }
+    #[inline]
+    fn page_of_slot(&self, slot: u32) -> u32 {
+        slot / self.slots_per_page
+    }
+}
+
+/// Internal errors; mapped to [`BlockError`] at the interface.
+#[derive(Debug)]
+pub(crate) enum FtlError {
+    Nand(NandError),
+    NoSpace(String),
+}
+
+impl From<NandError> for FtlError {
+    fn from(e: NandError) -> Self {
+        FtlError::Nand(e)
+    }
+}
+
+/// User capacity: physical good slots ÷ (1 + OP), and never more than the flash minus the
+/// blocks the FTL must hold back (frontiers and the GC reserve) on every die.
+fn user_capacity_lbas(config: &DeviceConfig, host_streams: u32) -> Result<u64, ConfigError> {
+    let g = &config.nand.geometry;
+    let slots_per_block = (g.pages_per_block * g.page_size_bytes / SLOT_SIZE) as u64;
+    let physical = g.slots();
+    let by_op = (physical as f64 / (1.0 + config.ftl.overprovisioning_ratio)).floor() as u64;
+    let held_back_blocks = (config.ftl.gc.foreground_free_blocks + host_streams + 2) as u64;
+    let reserve = g.units() as u64 * held_back_blocks * slots_per_block;
+    let user = by_op.min(physical.saturating_sub(reserve));
+    if user == 0 {
+        return Err(ConfigError::new(
+            "geometry",
+            format!(
+                "too small: each die must hold back {held_back_blocks} blocks for frontiers \
+                 and GC, leaving no user capacity"
+            ),
+        ));
+    }
+    Ok(user)
+}
+
+impl BlockDevice for Ftl {
+    fn capacity_lbas(&self) -> u64 {
+        self.user_lbas
+    }
+
+    fn write(
+        &mut self,
+        arrival_ns: Nanos,
+        lba: u64,
+        payload: Payload<'_>,
+        hints: Hints,
+    ) -> Result<Completion, BlockError> {
+        if let Payload::Bytes(bytes) = payload {
+            if bytes.len() % LBA_SIZE != 0 {
+                return Err(BlockError::Misaligned { len: bytes.len() });
+            }
+        }
+        check_range(lba, payload.lba_count(), self.user_lbas)?;
+        self.begin(arrival_ns)?;
+        let result = self.host_write(arrival_ns, lba, payload, hints);
+        let completion = result.map_err(|e| self.fail(e))?;
+        self.latencies
+            .write
+            .record(completion.complete_ns - arrival_ns);
+        Ok(completion)
+    }
+
+    fn read(
+        &mut self,
+        arrival_ns: Nanos,
+        lba: u64,
+        count: u32,
+        out: Option<&mut [u8]>,
+    ) -> Result<Completion, BlockError> {
+        check_range(lba, count, self.user_lbas)?;
+        if let Some(buffer) = &out {
+            if buffer.len() != count as usize * LBA_SIZE {
+                return Err(BlockError::BadBuffer {
+                    len: buffer.len(),
+                    count,
+                });
+            }
+            if !self.nand.stores_contents() {
+                return Err(BlockError::ContentsNotStored);
+            }
+        }
+        self.begin(arrival_ns)?;
+        let completion = self
+            .host_read(arrival_ns, lba, count, out)
+            .map_err(|e| self.fail(e))?;
+        self.latencies
+            .read
+            .record(completion.complete_ns - arrival_ns);
+        Ok(completion)
+    }
+
+    fn trim(&mut self, arrival_ns: Nanos, lba: u64, count: u32) -> Result<Completion, BlockError> {
+        check_range(lba, count, self.user_lbas)?;
+        self.begin(arrival_ns)?;
+        let completion = self
+            .host_trim(arrival_ns, lba, count)
+            .map_err(|e| self.fail(e))?;
+        self.latencies
+            .trim
+            .record(completion.complete_ns - arrival_ns);
+        Ok(completion)
+    }
+
+    fn flush(&mut self, arrival_ns: Nanos) -> Result<Completion, BlockError> {
+        self.begin(arrival_ns)?;
+        let completion = self.host_flush(arrival_ns).map_err(|e| self.fail(e))?;
+        self.latencies
+            .flush
+            .record(completion.complete_ns - arrival_ns);
+        Ok(completion)
+    }
+}

@@ -122,6 +122,10 @@ impl Geometry {
     pub fn blocks_per_die(&self) -> u32 {
         self.planes_per_die * self.blocks_per_plane
     }
+    /// Parallel units: planes, each with its own timeline.
+    pub fn units(&self) -> u32 {
+        self.dies() * self.planes_per_die
+    }
     pub fn blocks(&self) -> u32 {
         self.dies() * self.blocks_per_die()
     }

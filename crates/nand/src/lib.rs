@@ -1,9 +1,12 @@
-//! The NAND flash array: geometry, timing on die and channel resources, energy, wear,
+//! The NAND flash array: geometry, timing on plane and channel resources, energy, wear,
 //! stored page bytes and OOB, and injected faults (program/erase failures, read errors,
 //! power cuts).
 //!
-//! Addresses: block `b` lives on die `b / blocks_per_die`; die `d` hangs off channel
-//! `d % channels`, so consecutive dies sit on different channels. Page `p` of the device is
+//! Parallelism: each plane is a parallel unit with its own `busy_until` (multi-plane and
+//! independent-plane operation are approximated as planes working independently); the
+//! planes of a die share that die's channel. Addresses: block `b` lives on unit
+//! `b / blocks_per_plane`; unit `u` is a plane of die `u / planes_per_die`, and die `d`
+//! hangs off channel `d % channels`, so consecutive dies sit on different channels. Page `p` of the device is
 //! page `p % pages_per_block` of block `p / pages_per_block`; slot `s` (a 4 KiB quarter, half
 //! or whole of a page) is slot `s % slots_per_page` of page `s / slots_per_page`.
 
@@ -124,8 +127,8 @@ pub struct Nand {
     config: NandConfig,
     slots_per_page: u32,
     pages_per_block: u32,
-    blocks_per_die: u32,
-    dies: Vec<Resource>,
+    blocks_per_unit: u32,
+    units: Vec<Resource>,
     channels: Vec<Resource>,
     erase_count: Vec<u32>,
     write_ptr: Vec<u16>,
@@ -151,8 +154,8 @@ impl Nand {
         Ok(Nand {
             slots_per_page: g.slots_per_page(),
             pages_per_block: g.pages_per_block,
-            blocks_per_die: g.blocks_per_die(),
-            dies: vec![Resource::default(); g.dies() as usize],
+            blocks_per_unit: g.blocks_per_plane,
+            units: vec![Resource::default(); g.units() as usize],
             channels: vec![Resource::default(); g.channels as usize],
             erase_count: vec![0; blocks],
             write_ptr: vec![0; blocks],
@@ -180,14 +183,14 @@ impl Nand {
     }
     pub fn reset_counters(&mut self) {
         self.counters = NandCounters::default();
-        for r in self.dies.iter_mut().chain(self.channels.iter_mut()) {
+        for r in self.units.iter_mut().chain(self.channels.iter_mut()) {
             r.reset_busy_total();
         }
     }
 
     #[inline]
-    pub fn die_of_block(&self, block: u32) -> u32 {
-        block / self.blocks_per_die
+    pub fn unit_of_block(&self, block: u32) -> u32 {
+        block / self.blocks_per_unit
     }
     #[inline]
     pub fn block_of_page(&self, page: u32) -> u32 {
@@ -197,8 +200,8 @@ impl Nand {
     pub fn first_page(&self, block: u32) -> u32 {
         block * self.pages_per_block
     }
-    pub fn blocks_of_die(&self, die: u32) -> Range<u32> {
-        die * self.blocks_per_die..(die + 1) * self.blocks_per_die
+    pub fn blocks_of_unit(&self, unit: u32) -> Range<u32> {
+        unit * self.blocks_per_unit..(unit + 1) * self.blocks_per_unit
     }
     pub fn erase_count(&self, block: u32) -> u32 {
         self.erase_count[block as usize]
@@ -241,9 +244,9 @@ impl Nand {
     /// Reads only the spare area (a recovery scan): tR plus a short transfer.
     pub fn read_oob(&mut self, page: u32, ready_ns: Nanos) -> Result<OpTiming, NandError> {
         self.check_power()?;
-        let die = self.die_of_block(self.block_of_page(page));
+        let unit = self.unit_of_block(self.block_of_page(page));
         let read_ns = self.read_latency_ns(page);
-        let (start_ns, end_ns) = self.dies[die as usize].reserve(ready_ns, read_ns);
+        let (start_ns, end_ns) = self.units[unit as usize].reserve(ready_ns, read_ns);
         self.counters.oob_reads += 1;
         Ok(OpTiming { start_ns, end_ns })
     }
@@ -253,6 +256,11 @@ impl Nand {
     pub fn arm_power_cut(&mut self, ops: u64) {
         assert!(ops >= 1, "a power cut must tear some operation");
         self.power.cut_after_ops = Some(ops);
+    }
+
+    /// Cancels an armed power cut that has not fired.
+    pub fn disarm_power_cut(&mut self) {
+        self.power.cut_after_ops = None;
     }
 
     /// Cuts power now, between operations.
@@ -268,7 +276,7 @@ impl Nand {
     /// Restores power. Die and channel queues are empty: in-flight work died with the power.
     pub fn power_on(&mut self, now_ns: Nanos) {
         self.power = PowerState::default();
-        for r in self.dies.iter_mut().chain(self.channels.iter_mut()) {
+        for r in self.units.iter_mut().chain(self.channels.iter_mut()) {
             if r.busy_until_ns() > now_ns {
                 // Nothing may start before power returned; keep the clock monotonic.
                 *r = Resource::default();
@@ -276,13 +284,13 @@ impl Nand {
         }
     }
 
-    pub fn die_busy_until_ns(&self, die: u32) -> Nanos {
-        self.dies[die as usize].busy_until_ns()
+    pub fn unit_busy_until_ns(&self, unit: u32) -> Nanos {
+        self.units[unit as usize].busy_until_ns()
     }
 
     /// The latest `busy_until` over all dies and channels: when the array goes idle.
     pub fn idle_at_ns(&self) -> Nanos {
-        self.dies
+        self.units
             .iter()
             .chain(self.channels.iter())
             .map(Resource::busy_until_ns)
@@ -291,8 +299,8 @@ impl Nand {
     }
 
     /// Sum of busy time over dies (for utilisation reports).
-    pub fn die_busy_total_ns(&self) -> Nanos {
-        self.dies.iter().map(Resource::busy_total_ns).sum()
+    pub fn unit_busy_total_ns(&self) -> Nanos {
+        self.units.iter().map(Resource::busy_total_ns).sum()
     }
 
     /// 4 KiB frames holding stored bytes (for memory accounting).
@@ -343,7 +351,8 @@ impl Nand {
         self.config.timing.transfer_ns_per_page * slots as u64 / self.slots_per_page as u64
     }
 
-    fn channel_of_die(&self, die: u32) -> usize {
+    fn channel_of_unit(&self, unit: u32) -> usize {
+        let die = unit / self.config.geometry.planes_per_die;
         (die % self.config.geometry.channels) as usize
     }
 
@@ -394,14 +403,14 @@ impl FlashMedium for Nand {
         if let Some(bytes) = data {
             assert_eq!(bytes.len(), (self.slots_per_page * SLOT_SIZE) as usize);
         }
-        let die = self.die_of_block(block);
-        let channel = self.channel_of_die(die);
+        let unit = self.unit_of_block(block);
+        let channel = self.channel_of_unit(unit);
         let transfer_ns = self.transfer_ns(self.slots_per_page);
         let program_ns = self.program_latency_ns(page);
         // Data crosses the channel into the die's page register, then the die programs it.
-        let ready_ns = ready_ns.max(self.dies[die as usize].busy_until_ns());
+        let ready_ns = ready_ns.max(self.units[unit as usize].busy_until_ns());
         let (start_ns, xfer_end_ns) = self.channels[channel].reserve(ready_ns, transfer_ns);
-        let (_, end_ns) = self.dies[die as usize].reserve(start_ns, transfer_ns + program_ns);
+        let (_, end_ns) = self.units[unit as usize].reserve(start_ns, transfer_ns + program_ns);
         debug_assert!(end_ns >= xfer_end_ns);
         self.write_ptr[block as usize] += 1;
         self.counters.page_programs += 1;
@@ -429,17 +438,17 @@ impl FlashMedium for Nand {
         self.check_power()?;
         assert!(slots.start < slots.end && slots.end <= self.slots_per_page);
         let block = self.block_of_page(page);
-        let die = self.die_of_block(block);
-        let channel = self.channel_of_die(die);
+        let unit = self.unit_of_block(block);
+        let channel = self.channel_of_unit(unit);
         let retried = self.rng.chance(self.config.faults.read_error_probability);
         let read_ns = self.read_latency_ns(page) * if retried { 2 } else { 1 };
         let slot_count = slots.end - slots.start;
         let transfer_ns = self.transfer_ns(slot_count);
         // The die senses the page, then holds it in its register until the channel moves it.
-        let (start_ns, sensed_ns) = self.dies[die as usize].reserve(ready_ns, read_ns);
+        let (start_ns, sensed_ns) = self.units[unit as usize].reserve(ready_ns, read_ns);
         let (_, end_ns) = self.channels[channel].reserve(sensed_ns, transfer_ns);
-        let (_, die_end_ns) = self.dies[die as usize].reserve(sensed_ns, end_ns - sensed_ns);
-        debug_assert_eq!(die_end_ns, end_ns);
+        let (_, unit_end_ns) = self.units[unit as usize].reserve(sensed_ns, end_ns - sensed_ns);
+        debug_assert_eq!(unit_end_ns, end_ns);
         self.counters.page_reads += 1;
         self.counters.transfer_bytes += (slot_count * SLOT_SIZE) as u64;
         if retried {
@@ -467,9 +476,9 @@ impl FlashMedium for Nand {
     fn erase(&mut self, block: u32, ready_ns: Nanos) -> Result<OpTiming, NandError> {
         self.check_power()?;
         assert!(!self.bad[block as usize], "erase of bad block {block}");
-        let die = self.die_of_block(block);
+        let unit = self.unit_of_block(block);
         let (start_ns, end_ns) =
-            self.dies[die as usize].reserve(ready_ns, self.config.timing.erase_ns);
+            self.units[unit as usize].reserve(ready_ns, self.config.timing.erase_ns);
         self.counters.block_erases += 1;
         self.erase_count[block as usize] += 1;
         let first_page = self.first_page(block);

@@ -1,0 +1,226 @@
+//! The FTL's per-block table: state, valid-slot counts, and the indexes GC and allocation
+//! need in O(1): sealed blocks bucketed by valid count, free blocks pooled per die.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+
+use flashstack_sim::Nanos;
+
+const NIL: u32 = u32::MAX;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BlockState {
+    /// Erased and in its die's free pool.
+    Free,
+    /// A frontier is programming it.
+    Open,
+    /// Fully (or, after recovery, partly) programmed; a GC candidate.
+    Sealed,
+    /// A program failed or a read needed a retry: its data is to be moved and the block
+    /// retired rather than erased.
+    Retiring,
+    /// Retired; never used again.
+    Bad,
+}
+
+/// Free blocks of one die. Dynamic wear levelling takes the least-worn block first.
+#[derive(Debug)]
+enum FreePool {
+    Fifo(VecDeque<u32>),
+    LeastWorn(BinaryHeap<Reverse<(u32, u32)>>),
+}
+
+impl FreePool {
+    fn len(&self) -> usize {
+        match self {
+            FreePool::Fifo(q) => q.len(),
+            FreePool::LeastWorn(h) => h.len(),
+        }
+    }
+}
+
+pub struct BlockTable {
+    pub state: Vec<BlockState>,
+    pub valid_slots: Vec<u32>,
+    pub last_write_ns: Vec<Nanos>,
+    blocks_per_die: u32,
+    capacity_slots: u32,
+    // Sealed blocks of each die in doubly linked lists, one per valid count.
+    bucket_head: Vec<u32>,
+    next: Vec<u32>,
+    prev: Vec<u32>,
+    lowest_bucket: Vec<u32>,
+    free: Vec<FreePool>,
+}
+
+impl BlockTable {
+    pub fn new(dies: u32, blocks_per_die: u32, capacity_slots: u32, least_worn: bool) -> Self {
+        let blocks = (dies * blocks_per_die) as usize;
+        let buckets = (capacity_slots + 1) as usize;
+        let free = (0..dies)
+            .map(|_| {
+                if least_worn {
+                    FreePool::LeastWorn(BinaryHeap::new())
+                } else {
+                    FreePool::Fifo(VecDeque::new())
+                }
+            })
+            .collect();
+        BlockTable {
+            state: vec![BlockState::Free; blocks],
+            valid_slots: vec![0; blocks],
+            last_write_ns: vec![0; blocks],
+            blocks_per_die,
+            capacity_slots,
+            bucket_head: vec![NIL; dies as usize * buckets],
+            next: vec![NIL; blocks],
+            prev: vec![NIL; blocks],
+            lowest_bucket: vec![capacity_slots + 1; dies as usize],
+            free,
+        }
+    }
+
+    pub fn capacity_slots(&self) -> u32 {
+        self.capacity_slots
+    }
+
+    fn die(&self, block: u32) -> usize {
+        (block / self.blocks_per_die) as usize
+    }
+
+    fn head_index(&self, die: usize, valid: u32) -> usize {
+        die * (self.capacity_slots as usize + 1) + valid as usize
+    }
+
+    fn link(&mut self, block: u32) {
+        let die = self.die(block);
+        let valid = self.valid_slots[block as usize];
+        let h = self.head_index(die, valid);
+        let old = self.bucket_head[h];
+        self.next[block as usize] = old;
+        self.prev[block as usize] = NIL;
+        if old != NIL {
+            self.prev[old as usize] = block;
+        }
+        self.bucket_head[h] = block;
+        if valid < self.lowest_bucket[die] {
+            self.lowest_bucket[die] = valid;
+        }
+    }
+
+    fn unlink(&mut self, block: u32) {
+        let die = self.die(block);
+        let valid = self.valid_slots[block as usize];
+        let (p, n) = (self.prev[block as usize], self.next[block as usize]);
+        if p != NIL {
+            self.next[p as usize] = n;
+        } else {
+            let h = self.head_index(die, valid);
+            debug_assert_eq!(self.bucket_head[h], block);
+            self.bucket_head[h] = n;
+        }
+        if n != NIL {
+            self.prev[n as usize] = p;
+        }
+        self.next[block as usize] = NIL;
+        self.prev[block as usize] = NIL;
+    }
+
+    /// One more valid slot in `block` (a slot was written or relocated into it).
+    #[inline]
+    pub fn add_valid(&mut self, block: u32) {
+        let sealed = self.state[block as usize] == BlockState::Sealed;
+        if sealed {
+            self.unlink(block);
+        }
+        self.valid_slots[block as usize] += 1;
+        assert!(self.valid_slots[block as usize] <= self.capacity_slots);
+        if sealed {
+            self.link(block);
+        }
+    }
+
+    /// One valid slot of `block` was superseded or trimmed.
+    #[inline]
+    pub fn remove_valid(&mut self, block: u32) {
+        let sealed = self.state[block as usize] == BlockState::Sealed;
+        if sealed {
+            self.unlink(block);
+        }
+        assert!(
+            self.valid_slots[block as usize] > 0,
+            "valid count underflow in {block}"
+        );
+        self.valid_slots[block as usize] -= 1;
+        if sealed {
+            self.link(block);
+        }
+    }
+
+    pub fn set_state(&mut self, block: u32, state: BlockState) {
+        let old = self.state[block as usize];
+        if old == BlockState::Sealed {
+            self.unlink(block);
+        }
+        self.state[block as usize] = state;
+        if state == BlockState::Sealed {
+            self.link(block);
+        }
+    }
+
+    pub fn push_free(&mut self, block: u32, erase_count: u32) {
+        debug_assert_eq!(self.valid_slots[block as usize], 0);
+        self.set_state(block, BlockState::Free);
+        let die = self.die(block);
+        match &mut self.free[die] {
+            FreePool::Fifo(q) => q.push_back(block),
+            FreePool::LeastWorn(h) => h.push(Reverse((erase_count, block))),
+        }
+    }
+
+    pub fn pop_free(&mut self, die: u32) -> Option<u32> {
+        let block = match &mut self.free[die as usize] {
+            FreePool::Fifo(q) => q.pop_front(),
+            FreePool::LeastWorn(h) => h.pop().map(|Reverse((_, b))| b),
+        }?;
+        debug_assert_eq!(self.state[block as usize], BlockState::Free);
+        self.state[block as usize] = BlockState::Open;
+        Some(block)
+    }
+
+    pub fn free_count(&self, die: u32) -> u32 {
+        self.free[die as usize].len() as u32
+    }
+
+    /// Visits sealed blocks of `die` fewest-valid first, up to `limit` of them.
+    pub fn fewest_valid(&mut self, die: u32, limit: u32, mut visit: impl FnMut(u32)) {
+        let die = die as usize;
+        let mut seen = 0;
+        let mut valid = self.lowest_bucket[die];
+        let mut advanced_hint = false;
+        while valid <= self.capacity_slots && seen < limit {
+            let mut block = self.bucket_head[self.head_index(die, valid)];
+            if block == NIL && !advanced_hint {
+                // Nothing lives below the first non-empty bucket; remember that.
+                self.lowest_bucket[die] = valid + 1;
+            } else {
+                advanced_hint = true;
+            }
+            while block != NIL && seen < limit {
+                visit(block);
+                seen += 1;
+                block = self.next[block as usize];
+            }
+            valid += 1;
+        }
+    }
+
+    /// Blocks of a die in a given state (linear; for checks and rare paths).
+    pub fn count_in_state(&self, die: u32, state: BlockState) -> u32 {
+        let start = (die * self.blocks_per_die) as usize;
+        self.state[start..start + self.blocks_per_die as usize]
+            .iter()
+            .filter(|&&s| s == state)
+            .count() as u32
+    }
+}

@@ -1,0 +1,140 @@
+//! Full consistency check of the FTL's tables against the flash. O(device size): for tests
+//! and for `--check` runs, not for every request of a long run.
+
+use flashstack_nand::{oob_flags, NO_LPN};
+
+use crate::{BlockState, Ftl, UNMAPPED};
+
+impl Ftl {
+    /// Verifies every invariant the FTL relies on; returns a description of the first
+    /// violation.
+    pub fn check_invariants(&self) -> Result<(), String> {
+        self.check_mapping()?;
+        self.check_blocks()?;
+        self.check_copies()?;
+        self.check_counters()
+    }
+
+    fn check_mapping(&self) -> Result<(), String> {
+        let mut valid = vec![0u32; self.blocks.state.len()];
+        for (lpn, &slot) in self.l2p.iter().enumerate() {
+            if slot == UNMAPPED {
+                continue;
+            }
+            let page = self.page_of_slot(slot);
+            let index = (slot % self.slots_per_page) as usize;
+            let block = self.block_of_slot(slot);
+            valid[block as usize] += 1;
+            let state = self.blocks.state[block as usize];
+            if matches!(state, BlockState::Free | BlockState::Bad) {
+                return Err(format!("lpn {lpn} maps into {state:?} block {block}"));
+            }
+            match self.nand.oob(page) {
+                Some(oob) => {
+                    if oob.flags & (oob_flags::CORRUPT | oob_flags::TRIM_RECORD) != 0 {
+                        return Err(format!("lpn {lpn} maps to unusable page {page}"));
+                    }
+                    if oob.lpns[index] != lpn as u32 {
+                        return Err(format!(
+                            "lpn {lpn} maps to page {page} slot {index} whose OOB says {}",
+                            oob.lpns[index]
+                        ));
+                    }
+                }
+                None => {
+                    let buffered = self.streams.iter().any(|s| {
+                        s.target_page == page
+                            && (index as u32) < s.filled
+                            && s.lpns[index] == lpn as u32
+                    });
+                    if !buffered {
+                        return Err(format!("lpn {lpn} maps to unprogrammed, unbuffered {page}"));
+                    }
+                }
+            }
+        }
+        for (block, &count) in valid.iter().enumerate() {
+            if self.blocks.valid_slots[block] != count {
+                return Err(format!(
+                    "block {block}: table says {} valid slots, mapping says {count}",
+                    self.blocks.valid_slots[block]
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn check_blocks(&self) -> Result<(), String> {
+        for unit in 0..self.units {
+            let free = self.blocks.count_in_state(unit, BlockState::Free);
+            if free != self.blocks.free_count(unit) {
+                return Err(format!(
+                    "unit {unit}: {free} blocks marked free, pool holds {}",
+                    self.blocks.free_count(unit)
+                ));
+            }
+        }
+        for block in 0..self.blocks.state.len() as u32 {
+            let state = self.blocks.state[block as usize];
+            let programmed = self.nand.programmed_pages(block);
+            if state == BlockState::Free && programmed != 0 {
+                return Err(format!(
+                    "free block {block} has {programmed} programmed pages"
+                ));
+            }
+            if (state == BlockState::Bad) != self.nand.is_bad(block) {
+                return Err(format!(
+                    "block {block}: FTL state {state:?} disagrees with NAND"
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn check_copies(&self) -> Result<(), String> {
+        let mut copies = vec![0u32; self.copies.len()];
+        for block in 0..self.blocks.state.len() as u32 {
+            if self.nand.is_bad(block) {
+                continue;
+            }
+            let first = self.nand.first_page(block);
+            for page in first..first + self.nand.programmed_pages(block) {
+                let Some(oob) = self.nand.oob(page) else {
+                    continue;
+                };
+                if oob.flags & (oob_flags::CORRUPT | oob_flags::TRIM_RECORD) != 0 {
+                    continue;
+                }
+                for &lpn in oob.lpns.iter().filter(|&&l| l != NO_LPN) {
+                    copies[lpn as usize] += 1;
+                }
+            }
+        }
+        match copies.iter().zip(&self.copies).position(|(a, b)| a != b) {
+            Some(lpn) => Err(format!(
+                "lpn {lpn}: {} copies on flash, table says {}",
+                copies[lpn], self.copies[lpn]
+            )),
+            None => Ok(()),
+        }
+    }
+
+    fn check_counters(&self) -> Result<(), String> {
+        let c = &self.counters;
+        let slots = c.page_programs * self.slots_per_page as u64;
+        if c.program_slots_total() != slots {
+            return Err(format!(
+                "programmed slots by cause sum to {}, pages × slots = {slots}",
+                c.program_slots_total()
+            ));
+        }
+        if c.page_programs != self.nand.counters().page_programs {
+            return Err(format!(
+                "FTL counted {} programs, NAND {}",
+                c.page_programs,
+                self.nand.counters().page_programs
+            ));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,150 @@
+//! Configuration of the FTL and the host interface, and of a whole device (NAND + FTL + host).
+
+use flashstack_nand::{ConfigError, NandConfig};
+use serde::{Deserialize, Serialize};
+
+/// How writes are split into separate write frontiers (open blocks).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum StreamMode {
+    /// One frontier for all host data.
+    Single,
+    /// Hot, warm and cold frontiers from the temperature hint (no hint = warm).
+    Temperature,
+    /// One frontier per host stream id (modulo `streams_max`), no hint = stream 0.
+    StreamId,
+}
+
+/// Victim selection policy for garbage collection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum VictimPolicyKind {
+    /// Fewest valid pages.
+    Greedy,
+    /// Highest (1 − u) / 2u × age, Rosenblum and Ousterhout's LFS cleaner.
+    CostBenefit,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GcConfig {
+    pub policy: VictimPolicyKind,
+    /// Foreground GC runs on a die whose free blocks fall to this count.
+    pub foreground_free_blocks: u32,
+    /// Background GC, in idle time, tops each die up to this many free blocks.
+    pub background_free_blocks: u32,
+    /// Idle time after which background GC may start.
+    pub idle_threshold_ns: u64,
+    /// Blocks the policy examines per decision, fewest-valid first (F2FS bounds its victim
+    /// search the same way). Greedy needs only the first.
+    pub candidates_max: u32,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WearConfig {
+    /// Dynamic wear levelling: new blocks are taken least-worn first (else FIFO).
+    pub dynamic: bool,
+    /// Static wear levelling: when a die's erase-count spread exceeds this, the coldest
+    /// block's data is moved so the block rejoins the pool. `None` turns it off.
+    pub static_threshold: Option<u32>,
+    /// Erases on a die between two static wear-levelling checks.
+    pub check_interval_erases: u32,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FtlConfig {
+    /// Spare capacity over user capacity: physical = user × (1 + ratio).
+    pub overprovisioning_ratio: f64,
+    pub streams: StreamMode,
+    /// Upper bound on host frontiers (StreamId mode).
+    pub streams_max: u32,
+    pub gc: GcConfig,
+    pub wear: WearConfig,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HostConfig {
+    /// Requests the device accepts at once: 1 for eMMC, up to 32 for UFS.
+    pub queue_depth: u32,
+    /// Firmware time per request on the controller CPU.
+    pub controller_overhead_ns: u64,
+    /// Host-link time to move one 4 KiB block (0 = not modelled).
+    pub link_ns_per_4k: u64,
+}
+
+/// A whole device: what a preset or a `--device FILE.toml` defines.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DeviceConfig {
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    pub nand: NandConfig,
+    pub ftl: FtlConfig,
+    pub host: HostConfig,
+}
+
+impl DeviceConfig {
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        self.nand.validate()?;
+        let f = &self.ftl;
+        if !(f.overprovisioning_ratio.is_finite() && f.overprovisioning_ratio >= 0.0) {
+            return Err(ConfigError::new(
+                "ftl.overprovisioning_ratio",
+                "must be a non-negative number",
+            ));
+        }
+        if f.streams_max == 0 || f.streams_max > 64 {
+            return Err(ConfigError::new(
+                "ftl.streams_max",
+                "must be between 1 and 64",
+            ));
+        }
+        if f.gc.foreground_free_blocks < 2 {
+            return Err(ConfigError::new(
+                "ftl.gc.foreground_free_blocks",
+                "at least 2: GC needs a block to move valid data into",
+            ));
+        }
+        if f.gc.background_free_blocks < f.gc.foreground_free_blocks {
+            return Err(ConfigError::new(
+                "ftl.gc.background_free_blocks",
+                "must be at least ftl.gc.foreground_free_blocks",
+            ));
+        }
+        if f.gc.candidates_max == 0 {
+            return Err(ConfigError::new(
+                "ftl.gc.candidates_max",
+                "must be at least 1",
+            ));
+        }
+        if f.wear.check_interval_erases == 0 {
+            return Err(ConfigError::new(
+                "ftl.wear.check_interval_erases",
+                "must be at least 1",
+            ));
+        }
+        if self.host.queue_depth == 0 || self.host.queue_depth > 1024 {
+            return Err(ConfigError::new(
+                "host.queue_depth",
+                "must be between 1 and 1024",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Parses a device TOML file's text; errors name the field or line.
+    pub fn from_toml(text: &str) -> Result<DeviceConfig, ConfigError> {
+        let config: DeviceConfig =
+            toml::from_str(text).map_err(|e| ConfigError::new("toml", e.to_string()))?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    pub fn to_toml(&self) -> String {
+        toml::to_string_pretty(self).expect("device configs always serialise")
+    }
+}

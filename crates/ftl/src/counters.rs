@@ -1,0 +1,57 @@
+//! What the FTL counts. Slot counters are in 4 KiB units; every programmed page is split
+//! among the causes below, so their sum is always `page_programs × slots_per_page`.
+
+use serde::Serialize;
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct FtlCounters {
+    pub host_read_requests: u64,
+    pub host_write_requests: u64,
+    pub host_trim_requests: u64,
+    pub host_flush_requests: u64,
+    pub host_read_lbas: u64,
+    pub host_write_lbas: u64,
+    pub host_trim_lbas: u64,
+    /// Slots programmed with host data.
+    pub program_slots_host: u64,
+    /// Slots programmed by garbage collection moving valid data.
+    pub program_slots_gc: u64,
+    /// Slots programmed by static wear levelling moving cold data.
+    pub program_slots_wl: u64,
+    /// Slots programmed empty: padding of partial pages at flush/erase, and data superseded
+    /// while it waited in the write buffer.
+    pub program_slots_padding: u64,
+    /// Slots of pages holding trim records (FTL metadata).
+    pub program_slots_meta: u64,
+    pub page_programs: u64,
+    /// Pages read to serve host reads.
+    pub page_reads_host: u64,
+    /// Pages read by GC and wear levelling to move valid data.
+    pub page_reads_relocation: u64,
+    /// Host LBAs served from the controller's write buffer.
+    pub buffer_read_hits: u64,
+    /// Host LBAs read while unmapped (never written or trimmed): zeros, no flash access.
+    pub unmapped_read_lbas: u64,
+    pub gc_cycles_foreground: u64,
+    pub gc_cycles_background: u64,
+    pub wl_cycles: u64,
+    pub erases_gc: u64,
+    pub erases_wl: u64,
+    pub blocks_retired: u64,
+    pub program_failures: u64,
+    pub trim_record_pages: u64,
+    pub power_cycles: u64,
+    /// Virtual time the last recovery (mount) scan took.
+    pub recovery_ns_last: u64,
+}
+
+impl FtlCounters {
+    /// Total programmed slots; equals `page_programs × slots_per_page`.
+    pub fn program_slots_total(&self) -> u64 {
+        self.program_slots_host
+            + self.program_slots_gc
+            + self.program_slots_wl
+            + self.program_slots_padding
+            + self.program_slots_meta
+    }
+}

@@ -1,0 +1,329 @@
+//! Garbage collection, static wear levelling and bad-block retirement: the mechanisms that
+//! carry out the victim policy's decisions.
+
+use flashstack_nand::{oob_flags, FlashMedium, NandError, NO_LPN};
+use flashstack_sim::Nanos;
+
+use crate::policy::{wear_level_needed, VictimCandidate, VictimPolicy};
+use crate::{BlockState, Cause, Ftl, FtlError, UNMAPPED};
+
+/// Background GC steps allowed in one idle gap; bounds the work a single gap can trigger.
+const BACKGROUND_STEPS_MAX: u32 = 256;
+/// Foreground GC cycles one allocation may run before the device reports no space.
+const FOREGROUND_CYCLES_MAX: u32 = 1024;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Trigger {
+    Foreground,
+    Background,
+}
+
+impl Ftl {
+    /// Reclaims blocks on `die` until its free pool is above the foreground threshold.
+    pub(crate) fn foreground_gc(&mut self, die: u32, now_ns: Nanos) -> Result<(), FtlError> {
+        let threshold = self.config.ftl.gc.foreground_free_blocks;
+        let mut cycles = 0;
+        while self.blocks.free_count(die) <= threshold {
+            if !self.gc_once(die, now_ns, Trigger::Foreground)? {
+                // Nothing reclaimable: go on from the reserve if any is left.
+                if self.blocks.free_count(die) > 0 {
+                    return Ok(());
+                }
+                return Err(FtlError::NoSpace(format!(
+                    "die {die}: no free block and no block with invalid data to reclaim"
+                )));
+            }
+            cycles += 1;
+            if cycles >= FOREGROUND_CYCLES_MAX {
+                return Err(FtlError::NoSpace(format!("die {die}: GC cannot keep up")));
+            }
+        }
+        Ok(())
+    }
+
+    /// Uses the idle gap before `arrival_ns` to top up free pools.
+    pub(crate) fn background_gc(&mut self, arrival_ns: Nanos) -> Result<(), FtlError> {
+        let gc = &self.config.ftl.gc;
+        let (target, idle_threshold_ns) = (gc.background_free_blocks, gc.idle_threshold_ns);
+        let idle_from_ns = self.busy_until_ns();
+        let mut t = idle_from_ns + idle_threshold_ns;
+        if t >= arrival_ns {
+            return Ok(());
+        }
+        let mut steps = 0;
+        let mut die = 0;
+        let mut dies_without_work = 0;
+        while t < arrival_ns && steps < BACKGROUND_STEPS_MAX && dies_without_work < self.units {
+            let worked = self.blocks.free_count(die) < target
+                && self.gc_once(die, t, Trigger::Background)?;
+            if worked {
+                dies_without_work = 0;
+                steps += 1;
+                t = t.max(self.nand.idle_at_ns());
+            } else {
+                dies_without_work += 1;
+            }
+            die = (die + 1) % self.units;
+        }
+        Ok(())
+    }
+
+    /// One GC cycle on `die`: choose a victim, move its valid data, reclaim it. Returns
+    /// false when nothing is worth reclaiming.
+    fn gc_once(&mut self, die: u32, now_ns: Nanos, trigger: Trigger) -> Result<bool, FtlError> {
+        let victim = match self.take_retiring(die) {
+            Some(block) => block,
+            None => match self.choose_victim(die, now_ns) {
+                Some(block) => block,
+                None => return Ok(false),
+            },
+        };
+        match trigger {
+            Trigger::Foreground => self.counters.gc_cycles_foreground += 1,
+            Trigger::Background => self.counters.gc_cycles_background += 1,
+        }
+        self.relocate_block(victim, Cause::Gc, now_ns)?;
+        self.reclaim(victim, Cause::Gc, now_ns)?;
+        Ok(true)
+    }
+
+    fn take_retiring(&mut self, die: u32) -> Option<u32> {
+        let index = self
+            .retire_queue
+            .iter()
+            .position(|&b| self.nand.unit_of_block(b) == die)?;
+        Some(self.retire_queue.swap_remove(index))
+    }
+
+    fn choose_victim(&mut self, die: u32, now_ns: Nanos) -> Option<u32> {
+        let window = self.policy.window(self.config.ftl.gc.candidates_max);
+        let mut found = std::mem::take(&mut self.candidate_blocks);
+        found.clear();
+        self.blocks
+            .fewest_valid(die, window, |block| found.push(block));
+        let capacity_slots = self.blocks.capacity_slots();
+        self.candidates.clear();
+        for &block in &found {
+            self.candidates.push(VictimCandidate {
+                block,
+                valid_slots: self.blocks.valid_slots[block as usize],
+                capacity_slots,
+                last_write_ns: self.blocks.last_write_ns[block as usize],
+                erase_count: self.nand.erase_count(block),
+            });
+        }
+        self.candidate_blocks = found;
+        let choice = self.policy.choose(&self.candidates, now_ns);
+        choice.map(|i| self.candidates[i].block)
+    }
+
+    /// Moves every valid slot of `block` to its die's relocation stream, and re-queues the
+    /// trim records it holds that still hide older copies.
+    pub(crate) fn relocate_block(
+        &mut self,
+        block: u32,
+        cause: Cause,
+        now_ns: Nanos,
+    ) -> Result<(), FtlError> {
+        let die = self.nand.unit_of_block(block);
+        let stream = self.gc_stream(die);
+        let first_page = self.nand.first_page(block);
+        for page in first_page..first_page + self.nand.programmed_pages(block) {
+            let Some(oob) = self.nand.oob(page) else {
+                continue;
+            };
+            if oob.flags & oob_flags::CORRUPT != 0 {
+                continue;
+            }
+            if oob.flags & oob_flags::TRIM_RECORD != 0 {
+                self.requeue_trims(page);
+                continue;
+            }
+            let mut live = [NO_LPN; 4];
+            let mut live_count = 0;
+            for (i, &lpn) in oob.lpns.iter().enumerate() {
+                if lpn != NO_LPN && self.l2p[lpn as usize] == page * self.slots_per_page + i as u32
+                {
+                    live[i] = lpn;
+                    live_count += 1;
+                }
+            }
+            if live_count == 0 {
+                continue;
+            }
+            self.move_live_slots(page, &live, stream, cause, now_ns)?;
+        }
+        debug_assert_eq!(self.blocks.valid_slots[block as usize], 0);
+        Ok(())
+    }
+
+    fn move_live_slots(
+        &mut self,
+        page: u32,
+        live: &[u32; 4],
+        stream: usize,
+        cause: Cause,
+        now_ns: Nanos,
+    ) -> Result<(), FtlError> {
+        let spp = self.slots_per_page;
+        let first = live.iter().position(|&l| l != NO_LPN).expect("live slot") as u32;
+        let last = live.iter().rposition(|&l| l != NO_LPN).expect("live slot") as u32;
+        let stored = self.nand.stores_contents();
+        let mut buffer = std::mem::take(&mut self.scratch);
+        let span = ((last - first + 1) * flashstack_nand::SLOT_SIZE) as usize;
+        let out = stored.then(|| &mut buffer[..span]);
+        let outcome = self.nand.read(page, first..last + 1, out, now_ns);
+        let outcome = match outcome {
+            Ok(o) => o,
+            Err(e) => {
+                self.scratch = buffer;
+                return Err(e.into());
+            }
+        };
+        self.counters.page_reads_relocation += 1;
+        let mut result = Ok(());
+        for i in first..=last {
+            let lpn = live[i as usize];
+            if lpn == NO_LPN {
+                continue;
+            }
+            let offset = ((i - first) * flashstack_nand::SLOT_SIZE) as usize;
+            let data =
+                stored.then(|| &buffer[offset..offset + flashstack_nand::SLOT_SIZE as usize]);
+            let slot = match self.reserve_slot(stream, false, outcome.timing.end_ns) {
+                Ok(s) => s,
+                Err(e) => {
+                    result = Err(e);
+                    break;
+                }
+            };
+            let old = self.l2p[lpn as usize];
+            debug_assert_eq!(old, page * spp + i);
+            self.unmap(lpn);
+            self.l2p[lpn as usize] = slot;
+            self.blocks.add_valid(self.block_of_slot(slot));
+            if let Err(e) = self.fill_slot(stream, lpn, data, outcome.timing.end_ns, cause) {
+                result = Err(e);
+                break;
+            }
+        }
+        self.scratch = buffer;
+        result
+    }
+
+    /// Trim entries of a page about to be erased that still hide an older copy go back to
+    /// the pending list; they are logged again before the erase.
+    fn requeue_trims(&mut self, page: u32) {
+        if let Some(entries) = self.trim_log.get(&page) {
+            for &lpn in entries.iter() {
+                if self.l2p[lpn as usize] == UNMAPPED && self.copies[lpn as usize] > 0 {
+                    self.pending_trims.push(lpn);
+                }
+            }
+        }
+    }
+
+    /// Erases (or retires) a block whose valid data has been moved.
+    fn reclaim(&mut self, block: u32, cause: Cause, now_ns: Nanos) -> Result<(), FtlError> {
+        assert_eq!(
+            self.blocks.valid_slots[block as usize], 0,
+            "reclaiming live block {block}"
+        );
+        // Never erase while volatile state supersedes what is on flash (durability rule 4).
+        self.make_durable(now_ns)?;
+        self.forget_contents(block);
+        if self.blocks.state[block as usize] == BlockState::Retiring {
+            self.retire(block);
+            return Ok(());
+        }
+        match self.nand.erase(block, now_ns) {
+            Ok(_) => {
+                match cause {
+                    Cause::WearLevel => self.counters.erases_wl += 1,
+                    _ => self.counters.erases_gc += 1,
+                }
+                self.blocks.push_free(block, self.nand.erase_count(block));
+                self.after_erase(block, now_ns)
+            }
+            Err(NandError::EraseFailed { .. }) => {
+                self.retire(block);
+                Ok(())
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Drops the bookkeeping of what `block` holds: copy counts and trim records.
+    fn forget_contents(&mut self, block: u32) {
+        let first_page = self.nand.first_page(block);
+        for page in first_page..first_page + self.nand.programmed_pages(block) {
+            let Some(oob) = self.nand.oob(page) else {
+                continue;
+            };
+            if oob.flags & oob_flags::CORRUPT != 0 {
+                continue;
+            }
+            if oob.flags & oob_flags::TRIM_RECORD != 0 {
+                self.trim_log.remove(&page);
+                continue;
+            }
+            for &lpn in oob.lpns {
+                if lpn != NO_LPN {
+                    self.copies[lpn as usize] -= 1;
+                }
+            }
+        }
+    }
+
+    fn retire(&mut self, block: u32) {
+        self.nand.retire(block);
+        self.blocks.set_state(block, BlockState::Bad);
+        self.counters.blocks_retired += 1;
+    }
+
+    /// Static wear levelling, checked every `check_interval_erases` erases on a die.
+    fn after_erase(&mut self, block: u32, now_ns: Nanos) -> Result<(), FtlError> {
+        let die = self.nand.unit_of_block(block);
+        let wear = &self.config.ftl.wear;
+        if wear.static_threshold.is_none() {
+            return Ok(());
+        }
+        self.erases_since_wl_check[die as usize] += 1;
+        if self.erases_since_wl_check[die as usize] < wear.check_interval_erases {
+            return Ok(());
+        }
+        self.erases_since_wl_check[die as usize] = 0;
+        let (coldest, erase_min, erase_max) = self.wear_extremes(die);
+        if !wear_level_needed(erase_min, erase_max, self.config.ftl.wear.static_threshold) {
+            return Ok(());
+        }
+        let Some(victim) = coldest else { return Ok(()) };
+        self.counters.wl_cycles += 1;
+        self.relocate_block(victim, Cause::WearLevel, now_ns)?;
+        // The victim may have been emptied by the relocation's own flush; reclaim it only if
+        // it is still a sealed, empty block.
+        if self.blocks.state[victim as usize] == BlockState::Sealed {
+            self.reclaim(victim, Cause::WearLevel, now_ns)?;
+        }
+        Ok(())
+    }
+
+    /// The least-worn sealed block of a die, and the die's erase-count range over good blocks.
+    fn wear_extremes(&self, die: u32) -> (Option<u32>, u32, u32) {
+        let mut coldest: Option<(u32, u32)> = None;
+        let (mut erase_min, mut erase_max) = (u32::MAX, 0);
+        for block in self.nand.blocks_of_unit(die) {
+            let state = self.blocks.state[block as usize];
+            if state == BlockState::Bad {
+                continue;
+            }
+            let erases = self.nand.erase_count(block);
+            erase_min = erase_min.min(erases);
+            erase_max = erase_max.max(erases);
+            if state == BlockState::Sealed && coldest.is_none_or(|(e, _)| erases < e) {
+                coldest = Some((erases, block));
+            }
+        }
+        (coldest.map(|(_, b)| b), erase_min, erase_max.max(erase_min))
+    }
+}

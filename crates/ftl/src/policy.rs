@@ -1,0 +1,211 @@
+//! Pure decision functions: which block GC reclaims, which frontier a write joins.
+//! Mechanisms in the FTL carry the decisions out.
+
+use flashstack_block::{Hints, Temperature};
+use flashstack_sim::Nanos;
+
+use crate::config::{StreamMode, VictimPolicyKind};
+
+/// What a victim policy sees of a block.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct VictimCandidate {
+    pub block: u32,
+    pub valid_slots: u32,
+    pub capacity_slots: u32,
+    /// When the block was last programmed.
+    pub last_write_ns: Nanos,
+    pub erase_count: u32,
+}
+
+/// A garbage-collection victim policy.
+pub trait VictimPolicy {
+    fn name(&self) -> &'static str;
+    /// How many fewest-valid candidates the policy wants to see.
+    fn window(&self, candidates_max: u32) -> u32;
+    /// Index into `candidates` of the block to reclaim, or `None` if none is worth it.
+    fn choose(&self, candidates: &[VictimCandidate], now_ns: Nanos) -> Option<usize>;
+}
+
+/// Fewest valid slots first; candidates arrive in that order, so the first reclaimable one.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Greedy;
+
+impl VictimPolicy for Greedy {
+    fn name(&self) -> &'static str {
+        "greedy"
+    }
+    fn window(&self, _candidates_max: u32) -> u32 {
+        1
+    }
+    fn choose(&self, candidates: &[VictimCandidate], _now_ns: Nanos) -> Option<usize> {
+        candidates
+            .iter()
+            .position(|c| c.valid_slots < c.capacity_slots)
+    }
+}
+
+/// Cost-benefit: maximise (1 − u) × age / 2u, where u is the valid fraction. Computed in
+/// integers: benefit/cost = (capacity − valid) × age / (2 × valid); compared by
+/// cross-multiplication so no float rounding decides a tie. Ties go to the earlier candidate.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CostBenefit;
+
+impl CostBenefit {
+    /// Returns (numerator, denominator) of the score.
+    fn score(c: &VictimCandidate, now_ns: Nanos) -> (u128, u128) {
+        let age = now_ns.saturating_sub(c.last_write_ns) as u128 + 1;
+        let free = (c.capacity_slots - c.valid_slots) as u128;
+        (free * age, 2 * c.valid_slots as u128)
+    }
+}
+
+impl VictimPolicy for CostBenefit {
+    fn name(&self) -> &'static str {
+        "cost-benefit"
+    }
+    fn window(&self, candidates_max: u32) -> u32 {
+        candidates_max
+    }
+    fn choose(&self, candidates: &[VictimCandidate], now_ns: Nanos) -> Option<usize> {
+        let mut best: Option<(usize, (u128, u128))> = None;
+        for (i, c) in candidates.iter().enumerate() {
+            if c.valid_slots >= c.capacity_slots {
+                continue;
+            }
+            let score = Self::score(c, now_ns);
+            if score.1 == 0 {
+                return Some(i); // An all-invalid block is free space for an erase alone.
+            }
+            let better = match best {
+                None => true,
+                Some((_, (bn, bd))) => score.0 * bd > bn * score.1,
+            };
+            if better {
+                best = Some((i, score));
+            }
+        }
+        best.map(|(i, _)| i)
+    }
+}
+
+/// The configured policy, dispatched statically.
+#[derive(Clone, Copy, Debug)]
+pub enum GcPolicy {
+    Greedy(Greedy),
+    CostBenefit(CostBenefit),
+}
+
+impl GcPolicy {
+    pub fn new(kind: VictimPolicyKind) -> Self {
+        match kind {
+            VictimPolicyKind::Greedy => GcPolicy::Greedy(Greedy),
+            VictimPolicyKind::CostBenefit => GcPolicy::CostBenefit(CostBenefit),
+        }
+    }
+}
+
+impl VictimPolicy for GcPolicy {
+    fn name(&self) -> &'static str {
+        match self {
+            GcPolicy::Greedy(p) => p.name(),
+            GcPolicy::CostBenefit(p) => p.name(),
+        }
+    }
+    fn window(&self, candidates_max: u32) -> u32 {
+        match self {
+            GcPolicy::Greedy(p) => p.window(candidates_max),
+            GcPolicy::CostBenefit(p) => p.window(candidates_max),
+        }
+    }
+    fn choose(&self, candidates: &[VictimCandidate], now_ns: Nanos) -> Option<usize> {
+        match self {
+            GcPolicy::Greedy(p) => p.choose(candidates, now_ns),
+            GcPolicy::CostBenefit(p) => p.choose(candidates, now_ns),
+        }
+    }
+}
+
+/// Number of host frontiers a stream mode uses.
+pub fn host_stream_count(mode: StreamMode, streams_max: u32) -> u32 {
+    match mode {
+        StreamMode::Single => 1,
+        StreamMode::Temperature => 3,
+        StreamMode::StreamId => streams_max,
+    }
+}
+
+/// The host frontier a write joins.
+pub fn stream_for(mode: StreamMode, streams_max: u32, hints: &Hints) -> u32 {
+    match mode {
+        StreamMode::Single => 0,
+        StreamMode::Temperature => match hints.temperature {
+            Some(Temperature::Hot) => 0,
+            None | Some(Temperature::Warm) => 1,
+            Some(Temperature::Cold) => 2,
+        },
+        StreamMode::StreamId => hints.stream_id.map_or(0, |id| id as u32 % streams_max),
+    }
+}
+
+/// Static wear levelling: move the coldest block when the spread is too wide.
+pub fn wear_level_needed(erase_min: u32, erase_max: u32, threshold: Option<u32>) -> bool {
+    threshold.is_some_and(|t| erase_max - erase_min > t)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cand(block: u32, valid: u32, last_write_ns: u64) -> VictimCandidate {
+        VictimCandidate {
+            block,
+            valid_slots: valid,
+            capacity_slots: 64,
+            last_write_ns,
+            erase_count: 0,
+        }
+    }
+
+    #[test]
+    fn greedy_takes_the_first_reclaimable() {
+        let c = [cand(1, 64, 0), cand(2, 10, 0), cand(3, 5, 0)];
+        assert_eq!(Greedy.choose(&c, 0), Some(1));
+        assert_eq!(Greedy.choose(&[cand(1, 64, 0)], 0), None);
+    }
+
+    #[test]
+    fn cost_benefit_prefers_old_cold_blocks() {
+        // Block 2 has more valid data but is far older: (64-32)*1001/64 > (64-16)*11/32.
+        let c = [cand(1, 16, 990), cand(2, 32, 0)];
+        assert_eq!(CostBenefit.choose(&c, 1000), Some(1));
+        // Same age: the emptier block wins.
+        let c = [cand(1, 32, 0), cand(2, 16, 0)];
+        assert_eq!(CostBenefit.choose(&c, 1000), Some(1));
+        // An empty block is taken at once.
+        let c = [cand(1, 1, 0), cand(2, 0, 999)];
+        assert_eq!(CostBenefit.choose(&c, 1000), Some(1));
+    }
+
+    #[test]
+    fn streams_follow_hints() {
+        let hot = Hints {
+            temperature: Some(Temperature::Hot),
+            ..Hints::default()
+        };
+        assert_eq!(stream_for(StreamMode::Temperature, 8, &hot), 0);
+        assert_eq!(stream_for(StreamMode::Temperature, 8, &Hints::default()), 1);
+        assert_eq!(stream_for(StreamMode::Single, 8, &hot), 0);
+        let s = Hints {
+            stream_id: Some(11),
+            ..Hints::default()
+        };
+        assert_eq!(stream_for(StreamMode::StreamId, 8, &s), 3);
+    }
+
+    #[test]
+    fn wear_levelling_threshold() {
+        assert!(!wear_level_needed(10, 20, None));
+        assert!(!wear_level_needed(10, 20, Some(10)));
+        assert!(wear_level_needed(10, 21, Some(10)));
+    }
+}

@@ -1,0 +1,142 @@
+//! Power-loss recovery: rebuild the mapping from the flash alone.
+
+use flashstack_block::{BlockError, Completion};
+use flashstack_nand::{oob_flags, NO_LPN};
+use flashstack_sim::Nanos;
+
+use crate::blocks::BlockTable;
+use crate::write::build_streams;
+use crate::{BlockState, Ftl, UNMAPPED};
+
+impl Ftl {
+    /// Restores power after a cut (or a clean shutdown) and rebuilds every volatile table by
+    /// scanning the OOB of every programmed page: per logical page the copy with the highest
+    /// sequence number wins, unless a newer trim record hides it. Returns the scan's span in
+    /// virtual time, the device's mount time.
+    pub fn power_cycle(&mut self, now_ns: Nanos) -> Result<Completion, BlockError> {
+        self.nand.power_on(now_ns);
+        self.reset_volatile_state(now_ns);
+        let mut seq_max = 0;
+        let mut trim_pages: Vec<(u64, u32)> = Vec::new();
+        let mut scan_end_ns = now_ns;
+        let g = self.config.nand.geometry.clone();
+        for block in 0..g.blocks() {
+            if self.nand.is_bad(block) {
+                self.blocks.set_state(block, BlockState::Bad);
+                continue;
+            }
+            let first_page = self.nand.first_page(block);
+            for page in first_page..first_page + self.nand.programmed_pages(block) {
+                let timing = self
+                    .nand
+                    .read_oob(page, now_ns)
+                    .map_err(|_| BlockError::PowerLoss)?;
+                scan_end_ns = scan_end_ns.max(timing.end_ns);
+                seq_max = seq_max.max(self.scan_page(page, &mut trim_pages));
+            }
+        }
+        self.apply_trim_records(&trim_pages);
+        self.rebuild_block_table(now_ns);
+        self.seq = seq_max + 1;
+        self.counters.power_cycles += 1;
+        self.counters.recovery_ns_last = scan_end_ns - now_ns;
+        self.queue.reset(scan_end_ns);
+        Ok(Completion {
+            start_ns: now_ns,
+            complete_ns: scan_end_ns,
+        })
+    }
+
+    fn reset_volatile_state(&mut self, now_ns: Nanos) {
+        let g = &self.config.nand.geometry;
+        self.powered_off = false;
+        self.l2p.fill(UNMAPPED);
+        self.copies.fill(0);
+        self.blocks = BlockTable::new(
+            g.units(),
+            g.blocks_per_plane,
+            g.pages_per_block * g.slots_per_page(),
+            self.config.ftl.wear.dynamic,
+        );
+        self.streams = build_streams(self.host_streams, g.units(), g.page_size_bytes);
+        self.pending_trims.clear();
+        self.retire_queue.clear();
+        self.erases_since_wl_check.fill(0);
+        self.queue.reset(now_ns);
+        // Trim records are page contents, not volatile state: keep only those whose pages
+        // still exist (a torn program never inserted one).
+    }
+
+    /// Folds one page's OOB into the mapping; returns its sequence number.
+    fn scan_page(&mut self, page: u32, trim_pages: &mut Vec<(u64, u32)>) -> u64 {
+        let oob = self.nand.oob(page).expect("scanned pages are programmed");
+        let seq = oob.seq;
+        if oob.flags & oob_flags::CORRUPT != 0 {
+            return 0;
+        }
+        if oob.flags & oob_flags::TRIM_RECORD != 0 {
+            trim_pages.push((seq, page));
+            return seq;
+        }
+        let spp = self.slots_per_page;
+        for i in 0..spp {
+            let lpn = self.nand.oob(page).expect("programmed").lpns[i as usize];
+            if lpn == NO_LPN || lpn as u64 >= self.user_lbas {
+                continue;
+            }
+            self.copies[lpn as usize] += 1;
+            let current = self.l2p[lpn as usize];
+            if current == UNMAPPED || seq > self.slot_seq(current) {
+                self.l2p[lpn as usize] = page * spp + i;
+            }
+        }
+        seq
+    }
+
+    fn slot_seq(&self, slot: u32) -> u64 {
+        self.nand
+            .oob(self.page_of_slot(slot))
+            .expect("mapped slots are programmed")
+            .seq
+    }
+
+    fn apply_trim_records(&mut self, trim_pages: &[(u64, u32)]) {
+        for &(seq, page) in trim_pages {
+            let Some(entries) = self.trim_log.get(&page) else {
+                continue;
+            };
+            for &lpn in entries.iter() {
+                let current = self.l2p[lpn as usize];
+                if current != UNMAPPED && self.slot_seq(current) < seq {
+                    self.l2p[lpn as usize] = UNMAPPED;
+                }
+            }
+        }
+    }
+
+    /// Valid counts from the mapping, then states: programmed blocks are sealed (a frontier
+    /// left half-written is not reopened), erased ones go back to the free pools.
+    fn rebuild_block_table(&mut self, now_ns: Nanos) {
+        for i in 0..self.l2p.len() {
+            let slot = self.l2p[i];
+            if slot != UNMAPPED {
+                let block = self.block_of_slot(slot);
+                self.blocks.add_valid(block);
+            }
+        }
+        for block in 0..self.config.nand.geometry.blocks() {
+            if self.blocks.state[block as usize] == BlockState::Bad {
+                continue;
+            }
+            self.blocks.last_write_ns[block as usize] = now_ns;
+            if self.nand.programmed_pages(block) == 0 {
+                self.blocks.push_free(block, self.nand.erase_count(block));
+            } else {
+                self.blocks.set_state(block, BlockState::Sealed);
+                if self.nand.is_failing(block) {
+                    self.queue_retirement(block);
+                }
+            }
+        }
+    }
+}

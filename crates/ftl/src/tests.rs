@@ -1,0 +1,384 @@
+//! Reference-model tests: random request sequences with power cuts, checked after every
+//! step against a map of what each LBA may hold.
+
+use flashstack_block::{BlockDevice, BlockError, Hints, Payload, Temperature, LBA_SIZE};
+use flashstack_nand::{Endurance, Energy, Faults, Geometry, NandConfig, Timing};
+use proptest::prelude::*;
+
+use crate::config::*;
+use crate::Ftl;
+
+pub(crate) fn tiny_config(
+    page_size_bytes: u32,
+    streams: StreamMode,
+    policy: VictimPolicyKind,
+) -> DeviceConfig {
+    DeviceConfig {
+        name: "tiny".into(),
+        description: String::new(),
+        nand: NandConfig {
+            geometry: Geometry {
+                channels: 2,
+                dies_per_channel: 1,
+                planes_per_die: 2,
+                blocks_per_plane: 16,
+                pages_per_block: 8,
+                page_size_bytes,
+                oob_size_bytes: 64,
+            },
+            timing: Timing {
+                read_ns: 25_000,
+                program_ns: 200_000,
+                erase_ns: 1_500_000,
+                transfer_ns_per_page: 50_000,
+                page_types: None,
+            },
+            energy: Energy {
+                read_nj: 1,
+                program_nj: 1,
+                erase_nj: 1,
+                transfer_nj_per_page: 1,
+                idle_uw: 1,
+            },
+            endurance: Endurance {
+                pe_cycles_max: 100_000,
+                retire_at_limit: true,
+            },
+            faults: Faults::default(),
+        },
+        ftl: FtlConfig {
+            overprovisioning_ratio: 0.25,
+            streams,
+            streams_max: 4,
+            gc: GcConfig {
+                policy,
+                foreground_free_blocks: 2,
+                background_free_blocks: 4,
+                idle_threshold_ns: 10_000_000,
+                candidates_max: 8,
+            },
+            wear: WearConfig {
+                dynamic: true,
+                static_threshold: Some(4),
+                check_interval_erases: 8,
+            },
+        },
+        host: HostConfig {
+            queue_depth: 2,
+            controller_overhead_ns: 1_000,
+            link_ns_per_4k: 500,
+        },
+    }
+}
+
+#[derive(Clone, Debug)]
+enum Op {
+    Write { lba: u64, count: u32, hot: bool },
+    Read { lba: u64, count: u32 },
+    Trim { lba: u64, count: u32 },
+    Flush,
+    Idle,
+    ArmPowerCut { after_device_writes: u64 },
+    CutNow,
+}
+
+fn op_strategy() -> impl Strategy<Value = Op> {
+    // LBAs are drawn as fractions of capacity and scaled by the harness.
+    prop_oneof![
+        40 => (0u64..10_000, 1u32..6, any::<bool>())
+            .prop_map(|(lba, count, hot)| Op::Write { lba, count, hot }),
+        15 => (0u64..10_000, 1u32..6).prop_map(|(lba, count)| Op::Read { lba, count }),
+        8 => (0u64..10_000, 1u32..8).prop_map(|(lba, count)| Op::Trim { lba, count }),
+        8 => Just(Op::Flush),
+        3 => Just(Op::Idle),
+        3 => (1u64..40).prop_map(|after_device_writes| Op::ArmPowerCut { after_device_writes }),
+        1 => Just(Op::CutNow),
+    ]
+}
+
+/// What each LBA may read as: `current` while powered; after a power cut any of
+/// `possible` (which always holds the value at the last flush).
+struct Model {
+    current: Vec<u64>,
+    possible: Vec<Vec<u64>>,
+    next_tag: u64,
+}
+
+impl Model {
+    fn new(lbas: u64) -> Self {
+        Model {
+            current: vec![0; lbas as usize],
+            possible: vec![vec![0]; lbas as usize],
+            next_tag: 1,
+        }
+    }
+    fn set(&mut self, lba: u64, tag: u64) {
+        self.current[lba as usize] = tag;
+        self.possible[lba as usize].push(tag);
+    }
+    fn flushed(&mut self) {
+        for (lba, tag) in self.current.iter().enumerate() {
+            self.possible[lba] = vec![*tag];
+        }
+    }
+}
+
+/// Tag 0 is the zero page; other tags fill the page with a recognisable pattern.
+fn page_of(tag: u64) -> Vec<u8> {
+    let mut page = vec![0u8; LBA_SIZE];
+    if tag != 0 {
+        for (i, chunk) in page.chunks_exact_mut(8).enumerate() {
+            chunk.copy_from_slice(&(tag.wrapping_mul(0x9E37_79B9) ^ i as u64).to_le_bytes());
+        }
+    }
+    page
+}
+
+fn tag_of(page: &[u8], candidates: &[u64]) -> Option<u64> {
+    candidates
+        .iter()
+        .copied()
+        .find(|&t| page == page_of(t).as_slice())
+}
+
+struct Harness {
+    ftl: Ftl,
+    model: Model,
+    now_ns: u64,
+    allow_no_space: bool,
+}
+
+impl Harness {
+    fn new(config: DeviceConfig, seed: u64) -> Self {
+        let ftl = Ftl::new(config, true, seed).unwrap();
+        let lbas = ftl.capacity_lbas();
+        Harness {
+            ftl,
+            model: Model::new(lbas),
+            now_ns: 0,
+            allow_no_space: false,
+        }
+    }
+
+    fn scale(&self, lba: u64, count: u32) -> (u64, u32) {
+        let cap = self.ftl.capacity_lbas();
+        let lba = lba * cap / 10_000;
+        (lba, count.min((cap - lba) as u32))
+    }
+
+    /// Runs one op; returns false once the device reported it is out of space (fault runs).
+    fn step(&mut self, op: &Op) -> bool {
+        self.now_ns += 20_000;
+        let result = match *op {
+            Op::Write { lba, count, hot } => self.write(lba, count, hot),
+            Op::Read { lba, count } => self.read_and_compare(lba, count),
+            Op::Trim { lba, count } => {
+                let (lba, count) = self.scale(lba, count);
+                for l in lba..lba + count as u64 {
+                    self.model.set(l, 0);
+                }
+                self.ftl.trim(self.now_ns, lba, count).map(|_| ())
+            }
+            Op::Flush => self.ftl.flush(self.now_ns).map(|_| self.model.flushed()),
+            Op::Idle => {
+                self.now_ns += 1_000_000_000;
+                Ok(())
+            }
+            Op::ArmPowerCut {
+                after_device_writes,
+            } => {
+                self.ftl.nand_mut().arm_power_cut(after_device_writes);
+                Ok(())
+            }
+            Op::CutNow => {
+                self.ftl.nand_mut().cut_power();
+                Err(BlockError::PowerLoss)
+            }
+        };
+        match result {
+            Ok(()) => {}
+            Err(BlockError::PowerLoss) => self.recover(),
+            Err(BlockError::NoSpace { .. }) if self.allow_no_space => return false,
+            Err(e) => panic!("unexpected error {e}"),
+        }
+        if let Err(violation) = self.ftl.check_invariants() {
+            panic!("invariant broken after {op:?}: {violation}");
+        }
+        true
+    }
+
+    fn write(&mut self, lba: u64, count: u32, hot: bool) -> Result<(), BlockError> {
+        let (lba, count) = self.scale(lba, count);
+        let mut bytes = Vec::with_capacity(count as usize * LBA_SIZE);
+        for l in lba..lba + count as u64 {
+            let tag = self.model.next_tag;
+            self.model.next_tag += 1;
+            self.model.set(l, tag);
+            bytes.extend_from_slice(&page_of(tag));
+        }
+        let hints = Hints {
+            temperature: Some(if hot {
+                Temperature::Hot
+            } else {
+                Temperature::Cold
+            }),
+            ..Hints::default()
+        };
+        self.ftl
+            .write(self.now_ns, lba, Payload::Bytes(&bytes), hints)
+            .map(|_| ())
+    }
+
+    fn read_and_compare(&mut self, lba: u64, count: u32) -> Result<(), BlockError> {
+        let (lba, count) = self.scale(lba, count);
+        let mut out = vec![0u8; count as usize * LBA_SIZE];
+        self.ftl.read(self.now_ns, lba, count, Some(&mut out))?;
+        for (i, page) in out.chunks_exact(LBA_SIZE).enumerate() {
+            let expected = self.model.current[lba as usize + i];
+            assert!(
+                page == page_of(expected).as_slice(),
+                "lba {} lost tag {expected}",
+                lba + i as u64
+            );
+        }
+        Ok(())
+    }
+
+    /// Power comes back: every LBA must hold one of the values it may hold.
+    fn recover(&mut self) {
+        self.now_ns += 1_000_000;
+        self.ftl.power_cycle(self.now_ns).unwrap();
+        self.ftl.check_invariants().unwrap();
+        let lbas = self.ftl.capacity_lbas();
+        let mut out = vec![0u8; LBA_SIZE];
+        for lba in 0..lbas {
+            self.now_ns += 1_000;
+            self.ftl.read(self.now_ns, lba, 1, Some(&mut out)).unwrap();
+            let allowed = &self.model.possible[lba as usize];
+            let tag = tag_of(&out, allowed).unwrap_or_else(|| {
+                panic!("after power cut lba {lba} holds none of {allowed:?} (durable first)")
+            });
+            self.model.current[lba as usize] = tag;
+            self.model.possible[lba as usize] = vec![tag];
+        }
+    }
+}
+
+fn run(config: DeviceConfig, ops: &[Op], seed: u64, allow_no_space: bool) -> Harness {
+    let mut h = Harness::new(config, seed);
+    h.allow_no_space = allow_no_space;
+    for op in ops {
+        if !h.step(op) {
+            return h;
+        }
+    }
+    // End with a clean shutdown and remount: everything must survive.
+    h.ftl.nand_mut().disarm_power_cut();
+    h.now_ns += 1;
+    if !h.step(&Op::Flush) {
+        return h;
+    }
+    h.now_ns += 10;
+    h.recover();
+    h
+}
+
+fn config_strategy() -> impl Strategy<Value = DeviceConfig> {
+    (
+        prop_oneof![Just(4096u32), Just(8192), Just(16384)],
+        prop_oneof![Just(StreamMode::Single), Just(StreamMode::Temperature)],
+        prop_oneof![
+            Just(VictimPolicyKind::Greedy),
+            Just(VictimPolicyKind::CostBenefit)
+        ],
+    )
+        .prop_map(|(page, streams, policy)| tiny_config(page, streams, policy))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+    #[test]
+    fn reads_match_the_model_through_gc_trims_and_power_cuts(
+        config in config_strategy(),
+        ops in prop::collection::vec(op_strategy(), 1..400),
+        seed in any::<u64>(),
+    ) {
+        run(config, &ops, seed, false);
+    }
+
+    #[test]
+    fn injected_flash_faults_never_lose_acknowledged_data(
+        config in config_strategy(),
+        ops in prop::collection::vec(op_strategy(), 1..300),
+        seed in any::<u64>(),
+    ) {
+        let mut config = config;
+        config.nand.faults = Faults {
+            program_fail_probability: 0.01,
+            erase_fail_probability: 0.01,
+            read_error_probability: 0.02,
+        };
+        run(config, &ops, seed, true);
+    }
+}
+
+#[test]
+fn long_random_run_with_heavy_gc() {
+    use flashstack_sim::Rng;
+    for page in [4096, 16384] {
+        let config = tiny_config(page, StreamMode::Temperature, VictimPolicyKind::CostBenefit);
+        let mut rng = Rng::new(page as u64);
+        let ops: Vec<Op> = (0..5_000)
+            .map(|_| match rng.below(100) {
+                0..=69 => Op::Write {
+                    lba: rng.below(10_000),
+                    count: 1 + rng.below(4) as u32,
+                    hot: rng.chance(0.8),
+                },
+                70..=84 => Op::Read {
+                    lba: rng.below(10_000),
+                    count: 1 + rng.below(4) as u32,
+                },
+                85..=89 => Op::Trim {
+                    lba: rng.below(10_000),
+                    count: 1 + rng.below(4) as u32,
+                },
+                90..=97 => Op::Flush,
+                98 => Op::Idle,
+                _ => Op::ArmPowerCut {
+                    after_device_writes: 1 + rng.below(50),
+                },
+            })
+            .collect();
+        let h = run(config, &ops, 7, false);
+        let c = h.ftl.counters();
+        // The run must have exercised what it claims to test.
+        assert!(c.gc_cycles_foreground > 100, "{c:?}");
+        assert!(c.gc_cycles_background > 0, "{c:?}");
+        assert!(c.power_cycles > 20, "{c:?}");
+        assert!(c.trim_record_pages > 0, "{c:?}");
+        assert!(c.wl_cycles > 0, "{c:?}");
+    }
+}
+
+#[test]
+fn out_of_range_and_bad_buffers_are_errors_not_panics() {
+    let mut ftl = Ftl::new(
+        tiny_config(4096, StreamMode::Single, VictimPolicyKind::Greedy),
+        false,
+        1,
+    )
+    .unwrap();
+    let cap = ftl.capacity_lbas();
+    let e = ftl.write(0, cap, Payload::Unstored { lba_count: 1 }, Hints::default());
+    assert!(matches!(e, Err(BlockError::OutOfRange { .. })));
+    let e = ftl.write(0, 0, Payload::Bytes(&[0u8; 100]), Hints::default());
+    assert!(matches!(e, Err(BlockError::Misaligned { len: 100 })));
+    let mut small = [0u8; 10];
+    let e = ftl.read(0, 0, 1, Some(&mut small));
+    assert!(matches!(e, Err(BlockError::BadBuffer { .. })));
+    let mut page = [0u8; 4096];
+    let e = ftl.read(0, 0, 1, Some(&mut page));
+    assert!(matches!(e, Err(BlockError::ContentsNotStored)));
+}
