@@ -1,1 +1,117 @@
-fn main() {}
+//! The `flashstack` command line: a thin layer that maps flags onto the configuration
+//! structs of the library crates, runs them, and prints their reports.
+
+mod device;
+mod progress;
+mod run;
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+use clap::{Args, Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(
+    name = "flashstack",
+    version,
+    about = "Emulate a phone's storage stack and measure \
+    what a technique does to its flash: write stress, erases, lifetime, latency, energy."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Replay a block trace or a synthetic workload on one or more devices.
+    Run(run::RunArgs),
+    /// List the built-in device presets, or print one as TOML.
+    Presets(PresetArgs),
+    /// Work with block traces.
+    Trace {
+        #[command(subcommand)]
+        command: TraceCommand,
+    },
+}
+
+#[derive(Args)]
+struct PresetArgs {
+    /// Print this preset as a TOML file to start your own device from.
+    #[arg(long, value_name = "NAME")]
+    toml: Option<String>,
+}
+
+#[derive(Subcommand)]
+enum TraceCommand {
+    /// Counts, sizes, footprint and mix of a trace.
+    Inspect(InspectArgs),
+}
+
+#[derive(Args)]
+struct InspectArgs {
+    file: PathBuf,
+    #[command(flatten)]
+    input: run::TraceInput,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Run(args) => run::run(args),
+        Command::Presets(args) => presets(args),
+        Command::Trace {
+            command: TraceCommand::Inspect(args),
+        } => inspect(args),
+    };
+    if let Err(error) = result {
+        eprintln!("error: {error:#}");
+        std::process::exit(1);
+    }
+}
+
+fn presets(args: PresetArgs) -> Result<()> {
+    if let Some(name) = args.toml {
+        let config = device::resolve(&name)?;
+        print!("{}", config.to_toml());
+        return Ok(());
+    }
+    println!(
+        "{:<15} {:>10} {:>6} {:>6} {:>8} {:>8} {:>9} {:>3}  description",
+        "preset", "user", "page", "OP", "tR", "tPROG", "tBERS", "QD"
+    );
+    for (name, description) in flashstack_ftl::presets::PRESETS {
+        let c = flashstack_ftl::presets::preset(name).expect("listed presets exist");
+        let ftl = flashstack_ftl::Ftl::new(c.clone(), false, 0)?;
+        let t = &c.nand.timing;
+        println!(
+            "{:<15} {:>10} {:>5}K {:>5.1}% {:>6}us {:>6}us {:>7}us {:>3}  {}",
+            name,
+            flashstack_sim::units::format_bytes(ftl.user_capacity_bytes()),
+            c.nand.geometry.page_size_bytes / 1024,
+            c.ftl.overprovisioning_ratio * 100.0,
+            t.read_ns / 1000,
+            t.program_ns / 1000,
+            t.erase_ns / 1000,
+            c.host.queue_depth,
+            description
+        );
+    }
+    Ok(())
+}
+
+fn inspect(args: InspectArgs) -> Result<()> {
+    let trace = run::load_trace(&args.file, &args.input)?;
+    let summary = flashstack_trace::inspect_trace(&trace);
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&summary)?);
+    } else {
+        println!("{}: {} trace", args.file.display(), trace.format);
+        println!("{}", trace.parse_report);
+        print!("{summary}");
+    }
+    Ok(())
+}

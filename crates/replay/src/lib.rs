@@ -1,1 +1,316 @@
-//! placeholder
+//! Block-level experiments: build a device, precondition it to a steady state, replay a
+//! trace or a synthetic workload on it with content from the content model, and report.
+//!
+//! Time: trace arrival times are shifted to start after preconditioning; a request never
+//! arrives before the previous one (the block interface serves requests in order).
+
+mod precondition;
+
+use flashstack_block::{BlockDevice, BlockError, Payload, RequestKind, LBA_SIZE};
+use flashstack_content::{ContentConfig, ContentModel};
+use flashstack_ftl::{DeviceConfig, Ftl};
+use flashstack_nand::ConfigError;
+use flashstack_report::{ReportOptions, RunInfo, RunReport};
+use flashstack_trace::TraceRequest;
+use thiserror::Error;
+
+pub use precondition::{Precondition, PreconditionReport};
+
+/// How addresses beyond the device are treated.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum OutOfRange {
+    /// Stop with an error naming the request.
+    #[default]
+    Error,
+    /// Fold the start address modulo the capacity and cut the request at the end.
+    Wrap,
+}
+
+/// Everything one run needs besides its request stream.
+#[derive(Clone, Debug)]
+pub struct RunConfig {
+    pub device: DeviceConfig,
+    pub seed: u64,
+    /// Keep page bytes on the device (memory = bytes stored). Without, the run is
+    /// address-only and no content is generated.
+    pub store_contents: bool,
+    pub content: ContentConfig,
+    pub precondition: Option<Precondition>,
+    pub out_of_range: OutOfRange,
+    /// Read back every host read into a buffer and compare with what was written.
+    pub verify_reads: bool,
+    pub report: ReportOptions,
+    /// Name of the workload, for the report.
+    pub workload_name: String,
+}
+
+#[derive(Debug, Error)]
+pub enum ReplayError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error("content model: {0}")]
+    Content(String),
+    #[error(
+        "request {index} ({kind} of {len_bytes} bytes at byte {offset_bytes}) is beyond the \
+         device's {capacity_bytes} bytes; pass --wrap to fold addresses into the device"
+    )]
+    BeyondCapacity {
+        index: u64,
+        kind: &'static str,
+        offset_bytes: u64,
+        len_bytes: u64,
+        capacity_bytes: u64,
+    },
+    #[error("request {index}: {source}")]
+    Device {
+        index: u64,
+        #[source]
+        source: BlockError,
+    },
+    #[error("request {index}: read back data that differs from what was written at LBA {lba}")]
+    Corruption { index: u64, lba: u64 },
+    #[error("preconditioning: {0}")]
+    Precondition(BlockError),
+}
+
+/// Progress of a run, for a progress bar.
+pub trait Progress {
+    fn phase(&mut self, name: &str, total: Option<u64>);
+    fn advance(&mut self, done: u64);
+}
+
+/// A progress sink that shows nothing.
+pub struct NoProgress;
+
+impl Progress for NoProgress {
+    fn phase(&mut self, _name: &str, _total: Option<u64>) {}
+    fn advance(&mut self, _done: u64) {}
+}
+
+/// The device and the content state a replay drives.
+pub struct Replayer {
+    pub ftl: Ftl,
+    content: ContentModel,
+    /// Version of each LBA's content (0 = never written or trimmed: reads as zeros).
+    versions: Vec<u32>,
+    write_buffer: Vec<u8>,
+    read_buffer: Vec<u8>,
+    expected: Vec<u8>,
+    config: RunConfig,
+    time_offset_ns: u64,
+    last_arrival_ns: u64,
+    pub wrapped_requests: u64,
+    pub precondition: Option<PreconditionReport>,
+}
+
+impl Replayer {
+    pub fn new(config: RunConfig) -> Result<Replayer, ReplayError> {
+        let ftl = Ftl::new(config.device.clone(), config.store_contents, config.seed)?;
+        let content = ContentModel::from_config(config.seed, &config.content)
+            .map_err(|e| ReplayError::Content(e.to_string()))?;
+        let lbas = ftl.capacity_lbas() as usize;
+        Ok(Replayer {
+            ftl,
+            content,
+            versions: if config.store_contents {
+                vec![0; lbas]
+            } else {
+                Vec::new()
+            },
+            write_buffer: Vec::new(),
+            read_buffer: Vec::new(),
+            expected: vec![0; LBA_SIZE],
+            config,
+            time_offset_ns: 0,
+            last_arrival_ns: 0,
+            wrapped_requests: 0,
+            precondition: None,
+        })
+    }
+
+    pub fn capacity_bytes(&self) -> u64 {
+        self.ftl.capacity_lbas() * LBA_SIZE as u64
+    }
+
+    /// Preconditions (if configured) and starts the measurement phase.
+    pub fn prepare(&mut self, progress: &mut dyn Progress) -> Result<(), ReplayError> {
+        if let Some(p) = self.config.precondition.clone() {
+            let report =
+                precondition::run(self, &p, progress).map_err(ReplayError::Precondition)?;
+            self.precondition = Some(report);
+        }
+        self.ftl.reset_measurement();
+        self.time_offset_ns = self.ftl.measure_start_ns();
+        self.last_arrival_ns = self.time_offset_ns;
+        Ok(())
+    }
+
+    /// Replays `requests` (indexed from 0 for error messages).
+    pub fn replay(
+        &mut self,
+        requests: impl Iterator<Item = TraceRequest>,
+        total: Option<u64>,
+        progress: &mut dyn Progress,
+    ) -> Result<(), ReplayError> {
+        progress.phase("replay", total);
+        for (index, request) in requests.enumerate() {
+            self.submit(index as u64, &request)?;
+            if index % 4096 == 4095 {
+                progress.advance(index as u64 + 1);
+            }
+        }
+        Ok(())
+    }
+
+    /// The report of the measurement phase.
+    pub fn report(&self) -> RunReport {
+        let g = &self.config.device.nand.geometry;
+        let info = RunInfo {
+            device: self.config.device.name.clone(),
+            gc_policy: self.ftl.policy_name().to_string(),
+            workload: self.config.workload_name.clone(),
+            seed: self.config.seed,
+            contents_stored: self.config.store_contents,
+            user_capacity_bytes: self.ftl.user_capacity_bytes(),
+            raw_capacity_bytes: g.raw_bytes(),
+            precondition: self.precondition.as_ref().map(|p| p.to_string()),
+        };
+        RunReport::from_device(&self.ftl, info, &self.config.report)
+    }
+
+    fn lba_range(&mut self, index: u64, request: &TraceRequest) -> Result<(u64, u32), ReplayError> {
+        let first = request.offset_bytes / LBA_SIZE as u64;
+        let last = (request.offset_bytes + request.len_bytes - 1) / LBA_SIZE as u64;
+        let count = last - first + 1;
+        let capacity = self.ftl.capacity_lbas();
+        if last < capacity {
+            return Ok((first, count as u32));
+        }
+        match self.config.out_of_range {
+            OutOfRange::Error => Err(ReplayError::BeyondCapacity {
+                index,
+                kind: request.kind.name(),
+                offset_bytes: request.offset_bytes,
+                len_bytes: request.len_bytes,
+                capacity_bytes: capacity * LBA_SIZE as u64,
+            }),
+            OutOfRange::Wrap => {
+                self.wrapped_requests += 1;
+                let lba = first % capacity;
+                Ok((lba, count.min(capacity - lba) as u32))
+            }
+        }
+    }
+
+    /// Serves one request at its (shifted) arrival time.
+    pub fn submit(&mut self, index: u64, request: &TraceRequest) -> Result<(), ReplayError> {
+        let arrival_ns = (self.time_offset_ns + request.arrival_ns).max(self.last_arrival_ns);
+        self.last_arrival_ns = arrival_ns;
+        let device = |source| ReplayError::Device { index, source };
+        match request.kind {
+            RequestKind::Flush => {
+                self.ftl.flush(arrival_ns).map_err(device)?;
+            }
+            RequestKind::Trim => {
+                let (lba, count) = self.lba_range(index, request)?;
+                if self.config.store_contents {
+                    self.versions[lba as usize..(lba + count as u64) as usize].fill(0);
+                }
+                self.ftl.trim(arrival_ns, lba, count).map_err(device)?;
+            }
+            RequestKind::Write => {
+                let (lba, count) = self.lba_range(index, request)?;
+                self.write(arrival_ns, lba, count, request.hints)
+                    .map_err(device)?;
+            }
+            RequestKind::Read => {
+                let (lba, count) = self.lba_range(index, request)?;
+                self.read(index, arrival_ns, lba, count)?;
+            }
+        }
+        Ok(())
+    }
+
+    pub(crate) fn write(
+        &mut self,
+        arrival_ns: u64,
+        lba: u64,
+        count: u32,
+        hints: flashstack_block::Hints,
+    ) -> Result<u64, BlockError> {
+        if !self.config.store_contents {
+            let payload = Payload::Unstored { lba_count: count };
+            return Ok(self.ftl.write(arrival_ns, lba, payload, hints)?.complete_ns);
+        }
+        let bytes = count as usize * LBA_SIZE;
+        if self.write_buffer.len() < bytes {
+            self.write_buffer.resize(bytes, 0);
+        }
+        for i in 0..count as usize {
+            let l = lba as usize + i;
+            self.versions[l] = self.versions[l].saturating_add(1);
+            let page = &mut self.write_buffer[i * LBA_SIZE..(i + 1) * LBA_SIZE];
+            self.content.fill(l as u64, self.versions[l], page);
+        }
+        let payload = Payload::Bytes(&self.write_buffer[..bytes]);
+        Ok(self.ftl.write(arrival_ns, lba, payload, hints)?.complete_ns)
+    }
+
+    fn read(
+        &mut self,
+        index: u64,
+        arrival_ns: u64,
+        lba: u64,
+        count: u32,
+    ) -> Result<(), ReplayError> {
+        let device = |source| ReplayError::Device { index, source };
+        if !(self.config.store_contents && self.config.verify_reads) {
+            self.ftl
+                .read(arrival_ns, lba, count, None)
+                .map_err(device)?;
+            return Ok(());
+        }
+        let bytes = count as usize * LBA_SIZE;
+        let mut buffer = std::mem::take(&mut self.read_buffer);
+        buffer.resize(bytes, 0);
+        let result = self
+            .ftl
+            .read(arrival_ns, lba, count, Some(&mut buffer[..bytes]));
+        let checked = result.map_err(device).and_then(|_| {
+            for i in 0..count as usize {
+                let l = lba + i as u64;
+                if !self.content_matches(l, &buffer[i * LBA_SIZE..(i + 1) * LBA_SIZE]) {
+                    return Err(ReplayError::Corruption { index, lba: l });
+                }
+            }
+            Ok(())
+        });
+        self.read_buffer = buffer;
+        checked
+    }
+
+    fn content_matches(&mut self, lba: u64, page: &[u8]) -> bool {
+        let version = self.versions[lba as usize];
+        if version == 0 {
+            return page.iter().all(|&b| b == 0);
+        }
+        self.content.fill(lba, version, &mut self.expected);
+        page == self.expected.as_slice()
+    }
+}
+
+/// Builds, preconditions and replays one configuration, returning its report.
+pub fn run(
+    config: RunConfig,
+    requests: impl Iterator<Item = TraceRequest>,
+    total: Option<u64>,
+    progress: &mut dyn Progress,
+) -> Result<RunReport, ReplayError> {
+    let mut replayer = Replayer::new(config)?;
+    replayer.prepare(progress)?;
+    replayer.replay(requests, total, progress)?;
+    Ok(replayer.report())
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,1 +1,299 @@
-//! placeholder
+//! Run reports: every figure a flashstack run prints, computed from the device's counters,
+//! and rendered as a terminal table, JSON or CSV (one row per run).
+
+mod render;
+
+use std::collections::BTreeMap;
+
+use flashstack_ftl::Ftl;
+use flashstack_sim::{LatencySummary, NS_PER_SEC};
+use serde::Serialize;
+
+pub use render::{render_csv, render_json, render_table};
+
+/// What was run.
+#[derive(Clone, Debug, Serialize)]
+pub struct RunInfo {
+    pub device: String,
+    pub gc_policy: String,
+    pub workload: String,
+    pub seed: u64,
+    pub contents_stored: bool,
+    pub user_capacity_bytes: u64,
+    pub raw_capacity_bytes: u64,
+    /// Utilisation reached by preconditioning, if any.
+    pub precondition: Option<String>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct HostFigures {
+    pub read_requests: u64,
+    pub write_requests: u64,
+    pub trim_requests: u64,
+    pub flush_requests: u64,
+    pub read_bytes: u64,
+    pub write_bytes: u64,
+    pub trim_bytes: u64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct NandFigures {
+    pub page_programs: u64,
+    pub page_reads: u64,
+    pub block_erases: u64,
+    pub program_bytes: u64,
+    pub read_retries: u64,
+    pub program_failures: u64,
+    pub erase_failures: u64,
+    pub blocks_retired: u64,
+}
+
+/// Programmed bytes ÷ host-written bytes, and its split by cause (the parts sum to total).
+#[derive(Clone, Debug, Serialize)]
+pub struct WriteAmplification {
+    pub total: f64,
+    pub host: f64,
+    pub gc: f64,
+    pub wear_levelling: f64,
+    pub padding: f64,
+    pub metadata: f64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct GcFigures {
+    pub policy: String,
+    pub foreground_cycles: u64,
+    pub background_cycles: u64,
+    pub migrated_bytes: u64,
+    pub wear_levelling_cycles: u64,
+    pub wear_levelling_bytes: u64,
+    pub relocation_page_reads: u64,
+}
+
+/// Per-block lifetime erase counts over the whole device (good blocks).
+#[derive(Clone, Debug, Serialize)]
+pub struct EraseDistribution {
+    pub blocks: u64,
+    pub erase_count_min: u32,
+    pub erase_count_mean: f64,
+    pub erase_count_max: u32,
+    pub erase_count_stddev: f64,
+    /// (lowest erase count in bucket, blocks); ten equal-width buckets from min to max.
+    pub histogram: Vec<(u32, u64)>,
+}
+
+/// Energy by component, in millijoules.
+#[derive(Clone, Debug, Serialize)]
+pub struct EnergyFigures {
+    pub read_mj: f64,
+    pub program_mj: f64,
+    pub erase_mj: f64,
+    pub transfer_mj: f64,
+    pub idle_mj: f64,
+    pub total_mj: f64,
+}
+
+/// MedFS's lifetime formula, LIFETIME = PEC × (1 + OP) / (365 × DWPD × WA × R_compress),
+/// with each input shown.
+#[derive(Clone, Debug, Serialize)]
+pub struct LifetimeFigures {
+    pub pe_cycles: u32,
+    pub overprovisioning: f64,
+    pub dwpd: f64,
+    /// "measured" (host writes over the simulated span) or "assumed" (given by the user).
+    pub dwpd_source: String,
+    pub write_amplification: f64,
+    pub compression_ratio: f64,
+    pub lifetime_years: f64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct RunReport {
+    pub run: RunInfo,
+    pub simulated_seconds: f64,
+    pub host: HostFigures,
+    pub nand: NandFigures,
+    pub write_amplification: WriteAmplification,
+    pub gc: GcFigures,
+    pub erase_distribution: EraseDistribution,
+    pub latency: BTreeMap<String, LatencySummary>,
+    pub energy: EnergyFigures,
+    pub lifetime: LifetimeFigures,
+}
+
+/// Options for figures that need an outside assumption.
+#[derive(Clone, Debug, Default)]
+pub struct ReportOptions {
+    /// Drive writes per day to assume for the lifetime projection; `None` measures it over
+    /// the simulated span.
+    pub dwpd: Option<f64>,
+}
+
+fn ratio(numerator: u64, denominator: u64) -> f64 {
+    if denominator == 0 {
+        0.0
+    } else {
+        numerator as f64 / denominator as f64
+    }
+}
+
+impl RunReport {
+    /// Builds the report of the measurement phase of `ftl`, ending at `end_ns`.
+    pub fn from_device(ftl: &Ftl, run: RunInfo, options: &ReportOptions) -> RunReport {
+        let c = ftl.counters();
+        let n = ftl.nand().counters();
+        let g = &ftl.config().nand.geometry;
+        let span_ns = ftl.busy_until_ns().max(ftl.last_arrival_ns()) - ftl.measure_start_ns();
+        let host_bytes = c.host_write_lbas * 4096;
+        let slot = |slots: u64| ratio(slots * 4096, host_bytes);
+        let write_amplification = WriteAmplification {
+            total: ratio(n.page_programs * g.page_size_bytes as u64, host_bytes),
+            host: slot(c.program_slots_host),
+            gc: slot(c.program_slots_gc),
+            wear_levelling: slot(c.program_slots_wl),
+            padding: slot(c.program_slots_padding),
+            metadata: slot(c.program_slots_meta),
+        };
+        let lifetime = lifetime(ftl, host_bytes, span_ns, write_amplification.total, options);
+        RunReport {
+            simulated_seconds: span_ns as f64 / NS_PER_SEC as f64,
+            host: HostFigures {
+                read_requests: c.host_read_requests,
+                write_requests: c.host_write_requests,
+                trim_requests: c.host_trim_requests,
+                flush_requests: c.host_flush_requests,
+                read_bytes: c.host_read_lbas * 4096,
+                write_bytes: host_bytes,
+                trim_bytes: c.host_trim_lbas * 4096,
+            },
+            nand: NandFigures {
+                page_programs: n.page_programs,
+                page_reads: n.page_reads,
+                block_erases: n.block_erases,
+                program_bytes: n.page_programs * g.page_size_bytes as u64,
+                read_retries: n.read_retries,
+                program_failures: n.program_failures,
+                erase_failures: n.erase_failures,
+                blocks_retired: c.blocks_retired,
+            },
+            gc: GcFigures {
+                policy: ftl.policy_name().to_string(),
+                foreground_cycles: c.gc_cycles_foreground,
+                background_cycles: c.gc_cycles_background,
+                migrated_bytes: c.program_slots_gc * 4096,
+                wear_levelling_cycles: c.wl_cycles,
+                wear_levelling_bytes: c.program_slots_wl * 4096,
+                relocation_page_reads: c.page_reads_relocation,
+            },
+            write_amplification,
+            erase_distribution: erase_distribution(ftl),
+            latency: latency(ftl),
+            energy: energy(ftl, span_ns),
+            lifetime,
+            run,
+        }
+    }
+}
+
+fn latency(ftl: &Ftl) -> BTreeMap<String, LatencySummary> {
+    let l = ftl.latencies();
+    [
+        ("read", &l.read),
+        ("write", &l.write),
+        ("trim", &l.trim),
+        ("flush", &l.flush),
+    ]
+    .into_iter()
+    .map(|(name, h)| (name.to_string(), h.summary()))
+    .collect()
+}
+
+fn erase_distribution(ftl: &Ftl) -> EraseDistribution {
+    let nand = ftl.nand();
+    let counts: Vec<u32> = (0..nand.erase_counts().len() as u32)
+        .filter(|&b| !nand.is_bad(b))
+        .map(|b| nand.erase_count(b))
+        .collect();
+    let blocks = counts.len() as u64;
+    let min = counts.iter().copied().min().unwrap_or(0);
+    let max = counts.iter().copied().max().unwrap_or(0);
+    let mean = ratio(counts.iter().map(|&c| c as u64).sum(), blocks);
+    let variance = counts
+        .iter()
+        .map(|&c| (c as f64 - mean).powi(2))
+        .sum::<f64>()
+        / blocks.max(1) as f64;
+    let width = ((max - min) / 10).max(1);
+    let mut histogram: Vec<(u32, u64)> = (0..10).map(|i| (min + i * width, 0)).collect();
+    for &c in &counts {
+        let bucket = (((c - min) / width) as usize).min(9);
+        histogram[bucket].1 += 1;
+    }
+    histogram.retain(|&(lo, n)| n > 0 || lo <= max);
+    EraseDistribution {
+        blocks,
+        erase_count_min: min,
+        erase_count_mean: mean,
+        erase_count_max: max,
+        erase_count_stddev: variance.sqrt(),
+        histogram,
+    }
+}
+
+fn energy(ftl: &Ftl, span_ns: u64) -> EnergyFigures {
+    let e = &ftl.config().nand.energy;
+    let n = ftl.nand().counters();
+    let g = &ftl.config().nand.geometry;
+    let mj = |nj: f64| nj / 1e6;
+    let read_mj = mj((n.page_reads + n.oob_reads) as f64 * e.read_nj as f64);
+    let program_mj = mj(n.page_programs as f64 * e.program_nj as f64);
+    let erase_mj = mj(n.block_erases as f64 * e.erase_nj as f64);
+    let transfer_mj =
+        mj(n.transfer_bytes as f64 / g.page_size_bytes as f64 * e.transfer_nj_per_page as f64);
+    // Standby power of every die over the whole span (µW × ns = fJ).
+    let idle_mj = e.idle_uw as f64 * g.dies() as f64 * span_ns as f64 / 1e12;
+    EnergyFigures {
+        read_mj,
+        program_mj,
+        erase_mj,
+        transfer_mj,
+        idle_mj,
+        total_mj: read_mj + program_mj + erase_mj + transfer_mj + idle_mj,
+    }
+}
+
+fn lifetime(
+    ftl: &Ftl,
+    host_bytes: u64,
+    span_ns: u64,
+    write_amplification: f64,
+    options: &ReportOptions,
+) -> LifetimeFigures {
+    let config = ftl.config();
+    let days = span_ns as f64 / (86_400.0 * NS_PER_SEC as f64);
+    let (dwpd, dwpd_source) = match options.dwpd {
+        Some(d) => (d, "assumed"),
+        None => (
+            ratio(host_bytes, ftl.user_capacity_bytes()) / days.max(f64::MIN_POSITIVE),
+            "measured",
+        ),
+    };
+    let pe_cycles = config.nand.endurance.pe_cycles_max;
+    let overprovisioning = config.ftl.overprovisioning_ratio;
+    let compression_ratio = 1.0;
+    let denominator = 365.0 * dwpd * write_amplification * compression_ratio;
+    let lifetime_years = if denominator > 0.0 {
+        pe_cycles as f64 * (1.0 + overprovisioning) / denominator
+    } else {
+        f64::INFINITY
+    };
+    LifetimeFigures {
+        pe_cycles,
+        overprovisioning,
+        dwpd,
+        dwpd_source: dwpd_source.to_string(),
+        write_amplification,
+        compression_ratio,
+        lifetime_years,
+    }
+}

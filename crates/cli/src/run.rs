@@ -1,0 +1,240 @@
+//! `flashstack run`: one column per device configuration, same input.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{anyhow, bail, Context, Result};
+use clap::Args;
+use flashstack_content::{ContentConfig, ContentMix};
+use flashstack_replay::{OutOfRange, Precondition, RunConfig};
+use flashstack_report::{render_csv, render_json, render_table, ReportOptions, RunReport};
+use flashstack_trace::{
+    clean, parse_file, synthetic, CleanOptions, ParseOptions, SyntheticSpec, Trace, TraceFormat,
+    TraceRequest,
+};
+
+use crate::device;
+use crate::progress::Bar;
+
+/// The workload `flashstack run` uses when given none: a phone-like mix of small random
+/// writes concentrated on a hot fifth of the data, reads, and a flush (fsync) every 8
+/// writes.
+pub const DEFAULT_SYNTHETIC: &str =
+    "hotcold:0.2:0.8,count=200000,read=0.3,size=4k:60/16k:25/64k:10/256k:5,iat=exp:10ms,flush=8";
+pub const DEFAULT_DEVICE: &str = "ldc-emmc";
+
+#[derive(Args, Clone, Debug, Default)]
+pub struct TraceInput {
+    /// Trace format (default: detected from the first lines).
+    #[arg(long, value_name = "mqsim|disksim|msr|blkparse|pixel")]
+    pub format: Option<TraceFormat>,
+    /// Time unit of MQSim traces.
+    #[arg(long, value_name = "ns|us|ps")]
+    pub time_unit: Option<flashstack_trace::TimeUnit>,
+    /// Drop requests logged twice within 10 ms and shorten idle gaps over 10 s (the known
+    /// artefacts of the Pixel mobile traces); reports how much it dropped.
+    #[arg(long)]
+    pub clean: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    /// Device preset, TOML file, or either with +key=value overrides.
+    #[arg(long, value_name = "PRESET|FILE.toml")]
+    device: Option<String>,
+    /// Compare devices side by side: comma-separated device specifications.
+    #[arg(long, value_name = "SPEC,SPEC,...", value_delimiter = ',')]
+    compare: Vec<String>,
+    /// Block trace to replay.
+    #[arg(long, value_name = "FILE", conflicts_with = "synthetic")]
+    trace: Option<PathBuf>,
+    #[command(flatten)]
+    input: TraceInput,
+    /// Synthetic workload, e.g. "uniform,count=1e6,read=0.3,size=4k".
+    #[arg(long, value_name = "SPEC")]
+    synthetic: Option<String>,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Override a device field on every device (repeatable), e.g. ftl.gc.policy=cost-benefit.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    overrides: Vec<String>,
+    /// Fill to this fraction of the user capacity and age to steady state before measuring.
+    #[arg(long, value_name = "FRACTION", default_value_t = 0.5)]
+    precondition: f64,
+    /// Upper bound on aging writes, as a multiple of the filled LBAs.
+    #[arg(long, value_name = "FACTOR", default_value_t = 2.0)]
+    aging_max: f64,
+    /// Measure from an empty device.
+    #[arg(long, conflicts_with = "precondition")]
+    no_precondition: bool,
+    /// Store page contents (memory = bytes written) with bytes from the content model.
+    #[arg(long)]
+    contents: bool,
+    /// Content classes and weights, e.g. "sqlite:40,text:10,media:50" (implies --contents).
+    #[arg(long, value_name = "MIX")]
+    content_mix: Option<ContentMix>,
+    /// Read back every host read and compare it with what was written (implies --contents).
+    #[arg(long)]
+    verify: bool,
+    /// Fold addresses beyond the device into it instead of failing.
+    #[arg(long)]
+    wrap: bool,
+    /// Drive writes per day to assume in the lifetime projection (default: measured).
+    #[arg(long)]
+    dwpd: Option<f64>,
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+    #[arg(long, value_name = "FILE")]
+    csv: Option<PathBuf>,
+    /// No progress bar.
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+pub fn load_trace(path: &Path, input: &TraceInput) -> Result<Trace> {
+    let mut options = ParseOptions::default();
+    if let Some(unit) = input.time_unit {
+        options.mqsim_time_unit = unit;
+    }
+    let mut trace = parse_file(path, input.format, &options)?;
+    if trace.requests.is_empty() {
+        bail!(
+            "{}: no requests in the trace ({})",
+            path.display(),
+            trace.parse_report
+        );
+    }
+    if input.clean {
+        let report = clean(&mut trace, &CleanOptions::default());
+        eprintln!("{}: cleaned: {report}", path.display());
+    }
+    Ok(trace)
+}
+
+fn device_specs(args: &RunArgs) -> Vec<String> {
+    let mut specs: Vec<String> = args.device.iter().cloned().collect();
+    specs.extend(args.compare.iter().cloned());
+    if specs.is_empty() {
+        specs.push(DEFAULT_DEVICE.to_string());
+    }
+    specs
+}
+
+fn run_config(args: &RunArgs, spec: &str, workload_name: &str) -> Result<RunConfig> {
+    let mut device = device::resolve(spec)?;
+    if !args.overrides.is_empty() {
+        let overrides: Vec<&str> = args.overrides.iter().map(String::as_str).collect();
+        let name = device.name.clone();
+        device = device::apply_overrides(&device, &overrides)?;
+        device.name = format!("{name}+{}", args.overrides.join("+"));
+    }
+    let precondition = (!args.no_precondition && args.precondition > 0.0).then(|| Precondition {
+        utilization: args.precondition,
+        aging_factor_max: args.aging_max,
+        ..Precondition::default()
+    });
+    if !(0.0..=1.0).contains(&args.precondition) {
+        bail!(
+            "--precondition {}: must be a fraction between 0 and 1",
+            args.precondition
+        );
+    }
+    let mut content = ContentConfig::default();
+    if let Some(mix) = &args.content_mix {
+        content.mix = mix.clone();
+    }
+    Ok(RunConfig {
+        device,
+        seed: args.seed,
+        store_contents: args.contents || args.verify || args.content_mix.is_some(),
+        content,
+        precondition,
+        out_of_range: if args.wrap {
+            OutOfRange::Wrap
+        } else {
+            OutOfRange::Error
+        },
+        verify_reads: args.verify,
+        report: ReportOptions { dwpd: args.dwpd },
+        workload_name: workload_name.to_string(),
+    })
+}
+
+pub fn run(args: RunArgs) -> Result<()> {
+    let trace = match &args.trace {
+        Some(path) => Some(load_trace(path, &args.input)?),
+        None => None,
+    };
+    let spec_text = args
+        .synthetic
+        .clone()
+        .unwrap_or_else(|| DEFAULT_SYNTHETIC.to_string());
+    let spec: Option<SyntheticSpec> = match &trace {
+        Some(_) => None,
+        None => Some(spec_text.parse().map_err(|e| anyhow!("--synthetic: {e}"))?),
+    };
+    let workload_name = match &trace {
+        Some(t) => format!("{} ({})", t.name, t.format),
+        None => spec_text.clone(),
+    };
+    let mut reports = Vec::new();
+    for spec_name in device_specs(&args) {
+        let config = run_config(&args, &spec_name, &workload_name)?;
+        let report = run_one(config, trace.as_ref(), spec.as_ref(), args.seed, args.quiet)
+            .with_context(|| format!("device '{spec_name}'"))?;
+        reports.push(report);
+    }
+    print!("{}", render_table(&reports));
+    if let Some(path) = &args.json {
+        write_output(path, &render_json(&reports))?;
+    }
+    if let Some(path) = &args.csv {
+        write_output(path, &render_csv(&reports))?;
+    }
+    Ok(())
+}
+
+fn write_output(path: &Path, text: &str) -> Result<()> {
+    if path == Path::new("-") {
+        print!("{text}");
+        return Ok(());
+    }
+    std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))
+}
+
+fn run_one(
+    config: RunConfig,
+    trace: Option<&Trace>,
+    spec: Option<&SyntheticSpec>,
+    seed: u64,
+    quiet: bool,
+) -> Result<RunReport> {
+    let mut bar = Bar::new(quiet);
+    let mut replayer = flashstack_replay::Replayer::new(config)?;
+    replayer.prepare(&mut bar)?;
+    if let Some(p) = &replayer.precondition {
+        if !quiet {
+            eprintln!("{}: precondition: {p}", replayer.ftl.config().name);
+        }
+    }
+    match (trace, spec) {
+        (Some(trace), _) => {
+            let requests = trace.requests.iter().copied();
+            replayer.replay(requests, Some(trace.requests.len() as u64), &mut bar)?;
+        }
+        (None, Some(spec)) => {
+            let source = synthetic(spec, replayer.capacity_bytes(), seed)
+                .map_err(|e| anyhow!("--synthetic: {e}"))?;
+            let total = Some(spec.count);
+            replayer.replay(source.map(|r: TraceRequest| r), total, &mut bar)?;
+        }
+        (None, None) => unreachable!("a trace or a synthetic spec is always chosen"),
+    }
+    bar.finish();
+    if replayer.wrapped_requests > 0 && !quiet {
+        eprintln!(
+            "note: {} requests were folded into the device (--wrap)",
+            replayer.wrapped_requests
+        );
+    }
+    Ok(replayer.report())
+}

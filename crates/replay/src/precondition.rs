@@ -1,0 +1,147 @@
+//! Preconditioning: fill the device to a utilisation, then age it with random overwrites
+//! until garbage collection reaches a steady state, before anything is measured.
+//!
+//! Steady state is declared once garbage collection has started (free space that was never
+//! written does not count as steady) and the write amplification of three consecutive
+//! windows (each a quarter of the filled LBAs, at least 4,096 writes) agrees within the
+//! tolerance,
+//! and aging always stops after `aging_factor_max` × the filled LBAs. Both bounds make the
+//! step deterministic and finite, whatever the device.
+
+use std::fmt;
+
+use flashstack_block::{BlockDevice, BlockError, Hints};
+use flashstack_sim::Rng;
+
+use crate::{Progress, Replayer};
+
+const FILL_CHUNK_LBAS: u32 = 32;
+const WINDOW_LBAS_MIN: u64 = 4_096;
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Precondition {
+    /// Fraction of the user capacity to fill, in (0, 1].
+    pub utilization: f64,
+    /// Upper bound on aging writes, as a multiple of the filled LBAs (0 = fill only).
+    pub aging_factor_max: f64,
+    /// Relative change of write amplification between windows that counts as steady.
+    pub steady_tolerance: f64,
+}
+
+impl Default for Precondition {
+    fn default() -> Self {
+        Precondition {
+            utilization: 0.9,
+            aging_factor_max: 4.0,
+            steady_tolerance: 0.02,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct PreconditionReport {
+    pub utilization: f64,
+    pub filled_lbas: u64,
+    pub aging_writes: u64,
+    pub steady: bool,
+    pub write_amplification_last_window: f64,
+}
+
+impl fmt::Display for PreconditionReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "filled {:.0}% ({} LBAs), aged with {} random writes, {} at WA {:.3}",
+            self.utilization * 100.0,
+            self.filled_lbas,
+            self.aging_writes,
+            if self.steady {
+                "steady"
+            } else {
+                "stopped at the bound"
+            },
+            self.write_amplification_last_window
+        )
+    }
+}
+
+pub(crate) fn run(
+    replayer: &mut Replayer,
+    p: &Precondition,
+    progress: &mut dyn Progress,
+) -> Result<PreconditionReport, BlockError> {
+    let capacity = replayer.ftl.capacity_lbas();
+    let filled = ((capacity as f64 * p.utilization.clamp(0.0, 1.0)) as u64).min(capacity);
+    progress.phase("precondition: fill", Some(filled));
+    let mut lba = 0;
+    while lba < filled {
+        let count = FILL_CHUNK_LBAS.min((filled - lba) as u32);
+        let now = replayer.ftl.busy_until_ns();
+        replayer.write(now, lba, count, Hints::default())?;
+        lba += count as u64;
+        if lba % (FILL_CHUNK_LBAS as u64 * 1024) == 0 {
+            progress.advance(lba);
+        }
+    }
+    let mut report = PreconditionReport {
+        utilization: p.utilization,
+        filled_lbas: filled,
+        aging_writes: 0,
+        steady: false,
+        write_amplification_last_window: 0.0,
+    };
+    if filled > 0 && p.aging_factor_max > 0.0 {
+        age(replayer, p, filled, &mut report, progress)?;
+    }
+    Ok(report)
+}
+
+fn age(
+    replayer: &mut Replayer,
+    p: &Precondition,
+    filled: u64,
+    report: &mut PreconditionReport,
+    progress: &mut dyn Progress,
+) -> Result<(), BlockError> {
+    let writes_max = (filled as f64 * p.aging_factor_max) as u64;
+    let window = (filled / 4).max(WINDOW_LBAS_MIN);
+    let mut rng = Rng::new(replayer.config.seed ^ 0xA6E1_A6E1);
+    progress.phase("precondition: age", Some(writes_max));
+    let mut previous_wa: Option<f64> = None;
+    let mut stable_windows = 0;
+    while report.aging_writes < writes_max {
+        let programs_before = replayer.ftl.nand().counters().page_programs;
+        let erases_before = replayer.ftl.nand().counters().block_erases;
+        let slots_per_page = replayer.ftl.nand().config().geometry.page_size_bytes as u64 / 4096;
+        for _ in 0..window.min(writes_max - report.aging_writes) {
+            let lba = rng.below(filled);
+            let now = replayer.ftl.busy_until_ns();
+            replayer.write(now, lba, 1, Hints::default())?;
+            report.aging_writes += 1;
+        }
+        progress.advance(report.aging_writes);
+        let programmed =
+            (replayer.ftl.nand().counters().page_programs - programs_before) * slots_per_page;
+        let wa = programmed as f64 / window as f64;
+        report.write_amplification_last_window = wa;
+        if replayer.ftl.nand().counters().block_erases == erases_before {
+            // GC has not run in this window: the device is still eating fresh space.
+            previous_wa = None;
+            stable_windows = 0;
+            continue;
+        }
+        if let Some(prev) = previous_wa {
+            if (wa - prev).abs() <= p.steady_tolerance * wa.max(f64::MIN_POSITIVE) {
+                stable_windows += 1;
+            } else {
+                stable_windows = 0;
+            }
+        }
+        previous_wa = Some(wa);
+        if stable_windows >= 2 {
+            report.steady = true;
+            break;
+        }
+    }
+    Ok(())
+}

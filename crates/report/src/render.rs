@@ -1,0 +1,290 @@
+//! Rendering: a terminal table with one column per run, pretty JSON, and CSV with one row
+//! per run (dotted column names, pandas-friendly).
+
+use flashstack_sim::units::{format_bytes, format_ns};
+use serde_json::Value;
+
+use crate::RunReport;
+
+type Row = (&'static str, fn(&RunReport) -> String);
+
+fn count(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn latency_row(
+    r: &RunReport,
+    kind: &str,
+    pick: fn(&flashstack_sim::LatencySummary) -> u64,
+) -> String {
+    match r.latency.get(kind) {
+        Some(s) if s.count > 0 => format_ns(pick(s)),
+        _ => "-".into(),
+    }
+}
+
+const ROWS: &[Row] = &[
+    ("workload", |r| {
+        let w = &r.run.workload;
+        if w.chars().count() > 24 {
+            format!("{}…", w.chars().take(23).collect::<String>())
+        } else {
+            w.clone()
+        }
+    }),
+    ("gc policy", |r| r.gc.policy.clone()),
+    ("user capacity", |r| format_bytes(r.run.user_capacity_bytes)),
+    ("simulated time", |r| {
+        format!("{:.3} s", r.simulated_seconds)
+    }),
+    ("host writes", |r| {
+        format!(
+            "{} ({})",
+            count(r.host.write_requests),
+            format_bytes(r.host.write_bytes)
+        )
+    }),
+    ("host reads", |r| {
+        format!(
+            "{} ({})",
+            count(r.host.read_requests),
+            format_bytes(r.host.read_bytes)
+        )
+    }),
+    ("host trims / flushes", |r| {
+        format!(
+            "{} / {}",
+            count(r.host.trim_requests),
+            count(r.host.flush_requests)
+        )
+    }),
+    ("NAND page programs", |r| count(r.nand.page_programs)),
+    ("NAND page reads", |r| count(r.nand.page_reads)),
+    ("NAND block erases", |r| count(r.nand.block_erases)),
+    ("write amplification", |r| {
+        format!("{:.3}", r.write_amplification.total)
+    }),
+    ("  host data", |r| {
+        format!("{:.3}", r.write_amplification.host)
+    }),
+    ("  GC migration", |r| {
+        format!("{:.3}", r.write_amplification.gc)
+    }),
+    ("  wear levelling", |r| {
+        format!("{:.3}", r.write_amplification.wear_levelling)
+    }),
+    ("  padding", |r| {
+        format!("{:.3}", r.write_amplification.padding)
+    }),
+    ("  FTL metadata", |r| {
+        format!("{:.3}", r.write_amplification.metadata)
+    }),
+    ("GC cycles fg / bg", |r| {
+        format!(
+            "{} / {}",
+            count(r.gc.foreground_cycles),
+            count(r.gc.background_cycles)
+        )
+    }),
+    ("erases/block min/mean/max", |r| {
+        let e = &r.erase_distribution;
+        format!(
+            "{} / {:.1} / {}",
+            e.erase_count_min, e.erase_count_mean, e.erase_count_max
+        )
+    }),
+    ("write latency p50", |r| {
+        latency_row(r, "write", |s| s.latency_ns_p50)
+    }),
+    ("write latency p99", |r| {
+        latency_row(r, "write", |s| s.latency_ns_p99)
+    }),
+    ("write latency max", |r| {
+        latency_row(r, "write", |s| s.latency_ns_max)
+    }),
+    ("read latency p50", |r| {
+        latency_row(r, "read", |s| s.latency_ns_p50)
+    }),
+    ("read latency p99", |r| {
+        latency_row(r, "read", |s| s.latency_ns_p99)
+    }),
+    ("read latency max", |r| {
+        latency_row(r, "read", |s| s.latency_ns_max)
+    }),
+    ("flush latency p99", |r| {
+        latency_row(r, "flush", |s| s.latency_ns_p99)
+    }),
+    ("energy (NAND)", |r| format!("{:.1} mJ", r.energy.total_mj)),
+    ("  program / erase", |r| {
+        format!("{:.1} / {:.1} mJ", r.energy.program_mj, r.energy.erase_mj)
+    }),
+    ("  read / transfer / idle", |r| {
+        format!(
+            "{:.1} / {:.1} / {:.1} mJ",
+            r.energy.read_mj, r.energy.transfer_mj, r.energy.idle_mj
+        )
+    }),
+    ("lifetime (years)", |r| {
+        format!("{:.2}", r.lifetime.lifetime_years)
+    }),
+    ("  = PEC×(1+OP)", |r| {
+        format!(
+            "{}×(1+{:.3})",
+            r.lifetime.pe_cycles, r.lifetime.overprovisioning
+        )
+    }),
+    ("  ÷ 365×DWPD", |r| {
+        format!("365×{:.3} ({})", r.lifetime.dwpd, r.lifetime.dwpd_source)
+    }),
+    ("  ÷ WA×R_compress", |r| {
+        format!(
+            "{:.3}×{:.2}",
+            r.lifetime.write_amplification, r.lifetime.compression_ratio
+        )
+    }),
+];
+
+/// One column per run, headed by the device name.
+pub fn render_table(reports: &[RunReport]) -> String {
+    let label_width = ROWS
+        .iter()
+        .map(|(l, _)| l.chars().count())
+        .max()
+        .unwrap_or(0);
+    let cells: Vec<Vec<String>> = reports
+        .iter()
+        .map(|r| ROWS.iter().map(|(_, f)| f(r)).collect())
+        .collect();
+    let widths: Vec<usize> = reports
+        .iter()
+        .zip(&cells)
+        .map(|(r, column)| {
+            column
+                .iter()
+                .map(|c| c.chars().count())
+                .chain([r.run.device.chars().count()])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    if let Some(first) = reports.first() {
+        if reports.iter().all(|r| r.run.workload == first.run.workload) {
+            out.push_str(&format!("workload: {}\n", first.run.workload));
+        }
+    }
+    out.push_str(&format!("{:label_width$}", ""));
+    for (r, w) in reports.iter().zip(&widths) {
+        out.push_str(&format!("  {:>w$}", r.run.device));
+    }
+    out.push('\n');
+    for (i, (label, _)) in ROWS.iter().enumerate() {
+        let pad = label_width - label.chars().count();
+        out.push_str(label);
+        out.push_str(&" ".repeat(pad));
+        for (column, w) in cells.iter().zip(&widths) {
+            out.push_str(&format!("  {:>w$}", column[i]));
+        }
+        out.push('\n');
+    }
+    out
+}
+
+pub fn render_json(reports: &[RunReport]) -> String {
+    let mut text = if reports.len() == 1 {
+        serde_json::to_string_pretty(&reports[0])
+    } else {
+        serde_json::to_string_pretty(reports)
+    }
+    .expect("reports serialise");
+    text.push('\n');
+    text
+}
+
+fn flatten(prefix: &str, value: &Value, out: &mut Vec<(String, String)>) {
+    match value {
+        Value::Object(map) => {
+            for (key, v) in map {
+                let name = if prefix.is_empty() {
+                    key.clone()
+                } else {
+                    format!("{prefix}.{key}")
+                };
+                flatten(&name, v, out);
+            }
+        }
+        // The erase histogram stays one cell: "lo:count;lo:count".
+        Value::Array(items) => {
+            let joined: Vec<String> = items
+                .iter()
+                .map(|item| match item {
+                    Value::Array(pair) => pair
+                        .iter()
+                        .map(|v| v.to_string())
+                        .collect::<Vec<_>>()
+                        .join(":"),
+                    other => other.to_string(),
+                })
+                .collect();
+            out.push((prefix.to_string(), joined.join(";")));
+        }
+        Value::String(s) => out.push((prefix.to_string(), s.clone())),
+        Value::Null => out.push((prefix.to_string(), String::new())),
+        other => out.push((prefix.to_string(), other.to_string())),
+    }
+}
+
+fn csv_cell(text: &str) -> String {
+    if text.contains([',', '"', '\n']) {
+        format!("\"{}\"", text.replace('"', "\"\""))
+    } else {
+        text.to_string()
+    }
+}
+
+/// A header row and one row per run.
+pub fn render_csv(reports: &[RunReport]) -> String {
+    let mut out = String::new();
+    for (i, report) in reports.iter().enumerate() {
+        let value = serde_json::to_value(report).expect("reports serialise");
+        let mut cells = Vec::new();
+        flatten("", &value, &mut cells);
+        if i == 0 {
+            let header: Vec<String> = cells.iter().map(|(k, _)| csv_cell(k)).collect();
+            out.push_str(&header.join(","));
+            out.push('\n');
+        }
+        let row: Vec<String> = cells.iter().map(|(_, v)| csv_cell(v)).collect();
+        out.push_str(&row.join(","));
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_get_separators() {
+        assert_eq!(count(0), "0");
+        assert_eq!(count(999), "999");
+        assert_eq!(count(1_000), "1,000");
+        assert_eq!(count(1_234_567), "1,234,567");
+    }
+
+    #[test]
+    fn csv_quotes_what_needs_it() {
+        assert_eq!(csv_cell("a,b"), "\"a,b\"");
+        assert_eq!(csv_cell("say \"x\""), "\"say \"\"x\"\"\"");
+        assert_eq!(csv_cell("plain"), "plain");
+    }
+}
