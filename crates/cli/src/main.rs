@@ -1,6 +1,7 @@
 //! The `flashstack` command line: a thin layer that maps flags onto the configuration
 //! structs of the library crates, runs them, and prints their reports.
 
+mod bench;
 mod device;
 mod progress;
 mod run;
@@ -28,6 +29,8 @@ enum Command {
     Run(run::RunArgs),
     /// List the built-in device presets, or print one as TOML.
     Presets(PresetArgs),
+    /// Measure replay speed and memory (wall clock).
+    Bench(bench::BenchArgs),
     /// Work with block traces.
     Trace {
         #[command(subcommand)]
@@ -63,6 +66,7 @@ fn main() {
     let result = match cli.command {
         Command::Run(args) => run::run(args),
         Command::Presets(args) => presets(args),
+        Command::Bench(args) => bench::bench(args),
         Command::Trace {
             command: TraceCommand::Inspect(args),
         } => inspect(args),

@@ -92,7 +92,7 @@ impl Ftl {
     }
 
     fn check_copies(&self) -> Result<(), String> {
-        let mut copies = vec![0u32; self.copies.len()];
+        let mut copies = vec![0u32; self.user_lbas as usize];
         for block in 0..self.blocks.state.len() as u32 {
             if self.nand.is_bad(block) {
                 continue;
@@ -110,10 +110,13 @@ impl Ftl {
                 }
             }
         }
-        match copies.iter().zip(&self.copies).position(|(a, b)| a != b) {
+        let Some(table) = &self.copies else {
+            return Ok(());
+        };
+        match copies.iter().zip(table).position(|(a, b)| a != b) {
             Some(lpn) => Err(format!(
                 "lpn {lpn}: {} copies on flash, table says {}",
-                copies[lpn], self.copies[lpn]
+                copies[lpn], table[lpn]
             )),
             None => Ok(()),
         }

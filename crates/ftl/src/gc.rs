@@ -117,7 +117,7 @@ impl Ftl {
         choice.map(|i| self.candidates[i].block)
     }
 
-    /// Moves every valid slot of `block` to its die's relocation stream, and re-queues the
+    /// Moves every valid slot of `block` to its unit's relocation stream, and re-queues the
     /// trim records it holds that still hide older copies.
     pub(crate) fn relocate_block(
         &mut self,
@@ -125,8 +125,37 @@ impl Ftl {
         cause: Cause,
         now_ns: Nanos,
     ) -> Result<(), FtlError> {
-        let die = self.nand.unit_of_block(block);
-        let stream = self.gc_stream(die);
+        let stream = self.gc_stream(self.nand.unit_of_block(block));
+        let mut slots = std::mem::take(&mut self.relocation_slots);
+        self.gather_data_slots(block, &mut slots);
+        // One tight pass over the mapping: the loads are independent, so the CPU overlaps
+        // their cache misses instead of taking them one at a time.
+        let l2p = &self.l2p;
+        slots.retain(|&(slot, lpn)| l2p[lpn as usize] == slot);
+        let mut result = Ok(());
+        let mut i = 0;
+        while i < slots.len() {
+            let page = self.page_of_slot(slots[i].0);
+            let mut live = [NO_LPN; 4];
+            while i < slots.len() && self.page_of_slot(slots[i].0) == page {
+                live[(slots[i].0 % self.slots_per_page) as usize] = slots[i].1;
+                i += 1;
+            }
+            result = self.move_live_slots(page, &live, stream, cause, now_ns);
+            if result.is_err() {
+                break;
+            }
+        }
+        self.relocation_slots = slots;
+        result?;
+        debug_assert_eq!(self.blocks.valid_slots[block as usize], 0);
+        Ok(())
+    }
+
+    /// Every (slot, lpn) holding data in `block`, in page order; trim records found on the
+    /// way are re-queued.
+    fn gather_data_slots(&mut self, block: u32, slots: &mut Vec<(u32, u32)>) {
+        slots.clear();
         let first_page = self.nand.first_page(block);
         for page in first_page..first_page + self.nand.programmed_pages(block) {
             let Some(oob) = self.nand.oob(page) else {
@@ -139,22 +168,12 @@ impl Ftl {
                 self.requeue_trims(page);
                 continue;
             }
-            let mut live = [NO_LPN; 4];
-            let mut live_count = 0;
             for (i, &lpn) in oob.lpns.iter().enumerate() {
-                if lpn != NO_LPN && self.l2p[lpn as usize] == page * self.slots_per_page + i as u32
-                {
-                    live[i] = lpn;
-                    live_count += 1;
+                if lpn != NO_LPN {
+                    slots.push((page * self.slots_per_page + i as u32, lpn));
                 }
             }
-            if live_count == 0 {
-                continue;
-            }
-            self.move_live_slots(page, &live, stream, cause, now_ns)?;
         }
-        debug_assert_eq!(self.blocks.valid_slots[block as usize], 0);
-        Ok(())
     }
 
     fn move_live_slots(
@@ -216,7 +235,8 @@ impl Ftl {
     fn requeue_trims(&mut self, page: u32) {
         if let Some(entries) = self.trim_log.get(&page) {
             for &lpn in entries.iter() {
-                if self.l2p[lpn as usize] == UNMAPPED && self.copies[lpn as usize] > 0 {
+                let older_copies = self.copies.as_ref().map_or(1, |c| c[lpn as usize]);
+                if self.l2p[lpn as usize] == UNMAPPED && older_copies > 0 {
                     self.pending_trims.push(lpn);
                 }
             }
@@ -267,9 +287,9 @@ impl Ftl {
                 self.trim_log.remove(&page);
                 continue;
             }
-            for &lpn in oob.lpns {
-                if lpn != NO_LPN {
-                    self.copies[lpn as usize] -= 1;
+            if let Some(copies) = self.copies.as_mut() {
+                for &lpn in oob.lpns.iter().filter(|&&l| l != NO_LPN) {
+                    copies[lpn as usize] -= 1;
                 }
             }
         }

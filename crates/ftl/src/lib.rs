@@ -74,8 +74,9 @@ pub struct Ftl {
     user_lbas: u64,
     l2p: Vec<u32>,
     /// Programmed data slots on flash per logical page (live or not): a trim record can be
-    /// dropped once no older copy it hides remains.
-    copies: Vec<u32>,
+    /// dropped once no older copy it hides remains. Built on the first trim (a full scan)
+    /// and kept from then on; workloads without trims never pay for it.
+    copies: Option<Vec<u32>>,
     blocks: BlockTable,
     streams: Vec<Stream>,
     host_streams: u32,
@@ -95,6 +96,7 @@ pub struct Ftl {
     powered_off: bool,
     candidates: Vec<VictimCandidate>,
     candidate_blocks: Vec<u32>,
+    relocation_slots: Vec<(u32, u32)>,
     scratch: Vec<u8>,
     measure_start_ns: Nanos,
     last_arrival_ns: Nanos,
@@ -126,8 +128,8 @@ impl Ftl {
             slots_per_page: g.slots_per_page(),
             pages_per_block: g.pages_per_block,
             user_lbas,
-            l2p: vec![UNMAPPED; user_lbas as usize],
-            copies: vec![0; user_lbas as usize],
+            l2p: flashstack_sim::memory::table(user_lbas as usize, UNMAPPED),
+            copies: None,
             blocks,
             streams,
             host_streams,
@@ -145,6 +147,7 @@ impl Ftl {
             powered_off: false,
             candidates: Vec::new(),
             candidate_blocks: Vec::new(),
+            relocation_slots: Vec::new(),
             scratch: vec![0; g.page_size_bytes as usize],
             measure_start_ns: 0,
             last_arrival_ns: 0,
@@ -199,6 +202,22 @@ impl Ftl {
         self.last_arrival_ns
     }
 
+    /// Hints that `lba` will be accessed soon: its mapping entry is pulled towards the CPU
+    /// cache so the request does not stall on it. No effect on results.
+    #[inline]
+    pub fn prefetch(&self, lba: u64) {
+        if let Some(entry) = self.l2p.get(lba as usize) {
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: prefetching a valid reference's address has no side effects.
+            unsafe {
+                use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+                _mm_prefetch::<_MM_HINT_T0>(entry as *const u32 as *const i8);
+            }
+            #[cfg(not(target_arch = "x86_64"))]
+            let _ = entry;
+        }
+    }
+
     /// Starts a measurement phase: counters and histograms restart, flash state (data,
     /// wear, free space) is kept. Used after preconditioning.
     pub fn reset_measurement(&mut self) {
@@ -232,6 +251,32 @@ impl Ftl {
             },
             FtlError::NoSpace(reason) => BlockError::NoSpace { reason },
         }
+    }
+
+    /// Counts the data copies of every logical page on flash (first trim, or recovery with
+    /// trim records present).
+    fn build_copies(&mut self) {
+        let mut copies = vec![0u32; self.user_lbas as usize];
+        for block in 0..self.config.nand.geometry.blocks() {
+            if self.nand.is_bad(block) {
+                continue;
+            }
+            let first = self.nand.first_page(block);
+            for page in first..first + self.nand.programmed_pages(block) {
+                let Some(oob) = self.nand.oob(page) else {
+                    continue;
+                };
+                let skip =
+                    flashstack_nand::oob_flags::CORRUPT | flashstack_nand::oob_flags::TRIM_RECORD;
+                if oob.flags & skip != 0 {
+                    continue;
+                }
+                for &lpn in oob.lpns.iter().filter(|&&l| l != flashstack_nand::NO_LPN) {
+                    copies[lpn as usize] += 1;
+                }
+            }
+        }
+        self.copies = Some(copies);
     }
 
     #[inline]

@@ -36,6 +36,9 @@ impl Ftl {
             }
         }
         self.apply_trim_records(&trim_pages);
+        if !self.trim_log.is_empty() {
+            self.build_copies();
+        }
         self.rebuild_block_table(now_ns);
         self.seq = seq_max + 1;
         self.counters.power_cycles += 1;
@@ -51,7 +54,7 @@ impl Ftl {
         let g = &self.config.nand.geometry;
         self.powered_off = false;
         self.l2p.fill(UNMAPPED);
-        self.copies.fill(0);
+        self.copies = None;
         self.blocks = BlockTable::new(
             g.units(),
             g.blocks_per_plane,
@@ -84,7 +87,6 @@ impl Ftl {
             if lpn == NO_LPN || lpn as u64 >= self.user_lbas {
                 continue;
             }
-            self.copies[lpn as usize] += 1;
             let current = self.l2p[lpn as usize];
             if current == UNMAPPED || seq > self.slot_seq(current) {
                 self.l2p[lpn as usize] = page * spp + i;

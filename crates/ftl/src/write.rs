@@ -168,10 +168,12 @@ impl Ftl {
         let index = s.filled as usize;
         s.lpns[index] = lpn;
         s.causes[index] = cause;
-        let range = index * SLOT_SIZE as usize..(index + 1) * SLOT_SIZE as usize;
-        match data {
-            Some(bytes) => s.data[range].copy_from_slice(bytes),
-            None => s.data[range].fill(0),
+        if self.nand.stores_contents() {
+            let range = index * SLOT_SIZE as usize..(index + 1) * SLOT_SIZE as usize;
+            match data {
+                Some(bytes) => s.data[range].copy_from_slice(bytes),
+                None => s.data[range].fill(0),
+            }
         }
         s.filled += 1;
         s.ready_ns = s.ready_ns.max(ready_ns);
@@ -292,7 +294,9 @@ impl Ftl {
                 self.counters.program_slots_padding += 1;
                 continue;
             }
-            self.copies[lpn as usize] += 1;
+            if let Some(copies) = self.copies.as_mut() {
+                copies[lpn as usize] += 1;
+            }
             match causes[i] {
                 Cause::Host => self.counters.program_slots_host += 1,
                 Cause::Gc => self.counters.program_slots_gc += 1,
@@ -457,6 +461,9 @@ impl Ftl {
         let (_, mut complete_ns) = self
             .controller
             .reserve(start_ns, self.config.host.controller_overhead_ns);
+        if self.copies.is_none() {
+            self.build_copies();
+        }
         for lpn in lba as u32..lba as u32 + count {
             if self.l2p[lpn as usize] == UNMAPPED {
                 continue;

@@ -18,7 +18,7 @@ pub(crate) struct FrameStore {
 impl FrameStore {
     pub fn new(slot_count: u64) -> Self {
         FrameStore {
-            frame_of_slot: vec![NO_FRAME; slot_count as usize],
+            frame_of_slot: flashstack_sim::memory::table(slot_count as usize, NO_FRAME),
             ..Default::default()
         }
     }

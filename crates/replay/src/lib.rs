@@ -6,6 +6,8 @@
 
 mod precondition;
 
+use std::collections::VecDeque;
+
 use flashstack_block::{BlockDevice, BlockError, Payload, RequestKind, LBA_SIZE};
 use flashstack_content::{ContentConfig, ContentModel};
 use flashstack_ftl::{DeviceConfig, Ftl};
@@ -15,6 +17,9 @@ use flashstack_trace::TraceRequest;
 use thiserror::Error;
 
 pub use precondition::{Precondition, PreconditionReport};
+
+/// Requests the replay looks ahead (for prefetching).
+const LOOKAHEAD: usize = 8;
 
 /// How addresses beyond the device are treated.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -153,10 +158,24 @@ impl Replayer {
         progress: &mut dyn Progress,
     ) -> Result<(), ReplayError> {
         progress.phase("replay", total);
-        for (index, request) in requests.enumerate() {
-            self.submit(index as u64, &request)?;
-            if index % 4096 == 4095 {
-                progress.advance(index as u64 + 1);
+        // A short look-ahead lets the device prefetch the mapping entries of upcoming
+        // requests while it serves the current one.
+        let mut ahead: VecDeque<TraceRequest> = VecDeque::with_capacity(LOOKAHEAD);
+        let mut requests = requests.fuse();
+        let mut index = 0u64;
+        loop {
+            while ahead.len() < LOOKAHEAD {
+                let Some(next) = requests.next() else { break };
+                self.ftl.prefetch(next.offset_bytes / LBA_SIZE as u64);
+                ahead.push_back(next);
+            }
+            let Some(request) = ahead.pop_front() else {
+                break;
+            };
+            self.submit(index, &request)?;
+            index += 1;
+            if index % 4096 == 0 {
+                progress.advance(index);
             }
         }
         Ok(())

@@ -4,6 +4,7 @@
 //! figure a flashstack run prints is a function of its inputs and its seed.
 
 pub mod histogram;
+pub mod memory;
 pub mod resource;
 pub mod rng;
 pub mod units;

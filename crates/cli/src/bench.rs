@@ -1,0 +1,173 @@
+//! `flashstack bench`: replay speed and memory, measured in wall-clock time (the only place
+//! the project reads the wall clock; simulated figures never depend on it).
+
+use std::time::Instant;
+
+use anyhow::{anyhow, Result};
+use clap::Args;
+use flashstack_content::ContentConfig;
+use flashstack_replay::{NoProgress, OutOfRange, Precondition, Replayer, RunConfig};
+use flashstack_report::ReportOptions;
+use flashstack_sim::units::format_bytes;
+use flashstack_trace::{synthetic, Interarrival, Pattern, SizeDistribution, SyntheticSpec};
+
+use crate::device;
+
+#[derive(Args, Debug)]
+pub struct BenchArgs {
+    #[arg(long, default_value = "ldc-emmc")]
+    device: String,
+    /// Random 4 KiB writes to replay after preconditioning.
+    #[arg(long, default_value_t = 1_000_000)]
+    requests: u64,
+    /// Fraction of the user capacity holding data (the writes' footprint).
+    #[arg(long, default_value_t = 0.9)]
+    utilization: f64,
+    /// Store page contents (bytes from the content model).
+    #[arg(long)]
+    contents: bool,
+    /// Memory check instead: write this many bytes with contents stored on an empty device
+    /// and compare peak memory with 1.1 × stored bytes + 16 B per flash page.
+    #[arg(long, value_name = "SIZE")]
+    memory: Option<String>,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+}
+
+fn peak_rss_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+fn config(
+    args: &BenchArgs,
+    contents: bool,
+    precondition: Option<Precondition>,
+) -> Result<RunConfig> {
+    Ok(RunConfig {
+        device: device::resolve(&args.device)?,
+        seed: args.seed,
+        store_contents: contents,
+        content: ContentConfig::default(),
+        precondition,
+        out_of_range: OutOfRange::Error,
+        verify_reads: false,
+        report: ReportOptions::default(),
+        workload_name: "bench".into(),
+    })
+}
+
+fn random_writes(count: u64, footprint_bytes: u64) -> SyntheticSpec {
+    SyntheticSpec {
+        pattern: Pattern::Uniform,
+        count,
+        read_fraction: 0.0,
+        trim_fraction: 0.0,
+        flush_every: None,
+        sizes: SizeDistribution::fixed(4096),
+        interarrival: Interarrival::Back2Back,
+        footprint_bytes: Some(footprint_bytes / 4096 * 4096),
+        align_bytes: 4096,
+    }
+}
+
+pub fn bench(args: BenchArgs) -> Result<()> {
+    if let Some(size) = &args.memory {
+        return memory(&args, flashstack_sim::units::parse_size(size)?);
+    }
+    let precondition = Precondition {
+        utilization: args.utilization,
+        aging_factor_max: 2.0,
+        ..Precondition::default()
+    };
+    let mut replayer = Replayer::new(config(&args, args.contents, Some(precondition))?)?;
+    let started = Instant::now();
+    replayer.prepare(&mut NoProgress)?;
+    let precondition_s = started.elapsed().as_secs_f64();
+    let footprint = (replayer.capacity_bytes() as f64 * args.utilization) as u64;
+    let spec = random_writes(args.requests, footprint);
+    let source =
+        synthetic(&spec, replayer.capacity_bytes(), args.seed).map_err(|e| anyhow!("{e}"))?;
+    let requests: Vec<_> = source.collect();
+    let started = Instant::now();
+    replayer.replay(requests.into_iter(), None, &mut NoProgress)?;
+    let replay_s = started.elapsed().as_secs_f64();
+    let report = replayer.report();
+    println!("device                {}", args.device);
+    println!("contents stored       {}", args.contents);
+    println!(
+        "precondition          {} in {precondition_s:.2} s",
+        replayer
+            .precondition
+            .as_ref()
+            .map_or(String::new(), |p| p.to_string())
+    );
+    println!(
+        "requests              {} random 4 KiB writes over {:.0}% of {}",
+        args.requests,
+        args.utilization * 100.0,
+        format_bytes(replayer.capacity_bytes())
+    );
+    println!(
+        "write amplification   {:.3}",
+        report.write_amplification.total
+    );
+    println!(
+        "NAND programs/erases  {} / {}",
+        report.nand.page_programs, report.nand.block_erases
+    );
+    println!("wall time (replay)    {replay_s:.3} s");
+    println!(
+        "requests per second   {:.0}",
+        args.requests as f64 / replay_s
+    );
+    println!(
+        "page programs/second  {:.0}",
+        report.nand.page_programs as f64 / replay_s
+    );
+    println!(
+        "host MB/s simulated   {:.1}",
+        report.host.write_bytes as f64 / 1e6 / replay_s
+    );
+    if let Some(rss) = peak_rss_bytes() {
+        println!("peak memory           {}", format_bytes(rss));
+    }
+    Ok(())
+}
+
+fn memory(args: &BenchArgs, bytes: u64) -> Result<()> {
+    let mut replayer = Replayer::new(config(args, true, None)?)?;
+    replayer.prepare(&mut NoProgress)?;
+    let spec = SyntheticSpec {
+        pattern: Pattern::Sequential,
+        sizes: SizeDistribution::fixed(128 * 1024),
+        ..random_writes(bytes / (128 * 1024), bytes)
+    };
+    let source =
+        synthetic(&spec, replayer.capacity_bytes(), args.seed).map_err(|e| anyhow!("{e}"))?;
+    let started = Instant::now();
+    replayer.replay(source, None, &mut NoProgress)?;
+    let wall_s = started.elapsed().as_secs_f64();
+    let stored = replayer.ftl.nand().stored_slots() * 4096;
+    let pages = replayer.ftl.config().nand.geometry.pages();
+    let bound = stored as f64 * 1.1 + 16.0 * pages as f64;
+    let rss = peak_rss_bytes().ok_or_else(|| anyhow!("cannot read /proc/self/status"))?;
+    println!(
+        "device                {} ({} flash pages)",
+        args.device, pages
+    );
+    println!("bytes stored          {}", format_bytes(stored));
+    println!(
+        "write rate            {:.0} MB/s with contents ({wall_s:.2} s)",
+        stored as f64 / 1e6 / wall_s
+    );
+    println!("peak memory           {}", format_bytes(rss));
+    println!(
+        "bound                 {} (1.1 × stored + 16 B/page)",
+        format_bytes(bound as u64)
+    );
+    println!("within bound          {}", (rss as f64) <= bound);
+    Ok(())
+}
