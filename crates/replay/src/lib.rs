@@ -174,7 +174,7 @@ impl Replayer {
             };
             self.submit(index, &request)?;
             index += 1;
-            if index % 4096 == 0 {
+            if index.is_multiple_of(4096) {
                 progress.advance(index);
             }
         }

@@ -263,7 +263,7 @@ impl Decimal {
             return self.scaled(0);
         }
         let divisor = 10u128.checked_pow(self.exponent.unsigned_abs())?;
-        if self.mantissa % divisor != 0 {
+        if !self.mantissa.is_multiple_of(divisor) {
             return None;
         }
         u64::try_from(self.mantissa / divisor).ok()

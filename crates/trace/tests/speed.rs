@@ -11,7 +11,7 @@ const LINES: u64 = 1_000_000;
 
 fn line(format: TraceFormat, index: u64, out: &mut String) {
     let sector = index * 8 % 100_000_000;
-    let kind = index % 3 == 0;
+    let kind = index.is_multiple_of(3);
     let _ = match format {
         TraceFormat::Mqsim => writeln!(out, "{} 0 {sector} 8 {}", index * 1000, u8::from(kind)),
         TraceFormat::Disksim => writeln!(

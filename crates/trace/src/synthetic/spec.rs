@@ -432,7 +432,7 @@ fn check_fraction(key: &str, value: f64) -> Result<(), SpecError> {
 pub(crate) fn size_text(bytes: u64) -> String {
     const UNITS: [(u64, &str); 4] = [(TIB, "TiB"), (GIB, "GiB"), (MIB, "MiB"), (KIB, "KiB")];
     for (unit, name) in UNITS {
-        if bytes >= unit && bytes % unit == 0 {
+        if bytes >= unit && bytes.is_multiple_of(unit) {
             return format!("{}{name}", bytes / unit);
         }
     }
@@ -443,7 +443,7 @@ pub(crate) fn size_text(bytes: u64) -> String {
 fn duration_text(ns: u64) -> String {
     const UNITS: [(u64, &str); 3] = [(1_000_000_000, "s"), (1_000_000, "ms"), (1_000, "us")];
     for (unit, name) in UNITS {
-        if ns >= unit && ns % unit == 0 {
+        if ns >= unit && ns.is_multiple_of(unit) {
             return format!("{}{name}", ns / unit);
         }
     }

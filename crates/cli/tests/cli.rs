@@ -1,0 +1,174 @@
+//! End-to-end tests of the `flashstack` binary: determinism, the default run, bad input.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn flashstack(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_flashstack"))
+        .args(args)
+        .output()
+        .expect("the binary runs")
+}
+
+fn temp(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("flashstack-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+const SMALL: &[&str] = &[
+    "run",
+    "--quiet",
+    "--device",
+    "ldc-emmc+nand.geometry.blocks_per_plane=2048",
+    "--compare",
+    "ufs31+nand.geometry.blocks_per_plane=16+nand.geometry.pages_per_block=128",
+    "--synthetic",
+    "zipf:0.9,count=20000,read=0.3,trim=0.02,size=4k:50/16k:40/64k:10,iat=exp:500us,flush=16",
+    "--precondition",
+    "0.8",
+];
+
+#[test]
+fn same_command_twice_gives_byte_identical_json_and_csv() {
+    let mut outputs = Vec::new();
+    for run in 0..2 {
+        let json = temp(&format!("run{run}.json"));
+        let csv = temp(&format!("run{run}.csv"));
+        let mut args = SMALL.to_vec();
+        args.extend([
+            "--json",
+            json.to_str().unwrap(),
+            "--csv",
+            csv.to_str().unwrap(),
+        ]);
+        let out = flashstack(&args);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        outputs.push((
+            std::fs::read(&json).unwrap(),
+            std::fs::read(&csv).unwrap(),
+            out.stdout,
+        ));
+    }
+    assert_eq!(outputs[0], outputs[1]);
+    let json: serde_json::Value = serde_json::from_slice(&outputs[0].0).unwrap();
+    let runs = json.as_array().expect("one entry per device");
+    assert_eq!(runs.len(), 2);
+    assert!(
+        runs[0]["nand"]["block_erases"].as_u64().unwrap() > 0,
+        "GC must be active"
+    );
+    let csv = String::from_utf8(outputs[0].1.clone()).unwrap();
+    assert_eq!(csv.lines().count(), 3, "header and one row per run");
+}
+
+#[test]
+fn default_run_works_without_arguments() {
+    let out = flashstack(&["run", "--quiet"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let table = String::from_utf8(out.stdout).unwrap();
+    assert!(table.contains("write amplification"), "{table}");
+    assert!(table.contains("ldc-emmc"), "{table}");
+}
+
+#[test]
+fn malformed_trace_names_file_line_and_field() {
+    let path = temp("bad.trace");
+    std::fs::write(&path, "0 0 8 8 0\n1000 0 16 eight 1\n").unwrap();
+    let out = flashstack(&[
+        "run",
+        "--quiet",
+        "--trace",
+        path.to_str().unwrap(),
+        "--format",
+        "mqsim",
+    ]);
+    assert!(!out.status.success());
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.contains("bad.trace:2"), "{err}");
+    assert!(err.contains("size"), "{err}");
+}
+
+#[test]
+fn impossible_geometry_and_beyond_capacity_are_clear_errors() {
+    let out = flashstack(&[
+        "run",
+        "--quiet",
+        "--device",
+        "ldc-emmc+nand.geometry.page_size_bytes=5000",
+    ]);
+    assert!(!out.status.success());
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.contains("geometry.page_size_bytes"), "{err}");
+
+    let path = temp("far.trace");
+    std::fs::write(&path, "0 0 999999999999 8 0\n").unwrap();
+    let args = [
+        "run",
+        "--quiet",
+        "--no-precondition",
+        "--trace",
+        path.to_str().unwrap(),
+    ];
+    let out = flashstack(&args);
+    assert!(!out.status.success());
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.contains("request 0") && err.contains("--wrap"), "{err}");
+    let mut wrapped = args.to_vec();
+    wrapped.push("--wrap");
+    assert!(flashstack(&wrapped).status.success());
+}
+
+#[test]
+fn presets_list_and_toml_round_trip() {
+    let out = flashstack(&["presets"]);
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    for name in ["ldc-emmc", "ufs31", "mqsim-default"] {
+        assert!(text.contains(name), "{text}");
+    }
+    let out = flashstack(&["presets", "--toml", "ufs31"]);
+    let path = temp("ufs.toml");
+    std::fs::write(&path, &out.stdout).unwrap();
+    let args = [
+        "run",
+        "--quiet",
+        "--device",
+        &format!("{}+nand.geometry.blocks_per_plane=16", path.display()),
+        "--synthetic",
+        "uniform,count=1000,size=4k",
+        "--no-precondition",
+    ];
+    let out = flashstack(&args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn trace_inspect_summarises_a_trace() {
+    let path = temp("inspect.csv");
+    std::fs::write(
+        &path,
+        "proces,device,rw_flag,sector,size,timestamp\napp,sda,W,8,8,1.0\napp,sda,R,8,8,1.5\n",
+    )
+    .unwrap();
+    let out = flashstack(&["trace", "inspect", path.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("pixel"), "{text}");
+}
