@@ -89,12 +89,11 @@ fn presets(args: PresetArgs) -> Result<()> {
     );
     for (name, description) in flashstack_ftl::presets::PRESETS {
         let c = flashstack_ftl::presets::preset(name).expect("listed presets exist");
-        let ftl = flashstack_ftl::Ftl::new(c.clone(), false, 0)?;
         let t = &c.nand.timing;
         println!(
             "{:<15} {:>10} {:>5}K {:>5.1}% {:>6}us {:>6}us {:>7}us {:>3}  {}",
             name,
-            flashstack_sim::units::format_bytes(ftl.user_capacity_bytes()),
+            flashstack_sim::units::format_bytes(c.user_capacity_bytes()?),
             c.nand.geometry.page_size_bytes / 1024,
             c.ftl.overprovisioning_ratio * 100.0,
             t.read_ns / 1000,

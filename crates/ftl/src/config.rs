@@ -144,6 +144,13 @@ impl DeviceConfig {
         Ok(config)
     }
 
+    /// User capacity in bytes: what the host can address on this device.
+    pub fn user_capacity_bytes(&self) -> Result<u64, ConfigError> {
+        self.validate()?;
+        let streams = crate::policy::host_stream_count(self.ftl.streams, self.ftl.streams_max);
+        Ok(crate::user_capacity_lbas(self, streams)? * flashstack_block::LBA_SIZE as u64)
+    }
+
     pub fn to_toml(&self) -> String {
         toml::to_string_pretty(self).expect("device configs always serialise")
     }

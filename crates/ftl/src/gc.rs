@@ -176,6 +176,8 @@ impl Ftl {
         }
     }
 
+    /// Moves the live slots of one page: one flash read (for its time; the bytes stay
+    /// where they are and the new slots share them), then one buffer slot each.
     fn move_live_slots(
         &mut self,
         page: u32,
@@ -184,50 +186,25 @@ impl Ftl {
         cause: Cause,
         now_ns: Nanos,
     ) -> Result<(), FtlError> {
-        let spp = self.slots_per_page;
         let first = live.iter().position(|&l| l != NO_LPN).expect("live slot") as u32;
         let last = live.iter().rposition(|&l| l != NO_LPN).expect("live slot") as u32;
-        let stored = self.nand.stores_contents();
-        let mut buffer = std::mem::take(&mut self.scratch);
-        let span = ((last - first + 1) * flashstack_nand::SLOT_SIZE) as usize;
-        let out = stored.then(|| &mut buffer[..span]);
-        let outcome = self.nand.read(page, first..last + 1, out, now_ns);
-        let outcome = match outcome {
-            Ok(o) => o,
-            Err(e) => {
-                self.scratch = buffer;
-                return Err(e.into());
-            }
-        };
+        let outcome = self.nand.read(page, first..last + 1, None, now_ns)?;
         self.counters.page_reads_relocation += 1;
-        let mut result = Ok(());
+        let ready_ns = outcome.timing.end_ns;
         for i in first..=last {
             let lpn = live[i as usize];
             if lpn == NO_LPN {
                 continue;
             }
-            let offset = ((i - first) * flashstack_nand::SLOT_SIZE) as usize;
-            let data =
-                stored.then(|| &buffer[offset..offset + flashstack_nand::SLOT_SIZE as usize]);
-            let slot = match self.reserve_slot(stream, false, outcome.timing.end_ns) {
-                Ok(s) => s,
-                Err(e) => {
-                    result = Err(e);
-                    break;
-                }
-            };
-            let old = self.l2p[lpn as usize];
-            debug_assert_eq!(old, page * spp + i);
+            let old = page * self.slots_per_page + i;
+            let slot = self.reserve_slot(stream, false, ready_ns)?;
+            debug_assert_eq!(self.l2p[lpn as usize], old);
             self.unmap(lpn);
             self.l2p[lpn as usize] = slot;
             self.blocks.add_valid(self.block_of_slot(slot));
-            if let Err(e) = self.fill_slot(stream, lpn, data, outcome.timing.end_ns, cause) {
-                result = Err(e);
-                break;
-            }
+            self.fill_slot(stream, lpn, None, old, ready_ns, cause)?;
         }
-        self.scratch = buffer;
-        result
+        Ok(())
     }
 
     /// Trim entries of a page about to be erased that still hide an older copy go back to

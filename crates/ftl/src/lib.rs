@@ -97,7 +97,6 @@ pub struct Ftl {
     candidates: Vec<VictimCandidate>,
     candidate_blocks: Vec<u32>,
     relocation_slots: Vec<(u32, u32)>,
-    scratch: Vec<u8>,
     measure_start_ns: Nanos,
     last_arrival_ns: Nanos,
 }
@@ -148,7 +147,6 @@ impl Ftl {
             candidates: Vec::new(),
             candidate_blocks: Vec::new(),
             relocation_slots: Vec::new(),
-            scratch: vec![0; g.page_size_bytes as usize],
             measure_start_ns: 0,
             last_arrival_ns: 0,
             nand,
@@ -304,7 +302,10 @@ impl From<NandError> for FtlError {
 
 /// User capacity: physical good slots ÷ (1 + OP), and never more than the flash minus the
 /// blocks the FTL must hold back (frontiers and the GC reserve) on every die.
-fn user_capacity_lbas(config: &DeviceConfig, host_streams: u32) -> Result<u64, ConfigError> {
+pub(crate) fn user_capacity_lbas(
+    config: &DeviceConfig,
+    host_streams: u32,
+) -> Result<u64, ConfigError> {
     let g = &config.nand.geometry;
     let slots_per_block = (g.pages_per_block * g.page_size_bytes / SLOT_SIZE) as u64;
     let physical = g.slots();

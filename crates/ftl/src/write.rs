@@ -1,7 +1,9 @@
 //! Write frontiers, the controller's page buffers, and the host request paths.
 
 use flashstack_block::{Completion, Hints, Payload, LBA_SIZE};
-use flashstack_nand::{oob_flags, FlashMedium, NandError, OpTiming, PageOob, NO_LPN, SLOT_SIZE};
+use flashstack_nand::{
+    oob_flags, FlashMedium, NandError, OpTiming, PageOob, NO_LPN, NO_SOURCE, SLOT_SIZE,
+};
 use flashstack_sim::Nanos;
 
 use crate::{policy, BlockState, Cause, Ftl, FtlError, UNMAPPED};
@@ -27,6 +29,8 @@ pub(crate) struct Stream {
     pub active: Vec<Option<Frontier>>,
     pub target_page: u32,
     pub lpns: [u32; 4],
+    /// Per slot, the physical slot a relocation copies from (`NO_SOURCE` for host data).
+    pub sources: [u32; 4],
     pub causes: [Cause; 4],
     pub filled: u32,
     pub ready_ns: Nanos,
@@ -41,6 +45,7 @@ impl Stream {
             active: vec![None; dies as usize],
             target_page: NO_PAGE,
             lpns: [NO_LPN; 4],
+            sources: [NO_SOURCE; 4],
             causes: [Cause::Host; 4],
             filled: 0,
             ready_ns: 0,
@@ -51,6 +56,7 @@ impl Stream {
     fn clear_buffer(&mut self) {
         self.target_page = NO_PAGE;
         self.lpns = [NO_LPN; 4];
+        self.sources = [NO_SOURCE; 4];
         self.filled = 0;
         self.ready_ns = 0;
     }
@@ -128,7 +134,7 @@ impl Ftl {
         self.unmap(lpn);
         self.l2p[lpn as usize] = slot;
         self.blocks.add_valid(self.block_of_slot(slot));
-        let programmed = self.fill_slot(stream, lpn, data, ready_ns, cause)?;
+        let programmed = self.fill_slot(stream, lpn, data, NO_SOURCE, ready_ns, cause)?;
         Ok(programmed.map_or(ready_ns, |t| t.end_ns))
     }
 
@@ -156,19 +162,32 @@ impl Ftl {
         Ok(s.target_page * self.slots_per_page + s.filled)
     }
 
+    /// Puts `lpn` into the stream's next buffer slot, its bytes either `data` or, for a
+    /// relocation, those of physical slot `source`. Programs the page when it is full.
     pub(crate) fn fill_slot(
         &mut self,
         stream: usize,
         lpn: u32,
         data: Option<&[u8]>,
+        source: u32,
         ready_ns: Nanos,
         cause: Cause,
     ) -> Result<Option<OpTiming>, FtlError> {
         let s = &mut self.streams[stream];
         let index = s.filled as usize;
         s.lpns[index] = lpn;
+        s.sources[index] = source;
         s.causes[index] = cause;
-        if self.nand.stores_contents() {
+        s.ready_ns = s.ready_ns.max(ready_ns);
+        if self.slots_per_page == 1 {
+            // A one-slot page is programmed at once, straight from the caller's bytes.
+            s.filled = 1;
+            if data.is_none() && source == NO_SOURCE && self.nand.stores_contents() {
+                s.data.fill(0);
+            }
+            return self.program_buffer_from(stream, data).map(Some);
+        }
+        if self.nand.stores_contents() && source == NO_SOURCE {
             let range = index * SLOT_SIZE as usize..(index + 1) * SLOT_SIZE as usize;
             match data {
                 Some(bytes) => s.data[range].copy_from_slice(bytes),
@@ -176,7 +195,6 @@ impl Ftl {
             }
         }
         s.filled += 1;
-        s.ready_ns = s.ready_ns.max(ready_ns);
         if s.filled == self.slots_per_page {
             return self.program_buffer(stream).map(Some);
         }
@@ -230,6 +248,15 @@ impl Ftl {
     /// Programs a stream's buffer to its target page, padding empty slots and slots whose
     /// data was superseded while waiting. Retries elsewhere if the program fails.
     pub(crate) fn program_buffer(&mut self, stream: usize) -> Result<OpTiming, FtlError> {
+        self.program_buffer_from(stream, None)
+    }
+
+    /// `program_buffer` with the page bytes taken from `direct` instead of the buffer.
+    fn program_buffer_from(
+        &mut self,
+        stream: usize,
+        direct: Option<&[u8]>,
+    ) -> Result<OpTiming, FtlError> {
         assert!(self.streams[stream].filled > 0);
         let mut attempts = 0;
         loop {
@@ -255,9 +282,16 @@ impl Ftl {
                 seq: self.seq,
                 flags,
             };
-            let data = self.nand.stores_contents().then_some(&s.data[..]);
+            let data = match direct {
+                Some(bytes) => Some(bytes),
+                None => self.nand.stores_contents().then_some(&s.data[..]),
+            };
             let ready_ns = s.ready_ns;
-            match self.nand.program(page, oob, data, ready_ns) {
+            let sources = s.sources;
+            match self
+                .nand
+                .program_relocating(page, oob, data, &sources, ready_ns)
+            {
                 Ok(timing) => {
                     self.seq += 1;
                     self.after_program(stream, page, &lpns[..spp], timing);
@@ -431,8 +465,16 @@ impl Ftl {
                     .iter()
                     .find(|s| s.target_page == page)
                     .expect("buffered");
-                let from = first as usize * SLOT_SIZE as usize;
-                o.copy_from_slice(&s.data[from..from + o.len()]);
+                for i in 0..run as usize {
+                    let slot = first as usize + i;
+                    let to = &mut o[i * SLOT_SIZE as usize..(i + 1) * SLOT_SIZE as usize];
+                    match s.sources[slot] {
+                        NO_SOURCE => to.copy_from_slice(
+                            &s.data[slot * SLOT_SIZE as usize..(slot + 1) * SLOT_SIZE as usize],
+                        ),
+                        source => self.nand.peek_slot(source, to),
+                    }
+                }
             }
             return Ok(ready_ns);
         }

@@ -27,6 +27,8 @@ use store::FrameStore;
 
 /// OOB value of a slot that holds no logical data (padding, or a metadata page).
 pub const NO_LPN: u32 = u32::MAX;
+/// A slot whose bytes come from the host rather than from another physical slot.
+pub const NO_SOURCE: u32 = u32::MAX;
 
 /// OOB flag bits.
 pub mod oob_flags {
@@ -102,6 +104,19 @@ pub trait FlashMedium {
         page: u32,
         oob: PageOob<'_>,
         data: Option<&[u8]>,
+        ready_ns: Nanos,
+    ) -> Result<OpTiming, NandError> {
+        self.program_relocating(page, oob, data, &[NO_SOURCE; 4], ready_ns)
+    }
+    /// Like `program`, but slot `i` with `sources[i] != NO_SOURCE` takes its bytes from that
+    /// programmed slot (garbage collection moving data through the controller); the bytes
+    /// in `data` for such slots are ignored.
+    fn program_relocating(
+        &mut self,
+        page: u32,
+        oob: PageOob<'_>,
+        data: Option<&[u8]>,
+        sources: &[u32; 4],
         ready_ns: Nanos,
     ) -> Result<OpTiming, NandError>;
     /// Reads `slots` of `page` into `out` (when given), charging tR once and the channel
@@ -356,18 +371,42 @@ impl Nand {
         (die % self.config.geometry.channels) as usize
     }
 
-    fn record_program(&mut self, page: u32, oob: &PageOob<'_>, data: Option<&[u8]>) {
+    fn record_program(
+        &mut self,
+        page: u32,
+        oob: &PageOob<'_>,
+        data: Option<&[u8]>,
+        sources: &[u32; 4],
+    ) {
         self.page_flags[page as usize] = oob.flags | oob_flags::PROGRAMMED;
         self.page_seq[page as usize] = oob.seq;
         let first = (page * self.slots_per_page) as usize;
         self.slot_lpn[first..first + oob.lpns.len()].copy_from_slice(oob.lpns);
-        if let (Some(store), Some(bytes)) = (self.store.as_mut(), data) {
-            for (i, &lpn) in oob.lpns.iter().enumerate() {
-                if lpn != NO_LPN {
-                    let slot_bytes = &bytes[i * SLOT_SIZE as usize..(i + 1) * SLOT_SIZE as usize];
-                    store.put(first as u64 + i as u64, slot_bytes);
-                }
+        let Some(store) = self.store.as_mut() else {
+            return;
+        };
+        for (i, &lpn) in oob.lpns.iter().enumerate() {
+            let slot = first as u64 + i as u64;
+            if lpn == NO_LPN {
+                continue;
             }
+            if sources[i] != NO_SOURCE {
+                store.share(slot, sources[i] as u64);
+            } else if let Some(bytes) = data {
+                store.put(
+                    slot,
+                    &bytes[i * SLOT_SIZE as usize..(i + 1) * SLOT_SIZE as usize],
+                );
+            }
+        }
+    }
+
+    /// Copies a programmed slot's bytes without charging time: the controller already holds
+    /// them (a buffered relocation being read by the host).
+    pub fn peek_slot(&self, slot: u32, out: &mut [u8]) {
+        match &self.store {
+            Some(store) => store.get(slot as u64, out),
+            None => out.fill(0),
         }
     }
 
@@ -382,11 +421,12 @@ impl FlashMedium for Nand {
         &self.config.geometry
     }
 
-    fn program(
+    fn program_relocating(
         &mut self,
         page: u32,
         oob: PageOob<'_>,
         data: Option<&[u8]>,
+        sources: &[u32; 4],
         ready_ns: Nanos,
     ) -> Result<OpTiming, NandError> {
         self.check_power()?;
@@ -424,7 +464,7 @@ impl FlashMedium for Nand {
             self.counters.program_failures += 1;
             return Err(NandError::ProgramFailed { block });
         }
-        self.record_program(page, &oob, data);
+        self.record_program(page, &oob, data, sources);
         Ok(OpTiming { start_ns, end_ns })
     }
 

@@ -6,13 +6,17 @@ const FRAMES_PER_CHUNK: usize = 256; // 1 MiB chunks keep allocation count and o
 const NO_FRAME: u32 = u32::MAX;
 
 /// An arena of 4 KiB frames plus a map from physical slot to frame. Frames freed by an erase
-/// are reused before the arena grows, so memory tracks the bytes actually stored.
+/// are reused before the arena grows, so memory tracks the bytes actually stored. A slot
+/// relocated by GC shares its source's frame (copy-on-write is never needed: programmed
+/// slots are immutable until erased), so relocation moves no bytes.
 #[derive(Debug, Default)]
 pub(crate) struct FrameStore {
     chunks: Vec<Box<[u8]>>,
     free: Vec<u32>,
     frame_count: u32,
     frame_of_slot: Vec<u32>,
+    /// Slots referring to each frame.
+    refs: Vec<u16>,
 }
 
 impl FrameStore {
@@ -45,6 +49,7 @@ impl FrameStore {
             self.chunks.push(vec![0u8; bytes].into_boxed_slice());
         }
         self.frame_count += 1;
+        self.refs.push(0);
         frame
     }
 
@@ -58,6 +63,20 @@ impl FrameStore {
         let frame = self.allocate();
         self.frame_mut(frame).copy_from_slice(data);
         self.frame_of_slot[slot as usize] = frame;
+        self.refs[frame as usize] = 1;
+    }
+
+    /// Makes `slot` hold the same bytes as `source` (zeros if the source holds none).
+    pub fn share(&mut self, slot: u64, source: u64) {
+        assert_eq!(
+            self.frame_of_slot[slot as usize], NO_FRAME,
+            "slot {slot} programmed twice"
+        );
+        let frame = self.frame_of_slot[source as usize];
+        if frame != NO_FRAME {
+            self.refs[frame as usize] += 1;
+            self.frame_of_slot[slot as usize] = frame;
+        }
     }
 
     /// Copies the slot's bytes into `out`; a slot without data reads as zeros.
@@ -71,7 +90,10 @@ impl FrameStore {
     pub fn release(&mut self, slot: u64) {
         let frame = std::mem::replace(&mut self.frame_of_slot[slot as usize], NO_FRAME);
         if frame != NO_FRAME {
-            self.free.push(frame);
+            self.refs[frame as usize] -= 1;
+            if self.refs[frame as usize] == 0 {
+                self.free.push(frame);
+            }
         }
     }
 
