@@ -16,6 +16,9 @@ pub enum BlockState {
     Open,
     /// Fully (or, after recovery, partly) programmed; a GC candidate.
     Sealed,
+    /// Chosen by GC or wear levelling; its data is being moved out. Out of the candidate
+    /// buckets, so each moved slot costs no bucket update.
+    Collecting,
     /// A program failed or a read needed a retry: its data is to be moved and the block
     /// retired rather than erased.
     Retiring,

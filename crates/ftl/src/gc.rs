@@ -126,6 +126,9 @@ impl Ftl {
         now_ns: Nanos,
     ) -> Result<(), FtlError> {
         let stream = self.gc_stream(self.nand.unit_of_block(block));
+        if self.blocks.state[block as usize] == BlockState::Sealed {
+            self.blocks.set_state(block, BlockState::Collecting);
+        }
         let mut slots = std::mem::take(&mut self.relocation_slots);
         self.gather_data_slots(block, &mut slots);
         // One tight pass over the mapping: the loads are independent, so the CPU overlaps
@@ -299,7 +302,7 @@ impl Ftl {
         self.relocate_block(victim, Cause::WearLevel, now_ns)?;
         // The victim may have been emptied by the relocation's own flush; reclaim it only if
         // it is still a sealed, empty block.
-        if self.blocks.state[victim as usize] == BlockState::Sealed {
+        if self.blocks.state[victim as usize] == BlockState::Collecting {
             self.reclaim(victim, Cause::WearLevel, now_ns)?;
         }
         Ok(())

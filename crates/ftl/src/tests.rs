@@ -296,7 +296,8 @@ fn config_strategy() -> impl Strategy<Value = DeviceConfig> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+    // Thousands of sequences in all: 1,500 fault-free, 500 with injected flash faults.
+    #![proptest_config(ProptestConfig { cases: 1_500, ..ProptestConfig::default() })]
 
     #[test]
     fn reads_match_the_model_through_gc_trims_and_power_cuts(
@@ -306,6 +307,11 @@ proptest! {
     ) {
         run(config, &ops, seed, false);
     }
+
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 500, ..ProptestConfig::default() })]
 
     #[test]
     fn injected_flash_faults_never_lose_acknowledged_data(
