@@ -156,6 +156,9 @@ pub struct Nand {
     rng: Rng,
     power: PowerState,
     counters: NandCounters,
+    /// The latest end of any operation: when the array goes idle. Kept as operations are
+    /// scheduled so the idle check costs O(1) however many planes there are.
+    idle_at_ns: Nanos,
 }
 
 impl Nand {
@@ -183,6 +186,7 @@ impl Nand {
             rng: Rng::new(seed ^ 0x4E41_4E44),
             power: PowerState::default(),
             counters: NandCounters::default(),
+            idle_at_ns: 0,
             config,
         })
     }
@@ -262,6 +266,7 @@ impl Nand {
         let unit = self.unit_of_block(self.block_of_page(page));
         let read_ns = self.read_latency_ns(page);
         let (start_ns, end_ns) = self.units[unit as usize].reserve(ready_ns, read_ns);
+        self.note_end(end_ns);
         self.counters.oob_reads += 1;
         Ok(OpTiming { start_ns, end_ns })
     }
@@ -297,20 +302,29 @@ impl Nand {
                 *r = Resource::default();
             }
         }
+        self.idle_at_ns = self
+            .units
+            .iter()
+            .chain(self.channels.iter())
+            .map(Resource::busy_until_ns)
+            .max()
+            .unwrap_or(0);
     }
 
     pub fn unit_busy_until_ns(&self, unit: u32) -> Nanos {
         self.units[unit as usize].busy_until_ns()
     }
 
-    /// The latest `busy_until` over all dies and channels: when the array goes idle.
+    /// The latest `busy_until` over all planes and channels: when the array goes idle.
+    #[inline]
     pub fn idle_at_ns(&self) -> Nanos {
-        self.units
-            .iter()
-            .chain(self.channels.iter())
-            .map(Resource::busy_until_ns)
-            .max()
-            .unwrap_or(0)
+        self.idle_at_ns
+    }
+
+    #[inline]
+    fn note_end(&mut self, end_ns: Nanos) -> Nanos {
+        self.idle_at_ns = self.idle_at_ns.max(end_ns);
+        end_ns
     }
 
     /// Sum of busy time over dies (for utilisation reports).
@@ -452,6 +466,7 @@ impl FlashMedium for Nand {
         let (start_ns, xfer_end_ns) = self.channels[channel].reserve(ready_ns, transfer_ns);
         let (_, end_ns) = self.units[unit as usize].reserve(start_ns, transfer_ns + program_ns);
         debug_assert!(end_ns >= xfer_end_ns);
+        self.note_end(end_ns);
         self.write_ptr[block as usize] += 1;
         self.counters.page_programs += 1;
         self.counters.transfer_bytes += self.config.geometry.page_size_bytes as u64;
@@ -489,6 +504,7 @@ impl FlashMedium for Nand {
         let (_, end_ns) = self.channels[channel].reserve(sensed_ns, transfer_ns);
         let (_, unit_end_ns) = self.units[unit as usize].reserve(sensed_ns, end_ns - sensed_ns);
         debug_assert_eq!(unit_end_ns, end_ns);
+        self.note_end(end_ns);
         self.counters.page_reads += 1;
         self.counters.transfer_bytes += (slot_count * SLOT_SIZE) as u64;
         if retried {
@@ -519,6 +535,7 @@ impl FlashMedium for Nand {
         let unit = self.unit_of_block(block);
         let (start_ns, end_ns) =
             self.units[unit as usize].reserve(ready_ns, self.config.timing.erase_ns);
+        self.note_end(end_ns);
         self.counters.block_erases += 1;
         self.erase_count[block as usize] += 1;
         let first_page = self.first_page(block);
