@@ -1,7 +1,7 @@
 //! Full consistency check of the FTL's tables against the flash. O(device size): for tests
 //! and for `--check` runs, not for every request of a long run.
 
-use flashstack_nand::{oob_flags, NO_LPN};
+use flashstack_nand::oob_flags;
 
 use crate::{BlockState, Ftl, UNMAPPED};
 
@@ -92,24 +92,7 @@ impl Ftl {
     }
 
     fn check_copies(&self) -> Result<(), String> {
-        let mut copies = vec![0u32; self.user_lbas as usize];
-        for block in 0..self.blocks.state.len() as u32 {
-            if self.nand.is_bad(block) {
-                continue;
-            }
-            let first = self.nand.first_page(block);
-            for page in first..first + self.nand.programmed_pages(block) {
-                let Some(oob) = self.nand.oob(page) else {
-                    continue;
-                };
-                if oob.flags & (oob_flags::CORRUPT | oob_flags::TRIM_RECORD) != 0 {
-                    continue;
-                }
-                for &lpn in oob.lpns.iter().filter(|&&l| l != NO_LPN) {
-                    copies[lpn as usize] += 1;
-                }
-            }
-        }
+        let copies = self.count_copies_on_flash();
         let Some(table) = &self.copies else {
             return Ok(());
         };

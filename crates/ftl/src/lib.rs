@@ -254,6 +254,13 @@ impl Ftl {
     /// Counts the data copies of every logical page on flash (first trim, or recovery with
     /// trim records present).
     fn build_copies(&mut self) {
+        self.copies = Some(self.count_copies_on_flash());
+    }
+
+    /// Programmed data slots per logical page over every good block, live or not.
+    pub(crate) fn count_copies_on_flash(&self) -> Vec<u32> {
+        use flashstack_nand::oob_flags::{CORRUPT, TRIM_RECORD};
+        let skip = CORRUPT | TRIM_RECORD;
         let mut copies = vec![0u32; self.user_lbas as usize];
         for block in 0..self.config.nand.geometry.blocks() {
             if self.nand.is_bad(block) {
@@ -264,8 +271,6 @@ impl Ftl {
                 let Some(oob) = self.nand.oob(page) else {
                     continue;
                 };
-                let skip =
-                    flashstack_nand::oob_flags::CORRUPT | flashstack_nand::oob_flags::TRIM_RECORD;
                 if oob.flags & skip != 0 {
                     continue;
                 }
@@ -274,7 +279,7 @@ impl Ftl {
                 }
             }
         }
-        self.copies = Some(copies);
+        copies
     }
 
     #[inline]

@@ -1,24 +1,12 @@
 //! Rendering: a terminal table with one column per run, pretty JSON, and CSV with one row
 //! per run (dotted column names, pandas-friendly).
 
-use flashstack_sim::units::{format_bytes, format_ns};
+use flashstack_sim::units::{format_bytes, format_count as count, format_ns};
 use serde_json::Value;
 
 use crate::RunReport;
 
 type Row = (&'static str, fn(&RunReport) -> String);
-
-fn count(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
 
 fn latency_row(
     r: &RunReport,
@@ -272,14 +260,6 @@ pub fn render_csv(reports: &[RunReport]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn counts_get_separators() {
-        assert_eq!(count(0), "0");
-        assert_eq!(count(999), "999");
-        assert_eq!(count(1_000), "1,000");
-        assert_eq!(count(1_234_567), "1,234,567");
-    }
 
     #[test]
     fn csv_quotes_what_needs_it() {

@@ -68,6 +68,19 @@ pub fn parse_duration_ns(text: &str) -> Result<u64, UnitError> {
     Ok(ns as u64)
 }
 
+/// Formats an integer with thousands separators (`1,234,567`).
+pub fn format_count(value: u64) -> String {
+    let digits = value.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (index, digit) in digits.chars().enumerate() {
+        if index > 0 && (digits.len() - index).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(digit);
+    }
+    out
+}
+
 /// Formats bytes with a binary suffix, three significant digits.
 pub fn format_bytes(bytes: u64) -> String {
     const NAMES: [(u64, &str); 4] = [(TIB, "TiB"), (GIB, "GiB"), (MIB, "MiB"), (KIB, "KiB")];

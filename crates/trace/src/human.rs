@@ -2,15 +2,7 @@
 
 /// Formats an integer with thousands separators.
 pub(crate) fn count(value: u64) -> String {
-    let digits = value.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (index, digit) in digits.chars().enumerate() {
-        if index > 0 && (digits.len() - index).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(digit);
-    }
-    out
+    flashstack_sim::units::format_count(value)
 }
 
 /// Formats a duration with its two largest units (`5h 2m`, `3m 20s`) or, below a minute, one
