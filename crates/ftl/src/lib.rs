@@ -15,6 +15,7 @@
 
 mod blocks;
 mod check;
+pub mod compression;
 pub mod config;
 mod counters;
 mod gc;
