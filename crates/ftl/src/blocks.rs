@@ -129,32 +129,32 @@ impl BlockTable {
         self.prev[block as usize] = NIL;
     }
 
-    /// One more valid slot in `block` (a slot was written or relocated into it).
+    /// `n` more valid slots in `block` (a fragment was written or relocated into it).
     #[inline]
-    pub fn add_valid(&mut self, block: u32) {
+    pub fn add_valid(&mut self, block: u32, n: u32) {
         let sealed = self.state[block as usize] == BlockState::Sealed;
         if sealed {
             self.unlink(block);
         }
-        self.valid_slots[block as usize] += 1;
+        self.valid_slots[block as usize] += n;
         assert!(self.valid_slots[block as usize] <= self.capacity_slots);
         if sealed {
             self.link(block);
         }
     }
 
-    /// One valid slot of `block` was superseded or trimmed.
+    /// A fragment of `n` valid slots of `block` was superseded or trimmed.
     #[inline]
-    pub fn remove_valid(&mut self, block: u32) {
+    pub fn remove_valid(&mut self, block: u32, n: u32) {
         let sealed = self.state[block as usize] == BlockState::Sealed;
         if sealed {
             self.unlink(block);
         }
         assert!(
-            self.valid_slots[block as usize] > 0,
+            self.valid_slots[block as usize] >= n,
             "valid count underflow in {block}"
         );
-        self.valid_slots[block as usize] -= 1;
+        self.valid_slots[block as usize] -= n;
         if sealed {
             self.link(block);
         }

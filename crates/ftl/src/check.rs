@@ -3,6 +3,7 @@
 
 use flashstack_nand::oob_flags;
 
+use crate::stream::CONTINUATION;
 use crate::{BlockState, Ftl, UNMAPPED};
 
 impl Ftl {
@@ -12,6 +13,7 @@ impl Ftl {
         self.check_mapping()?;
         self.check_blocks()?;
         self.check_copies()?;
+        self.check_fragments_on_flash()?;
         self.check_counters()
     }
 
@@ -21,37 +23,15 @@ impl Ftl {
             if slot == UNMAPPED {
                 continue;
             }
-            let page = self.page_of_slot(slot);
-            let index = (slot % self.slots_per_page) as usize;
+            let lpn = lpn as u32;
+            let len = self.len_of(lpn);
             let block = self.block_of_slot(slot);
-            valid[block as usize] += 1;
+            valid[block as usize] += len;
             let state = self.blocks.state[block as usize];
             if matches!(state, BlockState::Free | BlockState::Bad) {
                 return Err(format!("lpn {lpn} maps into {state:?} block {block}"));
             }
-            match self.nand.oob(page) {
-                Some(oob) => {
-                    if oob.flags & (oob_flags::CORRUPT | oob_flags::TRIM_RECORD) != 0 {
-                        return Err(format!("lpn {lpn} maps to unusable page {page}"));
-                    }
-                    if oob.lpns[index] != lpn as u32 {
-                        return Err(format!(
-                            "lpn {lpn} maps to page {page} slot {index} whose OOB says {}",
-                            oob.lpns[index]
-                        ));
-                    }
-                }
-                None => {
-                    let buffered = self.streams.iter().any(|s| {
-                        s.target_page == page
-                            && (index as u32) < s.filled
-                            && s.lpns[index] == lpn as u32
-                    });
-                    if !buffered {
-                        return Err(format!("lpn {lpn} maps to unprogrammed, unbuffered {page}"));
-                    }
-                }
-            }
+            self.check_fragment(lpn, slot, len)?;
         }
         for (block, &count) in valid.iter().enumerate() {
             if self.blocks.valid_slots[block] != count {
@@ -59,6 +39,64 @@ impl Ftl {
                     "block {block}: table says {} valid slots, mapping says {count}",
                     self.blocks.valid_slots[block]
                 ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The fragment of `lpn` at `slot`: its first slot names it, the next `len − 1` say
+    /// `CONTINUATION`, all within one page, on flash or in the buffer bound to the page.
+    fn check_fragment(&self, lpn: u32, slot: u32, len: u32) -> Result<(), String> {
+        let page = self.page_of_slot(slot);
+        let index = (slot % self.slots_per_page) as usize;
+        if len == 0 || index + len as usize > self.slots_per_page as usize {
+            return Err(format!(
+                "lpn {lpn}: fragment of {len} slots at slot {index} of {page}"
+            ));
+        }
+        let expected = |k: usize| if k == 0 { lpn } else { CONTINUATION };
+        let oob_lpns: Vec<u32> = match self.nand.oob(page) {
+            Some(oob) => {
+                if oob.flags & (oob_flags::CORRUPT | oob_flags::TRIM_RECORD) != 0 {
+                    return Err(format!("lpn {lpn} maps to unusable page {page}"));
+                }
+                oob.lpns.to_vec()
+            }
+            None => {
+                let stream = self.streams.iter().find(|s| s.target_page == page);
+                match stream {
+                    Some(s) if (index + len as usize) <= s.filled as usize => s.lpns.to_vec(),
+                    _ => return Err(format!("lpn {lpn} maps to unprogrammed, unbuffered {page}")),
+                }
+            }
+        };
+        for k in 0..len as usize {
+            if oob_lpns[index + k] != expected(k) {
+                return Err(format!(
+                    "lpn {lpn} maps to page {page} slot {} whose OOB says {}",
+                    index + k,
+                    oob_lpns[index + k]
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Every continuation slot on flash follows a fragment start or another continuation.
+    fn check_fragments_on_flash(&self) -> Result<(), String> {
+        for block in 0..self.blocks.state.len() as u32 {
+            let first = self.nand.first_page(block);
+            for page in first..first + self.nand.programmed_pages(block) {
+                let Some(oob) = self.nand.oob(page) else {
+                    continue;
+                };
+                let mut previous = flashstack_nand::NO_LPN;
+                for (i, &lpn) in oob.lpns.iter().enumerate() {
+                    if lpn == CONTINUATION && previous == flashstack_nand::NO_LPN {
+                        return Err(format!("page {page} slot {i}: continuation of nothing"));
+                    }
+                    previous = lpn;
+                }
             }
         }
         Ok(())

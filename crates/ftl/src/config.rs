@@ -62,6 +62,14 @@ pub struct FtlConfig {
     pub streams_max: u32,
     pub gc: GcConfig,
     pub wear: WearConfig,
+    /// The physical mapping unit in bytes: 4096 (one logical page per slot), or 512–2048
+    /// so that logical pages stored in fewer bytes (compressed) share flash pages.
+    #[serde(default = "default_slot_bytes")]
+    pub slot_bytes: u32,
+}
+
+fn default_slot_bytes() -> u32 {
+    4096
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -113,6 +121,12 @@ impl DeviceConfig {
             return Err(ConfigError::new(
                 "ftl.gc.background_free_blocks",
                 "must be at least ftl.gc.foreground_free_blocks",
+            ));
+        }
+        if !(512..=4096).contains(&f.slot_bytes) || !f.slot_bytes.is_power_of_two() {
+            return Err(ConfigError::new(
+                "ftl.slot_bytes",
+                "must be 512, 1024, 2048 or 4096",
             ));
         }
         if f.gc.candidates_max == 0 {

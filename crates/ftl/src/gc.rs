@@ -5,6 +5,7 @@ use flashstack_nand::{oob_flags, FlashMedium, NandError, NO_LPN};
 use flashstack_sim::Nanos;
 
 use crate::policy::{wear_level_needed, VictimCandidate, VictimPolicy};
+use crate::stream::CONTINUATION;
 use crate::{BlockState, Cause, Ftl, FtlError, UNMAPPED};
 
 /// Background GC steps allowed in one idle gap; bounds the work a single gap can trigger.
@@ -137,17 +138,14 @@ impl Ftl {
         slots.retain(|&(slot, lpn)| l2p[lpn as usize] == slot);
         let mut result = Ok(());
         let mut i = 0;
-        while i < slots.len() {
+        while i < slots.len() && result.is_ok() {
             let page = self.page_of_slot(slots[i].0);
-            let mut live = [NO_LPN; 4];
-            while i < slots.len() && self.page_of_slot(slots[i].0) == page {
-                live[(slots[i].0 % self.slots_per_page) as usize] = slots[i].1;
-                i += 1;
+            let mut end = i;
+            while end < slots.len() && self.page_of_slot(slots[end].0) == page {
+                end += 1;
             }
-            result = self.move_live_slots(page, &live, stream, cause, now_ns);
-            if result.is_err() {
-                break;
-            }
+            result = self.move_live_fragments(page, &slots[i..end], stream, cause, now_ns);
+            i = end;
         }
         self.relocation_slots = slots;
         result?;
@@ -155,8 +153,8 @@ impl Ftl {
         Ok(())
     }
 
-    /// Every (slot, lpn) holding data in `block`, in page order; trim records found on the
-    /// way are re-queued.
+    /// Every (first slot, lpn) of a fragment in `block`, in page order; trim records found
+    /// on the way are re-queued.
     fn gather_data_slots(&mut self, block: u32, slots: &mut Vec<(u32, u32)>) {
         slots.clear();
         let first_page = self.nand.first_page(block);
@@ -172,40 +170,37 @@ impl Ftl {
                 continue;
             }
             for (i, &lpn) in oob.lpns.iter().enumerate() {
-                if lpn != NO_LPN {
+                if lpn != NO_LPN && lpn != CONTINUATION {
                     slots.push((page * self.slots_per_page + i as u32, lpn));
                 }
             }
         }
     }
 
-    /// Moves the live slots of one page: one flash read (for its time; the bytes stay
-    /// where they are and the new slots share them), then one buffer slot each.
-    fn move_live_slots(
+    /// Moves the live fragments of one page: one flash read of the span they cover (for its
+    /// time; the bytes stay where they are and the new slots share them), then one buffer
+    /// fragment each.
+    fn move_live_fragments(
         &mut self,
         page: u32,
-        live: &[u32; 4],
+        fragments: &[(u32, u32)],
         stream: usize,
         cause: Cause,
         now_ns: Nanos,
     ) -> Result<(), FtlError> {
-        let first = live.iter().position(|&l| l != NO_LPN).expect("live slot") as u32;
-        let last = live.iter().rposition(|&l| l != NO_LPN).expect("live slot") as u32;
-        let outcome = self.nand.read(page, first..last + 1, None, now_ns)?;
+        let spp = self.slots_per_page;
+        let first = fragments[0].0 % spp;
+        let (last_slot, last_lpn) = fragments[fragments.len() - 1];
+        let end = last_slot % spp + self.len_of(last_lpn);
+        let outcome = self.nand.read(page, first..end, None, now_ns)?;
         self.counters.page_reads_relocation += 1;
         let ready_ns = outcome.timing.end_ns;
-        for i in first..=last {
-            let lpn = live[i as usize];
-            if lpn == NO_LPN {
-                continue;
-            }
-            let old = page * self.slots_per_page + i;
-            let slot = self.reserve_slot(stream, false, ready_ns)?;
+        for &(old, lpn) in fragments {
+            let len = self.len_of(lpn);
+            let slot = self.reserve_fragment(stream, len, false, ready_ns)?;
             debug_assert_eq!(self.l2p[lpn as usize], old);
-            self.unmap(lpn);
-            self.l2p[lpn as usize] = slot;
-            self.blocks.add_valid(self.block_of_slot(slot));
-            self.fill_slot(stream, lpn, None, old, ready_ns, cause)?;
+            self.map(lpn, slot, len);
+            self.fill_fragment(stream, lpn, len, None, old, ready_ns, cause)?;
         }
         Ok(())
     }
@@ -268,7 +263,11 @@ impl Ftl {
                 continue;
             }
             if let Some(copies) = self.copies.as_mut() {
-                for &lpn in oob.lpns.iter().filter(|&&l| l != NO_LPN) {
+                for &lpn in oob
+                    .lpns
+                    .iter()
+                    .filter(|&&l| l != NO_LPN && l != CONTINUATION)
+                {
                     copies[lpn as usize] -= 1;
                 }
             }

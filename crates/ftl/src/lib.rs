@@ -23,6 +23,7 @@ mod host;
 pub mod policy;
 pub mod presets;
 mod recovery;
+mod stream;
 #[cfg(test)]
 mod tests;
 mod write;
@@ -32,8 +33,9 @@ use std::collections::BTreeMap;
 use flashstack_block::{
     check_range, BlockDevice, BlockError, Completion, Hints, Payload, LBA_SIZE,
 };
-use flashstack_nand::{ConfigError, FlashMedium, Nand, NandError, SLOT_SIZE};
+use flashstack_nand::{ConfigError, FlashMedium, Nand, NandError, NO_LPN};
 use flashstack_sim::{LatencyHistogram, Nanos, Resource};
+use stream::CONTINUATION;
 
 use blocks::{BlockState, BlockTable};
 pub use config::{
@@ -42,7 +44,7 @@ pub use config::{
 pub use counters::FtlCounters;
 use host::HostQueue;
 use policy::{GcPolicy, VictimCandidate};
-use write::Stream;
+use stream::Stream;
 
 /// Mapping-table value of an unmapped logical page.
 pub(crate) const UNMAPPED: u32 = u32::MAX;
@@ -70,10 +72,18 @@ pub struct Ftl {
     nand: Nand,
     policy: GcPolicy,
     units: u32,
+    /// Bytes per slot, the physical mapping unit (4 KiB, or less when logical pages may
+    /// take fewer bytes than 4 KiB on flash).
+    slot_bytes: u32,
+    /// Slots an uncompressed logical page takes.
+    slots_per_lpn: u32,
     slots_per_page: u32,
     pages_per_block: u32,
     user_lbas: u64,
+    /// First slot of each logical page's fragment.
     l2p: Vec<u32>,
+    /// Fragment length in slots per logical page; absent when every fragment is one slot.
+    lengths: Option<Vec<u8>>,
     /// Programmed data slots on flash per logical page (live or not): a trim record can be
     /// dropped once no older copy it hides remains. Built on the first trim (a full scan)
     /// and kept from then on; workloads without trims never pay for it.
@@ -107,11 +117,14 @@ impl Ftl {
     /// reads with a buffer and for content-aware techniques).
     pub fn new(config: DeviceConfig, store_contents: bool, seed: u64) -> Result<Ftl, ConfigError> {
         config.validate()?;
-        let nand = Nand::new(config.nand.clone(), store_contents, seed)?;
+        let slot_bytes = config.ftl.slot_bytes;
+        let nand = Nand::with_slot_bytes(config.nand.clone(), slot_bytes, store_contents, seed)?;
+        let slots_per_lpn = LBA_SIZE as u32 / slot_bytes;
         let g = nand.geometry().clone();
         let host_streams = policy::host_stream_count(config.ftl.streams, config.ftl.streams_max);
         let user_lbas = user_capacity_lbas(&config, host_streams)?;
-        let slots_per_block = g.pages_per_block * g.slots_per_page();
+        let slots_per_page = g.page_size_bytes / slot_bytes;
+        let slots_per_block = g.pages_per_block * slots_per_page;
         let mut blocks = BlockTable::new(
             g.units(),
             g.blocks_per_plane,
@@ -121,14 +134,17 @@ impl Ftl {
         for block in 0..g.blocks() {
             blocks.push_free(block, 0);
         }
-        let streams = write::build_streams(host_streams, g.units(), g.page_size_bytes);
+        let streams = stream::build_streams(host_streams, g.units(), g.page_size_bytes);
         Ok(Ftl {
             policy: GcPolicy::new(config.ftl.gc.policy),
             units: g.units(),
-            slots_per_page: g.slots_per_page(),
+            slot_bytes,
+            slots_per_lpn,
+            slots_per_page,
             pages_per_block: g.pages_per_block,
             user_lbas,
             l2p: flashstack_sim::memory::table(user_lbas as usize, UNMAPPED),
+            lengths: (slots_per_lpn > 1).then(|| vec![0; user_lbas as usize]),
             copies: None,
             blocks,
             streams,
@@ -275,12 +291,33 @@ impl Ftl {
                 if oob.flags & skip != 0 {
                     continue;
                 }
-                for &lpn in oob.lpns.iter().filter(|&&l| l != flashstack_nand::NO_LPN) {
+                let starts = oob
+                    .lpns
+                    .iter()
+                    .filter(|&&l| l != NO_LPN && l != CONTINUATION);
+                for &lpn in starts {
                     copies[lpn as usize] += 1;
                 }
             }
         }
         copies
+    }
+
+    /// Slots the fragment of `lpn` takes (it must be mapped).
+    #[inline]
+    pub(crate) fn len_of(&self, lpn: u32) -> u32 {
+        match &self.lengths {
+            Some(lengths) => lengths[lpn as usize] as u32,
+            None => 1,
+        }
+    }
+
+    #[inline]
+    pub(crate) fn set_len(&mut self, lpn: u32, len: u32) {
+        match self.lengths.as_mut() {
+            Some(lengths) => lengths[lpn as usize] = len as u8,
+            None => debug_assert_eq!(len, 1),
+        }
     }
 
     #[inline]
@@ -313,8 +350,9 @@ pub(crate) fn user_capacity_lbas(
     host_streams: u32,
 ) -> Result<u64, ConfigError> {
     let g = &config.nand.geometry;
-    let slots_per_block = (g.pages_per_block * g.page_size_bytes / SLOT_SIZE) as u64;
-    let physical = g.slots();
+    // Capacities in 4 KiB logical blocks, whatever the slot size.
+    let slots_per_block = (g.pages_per_block * g.page_size_bytes) as u64 / LBA_SIZE as u64;
+    let physical = g.raw_bytes() / LBA_SIZE as u64;
     let by_op = (physical as f64 / (1.0 + config.ftl.overprovisioning_ratio)).floor() as u64;
     let held_back_blocks = (config.ftl.gc.foreground_free_blocks + host_streams + 2) as u64;
     let reserve = g.units() as u64 * held_back_blocks * slots_per_block;

@@ -105,6 +105,7 @@ pub fn ldc_emmc() -> DeviceConfig {
                 idle_threshold_ns: 100_000_000,
                 candidates_max: 256,
             },
+            slot_bytes: 4096,
             wear: WearConfig {
                 dynamic: true,
                 static_threshold: None,
@@ -183,6 +184,7 @@ pub fn ufs31() -> DeviceConfig {
                 idle_threshold_ns: 100_000_000,
                 candidates_max: 64,
             },
+            slot_bytes: 4096,
             wear: WearConfig {
                 dynamic: true,
                 static_threshold: Some(200),
@@ -245,6 +247,7 @@ pub fn mqsim_default() -> DeviceConfig {
                 idle_threshold_ns: 100_000_000,
                 candidates_max: 64,
             },
+            slot_bytes: 4096,
             wear: WearConfig {
                 dynamic: true,
                 static_threshold: Some(100),

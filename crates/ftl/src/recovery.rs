@@ -5,7 +5,7 @@ use flashstack_nand::{oob_flags, NO_LPN};
 use flashstack_sim::Nanos;
 
 use crate::blocks::BlockTable;
-use crate::write::build_streams;
+use crate::stream::{build_streams, CONTINUATION};
 use crate::{BlockState, Ftl, UNMAPPED};
 
 impl Ftl {
@@ -58,7 +58,7 @@ impl Ftl {
         self.blocks = BlockTable::new(
             g.units(),
             g.blocks_per_plane,
-            g.pages_per_block * g.slots_per_page(),
+            g.pages_per_block * self.slots_per_page,
             self.config.ftl.wear.dynamic,
         );
         self.streams = build_streams(self.host_streams, g.units(), g.page_size_bytes);
@@ -82,14 +82,21 @@ impl Ftl {
             return seq;
         }
         let spp = self.slots_per_page;
+        let mut lpns = [NO_LPN; flashstack_nand::MAX_SLOTS_PER_PAGE as usize];
+        lpns[..spp as usize].copy_from_slice(oob.lpns);
         for i in 0..spp {
-            let lpn = self.nand.oob(page).expect("programmed").lpns[i as usize];
-            if lpn == NO_LPN || lpn as u64 >= self.user_lbas {
+            let lpn = lpns[i as usize];
+            if lpn == NO_LPN || lpn == CONTINUATION || lpn as u64 >= self.user_lbas {
                 continue;
             }
             let current = self.l2p[lpn as usize];
             if current == UNMAPPED || seq > self.slot_seq(current) {
                 self.l2p[lpn as usize] = page * spp + i;
+                let tail = lpns[i as usize + 1..spp as usize]
+                    .iter()
+                    .take_while(|&&l| l == CONTINUATION)
+                    .count() as u32;
+                self.set_len(lpn, 1 + tail);
             }
         }
         seq
@@ -123,7 +130,8 @@ impl Ftl {
             let slot = self.l2p[i];
             if slot != UNMAPPED {
                 let block = self.block_of_slot(slot);
-                self.blocks.add_valid(block);
+                let len = self.len_of(i as u32);
+                self.blocks.add_valid(block, len);
             }
         }
         for block in 0..self.config.nand.geometry.blocks() {

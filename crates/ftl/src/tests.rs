@@ -57,6 +57,7 @@ pub(crate) fn tiny_config(
                 idle_threshold_ns: 10_000_000,
                 candidates_max: 8,
             },
+            slot_bytes: 4096,
             wear: WearConfig {
                 dynamic: true,
                 static_threshold: Some(4),
@@ -291,8 +292,14 @@ fn config_strategy() -> impl Strategy<Value = DeviceConfig> {
             Just(VictimPolicyKind::Greedy),
             Just(VictimPolicyKind::CostBenefit)
         ],
+        // Sub-page slots: logical pages as multi-slot fragments.
+        prop_oneof![3 => Just(4096u32), 1 => Just(1024), 1 => Just(512)],
     )
-        .prop_map(|(page, streams, policy)| tiny_config(page, streams, policy))
+        .prop_map(|(page, streams, policy, slot_bytes)| {
+            let mut config = tiny_config(page, streams, policy);
+            config.ftl.slot_bytes = slot_bytes;
+            config
+        })
 }
 
 proptest! {

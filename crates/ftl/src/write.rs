@@ -1,86 +1,13 @@
 //! Write frontiers, the controller's page buffers, and the host request paths.
 
 use flashstack_block::{Completion, Hints, Payload, LBA_SIZE};
-use flashstack_nand::{
-    oob_flags, FlashMedium, NandError, OpTiming, PageOob, NO_LPN, NO_SOURCE, SLOT_SIZE,
-};
+use flashstack_nand::{oob_flags, FlashMedium, NandError, PageOob, NO_LPN, NO_SOURCE};
 use flashstack_sim::Nanos;
 
+use crate::stream::PROGRAM_ATTEMPTS_MAX;
 use crate::{policy, BlockState, Cause, Ftl, FtlError, UNMAPPED};
 
-const NO_PAGE: u32 = u32::MAX;
-/// Attempts at programming one page before a write is given up as failed.
-const PROGRAM_ATTEMPTS_MAX: u32 = 16;
-
-/// A frontier's open block on one die.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Frontier {
-    pub block: u32,
-    pub next_page: u32,
-}
-
-/// A write frontier: its open block per die, and the page buffer filling towards the next
-/// page it will program. Slots in the buffer are already mapped to their target page.
-#[derive(Debug)]
-pub(crate) struct Stream {
-    /// GC and metadata streams stay on one die; host streams rotate over dies.
-    pub pinned_die: Option<u32>,
-    pub relocation: bool,
-    pub active: Vec<Option<Frontier>>,
-    pub target_page: u32,
-    pub lpns: [u32; 4],
-    /// Per slot, the physical slot a relocation copies from (`NO_SOURCE` for host data).
-    pub sources: [u32; 4],
-    pub causes: [Cause; 4],
-    pub filled: u32,
-    pub ready_ns: Nanos,
-    pub data: Box<[u8]>,
-}
-
-impl Stream {
-    fn new(pinned_die: Option<u32>, relocation: bool, dies: u32, page_size: u32) -> Self {
-        Stream {
-            pinned_die,
-            relocation,
-            active: vec![None; dies as usize],
-            target_page: NO_PAGE,
-            lpns: [NO_LPN; 4],
-            sources: [NO_SOURCE; 4],
-            causes: [Cause::Host; 4],
-            filled: 0,
-            ready_ns: 0,
-            data: vec![0; page_size as usize].into_boxed_slice(),
-        }
-    }
-
-    fn clear_buffer(&mut self) {
-        self.target_page = NO_PAGE;
-        self.lpns = [NO_LPN; 4];
-        self.sources = [NO_SOURCE; 4];
-        self.filled = 0;
-        self.ready_ns = 0;
-    }
-}
-
-/// Host streams first, then one relocation (GC/WL) stream per die, then the metadata stream.
-pub(crate) fn build_streams(host_streams: u32, dies: u32, page_size: u32) -> Vec<Stream> {
-    let mut streams: Vec<Stream> = (0..host_streams)
-        .map(|_| Stream::new(None, false, dies, page_size))
-        .collect();
-    streams.extend((0..dies).map(|d| Stream::new(Some(d), true, dies, page_size)));
-    streams.push(Stream::new(None, false, dies, page_size));
-    streams
-}
-
 impl Ftl {
-    pub(crate) fn gc_stream(&self, die: u32) -> usize {
-        (self.host_streams + die) as usize
-    }
-
-    fn meta_stream(&self) -> usize {
-        self.streams.len() - 1
-    }
-
     pub(crate) fn host_write(
         &mut self,
         arrival_ns: Nanos,
@@ -130,11 +57,10 @@ impl Ftl {
         cause: Cause,
     ) -> Result<Nanos, FtlError> {
         // Reserve first: allocation may run GC, which may move this very logical page.
-        let slot = self.reserve_slot(stream, cause == Cause::Host, ready_ns)?;
-        self.unmap(lpn);
-        self.l2p[lpn as usize] = slot;
-        self.blocks.add_valid(self.block_of_slot(slot));
-        let programmed = self.fill_slot(stream, lpn, data, NO_SOURCE, ready_ns, cause)?;
+        let len = self.slots_per_lpn;
+        let slot = self.reserve_fragment(stream, len, cause == Cause::Host, ready_ns)?;
+        self.map(lpn, slot, len);
+        let programmed = self.fill_fragment(stream, lpn, len, data, NO_SOURCE, ready_ns, cause)?;
         Ok(programmed.map_or(ready_ns, |t| t.end_ns))
     }
 
@@ -142,246 +68,17 @@ impl Ftl {
     pub(crate) fn unmap(&mut self, lpn: u32) {
         let old = std::mem::replace(&mut self.l2p[lpn as usize], UNMAPPED);
         if old != UNMAPPED {
-            self.blocks.remove_valid(self.block_of_slot(old));
+            let len = self.len_of(lpn);
+            self.blocks.remove_valid(self.block_of_slot(old), len);
         }
     }
 
-    /// The physical slot the next write to `stream` will occupy, allocating a page (and, for
-    /// host streams, running foreground GC) when the buffer has no target yet.
-    pub(crate) fn reserve_slot(
-        &mut self,
-        stream: usize,
-        allow_gc: bool,
-        now_ns: Nanos,
-    ) -> Result<u32, FtlError> {
-        if self.streams[stream].target_page == NO_PAGE {
-            let page = self.allocate_page(stream, allow_gc, now_ns)?;
-            self.streams[stream].target_page = page;
-        }
-        let s = &self.streams[stream];
-        Ok(s.target_page * self.slots_per_page + s.filled)
-    }
-
-    /// Puts `lpn` into the stream's next buffer slot, its bytes either `data` or, for a
-    /// relocation, those of physical slot `source`. Programs the page when it is full.
-    pub(crate) fn fill_slot(
-        &mut self,
-        stream: usize,
-        lpn: u32,
-        data: Option<&[u8]>,
-        source: u32,
-        ready_ns: Nanos,
-        cause: Cause,
-    ) -> Result<Option<OpTiming>, FtlError> {
-        let s = &mut self.streams[stream];
-        let index = s.filled as usize;
-        s.lpns[index] = lpn;
-        s.sources[index] = source;
-        s.causes[index] = cause;
-        s.ready_ns = s.ready_ns.max(ready_ns);
-        if self.slots_per_page == 1 {
-            // A one-slot page is programmed at once, straight from the caller's bytes.
-            s.filled = 1;
-            if data.is_none() && source == NO_SOURCE && self.nand.stores_contents() {
-                s.data.fill(0);
-            }
-            return self.program_buffer_from(stream, data).map(Some);
-        }
-        if self.nand.stores_contents() && source == NO_SOURCE {
-            let range = index * SLOT_SIZE as usize..(index + 1) * SLOT_SIZE as usize;
-            match data {
-                Some(bytes) => s.data[range].copy_from_slice(bytes),
-                None => s.data[range].fill(0),
-            }
-        }
-        s.filled += 1;
-        if s.filled == self.slots_per_page {
-            return self.program_buffer(stream).map(Some);
-        }
-        Ok(None)
-    }
-
-    /// Picks the die and page for a stream's next page.
-    fn allocate_page(
-        &mut self,
-        stream: usize,
-        allow_gc: bool,
-        now_ns: Nanos,
-    ) -> Result<u32, FtlError> {
-        let die = match self.streams[stream].pinned_die {
-            Some(d) => d,
-            None => {
-                let d = self.next_host_die;
-                self.next_host_die = (d + 1) % self.units;
-                d
-            }
-        };
-        let frontier = match self.streams[stream].active[die as usize] {
-            Some(f) if f.next_page < self.pages_per_block => f,
-            _ => {
-                if allow_gc {
-                    self.foreground_gc(die, now_ns)?;
-                }
-                let block = self.blocks.pop_free(die).ok_or_else(|| {
-                    FtlError::NoSpace(format!(
-                        "unit {die} has no free block left for stream {stream} \
-                         (free per unit: {:?})",
-                        (0..self.units)
-                            .map(|u| self.blocks.free_count(u))
-                            .collect::<Vec<_>>()
-                    ))
-                })?;
-                Frontier {
-                    block,
-                    next_page: 0,
-                }
-            }
-        };
-        let page = self.nand.first_page(frontier.block) + frontier.next_page;
-        self.streams[stream].active[die as usize] = Some(Frontier {
-            block: frontier.block,
-            next_page: frontier.next_page + 1,
-        });
-        Ok(page)
-    }
-
-    /// Programs a stream's buffer to its target page, padding empty slots and slots whose
-    /// data was superseded while waiting. Retries elsewhere if the program fails.
-    pub(crate) fn program_buffer(&mut self, stream: usize) -> Result<OpTiming, FtlError> {
-        self.program_buffer_from(stream, None)
-    }
-
-    /// `program_buffer` with the page bytes taken from `direct` instead of the buffer.
-    fn program_buffer_from(
-        &mut self,
-        stream: usize,
-        direct: Option<&[u8]>,
-    ) -> Result<OpTiming, FtlError> {
-        assert!(self.streams[stream].filled > 0);
-        let mut attempts = 0;
-        loop {
-            let page = self.streams[stream].target_page;
-            let mut lpns = [NO_LPN; 4];
-            let spp = self.slots_per_page as usize;
-            for (i, lpn) in lpns.iter_mut().enumerate().take(spp) {
-                let candidate = self.streams[stream].lpns[i];
-                let live = candidate != NO_LPN
-                    && self.l2p[candidate as usize] == page * self.slots_per_page + i as u32;
-                if live {
-                    *lpn = candidate;
-                }
-            }
-            let s = &self.streams[stream];
-            let flags = if s.relocation {
-                oob_flags::RELOCATED
-            } else {
-                0
-            };
-            let oob = PageOob {
-                lpns: &lpns[..spp],
-                seq: self.seq,
-                flags,
-            };
-            let data = match direct {
-                Some(bytes) => Some(bytes),
-                None => self.nand.stores_contents().then_some(&s.data[..]),
-            };
-            let ready_ns = s.ready_ns;
-            let sources = s.sources;
-            match self
-                .nand
-                .program_relocating(page, oob, data, &sources, ready_ns)
-            {
-                Ok(timing) => {
-                    self.seq += 1;
-                    self.after_program(stream, page, &lpns[..spp], timing);
-                    return Ok(timing);
-                }
-                Err(NandError::ProgramFailed { block }) => {
-                    self.seq += 1;
-                    attempts += 1;
-                    self.counters.program_failures += 1;
-                    self.counters.page_programs += 1;
-                    self.counters.program_slots_padding += spp as u64;
-                    if attempts >= PROGRAM_ATTEMPTS_MAX {
-                        return Err(FtlError::NoSpace("repeated program failures".into()));
-                    }
-                    self.retire_frontier(stream, block);
-                    self.retarget_buffer(stream, page, ready_ns)?;
-                }
-                Err(e) => {
-                    // A torn program still consumed the page.
-                    self.seq += 1;
-                    self.counters.page_programs += 1;
-                    self.counters.program_slots_padding += spp as u64;
-                    return Err(e.into());
-                }
-            }
-        }
-    }
-
-    fn after_program(&mut self, stream: usize, page: u32, lpns: &[u32], timing: OpTiming) {
-        self.counters.page_programs += 1;
-        let causes = self.streams[stream].causes;
-        for (i, &lpn) in lpns.iter().enumerate() {
-            if lpn == NO_LPN {
-                self.counters.program_slots_padding += 1;
-                continue;
-            }
-            if let Some(copies) = self.copies.as_mut() {
-                copies[lpn as usize] += 1;
-            }
-            match causes[i] {
-                Cause::Host => self.counters.program_slots_host += 1,
-                Cause::Gc => self.counters.program_slots_gc += 1,
-                Cause::WearLevel => self.counters.program_slots_wl += 1,
-            }
-        }
-        self.note_programmed(page, timing.end_ns);
-        self.streams[stream].clear_buffer();
-    }
-
-    /// Seals a block once its last page is programmed.
-    fn note_programmed(&mut self, page: u32, end_ns: Nanos) {
-        let block = self.nand.block_of_page(page);
-        self.blocks.last_write_ns[block as usize] = end_ns;
-        let last = page % self.pages_per_block == self.pages_per_block - 1;
-        if last && self.blocks.state[block as usize] == BlockState::Open {
-            self.blocks.set_state(block, BlockState::Sealed);
-        }
-    }
-
-    /// A program failed in `block`: stop writing there and queue it for retirement.
-    fn retire_frontier(&mut self, stream: usize, block: u32) {
-        let die = self.nand.unit_of_block(block) as usize;
-        if matches!(self.streams[stream].active[die], Some(f) if f.block == block) {
-            self.streams[stream].active[die] = None;
-        }
-        self.blocks.set_state(block, BlockState::Retiring);
-        self.retire_queue.push(block);
-    }
-
-    /// Moves a buffer that failed to program at `old_page` to a fresh page, remapping its
-    /// live slots.
-    fn retarget_buffer(
-        &mut self,
-        stream: usize,
-        old_page: u32,
-        now_ns: Nanos,
-    ) -> Result<(), FtlError> {
-        let page = self.allocate_page(stream, false, now_ns)?;
-        self.streams[stream].target_page = page;
-        for i in 0..self.streams[stream].filled {
-            let lpn = self.streams[stream].lpns[i as usize];
-            let old_slot = old_page * self.slots_per_page + i;
-            if lpn != NO_LPN && self.l2p[lpn as usize] == old_slot {
-                let new_slot = page * self.slots_per_page + i;
-                self.blocks.remove_valid(self.block_of_slot(old_slot));
-                self.l2p[lpn as usize] = new_slot;
-                self.blocks.add_valid(self.block_of_slot(new_slot));
-            }
-        }
-        Ok(())
+    /// Maps `lpn` to the `len`-slot fragment at `slot`, dropping its old mapping.
+    pub(crate) fn map(&mut self, lpn: u32, slot: u32, len: u32) {
+        self.unmap(lpn);
+        self.l2p[lpn as usize] = slot;
+        self.set_len(lpn, len);
+        self.blocks.add_valid(self.block_of_slot(slot), len);
     }
 
     pub(crate) fn host_read(
@@ -428,10 +125,14 @@ impl Ftl {
         if first == UNMAPPED {
             return 1;
         }
+        let stride = self.slots_per_lpn;
         let mut run = 1;
         while run < remaining {
             let next = self.l2p[(lpn + run) as usize];
-            if next != first + run || self.page_of_slot(next) != self.page_of_slot(first) {
+            let contiguous = next == first + run * stride
+                && self.page_of_slot(next) == self.page_of_slot(first)
+                && self.len_of(lpn + run) == stride;
+            if !contiguous {
                 break;
             }
             run += 1;
@@ -456,6 +157,7 @@ impl Ftl {
         }
         let page = self.page_of_slot(slot);
         let first = slot % self.slots_per_page;
+        let slots = run * self.len_of(lpn);
         if self.nand.oob(page).is_none() {
             // Still in a controller buffer.
             self.counters.buffer_read_hits += run as u64;
@@ -465,20 +167,19 @@ impl Ftl {
                     .iter()
                     .find(|s| s.target_page == page)
                     .expect("buffered");
-                for i in 0..run as usize {
+                let sb = self.slot_bytes as usize;
+                for i in 0..slots as usize {
                     let slot = first as usize + i;
-                    let to = &mut o[i * SLOT_SIZE as usize..(i + 1) * SLOT_SIZE as usize];
+                    let to = &mut o[i * sb..(i + 1) * sb];
                     match s.sources[slot] {
-                        NO_SOURCE => to.copy_from_slice(
-                            &s.data[slot * SLOT_SIZE as usize..(slot + 1) * SLOT_SIZE as usize],
-                        ),
+                        NO_SOURCE => to.copy_from_slice(&s.data[slot * sb..(slot + 1) * sb]),
                         source => self.nand.peek_slot(source, to),
                     }
                 }
             }
             return Ok(ready_ns);
         }
-        let outcome = self.nand.read(page, first..first + run, out, ready_ns)?;
+        let outcome = self.nand.read(page, first..first + slots, out, ready_ns)?;
         self.counters.page_reads_host += 1;
         if outcome.retried {
             self.queue_retirement(self.nand.block_of_page(page));
@@ -590,7 +291,7 @@ impl Ftl {
 
     fn program_trim_page(&mut self, entries: &[u32], now_ns: Nanos) -> Result<Nanos, FtlError> {
         let stream = self.meta_stream();
-        let lpns = [NO_LPN; 4];
+        let lpns = [NO_LPN; flashstack_nand::MAX_SLOTS_PER_PAGE as usize];
         for _ in 0..PROGRAM_ATTEMPTS_MAX {
             let unit = self.meta_unit();
             self.streams[stream].pinned_die = Some(unit);

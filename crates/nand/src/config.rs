@@ -4,10 +4,14 @@
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-/// Bytes in one mapping slot: the 4 KiB logical block of the block interface.
+/// Bytes in one mapping slot by default: the 4 KiB logical block of the block interface.
+/// Compressing FTLs use smaller slots (down to 512-byte sectors) so that compressed pages
+/// pack tightly; see [`crate::Nand::with_slot_bytes`].
 pub const SLOT_SIZE: u32 = 4096;
-/// Largest supported flash page (16 KiB = 4 slots).
-pub const MAX_SLOTS_PER_PAGE: u32 = 4;
+/// Smallest slot: a 512-byte sector.
+pub const MIN_SLOT_BYTES: u32 = 512;
+/// Most slots a page can have (16 KiB of 512-byte sectors).
+pub const MAX_SLOTS_PER_PAGE: u32 = 32;
 
 #[derive(Debug, Error, Clone, PartialEq)]
 #[error("invalid configuration: field '{field}': {reason}")]

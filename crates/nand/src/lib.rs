@@ -21,7 +21,7 @@ use thiserror::Error;
 
 pub use config::{
     ConfigError, Endurance, Energy, Faults, Geometry, NandConfig, PageTypeTiming, Timing,
-    MAX_SLOTS_PER_PAGE, SLOT_SIZE,
+    MAX_SLOTS_PER_PAGE, MIN_SLOT_BYTES, SLOT_SIZE,
 };
 use store::FrameStore;
 
@@ -106,17 +106,23 @@ pub trait FlashMedium {
         data: Option<&[u8]>,
         ready_ns: Nanos,
     ) -> Result<OpTiming, NandError> {
-        self.program_relocating(page, oob, data, &[NO_SOURCE; 4], ready_ns)
+        self.program_relocating(
+            page,
+            oob,
+            data,
+            &[NO_SOURCE; MAX_SLOTS_PER_PAGE as usize],
+            ready_ns,
+        )
     }
-    /// Like `program`, but slot `i` with `sources[i] != NO_SOURCE` takes its bytes from that
-    /// programmed slot (garbage collection moving data through the controller); the bytes
+    /// Like `program`, but slot `i` with `sources[i] != NO_SOURCE` (`sources` has at least
+    /// one entry per slot) takes its bytes from that programmed slot (garbage collection moving data through the controller); the bytes
     /// in `data` for such slots are ignored.
     fn program_relocating(
         &mut self,
         page: u32,
         oob: PageOob<'_>,
         data: Option<&[u8]>,
-        sources: &[u32; 4],
+        sources: &[u32],
         ready_ns: Nanos,
     ) -> Result<OpTiming, NandError>;
     /// Reads `slots` of `page` into `out` (when given), charging tR once and the channel
@@ -140,6 +146,7 @@ struct PowerState {
 /// The flash array model. See [`FlashMedium`] for its physics.
 pub struct Nand {
     config: NandConfig,
+    slot_bytes: u32,
     slots_per_page: u32,
     pages_per_block: u32,
     blocks_per_unit: u32,
@@ -165,12 +172,39 @@ impl Nand {
     /// Builds an erased array. With `store_contents` the bytes of every programmed slot are
     /// kept; without, the model keeps addresses only (reads return zeros).
     pub fn new(config: NandConfig, store_contents: bool, seed: u64) -> Result<Self, ConfigError> {
+        Nand::with_slot_bytes(config, SLOT_SIZE, store_contents, seed)
+    }
+
+    /// Builds an erased array whose OOB records a logical page per `slot_bytes` of each page
+    /// (512 to 4096, a power of two): 4 KiB slots for plain page mapping, smaller ones for
+    /// compressed pages that share a flash page.
+    pub fn with_slot_bytes(
+        config: NandConfig,
+        slot_bytes: u32,
+        store_contents: bool,
+        seed: u64,
+    ) -> Result<Self, ConfigError> {
         config.validate()?;
         let g = &config.geometry;
+        if !(MIN_SLOT_BYTES..=SLOT_SIZE).contains(&slot_bytes) || !slot_bytes.is_power_of_two() {
+            return Err(ConfigError::new(
+                "slot_bytes",
+                "must be 512, 1024, 2048 or 4096",
+            ));
+        }
+        let slots_per_page = g.page_size_bytes / slot_bytes;
+        let slots = g.pages() * slots_per_page as u64;
+        if slots >= u32::MAX as u64 {
+            return Err(ConfigError::new(
+                "geometry",
+                format!("{slots} slots of {slot_bytes} bytes exceed the 2^32-1 addressable"),
+            ));
+        }
         let blocks = g.blocks() as usize;
         let pages = g.pages() as usize;
         Ok(Nand {
-            slots_per_page: g.slots_per_page(),
+            slot_bytes,
+            slots_per_page,
             pages_per_block: g.pages_per_block,
             blocks_per_unit: g.blocks_per_plane,
             units: vec![Resource::default(); g.units() as usize],
@@ -181,8 +215,8 @@ impl Nand {
             failing: vec![false; blocks],
             page_flags: flashstack_sim::memory::table(pages, 0),
             page_seq: flashstack_sim::memory::table(pages, 0),
-            slot_lpn: flashstack_sim::memory::table(g.slots() as usize, NO_LPN),
-            store: store_contents.then(|| FrameStore::new(g.slots())),
+            slot_lpn: flashstack_sim::memory::table(slots as usize, NO_LPN),
+            store: store_contents.then(|| FrameStore::new(slots, slot_bytes)),
             rng: Rng::new(seed ^ 0x4E41_4E44),
             power: PowerState::default(),
             counters: NandCounters::default(),
@@ -193,6 +227,13 @@ impl Nand {
 
     pub fn config(&self) -> &NandConfig {
         &self.config
+    }
+    /// Bytes per OOB slot (the FTL's physical mapping unit).
+    pub fn slot_bytes(&self) -> u32 {
+        self.slot_bytes
+    }
+    pub fn slots_per_page(&self) -> u32 {
+        self.slots_per_page
     }
     pub fn stores_contents(&self) -> bool {
         self.store.is_some()
@@ -390,12 +431,13 @@ impl Nand {
         page: u32,
         oob: &PageOob<'_>,
         data: Option<&[u8]>,
-        sources: &[u32; 4],
+        sources: &[u32],
     ) {
         self.page_flags[page as usize] = oob.flags | oob_flags::PROGRAMMED;
         self.page_seq[page as usize] = oob.seq;
         let first = (page * self.slots_per_page) as usize;
         self.slot_lpn[first..first + oob.lpns.len()].copy_from_slice(oob.lpns);
+        let sb = self.slot_bytes as usize;
         let Some(store) = self.store.as_mut() else {
             return;
         };
@@ -407,10 +449,7 @@ impl Nand {
             if sources[i] != NO_SOURCE {
                 store.share(slot, sources[i] as u64);
             } else if let Some(bytes) = data {
-                store.put(
-                    slot,
-                    &bytes[i * SLOT_SIZE as usize..(i + 1) * SLOT_SIZE as usize],
-                );
+                store.put(slot, &bytes[i * sb..(i + 1) * sb]);
             }
         }
     }
@@ -440,7 +479,7 @@ impl FlashMedium for Nand {
         page: u32,
         oob: PageOob<'_>,
         data: Option<&[u8]>,
-        sources: &[u32; 4],
+        sources: &[u32],
         ready_ns: Nanos,
     ) -> Result<OpTiming, NandError> {
         self.check_power()?;
@@ -455,7 +494,10 @@ impl FlashMedium for Nand {
         );
         assert_eq!(oob.lpns.len() as u32, self.slots_per_page);
         if let Some(bytes) = data {
-            assert_eq!(bytes.len(), (self.slots_per_page * SLOT_SIZE) as usize);
+            assert_eq!(
+                bytes.len(),
+                (self.slots_per_page * self.slot_bytes) as usize
+            );
         }
         let unit = self.unit_of_block(block);
         let channel = self.channel_of_unit(unit);
@@ -506,17 +548,18 @@ impl FlashMedium for Nand {
         debug_assert_eq!(unit_end_ns, end_ns);
         self.note_end(end_ns);
         self.counters.page_reads += 1;
-        self.counters.transfer_bytes += (slot_count * SLOT_SIZE) as u64;
+        self.counters.transfer_bytes += (slot_count * self.slot_bytes) as u64;
         if retried {
             self.counters.read_retries += 1;
             self.failing[block as usize] = true;
         }
         if let Some(out) = out {
-            assert_eq!(out.len(), (slot_count * SLOT_SIZE) as usize);
+            assert_eq!(out.len(), (slot_count * self.slot_bytes) as usize);
+            let sb = self.slot_bytes as usize;
             let first = (page * self.slots_per_page) as u64;
             let corrupt = self.page_flags[page as usize] & oob_flags::CORRUPT != 0;
             for (i, slot) in slots.enumerate() {
-                let dst = &mut out[i * SLOT_SIZE as usize..(i + 1) * SLOT_SIZE as usize];
+                let dst = &mut out[i * sb..(i + 1) * sb];
                 match (&self.store, corrupt) {
                     (Some(store), false) => store.get(first + slot as u64, dst),
                     _ => dst.fill(0),

@@ -1,7 +1,5 @@
 //! Sparse storage of page bytes: only slots that were programmed with data hold memory.
 
-use crate::config::SLOT_SIZE;
-
 const FRAMES_PER_CHUNK: usize = 256; // 1 MiB chunks keep allocation count and overhead low.
 const NO_FRAME: u32 = u32::MAX;
 
@@ -17,26 +15,28 @@ pub(crate) struct FrameStore {
     frame_of_slot: Vec<u32>,
     /// Slots referring to each frame.
     refs: Vec<u16>,
+    frame_bytes: usize,
 }
 
 impl FrameStore {
-    pub fn new(slot_count: u64) -> Self {
+    pub fn new(slot_count: u64, frame_bytes: u32) -> Self {
         FrameStore {
             frame_of_slot: flashstack_sim::memory::table(slot_count as usize, NO_FRAME),
+            frame_bytes: frame_bytes as usize,
             ..Default::default()
         }
     }
 
     fn frame_mut(&mut self, frame: u32) -> &mut [u8] {
         let chunk = frame as usize / FRAMES_PER_CHUNK;
-        let offset = (frame as usize % FRAMES_PER_CHUNK) * SLOT_SIZE as usize;
-        &mut self.chunks[chunk][offset..offset + SLOT_SIZE as usize]
+        let offset = (frame as usize % FRAMES_PER_CHUNK) * self.frame_bytes;
+        &mut self.chunks[chunk][offset..offset + self.frame_bytes]
     }
 
     fn frame(&self, frame: u32) -> &[u8] {
         let chunk = frame as usize / FRAMES_PER_CHUNK;
-        let offset = (frame as usize % FRAMES_PER_CHUNK) * SLOT_SIZE as usize;
-        &self.chunks[chunk][offset..offset + SLOT_SIZE as usize]
+        let offset = (frame as usize % FRAMES_PER_CHUNK) * self.frame_bytes;
+        &self.chunks[chunk][offset..offset + self.frame_bytes]
     }
 
     fn allocate(&mut self) -> u32 {
@@ -45,7 +45,7 @@ impl FrameStore {
         }
         let frame = self.frame_count;
         if frame as usize / FRAMES_PER_CHUNK == self.chunks.len() {
-            let bytes = FRAMES_PER_CHUNK * SLOT_SIZE as usize;
+            let bytes = FRAMES_PER_CHUNK * self.frame_bytes;
             self.chunks.push(vec![0u8; bytes].into_boxed_slice());
         }
         self.frame_count += 1;
@@ -54,7 +54,7 @@ impl FrameStore {
     }
 
     pub fn put(&mut self, slot: u64, data: &[u8]) {
-        debug_assert_eq!(data.len(), SLOT_SIZE as usize);
+        debug_assert_eq!(data.len(), self.frame_bytes);
         let existing = self.frame_of_slot[slot as usize];
         assert_eq!(
             existing, NO_FRAME,

@@ -145,7 +145,8 @@ impl RunReport {
         let g = &ftl.config().nand.geometry;
         let span_ns = ftl.busy_until_ns().max(ftl.last_arrival_ns()) - ftl.measure_start_ns();
         let host_bytes = c.host_write_lbas * 4096;
-        let slot = |slots: u64| ratio(slots * 4096, host_bytes);
+        let slot_bytes = ftl.nand().slot_bytes() as u64;
+        let slot = |slots: u64| ratio(slots * slot_bytes, host_bytes);
         let write_amplification = WriteAmplification {
             total: ratio(n.page_programs * g.page_size_bytes as u64, host_bytes),
             host: slot(c.program_slots_host),
@@ -180,9 +181,9 @@ impl RunReport {
                 policy: ftl.policy_name().to_string(),
                 foreground_cycles: c.gc_cycles_foreground,
                 background_cycles: c.gc_cycles_background,
-                migrated_bytes: c.program_slots_gc * 4096,
+                migrated_bytes: c.program_slots_gc * slot_bytes,
                 wear_levelling_cycles: c.wl_cycles,
-                wear_levelling_bytes: c.program_slots_wl * 4096,
+                wear_levelling_bytes: c.program_slots_wl * slot_bytes,
                 relocation_page_reads: c.page_reads_relocation,
             },
             write_amplification,
