@@ -23,6 +23,8 @@ pub enum VictimPolicyKind {
     Greedy,
     /// Highest (1 − u) / 2u × age, Rosenblum and Ousterhout's LFS cleaner.
     CostBenefit,
+    /// LDC's caGC: lowest valid data × the block's compression ratio (Eq. 4).
+    CompressionAware,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -66,6 +68,18 @@ pub struct FtlConfig {
     /// so that logical pages stored in fewer bytes (compressed) share flash pages.
     #[serde(default = "default_slot_bytes")]
     pub slot_bytes: u32,
+    /// In-device compression (LDC and its baselines); absent = none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compression: Option<CompressionConfig>,
+}
+
+/// Compression inside the FTL: which policy decides, and what the controller costs.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CompressionConfig {
+    pub policy: crate::compression::CompressionPolicyKind,
+    #[serde(default)]
+    pub controller: crate::compression::ControllerTiming,
 }
 
 fn default_slot_bytes() -> u32 {
@@ -128,6 +142,20 @@ impl DeviceConfig {
                 "ftl.slot_bytes",
                 "must be 512, 1024, 2048 or 4096",
             ));
+        }
+        if let Some(c) = &f.compression {
+            if f.slot_bytes >= 4096 && c.policy != crate::compression::CompressionPolicyKind::Pm {
+                return Err(ConfigError::new(
+                    "ftl.slot_bytes",
+                    "compression needs slots smaller than 4096 bytes (512 is typical)",
+                ));
+            }
+            if c.controller.clock_mhz == 0 {
+                return Err(ConfigError::new(
+                    "ftl.compression.controller.clock_mhz",
+                    "must be > 0",
+                ));
+            }
         }
         if f.gc.candidates_max == 0 {
             return Err(ConfigError::new(

@@ -40,6 +40,12 @@ pub struct FtlCounters {
     pub blocks_retired: u64,
     pub program_failures: u64,
     pub trim_record_pages: u64,
+    /// Host pages stored compressed.
+    pub pages_compressed_host: u64,
+    /// Uncompressed pages GC compressed while migrating them (caGC).
+    pub pages_compressed_gc: u64,
+    /// Codec output of every compressed page (without fragment header or padding).
+    pub compressed_bytes: u64,
     pub power_cycles: u64,
     /// Virtual time the last recovery (mount) scan took.
     pub recovery_ns_last: u64,

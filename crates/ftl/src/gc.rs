@@ -7,6 +7,7 @@ use flashstack_sim::Nanos;
 use crate::policy::{wear_level_needed, VictimCandidate, VictimPolicy};
 use crate::stream::CONTINUATION;
 use crate::{BlockState, Cause, Ftl, FtlError, UNMAPPED};
+use flashstack_nand::NO_SOURCE;
 
 /// Background GC steps allowed in one idle gap; bounds the work a single gap can trigger.
 const BACKGROUND_STEPS_MAX: u32 = 256;
@@ -111,6 +112,7 @@ impl Ftl {
                 capacity_slots,
                 last_write_ns: self.blocks.last_write_ns[block as usize],
                 erase_count: self.nand.erase_count(block),
+                ratio_permille: self.block_ratio_permille(block),
             });
         }
         self.candidate_blocks = found;
@@ -197,10 +199,42 @@ impl Ftl {
         let ready_ns = outcome.timing.end_ns;
         for &(old, lpn) in fragments {
             let len = self.len_of(lpn);
-            let slot = self.reserve_fragment(stream, len, false, ready_ns)?;
             debug_assert_eq!(self.l2p[lpn as usize], old);
-            self.map(lpn, slot, len);
-            self.fill_fragment(stream, lpn, len, None, old, ready_ns, cause)?;
+            let shrunk = if len == self.slots_per_lpn {
+                self.compress_for_migration(old, ready_ns)
+            } else {
+                None
+            };
+            match shrunk {
+                Some((new_len, t)) => {
+                    let slot = self.reserve_fragment(stream, new_len, false, t)?;
+                    self.map(lpn, slot, new_len);
+                    self.note_ratio(self.block_of_slot(slot), 1000);
+                    let fragment = self.compressor_fragment();
+                    let r = self.fill_fragment(
+                        stream,
+                        lpn,
+                        new_len,
+                        Some(&fragment),
+                        NO_SOURCE,
+                        t,
+                        cause,
+                    );
+                    self.restore_compressor_fragment(fragment);
+                    r?;
+                }
+                None => {
+                    let slot = self.reserve_fragment(stream, len, false, ready_ns)?;
+                    self.map(lpn, slot, len);
+                    let ratio = if len < self.slots_per_lpn {
+                        1000
+                    } else {
+                        self.block_ratio_permille(self.block_of_slot(old))
+                    };
+                    self.note_ratio(self.block_of_slot(slot), ratio);
+                    self.fill_fragment(stream, lpn, len, None, old, ready_ns, cause)?;
+                }
+            }
         }
         Ok(())
     }
@@ -238,6 +272,7 @@ impl Ftl {
                     _ => self.counters.erases_gc += 1,
                 }
                 self.blocks.push_free(block, self.nand.erase_count(block));
+                self.forget_ratio(block);
                 self.after_erase(block, now_ns)
             }
             Err(NandError::EraseFailed { .. }) => {

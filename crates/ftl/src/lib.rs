@@ -15,6 +15,7 @@
 
 mod blocks;
 mod check;
+mod compress;
 pub mod compression;
 pub mod config;
 mod counters;
@@ -105,6 +106,10 @@ pub struct Ftl {
     counters: FtlCounters,
     latencies: Latencies,
     powered_off: bool,
+    compressor: compress::Compressor,
+    /// Sum and count of the ratios (permille) written into each block: Cr(B) for caGC.
+    block_ratio_sum: Vec<u64>,
+    block_ratio_count: Vec<u32>,
     candidates: Vec<VictimCandidate>,
     candidate_blocks: Vec<u32>,
     relocation_slots: Vec<(u32, u32)>,
@@ -121,7 +126,26 @@ impl Ftl {
         let nand = Nand::with_slot_bytes(config.nand.clone(), slot_bytes, store_contents, seed)?;
         let slots_per_lpn = LBA_SIZE as u32 / slot_bytes;
         let g = nand.geometry().clone();
-        let host_streams = policy::host_stream_count(config.ftl.streams, config.ftl.streams_max);
+        let compressor = compress::Compressor::new(
+            config.ftl.compression.as_ref().map(|c| c.policy),
+            config
+                .ftl
+                .compression
+                .as_ref()
+                .map(|c| c.controller.clone())
+                .unwrap_or_default(),
+        );
+        if compressor.policy.is_some() && !store_contents {
+            return Err(ConfigError::new(
+                "ftl.compression",
+                "compression works on page contents: the device must store them (--contents)",
+            ));
+        }
+        let host_streams = if compressor.policy.is_some() {
+            compress::COMPRESSION_HOST_STREAMS
+        } else {
+            policy::host_stream_count(config.ftl.streams, config.ftl.streams_max)
+        };
         let user_lbas = user_capacity_lbas(&config, host_streams)?;
         let slots_per_page = g.page_size_bytes / slot_bytes;
         let slots_per_block = g.pages_per_block * slots_per_page;
@@ -161,6 +185,9 @@ impl Ftl {
             counters: FtlCounters::default(),
             latencies: Latencies::default(),
             powered_off: false,
+            compressor,
+            block_ratio_sum: vec![0; g.blocks() as usize],
+            block_ratio_count: vec![0; g.blocks() as usize],
             candidates: Vec::new(),
             candidate_blocks: Vec::new(),
             relocation_slots: Vec::new(),

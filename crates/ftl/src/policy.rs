@@ -15,6 +15,9 @@ pub struct VictimCandidate {
     /// When the block was last programmed.
     pub last_write_ns: Nanos,
     pub erase_count: u32,
+    /// Cr(B) in permille: 1000 for blocks of compressed data, the mean predicted ratio of
+    /// the uncompressed pages otherwise (LDC's caGC).
+    pub ratio_permille: u32,
 }
 
 /// A garbage-collection victim policy.
@@ -88,11 +91,38 @@ impl VictimPolicy for CostBenefit {
     }
 }
 
+/// LDC's compression-aware GC (Eq. 4): the lowest valid slots × Cr(B), so blocks whose
+/// uncompressed data will shrink when migrated are cheap. Ties go to the earlier candidate.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CompressionAware;
+
+impl VictimPolicy for CompressionAware {
+    fn name(&self) -> &'static str {
+        "compression-aware"
+    }
+    fn window(&self, candidates_max: u32) -> u32 {
+        candidates_max
+    }
+    fn choose(&self, candidates: &[VictimCandidate], _now_ns: Nanos) -> Option<usize> {
+        candidates
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.valid_slots < c.capacity_slots)
+            .min_by_key(|&(i, c)| {
+                let score =
+                    crate::compression::cagc_score(c.valid_slots as u64, c.ratio_permille as u64);
+                (score, i)
+            })
+            .map(|(i, _)| i)
+    }
+}
+
 /// The configured policy, dispatched statically.
 #[derive(Clone, Copy, Debug)]
 pub enum GcPolicy {
     Greedy(Greedy),
     CostBenefit(CostBenefit),
+    CompressionAware(CompressionAware),
 }
 
 impl GcPolicy {
@@ -100,6 +130,7 @@ impl GcPolicy {
         match kind {
             VictimPolicyKind::Greedy => GcPolicy::Greedy(Greedy),
             VictimPolicyKind::CostBenefit => GcPolicy::CostBenefit(CostBenefit),
+            VictimPolicyKind::CompressionAware => GcPolicy::CompressionAware(CompressionAware),
         }
     }
 }
@@ -109,18 +140,21 @@ impl VictimPolicy for GcPolicy {
         match self {
             GcPolicy::Greedy(p) => p.name(),
             GcPolicy::CostBenefit(p) => p.name(),
+            GcPolicy::CompressionAware(p) => p.name(),
         }
     }
     fn window(&self, candidates_max: u32) -> u32 {
         match self {
             GcPolicy::Greedy(p) => p.window(candidates_max),
             GcPolicy::CostBenefit(p) => p.window(candidates_max),
+            GcPolicy::CompressionAware(p) => p.window(candidates_max),
         }
     }
     fn choose(&self, candidates: &[VictimCandidate], now_ns: Nanos) -> Option<usize> {
         match self {
             GcPolicy::Greedy(p) => p.choose(candidates, now_ns),
             GcPolicy::CostBenefit(p) => p.choose(candidates, now_ns),
+            GcPolicy::CompressionAware(p) => p.choose(candidates, now_ns),
         }
     }
 }
@@ -163,7 +197,18 @@ mod tests {
             capacity_slots: 64,
             last_write_ns,
             erase_count: 0,
+            ratio_permille: 1000,
         }
+    }
+
+    #[test]
+    fn compression_aware_weighs_valid_data_by_ratio() {
+        // Fig. 7 of the LDC paper: 8 valid pages at 0.7 (5.6) beat 6 compressed ones (6.0).
+        let mut low = cand(3, 8, 0);
+        low.ratio_permille = 700;
+        let compressed = cand(1, 6, 0);
+        assert_eq!(CompressionAware.choose(&[compressed, low], 0), Some(1));
+        assert_eq!(CompressionAware.choose(&[cand(1, 64, 0)], 0), None);
     }
 
     #[test]

@@ -106,6 +106,7 @@ pub fn ldc_emmc() -> DeviceConfig {
                 candidates_max: 256,
             },
             slot_bytes: 4096,
+            compression: None,
             wear: WearConfig {
                 dynamic: true,
                 static_threshold: None,
@@ -185,6 +186,7 @@ pub fn ufs31() -> DeviceConfig {
                 candidates_max: 64,
             },
             slot_bytes: 4096,
+            compression: None,
             wear: WearConfig {
                 dynamic: true,
                 static_threshold: Some(200),
@@ -248,6 +250,7 @@ pub fn mqsim_default() -> DeviceConfig {
                 candidates_max: 64,
             },
             slot_bytes: 4096,
+            compression: None,
             wear: WearConfig {
                 dynamic: true,
                 static_threshold: Some(100),

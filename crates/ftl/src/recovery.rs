@@ -63,6 +63,8 @@ impl Ftl {
         );
         self.streams = build_streams(self.host_streams, g.units(), g.page_size_bytes);
         self.pending_trims.clear();
+        self.block_ratio_sum.fill(0);
+        self.block_ratio_count.fill(0);
         self.retire_queue.clear();
         self.erases_since_wl_check.fill(0);
         self.queue.reset(now_ns);

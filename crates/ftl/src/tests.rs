@@ -5,6 +5,7 @@ use flashstack_block::{BlockDevice, BlockError, Hints, Payload, Temperature, LBA
 use flashstack_nand::{Endurance, Energy, Faults, Geometry, NandConfig, Timing};
 use proptest::prelude::*;
 
+use crate::compression::{CompressionPolicyKind, ControllerTiming};
 use crate::config::*;
 use crate::Ftl;
 
@@ -58,6 +59,7 @@ pub(crate) fn tiny_config(
                 candidates_max: 8,
             },
             slot_bytes: 4096,
+            compression: None,
             wear: WearConfig {
                 dynamic: true,
                 static_threshold: Some(4),
@@ -124,13 +126,21 @@ impl Model {
     }
 }
 
-/// Tag 0 is the zero page; other tags fill the page with a recognisable pattern.
+/// Tag 0 is the zero page; other tags fill the page with a recognisable pattern that is
+/// highly compressible, half compressible or barely compressible depending on the tag, so
+/// compressing FTLs store fragments of many lengths.
 fn page_of(tag: u64) -> Vec<u8> {
     let mut page = vec![0u8; LBA_SIZE];
-    if tag != 0 {
-        for (i, chunk) in page.chunks_exact_mut(8).enumerate() {
-            chunk.copy_from_slice(&(tag.wrapping_mul(0x9E37_79B9) ^ i as u64).to_le_bytes());
-        }
+    if tag == 0 {
+        return page;
+    }
+    for (i, chunk) in page.chunks_exact_mut(8).enumerate() {
+        let word = match tag % 3 {
+            0 if i > 0 => tag % 251,
+            1 if i % 2 == 1 => 0,
+            _ => (tag.wrapping_mul(0x9E37_79B9) ^ i as u64).wrapping_mul(0xBF58_476D_1CE4_E5B9),
+        };
+        chunk.copy_from_slice(&word.to_le_bytes());
     }
     page
 }
@@ -294,10 +304,27 @@ fn config_strategy() -> impl Strategy<Value = DeviceConfig> {
         ],
         // Sub-page slots: logical pages as multi-slot fragments.
         prop_oneof![3 => Just(4096u32), 1 => Just(1024), 1 => Just(512)],
+        prop_oneof![
+            3 => Just(None),
+            1 => Just(Some(CompressionPolicyKind::Zftl)),
+            1 => Just(Some(CompressionPolicyKind::Sc)),
+            1 => Just(Some(CompressionPolicyKind::Ldc)),
+            1 => Just(Some(CompressionPolicyKind::Opt)),
+        ],
     )
-        .prop_map(|(page, streams, policy, slot_bytes)| {
+        .prop_map(|(page, streams, policy, slot_bytes, compression)| {
             let mut config = tiny_config(page, streams, policy);
             config.ftl.slot_bytes = slot_bytes;
+            if let Some(policy) = compression {
+                config.ftl.slot_bytes = slot_bytes.min(1024);
+                config.ftl.compression = Some(CompressionConfig {
+                    policy,
+                    controller: ControllerTiming::default(),
+                });
+                if policy == CompressionPolicyKind::Ldc {
+                    config.ftl.gc.policy = VictimPolicyKind::CompressionAware;
+                }
+            }
             config
         })
 }
@@ -372,6 +399,55 @@ fn long_random_run_with_heavy_gc() {
         assert!(c.power_cycles > 20, "{c:?}");
         assert!(c.trim_record_pages > 0, "{c:?}");
         assert!(c.wl_cycles > 0, "{c:?}");
+    }
+}
+
+#[test]
+fn long_random_run_with_compression() {
+    use flashstack_sim::Rng;
+    for policy in [CompressionPolicyKind::Ldc, CompressionPolicyKind::Zftl] {
+        let mut config = tiny_config(8192, StreamMode::Single, VictimPolicyKind::CompressionAware);
+        config.ftl.slot_bytes = 512;
+        config.ftl.compression = Some(CompressionConfig {
+            policy,
+            controller: ControllerTiming::default(),
+        });
+        // One plane of 64 blocks, little spare: eleven open frontiers (compressed + ten
+        // ratio groups) and live data that GC must move.
+        config.nand.geometry.channels = 1;
+        config.nand.geometry.planes_per_die = 1;
+        config.nand.geometry.blocks_per_plane = 64;
+        config.ftl.overprovisioning_ratio = 0.05;
+        let mut rng = Rng::new(11);
+        let ops: Vec<Op> = (0..4_000)
+            .map(|_| match rng.below(100) {
+                0..=74 => Op::Write {
+                    lba: rng.below(10_000),
+                    count: 1 + rng.below(3) as u32,
+                    hot: true,
+                },
+                75..=89 => Op::Read {
+                    lba: rng.below(10_000),
+                    count: 1 + rng.below(4) as u32,
+                },
+                90..=91 => Op::Trim {
+                    lba: rng.below(10_000),
+                    count: 1,
+                },
+                92..=97 => Op::Flush,
+                _ => Op::ArmPowerCut {
+                    after_device_writes: 1 + rng.below(50),
+                },
+            })
+            .collect();
+        let h = run(config, &ops, 3, false);
+        let c = h.ftl.counters();
+        assert!(c.pages_compressed_host > 1_000, "{policy:?} {c:?}");
+        assert!(c.gc_cycles_foreground > 50, "{policy:?} {c:?}");
+        assert!(c.power_cycles > 5, "{policy:?} {c:?}");
+        if policy == CompressionPolicyKind::Ldc {
+            assert!(c.pages_compressed_gc > 0, "{c:?}");
+        }
     }
 }
 

@@ -34,7 +34,13 @@ impl Ftl {
                 }
                 Payload::Unstored { .. } => None,
             };
-            let done = self.write_lpn(stream, (lba + i) as u32, data, ready_ns, Cause::Host)?;
+            let lpn = (lba + i) as u32;
+            let done = match data {
+                Some(page) if self.compression_active() => {
+                    self.write_compressible(lpn, page, count as u64, ready_ns)?
+                }
+                _ => self.write_lpn(stream, lpn, data, ready_ns, Cause::Host)?,
+            };
             complete_ns = complete_ns.max(ready_ns).max(done);
         }
         self.counters.host_write_requests += 1;
@@ -122,10 +128,10 @@ impl Ftl {
     /// of one page (or a single unmapped LBA).
     fn mapped_run(&self, lpn: u32, remaining: u32) -> u32 {
         let first = self.l2p[lpn as usize];
-        if first == UNMAPPED {
+        let stride = self.slots_per_lpn;
+        if first == UNMAPPED || self.len_of(lpn) != stride {
             return 1;
         }
-        let stride = self.slots_per_lpn;
         let mut run = 1;
         while run < remaining {
             let next = self.l2p[(lpn + run) as usize];
@@ -154,6 +160,9 @@ impl Ftl {
                 o.fill(0);
             }
             return Ok(ready_ns);
+        }
+        if self.len_of(lpn) < self.slots_per_lpn {
+            return self.read_compressed(slot, self.len_of(lpn), out, ready_ns);
         }
         let page = self.page_of_slot(slot);
         let first = slot % self.slots_per_page;

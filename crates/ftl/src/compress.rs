@@ -1,0 +1,283 @@
+//! The compression mechanism: carries out `compression::decide` on host writes, stores
+//! compressed pages as short fragments, decompresses them on reads, and compresses
+//! uncompressed data while GC migrates it (LDC's caGC).
+//!
+//! A compressed fragment holds a 2-byte little-endian length, the codec's output (LZ4 block
+//! format), and zero padding to its last slot. The predicted ratio is, for now, the page's
+//! actual ratio under the codec (an oracle); the entropy predictor of the LDC paper replaces
+//! it when it lands, and everything downstream of the prediction stays as it is.
+
+use flashstack_nand::{FlashMedium, NO_SOURCE};
+use flashstack_sim::Nanos;
+
+use crate::compression::{
+    decide, ratio_group, reference_ratio_permille, CompressionPolicyKind, ControllerTiming,
+};
+use crate::{Cause, Ftl, FtlError};
+
+const PAGE_BYTES: usize = 4096;
+const HEADER_BYTES: usize = 2;
+/// Host stream of compressed fragments; raw pages use the ten after it, one per 0.1 of
+/// predicted ratio (§5.2–5.3: separate log blocks, raw pages grouped by ratio).
+pub(crate) const COMPRESSED_STREAM: usize = 0;
+pub(crate) const COMPRESSION_HOST_STREAMS: u32 = 11;
+
+/// Scratch state of the compression mechanism.
+#[derive(Debug, Default)]
+pub(crate) struct Compressor {
+    pub policy: Option<CompressionPolicyKind>,
+    pub timing: ControllerTiming,
+    /// Header + codec output of the last page compressed, padded to whole slots.
+    fragment: Vec<u8>,
+    page: Vec<u8>,
+}
+
+impl Compressor {
+    pub fn new(policy: Option<CompressionPolicyKind>, timing: ControllerTiming) -> Self {
+        Compressor {
+            policy: policy.filter(|&p| p != CompressionPolicyKind::Pm),
+            timing,
+            fragment: Vec::new(),
+            page: vec![0; PAGE_BYTES],
+        }
+    }
+}
+
+/// Compresses `page` into `fragment` (header + LZ4 block, padded to `slot_bytes`); returns
+/// the compressed length without header or padding.
+fn encode(page: &[u8], fragment: &mut Vec<u8>, slot_bytes: usize) -> usize {
+    let bound = lz4_flex::block::get_maximum_output_size(page.len());
+    fragment.clear();
+    fragment.resize(HEADER_BYTES + bound, 0);
+    let len = lz4_flex::block::compress_into(page, &mut fragment[HEADER_BYTES..])
+        .expect("the output holds the codec's worst case");
+    fragment[..HEADER_BYTES].copy_from_slice(&(len as u16).to_le_bytes());
+    let padded = (HEADER_BYTES + len).div_ceil(slot_bytes) * slot_bytes;
+    fragment.resize(padded, 0);
+    fragment[HEADER_BYTES + len..].fill(0);
+    len
+}
+
+/// Decompresses a stored fragment into a 4 KiB page.
+pub(crate) fn decode(fragment: &[u8], page: &mut [u8]) -> Result<(), String> {
+    let len = u16::from_le_bytes([fragment[0], fragment[1]]) as usize;
+    let body = fragment
+        .get(HEADER_BYTES..HEADER_BYTES + len)
+        .ok_or_else(|| format!("fragment length {len} exceeds its {} bytes", fragment.len()))?;
+    let written = lz4_flex::block::decompress_into(body, page).map_err(|e| e.to_string())?;
+    if written != page.len() {
+        return Err(format!(
+            "fragment decompressed to {written} bytes, not {}",
+            page.len()
+        ));
+    }
+    Ok(())
+}
+
+impl Ftl {
+    pub(crate) fn compressor_fragment(&mut self) -> Vec<u8> {
+        std::mem::take(&mut self.compressor.fragment)
+    }
+
+    pub(crate) fn restore_compressor_fragment(&mut self, fragment: Vec<u8>) {
+        self.compressor.fragment = fragment;
+    }
+
+    pub(crate) fn compression_active(&self) -> bool {
+        self.compressor.policy.is_some()
+    }
+
+    /// The host path with compression: predict, decide (Eq. 2 for this request's size),
+    /// compress if chosen, and write the page as a compressed fragment or a raw one.
+    pub(crate) fn write_compressible(
+        &mut self,
+        lpn: u32,
+        page: &[u8],
+        request_pages: u64,
+        ready_ns: Nanos,
+    ) -> Result<Nanos, FtlError> {
+        let policy = self.compressor.policy.expect("compression is active");
+        let timing = self.compressor.timing.clone();
+        let mut fragment = std::mem::take(&mut self.compressor.fragment);
+        let compressed_len = encode(page, &mut fragment, self.slot_bytes as usize);
+        let predicted = (compressed_len as u64 * 1000 / PAGE_BYTES as u64).min(1000);
+        let mut t = ready_ns;
+        if policy != CompressionPolicyKind::Opt {
+            t = self.controller.reserve(t, timing.predict_ns()).1;
+        }
+        let t_w = self.config.nand.timing.program_ns + self.config.nand.timing.transfer_ns_per_page;
+        let reference = reference_ratio_permille(request_pages, timing.compress_ns(), t_w);
+        let decision = decide(policy, predicted, reference);
+        let fragment_slots = (fragment.len() / self.slot_bytes as usize) as u32;
+        let result = if decision.compress && fragment_slots < self.slots_per_lpn {
+            if decision.charge_controller {
+                t = self.controller.reserve(t, timing.compress_ns()).1;
+            }
+            self.counters.pages_compressed_host += 1;
+            self.counters.compressed_bytes += compressed_len as u64;
+            self.write_fragment(COMPRESSED_STREAM, lpn, fragment_slots, &fragment, 1000, t)
+        } else {
+            let stream = match policy {
+                CompressionPolicyKind::Sc | CompressionPolicyKind::Ldc => {
+                    1 + ratio_group(predicted) as usize
+                }
+                _ => 1,
+            };
+            let len = self.slots_per_lpn;
+            self.write_fragment(stream, lpn, len, page, predicted as u32, t)
+        };
+        self.compressor.fragment = fragment;
+        result
+    }
+
+    fn write_fragment(
+        &mut self,
+        stream: usize,
+        lpn: u32,
+        len: u32,
+        bytes: &[u8],
+        ratio_permille: u32,
+        ready_ns: Nanos,
+    ) -> Result<Nanos, FtlError> {
+        let slot = self.reserve_fragment(stream, len, true, ready_ns)?;
+        self.map(lpn, slot, len);
+        self.note_ratio(self.block_of_slot(slot), ratio_permille);
+        let programmed = self.fill_fragment(
+            stream,
+            lpn,
+            len,
+            Some(bytes),
+            NO_SOURCE,
+            ready_ns,
+            Cause::Host,
+        )?;
+        Ok(programmed.map_or(ready_ns, |t| t.end_ns))
+    }
+
+    /// Tracks Cr(B): the mean ratio of what was written into each block.
+    pub(crate) fn note_ratio(&mut self, block: u32, ratio_permille: u32) {
+        self.block_ratio_sum[block as usize] += ratio_permille as u64;
+        self.block_ratio_count[block as usize] += 1;
+    }
+
+    pub(crate) fn block_ratio_permille(&self, block: u32) -> u32 {
+        match self.block_ratio_count[block as usize] {
+            0 => 1000,
+            n => (self.block_ratio_sum[block as usize] / n as u64) as u32,
+        }
+    }
+
+    pub(crate) fn forget_ratio(&mut self, block: u32) {
+        self.block_ratio_sum[block as usize] = 0;
+        self.block_ratio_count[block as usize] = 0;
+    }
+
+    /// Reads a compressed fragment (from flash or a buffer) and decompresses it.
+    pub(crate) fn read_compressed(
+        &mut self,
+        slot: u32,
+        len: u32,
+        out: Option<&mut [u8]>,
+        ready_ns: Nanos,
+    ) -> Result<Nanos, FtlError> {
+        let sb = self.slot_bytes as usize;
+        let mut fragment = std::mem::take(&mut self.compressor.fragment);
+        fragment.resize(len as usize * sb, 0);
+        let page = self.page_of_slot(slot);
+        let first = slot % self.slots_per_page;
+        let mut t = ready_ns;
+        if self.nand.oob(page).is_none() {
+            self.counters.buffer_read_hits += 1;
+            let s = self
+                .streams
+                .iter()
+                .find(|s| s.target_page == page)
+                .expect("buffered");
+            let from = first as usize * sb;
+            fragment.copy_from_slice(&s.data[from..from + len as usize * sb]);
+        } else {
+            let outcome = self
+                .nand
+                .read(page, first..first + len, Some(&mut fragment), t);
+            let outcome = match outcome {
+                Ok(o) => o,
+                Err(e) => {
+                    self.compressor.fragment = fragment;
+                    return Err(e.into());
+                }
+            };
+            self.counters.page_reads_host += 1;
+            t = outcome.timing.end_ns;
+        }
+        t = self
+            .controller
+            .reserve(t, self.compressor.timing.decompress_ns())
+            .1;
+        let decoded = match out {
+            Some(page_out) => decode(&fragment, page_out),
+            None => Ok(()),
+        };
+        self.compressor.fragment = fragment;
+        decoded.map_err(|e| FtlError::NoSpace(format!("corrupt compressed page: {e}")))?;
+        Ok(t)
+    }
+
+    /// caGC: compresses an uncompressed fragment GC is about to move, if that shrinks it.
+    /// Returns the new fragment (in `self.compressor.fragment`) length in slots, or `None`
+    /// to move it as it is.
+    pub(crate) fn compress_for_migration(
+        &mut self,
+        old: u32,
+        ready_ns: Nanos,
+    ) -> Option<(u32, Nanos)> {
+        let policy = self.compressor.policy?;
+        if !policy.compresses_during_gc() {
+            return None;
+        }
+        let sb = self.slot_bytes as usize;
+        let mut page = std::mem::take(&mut self.compressor.page);
+        for k in 0..self.slots_per_lpn as usize {
+            self.nand
+                .peek_slot(old + k as u32, &mut page[k * sb..(k + 1) * sb]);
+        }
+        let mut fragment = std::mem::take(&mut self.compressor.fragment);
+        let compressed_len = encode(&page, &mut fragment, sb);
+        self.compressor.page = page;
+        self.compressor.fragment = fragment;
+        let slots = (self.compressor.fragment.len() / sb) as u32;
+        if slots >= self.slots_per_lpn {
+            return None;
+        }
+        let t = self
+            .controller
+            .reserve(ready_ns, self.compressor.timing.compress_ns())
+            .1;
+        self.counters.pages_compressed_gc += 1;
+        self.counters.compressed_bytes += compressed_len as u64;
+        Some((slots, t))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fragments_round_trip() {
+        let mut page = vec![0u8; PAGE_BYTES];
+        for (i, b) in page.iter_mut().enumerate() {
+            *b = (i % 7) as u8;
+        }
+        let mut fragment = Vec::new();
+        let len = encode(&page, &mut fragment, 512);
+        assert!(len < 512, "{len}");
+        assert_eq!(fragment.len(), 512);
+        let mut back = vec![1u8; PAGE_BYTES];
+        decode(&fragment, &mut back).unwrap();
+        assert_eq!(back, page);
+        // A corrupt length is an error, not a panic.
+        fragment[0] = 0xFF;
+        fragment[1] = 0xFF;
+        assert!(decode(&fragment, &mut back).is_err());
+    }
+}
