@@ -7,10 +7,11 @@
 
 use flashstack_nand::{Endurance, Energy, Faults, Geometry, NandConfig, PageTypeTiming, Timing};
 
+use crate::compression::{CompressionPolicyKind, ControllerTiming};
 use crate::config::*;
 
 /// (name, one-line description) of every preset.
-pub const PRESETS: [(&str, &str); 3] = [
+pub const PRESETS: [(&str, &str); 8] = [
     (
         "ldc-emmc",
         "LDC seed Table 3: 16 GiB eMMC, 4 KiB pages, 64 pages/block, 1% OP, one request at a time",
@@ -23,6 +24,26 @@ pub const PRESETS: [(&str, &str); 3] = [
         "mqsim-default",
         "MQSim's shipped ssdconfig.xml (commit 7ec40e3): 512 GiB MLC, 8 channels, 8 KiB pages",
     ),
+    (
+        "ldc-emmc-pm",
+        "ldc-emmc with 512 B slots and no compression (the LDC paper's PM)",
+    ),
+    (
+        "ldc-emmc-zftl",
+        "ldc-emmc compressing all but incompressible pages (zFTL)",
+    ),
+    (
+        "ldc-emmc-sc",
+        "ldc-emmc with latency-aware selective compression (SC)",
+    ),
+    (
+        "ldc-emmc-ldc",
+        "ldc-emmc with SC plus compression-aware GC (LDC)",
+    ),
+    (
+        "ldc-emmc-opt",
+        "ldc-emmc compressing everything at zero cost (OPT, the bound)",
+    ),
 ];
 
 /// Looks a preset up by name.
@@ -31,6 +52,11 @@ pub fn preset(name: &str) -> Option<DeviceConfig> {
         "ldc-emmc" => Some(ldc_emmc()),
         "ufs31" => Some(ufs31()),
         "mqsim-default" => Some(mqsim_default()),
+        "ldc-emmc-pm" => Some(ldc_emmc_with(CompressionPolicyKind::Pm)),
+        "ldc-emmc-zftl" => Some(ldc_emmc_with(CompressionPolicyKind::Zftl)),
+        "ldc-emmc-sc" => Some(ldc_emmc_with(CompressionPolicyKind::Sc)),
+        "ldc-emmc-ldc" => Some(ldc_emmc_with(CompressionPolicyKind::Ldc)),
+        "ldc-emmc-opt" => Some(ldc_emmc_with(CompressionPolicyKind::Opt)),
         _ => None,
     }
 }
@@ -119,6 +145,28 @@ pub fn ldc_emmc() -> DeviceConfig {
             link_ns_per_4k: 0,
         },
     }
+}
+
+/// The LDC paper's device running one of its five policies. All use 512-byte slots so that
+/// compressed pages pack into flash pages at sector granularity (PM too, so that every
+/// policy runs on the same mapping), a 200 MHz controller (t_c 136 µs, t_d 33 µs), and
+/// LDC uses compression-aware victim selection (Eq. 4); the others keep greedy.
+pub fn ldc_emmc_with(policy: CompressionPolicyKind) -> DeviceConfig {
+    let mut config = ldc_emmc();
+    config.name = format!("ldc-emmc-{}", policy.name().to_lowercase());
+    config.description = PRESETS
+        .iter()
+        .find(|(n, _)| *n == config.name)
+        .map_or(String::new(), |(_, d)| d.to_string());
+    config.ftl.slot_bytes = 512;
+    config.ftl.compression = Some(CompressionConfig {
+        policy,
+        controller: ControllerTiming::default(),
+    });
+    if policy == CompressionPolicyKind::Ldc {
+        config.ftl.gc.policy = VictimPolicyKind::CompressionAware;
+    }
+    config
 }
 
 /// A 128 GiB UFS 3.1 device of current phones.

@@ -82,6 +82,19 @@ pub struct EraseDistribution {
     pub histogram: Vec<(u32, u64)>,
 }
 
+/// In-device compression (zero everywhere on devices without it).
+#[derive(Clone, Debug, Serialize)]
+pub struct CompressionFigures {
+    pub policy: String,
+    pub pages_compressed_host: u64,
+    pub pages_compressed_gc: u64,
+    /// Codec output of the compressed pages.
+    pub compressed_bytes: u64,
+    /// Flash bytes that host data took when first written ÷ host bytes: the R_compress of
+    /// the lifetime formula (1.0 without compression).
+    pub stored_ratio: f64,
+}
+
 /// Energy by component, in millijoules.
 #[derive(Clone, Debug, Serialize)]
 pub struct EnergyFigures {
@@ -117,6 +130,7 @@ pub struct RunReport {
     pub gc: GcFigures,
     pub erase_distribution: EraseDistribution,
     pub latency: BTreeMap<String, LatencySummary>,
+    pub compression: CompressionFigures,
     pub energy: EnergyFigures,
     pub lifetime: LifetimeFigures,
 }
@@ -155,7 +169,30 @@ impl RunReport {
             padding: slot(c.program_slots_padding),
             metadata: slot(c.program_slots_meta),
         };
-        let lifetime = lifetime(ftl, host_bytes, span_ns, write_amplification.total, options);
+        let stored_ratio = match host_bytes {
+            0 => 1.0,
+            _ => ratio(c.program_slots_host * slot_bytes, host_bytes),
+        };
+        let compression = CompressionFigures {
+            policy: ftl
+                .config()
+                .ftl
+                .compression
+                .as_ref()
+                .map_or("none".to_string(), |c| c.policy.name().to_string()),
+            pages_compressed_host: c.pages_compressed_host,
+            pages_compressed_gc: c.pages_compressed_gc,
+            compressed_bytes: c.compressed_bytes,
+            stored_ratio,
+        };
+        let lifetime = lifetime(
+            ftl,
+            host_bytes,
+            span_ns,
+            &write_amplification,
+            stored_ratio,
+            options,
+        );
         RunReport {
             simulated_seconds: span_ns as f64 / NS_PER_SEC as f64,
             host: HostFigures {
@@ -189,6 +226,7 @@ impl RunReport {
             write_amplification,
             erase_distribution: erase_distribution(ftl),
             latency: latency(ftl),
+            compression,
             energy: energy(ftl, span_ns),
             lifetime,
             run,
@@ -263,13 +301,21 @@ fn energy(ftl: &Ftl, span_ns: u64) -> EnergyFigures {
     }
 }
 
+/// WA in the formula counts flash writes per byte of *stored* data, so that WA × R_compress
+/// is flash bytes per host byte (the measured total).
 fn lifetime(
     ftl: &Ftl,
     host_bytes: u64,
     span_ns: u64,
-    write_amplification: f64,
+    wa: &WriteAmplification,
+    compression_ratio: f64,
     options: &ReportOptions,
 ) -> LifetimeFigures {
+    let write_amplification = if compression_ratio > 0.0 {
+        wa.total / compression_ratio
+    } else {
+        wa.total
+    };
     let config = ftl.config();
     let days = span_ns as f64 / (86_400.0 * NS_PER_SEC as f64);
     let (dwpd, dwpd_source) = match options.dwpd {
@@ -281,7 +327,6 @@ fn lifetime(
     };
     let pe_cycles = config.nand.endurance.pe_cycles_max;
     let overprovisioning = config.ftl.overprovisioning_ratio;
-    let compression_ratio = 1.0;
     let denominator = 365.0 * dwpd * write_amplification * compression_ratio;
     let lifetime_years = if denominator > 0.0 {
         pe_cycles as f64 * (1.0 + overprovisioning) / denominator

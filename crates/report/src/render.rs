@@ -75,6 +75,16 @@ const ROWS: &[Row] = &[
     ("  FTL metadata", |r| {
         format!("{:.3}", r.write_amplification.metadata)
     }),
+    ("compression", |r| {
+        let c = &r.compression;
+        format!(
+            "{}: {} host + {} GC pages, R {:.3}",
+            c.policy,
+            count(c.pages_compressed_host),
+            count(c.pages_compressed_gc),
+            c.stored_ratio
+        )
+    }),
     ("GC cycles fg / bg", |r| {
         format!(
             "{} / {}",
