@@ -3,9 +3,9 @@
 //! uncompressed data while GC migrates it (LDC's caGC).
 //!
 //! A compressed fragment holds a 2-byte little-endian length, the codec's output (LZ4 block
-//! format), and zero padding to its last slot. The predicted ratio is, for now, the page's
-//! actual ratio under the codec (an oracle); the entropy predictor of the LDC paper replaces
-//! it when it lands, and everything downstream of the prediction stays as it is.
+//! format), and zero padding to its last slot. Ratios are predicted by LDC's sampled-entropy
+//! predictor (`crate::predictor`); a page is compressed only when the policy says so, and
+//! stored compressed only when that saves at least one slot.
 
 use flashstack_nand::{FlashMedium, NO_SOURCE};
 use flashstack_sim::Nanos;
@@ -98,23 +98,35 @@ impl Ftl {
     ) -> Result<Nanos, FtlError> {
         let policy = self.compressor.policy.expect("compression is active");
         let timing = self.compressor.timing.clone();
-        let mut fragment = std::mem::take(&mut self.compressor.fragment);
-        let compressed_len = encode(page, &mut fragment, self.slot_bytes as usize);
-        let predicted = (compressed_len as u64 * 1000 / PAGE_BYTES as u64).min(1000);
         let mut t = ready_ns;
-        if policy != CompressionPolicyKind::Opt {
+        let predicted = if policy == CompressionPolicyKind::Opt {
+            0 // OPT compresses everything and needs no prediction.
+        } else {
             t = self.controller.reserve(t, timing.predict_ns()).1;
-        }
+            crate::predictor::predict_permille(page)
+        };
         let t_w = self.config.nand.timing.program_ns + self.config.nand.timing.transfer_ns_per_page;
         let reference = reference_ratio_permille(request_pages, timing.compress_ns(), t_w);
         let decision = decide(policy, predicted, reference);
-        let fragment_slots = (fragment.len() / self.slot_bytes as usize) as u32;
-        let result = if decision.compress && fragment_slots < self.slots_per_lpn {
+        let mut fragment = std::mem::take(&mut self.compressor.fragment);
+        let mut fragment_slots = self.slots_per_lpn;
+        if decision.compress {
             if decision.charge_controller {
                 t = self.controller.reserve(t, timing.compress_ns()).1;
             }
+            let compressed_len = encode(page, &mut fragment, self.slot_bytes as usize);
+            fragment_slots = (fragment.len() / self.slot_bytes as usize) as u32;
+            let actual = (compressed_len as u64 * 1000 / PAGE_BYTES as u64).min(1000);
+            if policy != CompressionPolicyKind::Opt {
+                self.counters.predictions_checked += 1;
+                self.counters.prediction_error_permille_sum += actual.abs_diff(predicted);
+            }
+            if fragment_slots < self.slots_per_lpn {
+                self.counters.compressed_bytes += compressed_len as u64;
+            }
+        }
+        let result = if fragment_slots < self.slots_per_lpn {
             self.counters.pages_compressed_host += 1;
-            self.counters.compressed_bytes += compressed_len as u64;
             self.write_fragment(COMPRESSED_STREAM, lpn, fragment_slots, &fragment, 1000, t)
         } else {
             let stream = match policy {

@@ -46,6 +46,10 @@ pub struct FtlCounters {
     pub pages_compressed_gc: u64,
     /// Codec output of every compressed page (without fragment header or padding).
     pub compressed_bytes: u64,
+    /// Host pages whose predicted ratio could be checked against the codec's actual one.
+    pub predictions_checked: u64,
+    /// Sum of |predicted − actual| ratio (permille) over those pages.
+    pub prediction_error_permille_sum: u64,
     pub power_cycles: u64,
     /// Virtual time the last recovery (mount) scan took.
     pub recovery_ns_last: u64,

@@ -22,6 +22,8 @@ mod counters;
 mod gc;
 mod host;
 pub mod policy;
+pub mod predictor;
+mod predictor_table;
 pub mod presets;
 mod recovery;
 mod stream;

@@ -104,11 +104,11 @@ const EXPECTED: [(CompressionPolicyKind, Golden); 5] = [
     ),
     (
         CompressionPolicyKind::Sc,
-        g(73_143, 1_061, 27_706, 0, 58_768_928),
+        g(73_655, 1_070, 28_356, 0, 61_214_259),
     ),
     (
         CompressionPolicyKind::Ldc,
-        g(73_256, 1_063, 27_706, 965, 61_602_859),
+        g(73_462, 1_067, 28_356, 827, 63_391_536),
     ),
     (
         CompressionPolicyKind::Opt,

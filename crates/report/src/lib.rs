@@ -93,6 +93,8 @@ pub struct CompressionFigures {
     /// Flash bytes that host data took when first written ÷ host bytes: the R_compress of
     /// the lifetime formula (1.0 without compression).
     pub stored_ratio: f64,
+    /// Mean |predicted − actual| ratio over the pages the predictor's choice let us check.
+    pub prediction_error_mean: f64,
 }
 
 /// Energy by component, in millijoules.
@@ -184,6 +186,8 @@ impl RunReport {
             pages_compressed_gc: c.pages_compressed_gc,
             compressed_bytes: c.compressed_bytes,
             stored_ratio,
+            prediction_error_mean: ratio(c.prediction_error_permille_sum, c.predictions_checked)
+                / 1000.0,
         };
         let lifetime = lifetime(
             ftl,
