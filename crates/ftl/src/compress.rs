@@ -184,52 +184,77 @@ impl Ftl {
         self.block_ratio_count[block as usize] = 0;
     }
 
-    /// Reads a compressed fragment (from flash or a buffer) and decompresses it.
-    pub(crate) fn read_compressed(
+    /// How many logical pages from `lpn` are compressed fragments in the same flash page:
+    /// one flash read serves them all (the paper's T_r = t_r × n × Cr + t_d).
+    pub(crate) fn compressed_run(&self, lpn: u32, remaining: u32) -> u32 {
+        let page = self.page_of_slot(self.l2p[lpn as usize]);
+        let mut run = 1;
+        while run < remaining {
+            let next = lpn + run;
+            let slot = self.l2p[next as usize];
+            let same_page = slot != crate::UNMAPPED && self.page_of_slot(slot) == page;
+            if !same_page || self.len_of(next) >= self.slots_per_lpn {
+                break;
+            }
+            run += 1;
+        }
+        run
+    }
+
+    /// Reads `run` compressed fragments that share a flash page (from flash or a buffer)
+    /// with one read, then decompresses them one after another on the controller.
+    pub(crate) fn read_compressed_run(
         &mut self,
-        slot: u32,
-        len: u32,
-        out: Option<&mut [u8]>,
+        lpn: u32,
+        run: u32,
+        mut out: Option<&mut [u8]>,
         ready_ns: Nanos,
     ) -> Result<Nanos, FtlError> {
         let sb = self.slot_bytes as usize;
-        let mut fragment = std::mem::take(&mut self.compressor.fragment);
-        fragment.resize(len as usize * sb, 0);
-        let page = self.page_of_slot(slot);
-        let first = slot % self.slots_per_page;
+        let spp = self.slots_per_page;
+        let page = self.page_of_slot(self.l2p[lpn as usize]);
+        let offsets = (lpn..lpn + run).map(|l| self.l2p[l as usize] % spp);
+        let first = offsets.clone().min().expect("run >= 1");
+        let end = (lpn..lpn + run)
+            .map(|l| self.l2p[l as usize] % spp + self.len_of(l))
+            .max()
+            .expect("run >= 1");
+        let mut span = std::mem::take(&mut self.compressor.fragment);
+        span.resize((end - first) as usize * sb, 0);
         let mut t = ready_ns;
         if self.nand.oob(page).is_none() {
-            self.counters.buffer_read_hits += 1;
+            self.counters.buffer_read_hits += run as u64;
             let s = self
                 .streams
                 .iter()
                 .find(|s| s.target_page == page)
                 .expect("buffered");
-            let from = first as usize * sb;
-            fragment.copy_from_slice(&s.data[from..from + len as usize * sb]);
+            span.copy_from_slice(&s.data[first as usize * sb..end as usize * sb]);
         } else {
-            let outcome = self
-                .nand
-                .read(page, first..first + len, Some(&mut fragment), t);
-            let outcome = match outcome {
-                Ok(o) => o,
+            match self.nand.read(page, first..end, Some(&mut span), t) {
+                Ok(outcome) => t = outcome.timing.end_ns,
                 Err(e) => {
-                    self.compressor.fragment = fragment;
+                    self.compressor.fragment = span;
                     return Err(e.into());
                 }
-            };
+            }
             self.counters.page_reads_host += 1;
-            t = outcome.timing.end_ns;
         }
-        t = self
-            .controller
-            .reserve(t, self.compressor.timing.decompress_ns())
-            .1;
-        let decoded = match out {
-            Some(page_out) => decode(&fragment, page_out),
-            None => Ok(()),
-        };
-        self.compressor.fragment = fragment;
+        let mut decoded = Ok(());
+        for k in 0..run {
+            t = self
+                .controller
+                .reserve(t, self.compressor.timing.decompress_ns())
+                .1;
+            let l = lpn + k;
+            let at = (self.l2p[l as usize] % spp - first) as usize * sb;
+            let fragment = &span[at..at + self.len_of(l) as usize * sb];
+            if let Some(o) = out.as_deref_mut() {
+                let page_out = &mut o[k as usize * PAGE_BYTES..(k as usize + 1) * PAGE_BYTES];
+                decoded = decoded.and(decode(fragment, page_out));
+            }
+        }
+        self.compressor.fragment = span;
         decoded.map_err(|e| FtlError::NoSpace(format!("corrupt compressed page: {e}")))?;
         Ok(t)
     }

@@ -129,8 +129,11 @@ impl Ftl {
     fn mapped_run(&self, lpn: u32, remaining: u32) -> u32 {
         let first = self.l2p[lpn as usize];
         let stride = self.slots_per_lpn;
-        if first == UNMAPPED || self.len_of(lpn) != stride {
+        if first == UNMAPPED {
             return 1;
+        }
+        if self.len_of(lpn) < stride {
+            return self.compressed_run(lpn, remaining);
         }
         let mut run = 1;
         while run < remaining {
@@ -162,7 +165,7 @@ impl Ftl {
             return Ok(ready_ns);
         }
         if self.len_of(lpn) < self.slots_per_lpn {
-            return self.read_compressed(slot, self.len_of(lpn), out, ready_ns);
+            return self.read_compressed_run(lpn, run, out, ready_ns);
         }
         let page = self.page_of_slot(slot);
         let first = slot % self.slots_per_page;
