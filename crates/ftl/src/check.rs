@@ -3,7 +3,7 @@
 
 use flashstack_nand::oob_flags;
 
-use crate::stream::CONTINUATION;
+use crate::stream::{continuation, is_continuation, is_start};
 use crate::{BlockState, Ftl, UNMAPPED};
 
 impl Ftl {
@@ -47,55 +47,77 @@ impl Ftl {
     /// The fragment of `lpn` at `slot`: its first slot names it, the next `len − 1` say
     /// `CONTINUATION`, all within one page, on flash or in the buffer bound to the page.
     fn check_fragment(&self, lpn: u32, slot: u32, len: u32) -> Result<(), String> {
+        let spp = self.slots_per_page;
         let page = self.page_of_slot(slot);
-        let index = (slot % self.slots_per_page) as usize;
-        if len == 0 || index + len as usize > self.slots_per_page as usize {
+        let index = slot % spp;
+        let straddles = index + len > spp;
+        let same_block = self.nand.block_of_page(page) == self.nand.block_of_page(page + 1);
+        if len == 0 || len > self.slots_per_lpn || (straddles && !same_block) {
             return Err(format!(
                 "lpn {lpn}: fragment of {len} slots at slot {index} of {page}"
             ));
         }
-        let expected = |k: usize| if k == 0 { lpn } else { CONTINUATION };
-        let oob_lpns: Vec<u32> = match self.nand.oob(page) {
-            Some(oob) => {
-                if oob.flags & (oob_flags::CORRUPT | oob_flags::TRIM_RECORD) != 0 {
-                    return Err(format!("lpn {lpn} maps to unusable page {page}"));
-                }
-                oob.lpns.to_vec()
-            }
-            None => {
-                let stream = self.streams.iter().find(|s| s.target_page == page);
-                match stream {
-                    Some(s) if (index + len as usize) <= s.filled as usize => s.lpns.to_vec(),
-                    _ => return Err(format!("lpn {lpn} maps to unprogrammed, unbuffered {page}")),
-                }
+        let expected = |k: u32| {
+            if k == 0 {
+                lpn
+            } else {
+                continuation(len - 1 - k)
             }
         };
-        for k in 0..len as usize {
-            if oob_lpns[index + k] != expected(k) {
+        let head = self.slot_values(page, index..(index + len).min(spp))?;
+        let tail = match straddles {
+            true => self.slot_values(page + 1, 0..index + len - spp)?,
+            false => Vec::new(),
+        };
+        for (k, value) in head.iter().chain(tail.iter()).enumerate() {
+            if *value != expected(k as u32) {
                 return Err(format!(
-                    "lpn {lpn} maps to page {page} slot {} whose OOB says {}",
-                    index + k,
-                    oob_lpns[index + k]
+                    "lpn {lpn} (page {page} slot {index}, {len} slots): slot {k} says {value}"
                 ));
             }
         }
         Ok(())
     }
 
-    /// Every continuation slot on flash follows a fragment start or another continuation.
+    /// The OOB values of `slots` of `page`, from flash or from the buffer bound to it.
+    fn slot_values(&self, page: u32, slots: std::ops::Range<u32>) -> Result<Vec<u32>, String> {
+        match self.nand.oob(page) {
+            Some(oob) => {
+                if oob.flags & (oob_flags::CORRUPT | oob_flags::TRIM_RECORD) != 0 {
+                    return Err(format!("a mapping points into unusable page {page}"));
+                }
+                Ok(oob.lpns[slots.start as usize..slots.end as usize].to_vec())
+            }
+            None => match self.streams.iter().find(|s| s.target_page == page) {
+                Some(s) if slots.end <= s.filled => {
+                    Ok(s.lpns[slots.start as usize..slots.end as usize].to_vec())
+                }
+                _ => Err(format!(
+                    "a mapping points into unprogrammed, unbuffered page {page}"
+                )),
+            },
+        }
+    }
+
+    /// Every continuation slot on flash follows its fragment's start or the continuation
+    /// before it (across a page boundary within a block, for straddlers).
     fn check_fragments_on_flash(&self) -> Result<(), String> {
         for block in 0..self.blocks.state.len() as u32 {
             let first = self.nand.first_page(block);
+            let mut previous = flashstack_nand::NO_LPN;
             for page in first..first + self.nand.programmed_pages(block) {
                 let Some(oob) = self.nand.oob(page) else {
+                    previous = flashstack_nand::NO_LPN;
                     continue;
                 };
-                let mut previous = flashstack_nand::NO_LPN;
-                for (i, &lpn) in oob.lpns.iter().enumerate() {
-                    if lpn == CONTINUATION && previous == flashstack_nand::NO_LPN {
+                for (i, &value) in oob.lpns.iter().enumerate() {
+                    let follows = || {
+                        is_start(previous) || (is_continuation(previous) && previous == value + 1)
+                    };
+                    if is_continuation(value) && !follows() {
                         return Err(format!("page {page} slot {i}: continuation of nothing"));
                     }
-                    previous = lpn;
+                    previous = value;
                 }
             }
         }

@@ -188,17 +188,58 @@ impl Ftl {
     /// one flash read serves them all (the paper's T_r = t_r × n × Cr + t_d).
     pub(crate) fn compressed_run(&self, lpn: u32, remaining: u32) -> u32 {
         let page = self.page_of_slot(self.l2p[lpn as usize]);
+        if self.straddles(lpn) {
+            return 1;
+        }
         let mut run = 1;
         while run < remaining {
             let next = lpn + run;
             let slot = self.l2p[next as usize];
             let same_page = slot != crate::UNMAPPED && self.page_of_slot(slot) == page;
-            if !same_page || self.len_of(next) >= self.slots_per_lpn {
+            if !same_page || self.len_of(next) >= self.slots_per_lpn || self.straddles(next) {
                 break;
             }
             run += 1;
         }
         run
+    }
+
+    /// The fragment of `lpn` continues into the next flash page.
+    pub(crate) fn straddles(&self, lpn: u32) -> bool {
+        self.l2p[lpn as usize] % self.slots_per_page + self.len_of(lpn) > self.slots_per_page
+    }
+
+    /// Copies slots `slots` of `page` into `out`, from flash or from the buffer bound to the
+    /// page; returns when the bytes are in the controller.
+    fn fetch_slots(
+        &mut self,
+        page: u32,
+        slots: std::ops::Range<u32>,
+        out: &mut [u8],
+        ready_ns: Nanos,
+    ) -> Result<Nanos, FtlError> {
+        let sb = self.slot_bytes as usize;
+        if self.nand.oob(page).is_none() {
+            self.counters.buffer_read_hits += 1;
+            let s = self
+                .streams
+                .iter()
+                .find(|s| s.target_page == page)
+                .expect("buffered");
+            for (i, slot) in slots.enumerate() {
+                let to = &mut out[i * sb..(i + 1) * sb];
+                match s.sources[slot as usize] {
+                    NO_SOURCE => {
+                        to.copy_from_slice(&s.data[slot as usize * sb..(slot as usize + 1) * sb])
+                    }
+                    source => self.nand.peek_slot(source, to),
+                }
+            }
+            return Ok(ready_ns);
+        }
+        let outcome = self.nand.read(page, slots, Some(out), ready_ns)?;
+        self.counters.page_reads_host += 1;
+        Ok(outcome.timing.end_ns)
     }
 
     /// Reads `run` compressed fragments that share a flash page (from flash or a buffer)
@@ -221,24 +262,29 @@ impl Ftl {
             .expect("run >= 1");
         let mut span = std::mem::take(&mut self.compressor.fragment);
         span.resize((end - first) as usize * sb, 0);
-        let mut t = ready_ns;
-        if self.nand.oob(page).is_none() {
-            self.counters.buffer_read_hits += run as u64;
-            let s = self
-                .streams
-                .iter()
-                .find(|s| s.target_page == page)
-                .expect("buffered");
-            span.copy_from_slice(&s.data[first as usize * sb..end as usize * sb]);
-        } else {
-            match self.nand.read(page, first..end, Some(&mut span), t) {
-                Ok(outcome) => t = outcome.timing.end_ns,
+        let head_end = end.min(spp);
+        let mut t = match self.fetch_slots(
+            page,
+            first..head_end,
+            &mut span[..(head_end - first) as usize * sb],
+            ready_ns,
+        ) {
+            Ok(t) => t,
+            Err(e) => {
+                self.compressor.fragment = span;
+                return Err(e);
+            }
+        };
+        if end > spp {
+            // A straddler: its tail is at the start of the next page (a second read).
+            let tail = &mut span[(head_end - first) as usize * sb..];
+            match self.fetch_slots(page + 1, 0..end - spp, tail, ready_ns) {
+                Ok(done) => t = t.max(done),
                 Err(e) => {
                     self.compressor.fragment = span;
-                    return Err(e.into());
+                    return Err(e);
                 }
             }
-            self.counters.page_reads_host += 1;
         }
         let mut decoded = Ok(());
         for k in 0..run {

@@ -44,6 +44,8 @@ pub struct FtlCounters {
     pub pages_compressed_host: u64,
     /// Uncompressed pages GC compressed while migrating them (caGC).
     pub pages_compressed_gc: u64,
+    /// Fragments GC wrote across a page boundary (caGC, low compressibility).
+    pub straddled_fragments: u64,
     /// Codec output of every compressed page (without fragment header or padding).
     pub compressed_bytes: u64,
     /// Host pages whose predicted ratio could be checked against the codec's actual one.

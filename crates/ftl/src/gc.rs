@@ -1,16 +1,18 @@
 //! Garbage collection, static wear levelling and bad-block retirement: the mechanisms that
 //! carry out the victim policy's decisions.
 
-use flashstack_nand::{oob_flags, FlashMedium, NandError, NO_LPN};
+use flashstack_nand::{oob_flags, FlashMedium, NandError};
 use flashstack_sim::Nanos;
 
 use crate::policy::{wear_level_needed, VictimCandidate, VictimPolicy};
-use crate::stream::CONTINUATION;
+use crate::stream::is_start;
 use crate::{BlockState, Cause, Ftl, FtlError, UNMAPPED};
 use flashstack_nand::NO_SOURCE;
 
 /// Background GC steps allowed in one idle gap; bounds the work a single gap can trigger.
 const BACKGROUND_STEPS_MAX: u32 = 256;
+/// Relocation passes over one block (more than one only after program failures).
+const RELOCATION_PASSES_MAX: u32 = 8;
 /// Foreground GC cycles one allocation may run before the device reports no space.
 const FOREGROUND_CYCLES_MAX: u32 = 1024;
 
@@ -133,26 +135,35 @@ impl Ftl {
             self.blocks.set_state(block, BlockState::Collecting);
         }
         let mut slots = std::mem::take(&mut self.relocation_slots);
-        self.gather_data_slots(block, &mut slots);
-        // One tight pass over the mapping: the loads are independent, so the CPU overlaps
-        // their cache misses instead of taking them one at a time.
-        let l2p = &self.l2p;
-        slots.retain(|&(slot, lpn)| l2p[lpn as usize] == slot);
         let mut result = Ok(());
-        let mut i = 0;
-        while i < slots.len() && result.is_ok() {
-            let page = self.page_of_slot(slots[i].0);
-            let mut end = i;
-            while end < slots.len() && self.page_of_slot(slots[end].0) == page {
-                end += 1;
+        // A pass moves everything live; a failed program under a straddling copy can map a
+        // fragment back here, which the next pass moves again.
+        for _pass in 0..RELOCATION_PASSES_MAX {
+            self.gather_data_slots(block, &mut slots);
+            // One tight pass over the mapping: the loads are independent, so the CPU
+            // overlaps their cache misses instead of taking them one at a time.
+            let l2p = &self.l2p;
+            slots.retain(|&(slot, lpn)| l2p[lpn as usize] == slot);
+            if slots.is_empty() {
+                break;
             }
-            result = self.move_live_fragments(page, &slots[i..end], stream, cause, now_ns);
-            i = end;
+            let mut i = 0;
+            while i < slots.len() && result.is_ok() {
+                let page = self.page_of_slot(slots[i].0);
+                let mut end = i;
+                while end < slots.len() && self.page_of_slot(slots[end].0) == page {
+                    end += 1;
+                }
+                result = self.move_live_fragments(page, &slots[i..end], stream, cause, now_ns);
+                i = end;
+            }
+            if result.is_err() {
+                break;
+            }
         }
         self.relocation_slots = slots;
-        result?;
-        debug_assert_eq!(self.blocks.valid_slots[block as usize], 0);
-        Ok(())
+        self.relocation_origin = None;
+        result
     }
 
     /// Every (first slot, lpn) of a fragment in `block`, in page order; trim records found
@@ -172,16 +183,17 @@ impl Ftl {
                 continue;
             }
             for (i, &lpn) in oob.lpns.iter().enumerate() {
-                if lpn != NO_LPN && lpn != CONTINUATION {
+                if is_start(lpn) {
                     slots.push((page * self.slots_per_page + i as u32, lpn));
                 }
             }
         }
     }
 
-    /// Moves the live fragments of one page: one flash read of the span they cover (for its
-    /// time; the bytes stay where they are and the new slots share them), then one buffer
-    /// fragment each.
+    /// Moves the live fragments that start in one page: one flash read of the span they
+    /// cover (two when the last straddles into the next page), then one buffer fragment
+    /// each. Bytes of fragments moved as they are stay where they are (the new slots share
+    /// them); caGC compresses uncompressed ones on the way.
     fn move_live_fragments(
         &mut self,
         page: u32,
@@ -194,49 +206,80 @@ impl Ftl {
         let first = fragments[0].0 % spp;
         let (last_slot, last_lpn) = fragments[fragments.len() - 1];
         let end = last_slot % spp + self.len_of(last_lpn);
-        let outcome = self.nand.read(page, first..end, None, now_ns)?;
+        let mut ready_ns = self
+            .nand
+            .read(page, first..end.min(spp), None, now_ns)?
+            .timing
+            .end_ns;
         self.counters.page_reads_relocation += 1;
-        let ready_ns = outcome.timing.end_ns;
+        if end > spp {
+            let tail = self.nand.read(page + 1, 0..end - spp, None, now_ns)?;
+            self.counters.page_reads_relocation += 1;
+            ready_ns = ready_ns.max(tail.timing.end_ns);
+        }
         for &(old, lpn) in fragments {
-            let len = self.len_of(lpn);
             debug_assert_eq!(self.l2p[lpn as usize], old);
-            let shrunk = if len == self.slots_per_lpn {
-                self.compress_for_migration(old, ready_ns)
-            } else {
-                None
-            };
-            match shrunk {
-                Some((new_len, t)) => {
-                    let slot = self.reserve_fragment(stream, new_len, false, t)?;
-                    self.map(lpn, slot, new_len);
-                    self.note_ratio(self.block_of_slot(slot), 1000);
-                    let fragment = self.compressor_fragment();
-                    let r = self.fill_fragment(
-                        stream,
-                        lpn,
-                        new_len,
-                        Some(&fragment),
-                        NO_SOURCE,
-                        t,
-                        cause,
-                    );
-                    self.restore_compressor_fragment(fragment);
-                    r?;
-                }
-                None => {
-                    let slot = self.reserve_fragment(stream, len, false, ready_ns)?;
-                    self.map(lpn, slot, len);
-                    let ratio = if len < self.slots_per_lpn {
-                        1000
-                    } else {
-                        self.block_ratio_permille(self.block_of_slot(old))
+            self.move_fragment(old, lpn, stream, cause, ready_ns)?;
+        }
+        Ok(())
+    }
+
+    fn move_fragment(
+        &mut self,
+        old: u32,
+        lpn: u32,
+        stream: usize,
+        cause: Cause,
+        ready_ns: Nanos,
+    ) -> Result<(), FtlError> {
+        let len = self.len_of(lpn);
+        self.relocation_origin = Some((old, len));
+        let shrunk = match len == self.slots_per_lpn {
+            true => self.compress_for_migration(old, ready_ns),
+            false => None,
+        };
+        let straddle = self
+            .compressor
+            .policy
+            .is_some_and(|p| p.compresses_during_gc());
+        match shrunk {
+            Some((new_len, t)) => {
+                let slot = match straddle && self.low_compressibility(new_len) {
+                    true => self.reserve_straddling(stream, new_len, t)?,
+                    false => self.reserve_fragment(stream, new_len, false, t)?,
+                };
+                self.map(lpn, slot, new_len);
+                self.note_ratio(self.block_of_slot(slot), 1000);
+                let fragment = self.compressor_fragment();
+                let r =
+                    self.fill_fragment(stream, lpn, new_len, Some(&fragment), NO_SOURCE, t, cause);
+                self.restore_compressor_fragment(fragment);
+                r?;
+            }
+            None => {
+                let slot =
+                    match straddle && len < self.slots_per_lpn && self.low_compressibility(len) {
+                        true => self.reserve_straddling(stream, len, ready_ns)?,
+                        false => self.reserve_fragment(stream, len, false, ready_ns)?,
                     };
-                    self.note_ratio(self.block_of_slot(slot), ratio);
-                    self.fill_fragment(stream, lpn, len, None, old, ready_ns, cause)?;
-                }
+                self.map(lpn, slot, len);
+                let ratio = if len < self.slots_per_lpn {
+                    1000
+                } else {
+                    self.block_ratio_permille(self.block_of_slot(old))
+                };
+                self.note_ratio(self.block_of_slot(slot), ratio);
+                self.fill_fragment(stream, lpn, len, None, old, ready_ns, cause)?;
             }
         }
         Ok(())
+    }
+
+    /// Compressed data of low (not minimal) compressibility, 0.65 < Cr ≤ 0.95: the data
+    /// caGC lets straddle (§5.3; mostly executables, read sequentially).
+    fn low_compressibility(&self, len: u32) -> bool {
+        let ratio = len * 1000 / self.slots_per_lpn;
+        ratio > 650 && ratio <= 950
     }
 
     /// Trim entries of a page about to be erased that still hide an older copy go back to
@@ -298,11 +341,7 @@ impl Ftl {
                 continue;
             }
             if let Some(copies) = self.copies.as_mut() {
-                for &lpn in oob
-                    .lpns
-                    .iter()
-                    .filter(|&&l| l != NO_LPN && l != CONTINUATION)
-                {
+                for &lpn in oob.lpns.iter().filter(|&&l| is_start(l)) {
                     copies[lpn as usize] -= 1;
                 }
             }

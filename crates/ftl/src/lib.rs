@@ -36,9 +36,9 @@ use std::collections::BTreeMap;
 use flashstack_block::{
     check_range, BlockDevice, BlockError, Completion, Hints, Payload, LBA_SIZE,
 };
-use flashstack_nand::{ConfigError, FlashMedium, Nand, NandError, NO_LPN};
+use flashstack_nand::{ConfigError, FlashMedium, Nand, NandError};
 use flashstack_sim::{LatencyHistogram, Nanos, Resource};
-use stream::CONTINUATION;
+use stream::is_start;
 
 use blocks::{BlockState, BlockTable};
 pub use config::{
@@ -115,6 +115,8 @@ pub struct Ftl {
     candidates: Vec<VictimCandidate>,
     candidate_blocks: Vec<u32>,
     relocation_slots: Vec<(u32, u32)>,
+    /// The fragment GC is moving right now, so a straddling copy can be undone.
+    relocation_origin: Option<(u32, u32)>,
     measure_start_ns: Nanos,
     last_arrival_ns: Nanos,
 }
@@ -193,6 +195,7 @@ impl Ftl {
             candidates: Vec::new(),
             candidate_blocks: Vec::new(),
             relocation_slots: Vec::new(),
+            relocation_origin: None,
             measure_start_ns: 0,
             last_arrival_ns: 0,
             nand,
@@ -320,10 +323,7 @@ impl Ftl {
                 if oob.flags & skip != 0 {
                     continue;
                 }
-                let starts = oob
-                    .lpns
-                    .iter()
-                    .filter(|&&l| l != NO_LPN && l != CONTINUATION);
+                let starts = oob.lpns.iter().filter(|&&l| is_start(l));
                 for &lpn in starts {
                     copies[lpn as usize] += 1;
                 }

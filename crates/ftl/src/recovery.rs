@@ -5,7 +5,8 @@ use flashstack_nand::{oob_flags, NO_LPN};
 use flashstack_sim::Nanos;
 
 use crate::blocks::BlockTable;
-use crate::stream::{build_streams, CONTINUATION};
+use crate::stream::{build_streams, is_continuation, is_start};
+
 use crate::{BlockState, Ftl, UNMAPPED};
 
 impl Ftl {
@@ -88,20 +89,58 @@ impl Ftl {
         lpns[..spp as usize].copy_from_slice(oob.lpns);
         for i in 0..spp {
             let lpn = lpns[i as usize];
-            if lpn == NO_LPN || lpn == CONTINUATION || lpn as u64 >= self.user_lbas {
+            if !is_start(lpn) || lpn as u64 >= self.user_lbas {
                 continue;
             }
+            let Some(len) = self.complete_fragment_len(page, i, &lpns[..spp as usize]) else {
+                continue; // A straddler whose tail never reached flash.
+            };
             let current = self.l2p[lpn as usize];
             if current == UNMAPPED || seq > self.slot_seq(current) {
                 self.l2p[lpn as usize] = page * spp + i;
-                let tail = lpns[i as usize + 1..spp as usize]
-                    .iter()
-                    .take_while(|&&l| l == CONTINUATION)
-                    .count() as u32;
-                self.set_len(lpn, 1 + tail);
+                self.set_len(lpn, len);
             }
         }
         seq
+    }
+
+    /// The length of the fragment starting at slot `i` of `page`, following its countdown of
+    /// continuation markers into the next page of the block if it straddles; `None` if the
+    /// countdown does not reach 0 (its second page was never programmed).
+    fn complete_fragment_len(&self, page: u32, i: u32, lpns: &[u32]) -> Option<u32> {
+        let mut countdown = Countdown {
+            len: 1,
+            expect: None,
+        };
+        for &value in &lpns[i as usize + 1..] {
+            match countdown.step(value) {
+                Step::Done => return Some(countdown.len),
+                Step::More => {}
+                Step::NotContinuation if countdown.len == 1 => return Some(1),
+                Step::NotContinuation | Step::Broken => return None,
+            }
+        }
+        // A start on the last slot is a one-slot fragment: straddlers leave at least two
+        // slots on their first page.
+        if countdown.len == 1 {
+            return Some(1);
+        }
+        let next = page + 1;
+        if self.nand.block_of_page(next) != self.nand.block_of_page(page) {
+            return None;
+        }
+        let oob = self.nand.oob(next)?;
+        if oob.flags & flashstack_nand::oob_flags::CORRUPT != 0 {
+            return None;
+        }
+        for &value in oob.lpns {
+            match countdown.step(value) {
+                Step::Done => return Some(countdown.len),
+                Step::More => {}
+                Step::NotContinuation | Step::Broken => return None,
+            }
+        }
+        None
     }
 
     fn slot_seq(&self, slot: u32) -> u64 {
@@ -149,6 +188,42 @@ impl Ftl {
                     self.queue_retirement(block);
                 }
             }
+        }
+    }
+}
+
+/// Walks a fragment's continuation markers: each names the slots still to come.
+struct Countdown {
+    len: u32,
+    expect: Option<u32>,
+}
+
+enum Step {
+    /// The marker said 0: the fragment ends here.
+    Done,
+    /// A continuation with more to come.
+    More,
+    /// Not a continuation: the fragment ended before this slot.
+    NotContinuation,
+    /// A continuation out of sequence.
+    Broken,
+}
+
+impl Countdown {
+    fn step(&mut self, value: u32) -> Step {
+        if !is_continuation(value) {
+            return Step::NotContinuation;
+        }
+        let remaining = value - crate::stream::CONTINUATION_BASE;
+        if self.expect.is_some_and(|e| e != remaining) {
+            return Step::Broken;
+        }
+        self.expect = remaining.checked_sub(1);
+        self.len += 1;
+        if remaining == 0 {
+            Step::Done
+        } else {
+            Step::More
         }
     }
 }

@@ -1,8 +1,12 @@
 //! Write frontiers and the controller's page buffers.
 //!
 //! A flash page is divided into slots (4 KiB, or smaller when compressed pages share a
-//! page). A logical page occupies a *fragment* of one or more consecutive slots of one
-//! page: its first slot's OOB names the logical page, the others say `CONTINUATION`.
+//! page). A logical page occupies a *fragment* of one or more consecutive slots: its first
+//! slot's OOB names the logical page, each later slot holds a continuation marker that
+//! counts the fragment's slots still to come (0 on its last slot). A fragment lies in one
+//! page, except that GC may let a compressed fragment straddle into the next page of the
+//! same block (LDC's caGC); the markers let recovery tell a whole straddler from one whose
+//! second page never got programmed.
 
 use flashstack_nand::{
     oob_flags, FlashMedium, NandError, OpTiming, PageOob, MAX_SLOTS_PER_PAGE, NO_LPN, NO_SOURCE,
@@ -13,8 +17,26 @@ use crate::{BlockState, Cause, Ftl, FtlError};
 
 const NO_PAGE: u32 = u32::MAX;
 const SLOTS_MAX: usize = MAX_SLOTS_PER_PAGE as usize;
-/// OOB value of a slot that continues the fragment started in an earlier slot.
-pub(crate) const CONTINUATION: u32 = u32::MAX - 1;
+/// OOB values from here to `u32::MAX - 1` mark continuation slots: `CONTINUATION_BASE + r`
+/// with r the fragment's slots after this one. Logical page numbers stay below it.
+pub(crate) const CONTINUATION_BASE: u32 = u32::MAX - 64;
+
+#[inline]
+pub(crate) fn is_continuation(value: u32) -> bool {
+    (CONTINUATION_BASE..NO_LPN).contains(&value)
+}
+
+#[inline]
+pub(crate) fn continuation(remaining: u32) -> u32 {
+    debug_assert!(remaining < 63);
+    CONTINUATION_BASE + remaining
+}
+
+/// A logical page number (not padding, not a continuation).
+#[inline]
+pub(crate) fn is_start(value: u32) -> bool {
+    value < CONTINUATION_BASE
+}
 /// Attempts at programming one page before a write is given up as failed.
 pub(crate) const PROGRAM_ATTEMPTS_MAX: u32 = 16;
 
@@ -34,13 +56,18 @@ pub(crate) struct Stream {
     pub relocation: bool,
     pub active: Vec<Option<Frontier>>,
     pub target_page: u32,
-    /// Per slot: the logical page a fragment starts with, `CONTINUATION`, or `NO_LPN`.
+    /// Per slot: the logical page a fragment starts with, a continuation, or `NO_LPN`.
     pub lpns: [u32; SLOTS_MAX],
     /// Per slot, the physical slot a relocation copies from (`NO_SOURCE` for host data).
     pub sources: [u32; SLOTS_MAX],
     pub causes: [Cause; SLOTS_MAX],
     /// The OOB the page gets when programmed (live fragments only), built just before.
     pub oob: [u32; SLOTS_MAX],
+    /// A fragment that straddled into this buffer from the previous page: its logical page,
+    /// its first slot, and where it came from (to move it again if this page fails).
+    pub straddler: u32,
+    pub straddler_start: u32,
+    pub straddler_origin: (u32, u32),
     pub filled: u32,
     pub ready_ns: Nanos,
     pub data: Box<[u8]>,
@@ -57,6 +84,9 @@ impl Stream {
             sources: [NO_SOURCE; SLOTS_MAX],
             causes: [Cause::Host; SLOTS_MAX],
             oob: [NO_LPN; SLOTS_MAX],
+            straddler: NO_LPN,
+            straddler_start: 0,
+            straddler_origin: (0, 0),
             filled: 0,
             ready_ns: 0,
             data: vec![0; page_size as usize].into_boxed_slice(),
@@ -67,6 +97,7 @@ impl Stream {
         self.target_page = NO_PAGE;
         self.lpns = [NO_LPN; SLOTS_MAX];
         self.sources = [NO_SOURCE; SLOTS_MAX];
+        self.straddler = NO_LPN;
         self.filled = 0;
         self.ready_ns = 0;
     }
@@ -115,6 +146,42 @@ impl Ftl {
         Ok(s.target_page * self.slots_per_page + s.filled)
     }
 
+    /// Like `reserve_fragment`, but a fragment that does not fit the buffered page may
+    /// straddle into the next page of the same block (LDC's caGC, for data of low
+    /// compressibility). Only streams pinned to a unit can, since only they know their
+    /// next page.
+    pub(crate) fn reserve_straddling(
+        &mut self,
+        stream: usize,
+        len: u32,
+        now_ns: Nanos,
+    ) -> Result<u32, FtlError> {
+        let s = &self.streams[stream];
+        let spp = self.slots_per_page;
+        // At least two slots stay on the first page, so its continuation marker tells
+        // recovery how many follow (a lone start slot would look like a whole fragment).
+        let straddles = s.target_page != NO_PAGE && s.filled + 2 <= spp && s.filled + len > spp;
+        if straddles && self.has_next_page_in_block(stream) {
+            return Ok(s.target_page * spp + s.filled);
+        }
+        self.reserve_fragment(stream, len, false, now_ns)
+    }
+
+    /// The stream's next allocation will be the page after its buffered one, same block.
+    fn has_next_page_in_block(&self, stream: usize) -> bool {
+        let s = &self.streams[stream];
+        let Some(unit) = s.pinned_die else {
+            return false;
+        };
+        match s.active[unit as usize] {
+            Some(f) => {
+                self.nand.first_page(f.block) + f.next_page == s.target_page + 1
+                    && f.next_page < self.pages_per_block
+            }
+            None => false,
+        }
+    }
+
     /// Puts `lpn` into the stream's buffer as a `len`-slot fragment at the slot reserved
     /// last, its bytes either `data` or, for a relocation, those of the `len` physical slots
     /// from `source`. Programs the page when it is full.
@@ -130,43 +197,115 @@ impl Ftl {
         cause: Cause,
     ) -> Result<Option<OpTiming>, FtlError> {
         let spp = self.slots_per_page;
+        if spp == 1 {
+            return self.fill_single_slot_page(stream, lpn, data, source, ready_ns, cause);
+        }
+        let first = self.streams[stream].filled;
+        let head = len.min(spp - first);
+        self.put_slots(stream, lpn, len, 0..head, data, source, ready_ns, cause);
+        if head == len {
+            if self.streams[stream].filled == spp {
+                return self.program_buffer(stream).map(Some);
+            }
+            return Ok(None);
+        }
+        // The fragment straddles: program this page, continue in the next one.
+        self.counters.straddled_fragments += 1;
+        let start = self.streams[stream].target_page * spp + first;
+        let origin = self.straddle_origin(lpn, source, len);
+        let timing = self.program_buffer(stream)?;
+        let next = self.allocate_page(stream, false, ready_ns)?;
+        debug_assert_eq!(
+            next,
+            start / spp + 1,
+            "a straddler continues in the next page"
+        );
+        let s = &mut self.streams[stream];
+        s.target_page = next;
+        s.straddler = lpn;
+        s.straddler_start = start;
+        s.straddler_origin = origin;
+        self.put_slots(stream, lpn, len, head..len, data, source, ready_ns, cause);
+        Ok(Some(timing))
+    }
+
+    /// Where a straddling fragment's data lives until it is durable in its new place: the
+    /// fragment GC is moving (its mapping before this move).
+    fn straddle_origin(&self, lpn: u32, source: u32, len: u32) -> (u32, u32) {
+        match source {
+            NO_SOURCE => self
+                .relocation_origin
+                .unwrap_or((self.l2p[lpn as usize], len)),
+            _ => (source, len),
+        }
+    }
+
+    /// Writes fragment slots `ks` (of a `len`-slot fragment) at the buffer's fill point.
+    #[allow(clippy::too_many_arguments)]
+    fn put_slots(
+        &mut self,
+        stream: usize,
+        lpn: u32,
+        len: u32,
+        ks: std::ops::Range<u32>,
+        data: Option<&[u8]>,
+        source: u32,
+        ready_ns: Nanos,
+        cause: Cause,
+    ) {
         let stores = self.nand.stores_contents();
         let sb = self.slot_bytes as usize;
         let s = &mut self.streams[stream];
-        let first = s.filled as usize;
-        for k in 0..len as usize {
-            s.lpns[first + k] = if k == 0 { lpn } else { CONTINUATION };
-            s.sources[first + k] = if source == NO_SOURCE {
+        s.ready_ns = s.ready_ns.max(ready_ns);
+        for k in ks {
+            let at = s.filled as usize;
+            s.lpns[at] = if k == 0 {
+                lpn
+            } else {
+                continuation(len - 1 - k)
+            };
+            s.sources[at] = if source == NO_SOURCE {
                 NO_SOURCE
             } else {
-                source + k as u32
+                source + k
             };
-            s.causes[first + k] = cause;
-        }
-        s.ready_ns = s.ready_ns.max(ready_ns);
-        if spp == 1 {
-            // A one-slot page is programmed at once, straight from the caller's bytes.
-            s.filled = 1;
-            if data.is_none() && source == NO_SOURCE && stores {
-                s.data.fill(0);
-            }
-            return self.program_buffer_from(stream, data).map(Some);
-        }
-        if stores && source == NO_SOURCE {
-            let range = first * sb..(first + len as usize) * sb;
-            match data {
-                Some(bytes) => {
-                    s.data[range.start..range.start + bytes.len()].copy_from_slice(bytes)
+            s.causes[at] = cause;
+            if stores && source == NO_SOURCE {
+                let slot_bytes = &mut s.data[at * sb..(at + 1) * sb];
+                match data {
+                    Some(bytes) => {
+                        slot_bytes.copy_from_slice(&bytes[k as usize * sb..(k as usize + 1) * sb])
+                    }
+                    None => slot_bytes.fill(0),
                 }
-                None => s.data[range].fill(0),
             }
+            s.filled += 1;
         }
-        s.filled += len;
-        if s.filled == spp {
-            return self.program_buffer(stream).map(Some);
-        }
-        Ok(None)
     }
+
+    /// A one-slot page is programmed at once, straight from the caller's bytes.
+    fn fill_single_slot_page(
+        &mut self,
+        stream: usize,
+        lpn: u32,
+        data: Option<&[u8]>,
+        source: u32,
+        ready_ns: Nanos,
+        cause: Cause,
+    ) -> Result<Option<OpTiming>, FtlError> {
+        let stores = self.nand.stores_contents();
+        let s = &mut self.streams[stream];
+        s.lpns[0] = lpn;
+        s.sources[0] = source;
+        s.causes[0] = cause;
+        s.ready_ns = s.ready_ns.max(ready_ns);
+        s.filled = 1;
+        if data.is_none() && source == NO_SOURCE && stores {
+            s.data.fill(0);
+        }
+        self.program_buffer_from(stream, data).map(Some)
+    }
+
     /// Picks the unit and page for a stream's next page: the stream's open block there, or
     /// a fresh one (after foreground GC when `allow_gc`).
     pub(crate) fn allocate_page(
@@ -225,12 +364,12 @@ impl Ftl {
         let spp = self.slots_per_page as usize;
         let first_slot = page * self.slots_per_page;
         let s = &mut self.streams[stream];
-        let mut live = false;
+        let mut live = s.straddler != NO_LPN && self.l2p[s.straddler as usize] == s.straddler_start;
         for i in 0..spp {
             let candidate = s.lpns[i];
-            s.oob[i] = if candidate == CONTINUATION {
+            s.oob[i] = if is_continuation(candidate) {
                 if live {
-                    CONTINUATION
+                    candidate
                 } else {
                     NO_LPN
                 }
@@ -316,7 +455,7 @@ impl Ftl {
                 self.counters.program_slots_padding += 1;
                 continue;
             }
-            if lpn != CONTINUATION {
+            if is_start(lpn) {
                 if let Some(copies) = self.copies.as_mut() {
                     copies[lpn as usize] += 1;
                 }
@@ -361,10 +500,19 @@ impl Ftl {
     ) -> Result<(), FtlError> {
         let page = self.allocate_page(stream, false, now_ns)?;
         self.streams[stream].target_page = page;
+        let s = &self.streams[stream];
+        if s.straddler != NO_LPN && self.l2p[s.straddler as usize] == s.straddler_start {
+            // The straddler's head is on the previous page; its tail cannot follow it to a
+            // new page. Its data is still where GC is moving it from: map it back there, and
+            // GC moves it again before erasing that block.
+            let (lpn, (origin, len)) = (s.straddler, s.straddler_origin);
+            self.map(lpn, origin, len);
+        }
+        self.streams[stream].straddler = NO_LPN;
         for i in 0..self.streams[stream].filled {
             let lpn = self.streams[stream].lpns[i as usize];
             let old_slot = old_page * self.slots_per_page + i;
-            if lpn == NO_LPN || lpn == CONTINUATION || self.l2p[lpn as usize] != old_slot {
+            if !is_start(lpn) || self.l2p[lpn as usize] != old_slot {
                 continue;
             }
             let new_slot = page * self.slots_per_page + i;

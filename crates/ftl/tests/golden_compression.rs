@@ -108,7 +108,7 @@ const EXPECTED: [(CompressionPolicyKind, Golden); 5] = [
     ),
     (
         CompressionPolicyKind::Ldc,
-        g(73_462, 1_067, 28_356, 827, 63_391_536),
+        g(70_833, 1_026, 28_356, 812, 63_353_108),
     ),
     (
         CompressionPolicyKind::Opt,
