@@ -31,6 +31,11 @@ enum Command {
     Presets(PresetArgs),
     /// Measure replay speed and memory (wall clock).
     Bench(bench::BenchArgs),
+    /// Reproduce a seed paper's evaluation, with the paper's figures beside ours.
+    Reproduce {
+        #[command(subcommand)]
+        paper: ReproduceCommand,
+    },
     /// Work with block traces.
     Trace {
         #[command(subcommand)]
@@ -43,6 +48,24 @@ struct PresetArgs {
     /// Print this preset as a TOML file to start your own device from.
     #[arg(long, value_name = "NAME")]
     toml: Option<String>,
+}
+
+#[derive(Subcommand)]
+enum ReproduceCommand {
+    /// LDC (TECS 2017): PM, zFTL, SC, LDC and OPT on the seven Table 4 workloads.
+    Ldc(ReproduceArgs),
+}
+
+#[derive(Args)]
+struct ReproduceArgs {
+    /// A 512 MiB device and one eighth of every workload (under a minute).
+    #[arg(long)]
+    quick: bool,
+    /// Also write every run's figures as JSON.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
 }
 
 #[derive(Subcommand)]
@@ -67,6 +90,9 @@ fn main() {
         Command::Run(args) => run::run(args),
         Command::Presets(args) => presets(args),
         Command::Bench(args) => bench::bench(args),
+        Command::Reproduce {
+            paper: ReproduceCommand::Ldc(args),
+        } => reproduce_ldc(args),
         Command::Trace {
             command: TraceCommand::Inspect(args),
         } => inspect(args),
@@ -102,6 +128,22 @@ fn presets(args: PresetArgs) -> Result<()> {
             c.host.queue_depth,
             description
         );
+    }
+    Ok(())
+}
+
+fn reproduce_ldc(args: ReproduceArgs) -> Result<()> {
+    use flashstack_experiments::ldc::{reproduce, LdcOptions};
+    let options = LdcOptions {
+        quick: args.quick,
+        seed: args.seed,
+    };
+    let mut bar = progress::Bar::new(false);
+    let results = reproduce(&options, &mut bar)?;
+    bar.finish();
+    print!("{}", results.render());
+    if let Some(path) = args.json {
+        std::fs::write(&path, serde_json::to_string_pretty(&results)? + "\n")?;
     }
     Ok(())
 }

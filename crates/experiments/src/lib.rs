@@ -1,0 +1,4 @@
+//! Reproductions of the seed papers' experiments: each runs the paper's baselines on
+//! flashstack, on the same workloads, and sets the paper's stated figures beside ours.
+
+pub mod ldc;
