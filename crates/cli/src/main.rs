@@ -58,7 +58,7 @@ enum ReproduceCommand {
 
 #[derive(Args)]
 struct ReproduceArgs {
-    /// A 512 MiB device and one eighth of every workload (under a minute).
+    /// A 256 MiB device and one eighth of every workload (under a minute).
     #[arg(long)]
     quick: bool,
     /// Also write every run's figures as JSON.

@@ -99,19 +99,26 @@ pub const APPS: [App; 7] = [
 pub const SNAPSHOT_MIX: &str = "media:60,exec:27,sqlite:8,text:5";
 /// Share of the user capacity the existing data takes (an assumption; the paper does not
 /// say how full its 16 GiB device was).
-pub const SNAPSHOT_UTILIZATION: f64 = 0.9;
+pub const SNAPSHOT_UTILIZATION: f64 = 0.85;
 /// Controller clocks of Fig. 10.
 pub const CLOCKS_MHZ: [u32; 5] = [140, 170, 200, 230, 260];
 
 #[derive(Clone, Debug)]
 pub struct LdcOptions {
-    /// 512 MiB device and one eighth of every workload: under a minute.
+    /// 256 MiB device and one eighth of every workload: under a minute.
     pub quick: bool,
     pub seed: u64,
 }
 
 #[derive(Debug, Error)]
 pub enum LdcError {
+    #[error("{policy} on {app}: {source}")]
+    Run {
+        policy: &'static str,
+        app: &'static str,
+        #[source]
+        source: Box<LdcError>,
+    },
     #[error("{0}")]
     Replay(#[from] flashstack_replay::ReplayError),
     #[error("workload {app}: {message}")]
@@ -144,10 +151,10 @@ pub struct LdcResults {
 }
 
 fn blocks_per_plane(quick: bool) -> u32 {
-    // 512 MiB quick, 4 GiB full; the paper's 16 GiB would hold 11 GiB of existing data in
+    // 256 MiB quick, 4 GiB full; the paper's 16 GiB would hold 14 GiB of existing data in
     // memory with contents stored.
     if quick {
-        2_069
+        1_035
     } else {
         16_548
     }
@@ -217,7 +224,12 @@ fn workload(
         .collect())
 }
 
-/// Writes the existing data (snapshot mix) over the first part of the device.
+/// Existing data is aged by overwriting this share of it at random (with new versions from
+/// the snapshot mix), so that, as on a phone in use, valid data is spread over partly
+/// invalid blocks and GC has data to move.
+pub const SNAPSHOT_AGING: f64 = 0.5;
+
+/// Writes the existing data (snapshot mix) over the first part of the device, then ages it.
 fn lay_down_snapshot(replayer: &mut Replayer, seed: u64) -> Result<(), LdcError> {
     let model = ContentModel::new(seed ^ 0x5A5A, SNAPSHOT_MIX.parse().expect("static mix"));
     let lbas = (replayer.ftl.capacity_lbas() as f64 * SNAPSHOT_UTILIZATION) as u64;
@@ -239,6 +251,18 @@ fn lay_down_snapshot(replayer: &mut Replayer, seed: u64) -> Result<(), LdcError>
             .write(now, lba, payload, Hints::default())
             .map_err(LdcError::Snapshot)?;
         lba += count as u64;
+    }
+    let mut rng = flashstack_sim::Rng::new(seed ^ 0xA6E);
+    let page = &mut buffer[..LBA_SIZE];
+    for _ in 0..(lbas as f64 * SNAPSHOT_AGING) as u64 {
+        let lba = rng.below(lbas);
+        model.fill(lba, 2, page);
+        let now = replayer.ftl.busy_until_ns();
+        let payload = Payload::Bytes(page);
+        replayer
+            .ftl
+            .write(now, lba, payload, Hints::default())
+            .map_err(LdcError::Snapshot)?;
     }
     Ok(())
 }
@@ -278,6 +302,14 @@ fn run_one(
     Ok(figures(policy, app, clock_mhz, &replayer.report()))
 }
 
+fn in_run(policy: CompressionPolicyKind, app: &App, e: LdcError) -> LdcError {
+    LdcError::Run {
+        policy: policy.name(),
+        app: app.abbrev,
+        source: Box::new(e),
+    }
+}
+
 fn figures(policy: CompressionPolicyKind, app: &App, clock_mhz: u32, r: &RunReport) -> Figures {
     let write = &r.latency["write"];
     Figures {
@@ -307,7 +339,7 @@ pub fn reproduce(
     progress.phase("reproduce ldc", Some(total));
     for app in &APPS {
         for policy in [Pm, Zftl, Sc, Ldc, Opt] {
-            runs.push(run_one(policy, app, 200, options)?);
+            runs.push(run_one(policy, app, 200, options).map_err(|e| in_run(policy, app, e))?);
             progress.advance(runs.len() as u64);
         }
     }
@@ -316,7 +348,7 @@ pub fn reproduce(
         .find(|a| a.abbrev == "MA")
         .expect("MA is in Table 4");
     for clock in CLOCKS_MHZ.into_iter().filter(|&c| c != 200) {
-        runs.push(run_one(Ldc, ma, clock, options)?);
+        runs.push(run_one(Ldc, ma, clock, options).map_err(|e| in_run(Ldc, ma, e))?);
         progress.advance(runs.len() as u64);
     }
     let device_bytes = blocks_per_plane(options.quick) as u64 * 64 * 4096;
@@ -391,14 +423,16 @@ impl LdcResults {
     pub fn render(&self) -> String {
         let mut out = String::new();
         out.push_str(&format!(
-            "LDC reproduction ({}; device {} MiB, existing data {:.0}%, workloads replayed 3x)\n\n",
+            "LDC reproduction ({}; device {} MiB, existing data {:.0}% aged by {:.0}% \
+             random overwrites, workloads replayed 3x)\n\n",
             if self.quick {
                 "quick: 1/8 of every workload"
             } else {
                 "full workloads"
             },
             self.device_bytes >> 20,
-            SNAPSHOT_UTILIZATION * 100.0
+            SNAPSHOT_UTILIZATION * 100.0,
+            SNAPSHOT_AGING * 100.0
         ));
         out.push_str(&self.table(
             "Fig. 8(a) pages compressed, normalised to zFTL",

@@ -147,16 +147,11 @@ impl Ftl {
             if slots.is_empty() {
                 break;
             }
-            let mut i = 0;
-            while i < slots.len() && result.is_ok() {
-                let page = self.page_of_slot(slots[i].0);
-                let mut end = i;
-                while end < slots.len() && self.page_of_slot(slots[end].0) == page {
-                    end += 1;
-                }
-                result = self.move_live_fragments(page, &slots[i..end], stream, cause, now_ns);
-                i = end;
-            }
+            result = if self.slots_per_lpn == 1 {
+                self.move_page_by_page(&slots, stream, cause, now_ns)
+            } else {
+                self.move_largest_first(&slots, stream, cause, now_ns)
+            };
             if result.is_err() {
                 break;
             }
@@ -194,14 +189,72 @@ impl Ftl {
     /// cover (two when the last straddles into the next page), then one buffer fragment
     /// each. Bytes of fragments moved as they are stay where they are (the new slots share
     /// them); caGC compresses uncompressed ones on the way.
-    fn move_live_fragments(
+    /// One-slot fragments: read a page, move its live slots, next page.
+    fn move_page_by_page(
         &mut self,
-        page: u32,
-        fragments: &[(u32, u32)],
+        slots: &[(u32, u32)],
         stream: usize,
         cause: Cause,
         now_ns: Nanos,
     ) -> Result<(), FtlError> {
+        let mut i = 0;
+        while i < slots.len() {
+            let end = self.page_group_end(slots, i);
+            let page = self.page_of_slot(slots[i].0);
+            self.move_live_fragments(page, &slots[i..end], stream, cause, now_ns)?;
+            i = end;
+        }
+        Ok(())
+    }
+
+    fn page_group_end(&self, slots: &[(u32, u32)], start: usize) -> usize {
+        let page = self.page_of_slot(slots[start].0);
+        let mut end = start;
+        while end < slots.len() && self.page_of_slot(slots[end].0) == page {
+            end += 1;
+        }
+        end
+    }
+
+    /// Fragments of many lengths: read every page first, then move the largest fragments
+    /// first, so whole-page fragments fill pages exactly and small ones pack the rest
+    /// (first-fit decreasing). Moving them in page order instead can pad so much that a
+    /// nearly full victim frees less than its move consumes.
+    fn move_largest_first(
+        &mut self,
+        slots: &[(u32, u32)],
+        stream: usize,
+        cause: Cause,
+        now_ns: Nanos,
+    ) -> Result<(), FtlError> {
+        let mut moves: Vec<(u32, u32, u32, Nanos)> = Vec::with_capacity(slots.len());
+        let mut i = 0;
+        while i < slots.len() {
+            let end = self.page_group_end(slots, i);
+            let page = self.page_of_slot(slots[i].0);
+            let ready_ns = self.read_fragment_span(page, &slots[i..end], now_ns)?;
+            moves.extend(
+                slots[i..end]
+                    .iter()
+                    .map(|&(old, lpn)| (old, lpn, self.len_of(lpn), ready_ns)),
+            );
+            i = end;
+        }
+        moves.sort_by_key(|&(old, _, len, _)| (std::cmp::Reverse(len), old));
+        for (old, lpn, _, ready_ns) in moves {
+            self.move_fragment(old, lpn, stream, cause, ready_ns)?;
+        }
+        Ok(())
+    }
+
+    /// Reads (for its time) the span of `page` the fragments cover, and the next page's
+    /// head if the last one straddles; returns when the data is in the controller.
+    fn read_fragment_span(
+        &mut self,
+        page: u32,
+        fragments: &[(u32, u32)],
+        now_ns: Nanos,
+    ) -> Result<Nanos, FtlError> {
         let spp = self.slots_per_page;
         let first = fragments[0].0 % spp;
         let (last_slot, last_lpn) = fragments[fragments.len() - 1];
@@ -217,6 +270,18 @@ impl Ftl {
             self.counters.page_reads_relocation += 1;
             ready_ns = ready_ns.max(tail.timing.end_ns);
         }
+        Ok(ready_ns)
+    }
+
+    fn move_live_fragments(
+        &mut self,
+        page: u32,
+        fragments: &[(u32, u32)],
+        stream: usize,
+        cause: Cause,
+        now_ns: Nanos,
+    ) -> Result<(), FtlError> {
+        let ready_ns = self.read_fragment_span(page, fragments, now_ns)?;
         for &(old, lpn) in fragments {
             debug_assert_eq!(self.l2p[lpn as usize], old);
             self.move_fragment(old, lpn, stream, cause, ready_ns)?;

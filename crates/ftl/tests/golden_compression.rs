@@ -100,18 +100,18 @@ const EXPECTED: [(CompressionPolicyKind, Golden); 5] = [
     (CompressionPolicyKind::Pm, g(118_642, 1_802, 0, 0, 0)),
     (
         CompressionPolicyKind::Zftl,
-        g(72_203, 1_045, 30_032, 0, 65_664_589),
+        g(69_411, 1_001, 30_032, 0, 65_664_589),
     ),
     (
         CompressionPolicyKind::Sc,
-        g(73_655, 1_070, 28_356, 0, 61_214_259),
+        g(70_628, 1_023, 28_356, 0, 61_214_259),
     ),
     (
         CompressionPolicyKind::Ldc,
-        g(70_833, 1_026, 28_356, 812, 63_353_108),
+        g(69_798, 1_010, 28_356, 804, 63_333_227),
     ),
     (
         CompressionPolicyKind::Opt,
-        g(72_203, 1_045, 30_032, 0, 65_664_589),
+        g(69_411, 1_001, 30_032, 0, 65_664_589),
     ),
 ];
