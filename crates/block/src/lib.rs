@@ -108,6 +108,8 @@ pub enum BlockError {
         "the device stores no contents; reads with a buffer need a device built with contents"
     )]
     ContentsNotStored,
+    #[error("stored data cannot be read back: {reason}")]
+    Unreadable { reason: String },
 }
 
 /// A block device as the host sees it.

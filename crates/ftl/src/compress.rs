@@ -301,7 +301,7 @@ impl Ftl {
             }
         }
         self.compressor.fragment = span;
-        decoded.map_err(|e| FtlError::NoSpace(format!("corrupt compressed page: {e}")))?;
+        decoded.map_err(|e| FtlError::Corrupt(format!("compressed page: {e}")))?;
         Ok(t)
     }
 

@@ -297,6 +297,7 @@ impl Ftl {
                 reason: format!("unrecoverable flash failure: {e}"),
             },
             FtlError::NoSpace(reason) => BlockError::NoSpace { reason },
+            FtlError::Corrupt(reason) => BlockError::Unreadable { reason },
         }
     }
 
@@ -364,6 +365,8 @@ impl Ftl {
 pub(crate) enum FtlError {
     Nand(NandError),
     NoSpace(String),
+    /// Stored bytes that do not decode (a compressed fragment that fails to decompress).
+    Corrupt(String),
 }
 
 impl From<NandError> for FtlError {
