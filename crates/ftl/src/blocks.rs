@@ -83,6 +83,16 @@ impl BlockTable {
         }
     }
 
+    /// Cache hints for the entries an update of `block` touches.
+    #[inline]
+    pub fn prefetch(&self, block: u32) {
+        let b = block as usize;
+        crate::prefetch_line(&self.valid_slots[b]);
+        crate::prefetch_line(&self.state[b]);
+        crate::prefetch_line(&self.next[b]);
+        crate::prefetch_line(&self.prev[b]);
+    }
+
     pub fn capacity_slots(&self) -> u32 {
         self.capacity_slots
     }

@@ -254,14 +254,20 @@ impl Ftl {
     #[inline]
     pub fn prefetch(&self, lba: u64) {
         if let Some(entry) = self.l2p.get(lba as usize) {
-            #[cfg(target_arch = "x86_64")]
-            // SAFETY: prefetching a valid reference's address has no side effects.
-            unsafe {
-                use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-                _mm_prefetch::<_MM_HINT_T0>(entry as *const u32 as *const i8);
-            }
-            #[cfg(not(target_arch = "x86_64"))]
-            let _ = entry;
+            prefetch_line(entry);
+        }
+    }
+
+    /// The second stage of [`Ftl::prefetch`], a few requests later: the mapping entry is in
+    /// the cache by now, so the block-table entries an overwrite will update can be pulled
+    /// in too. No effect on results.
+    #[inline]
+    pub fn prefetch_block_of(&self, lba: u64) {
+        let Some(&slot) = self.l2p.get(lba as usize) else {
+            return;
+        };
+        if slot != UNMAPPED {
+            self.blocks.prefetch(self.block_of_slot(slot));
         }
     }
 
@@ -358,6 +364,19 @@ impl Ftl {
     fn page_of_slot(&self, slot: u32) -> u32 {
         slot / self.slots_per_page
     }
+}
+
+/// Pulls the cache line holding `value` towards the CPU (a hint; never changes results).
+#[inline]
+pub(crate) fn prefetch_line<T>(value: &T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: prefetching a valid reference's address has no side effects.
+    unsafe {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        _mm_prefetch::<_MM_HINT_T0>(value as *const T as *const i8);
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = value;
 }
 
 /// Internal errors; mapped to [`BlockError`] at the interface.

@@ -169,6 +169,10 @@ impl Replayer {
                 self.ftl.prefetch(next.offset_bytes / LBA_SIZE as u64);
                 ahead.push_back(next);
             }
+            if let Some(soon) = ahead.get(LOOKAHEAD / 2) {
+                self.ftl
+                    .prefetch_block_of(soon.offset_bytes / LBA_SIZE as u64);
+            }
             let Some(request) = ahead.pop_front() else {
                 break;
             };
