@@ -172,3 +172,38 @@ fn trace_inspect_summarises_a_trace() {
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.contains("pixel"), "{text}");
 }
+
+#[test]
+fn compressing_devices_read_back_what_was_written() {
+    // --verify compares every read with the content model's bytes: end to end through
+    // prediction, compression, packing, caGC, straddling and decompression.
+    for device in ["ldc-emmc-ldc", "ldc-emmc-zftl", "ldc-emmc-sc"] {
+        let spec = format!("{device}+nand.geometry.blocks_per_plane=512");
+        let out = flashstack(&[
+            "run",
+            "--quiet",
+            "--device",
+            &spec,
+            "--verify",
+            "--precondition",
+            "0.8",
+            "--synthetic",
+            "hotcold:0.2:0.8,count=10000,read=0.4,trim=0.02,size=4k:60/16k:30/64k:10,iat=exp:1ms,flush=8",
+        ]);
+        assert!(
+            out.status.success(),
+            "{device}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let table = String::from_utf8(out.stdout).unwrap();
+        assert!(table.contains("host +"), "{table}");
+    }
+    // Compression without contents is a clear configuration error.
+    let out = flashstack(&["run", "--quiet", "--device", "ldc-emmc-ldc"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        err.contains("ftl.compression") && err.contains("--contents"),
+        "{err}"
+    );
+}
