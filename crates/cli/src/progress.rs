@@ -56,6 +56,9 @@ impl Progress for Bar {
             .progress_chars("=> ");
             bar.set_style(style);
             bar.set_message(self.label.clone());
+            // The bar appears a second into the phase: start its rate estimate from here.
+            bar.set_position(done);
+            bar.reset_eta();
             self.bar = Some(bar);
         }
         if let Some(bar) = &self.bar {
