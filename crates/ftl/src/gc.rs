@@ -367,7 +367,20 @@ impl Ftl {
             "reclaiming live block {block}"
         );
         // Never erase while volatile state supersedes what is on flash (durability rule 4).
+        // A program failing under a straddler during that flush maps the straddler back
+        // here (its only durable copy), so move it again until the block stays empty.
         self.make_durable(now_ns)?;
+        let mut passes = 0;
+        while self.blocks.valid_slots[block as usize] != 0 {
+            passes += 1;
+            if passes > RELOCATION_PASSES_MAX {
+                return Err(FtlError::NoSpace(format!(
+                    "block {block}: data keeps returning after {passes} relocations"
+                )));
+            }
+            self.relocate_block(block, cause, now_ns)?;
+            self.make_durable(now_ns)?;
+        }
         self.forget_contents(block);
         if self.blocks.state[block as usize] == BlockState::Retiring {
             self.retire(block);

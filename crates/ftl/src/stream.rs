@@ -211,11 +211,13 @@ impl Ftl {
         }
         // The fragment straddles: program this page, continue in the next one.
         self.counters.straddled_fragments += 1;
-        let start = self.streams[stream].target_page * spp + first;
         let origin = self.straddle_origin(lpn, source, len);
         let timing = self.program_buffer(stream)?;
+        // Read the head's place only now: a failed program moves the page (and the head
+        // with it) to a fresh block.
+        let start = self.l2p[lpn as usize];
         let next = self.allocate_page(stream, false, ready_ns)?;
-        debug_assert_eq!(
+        assert_eq!(
             next,
             start / spp + 1,
             "a straddler continues in the next page"
