@@ -5,6 +5,7 @@ mod bench;
 mod device;
 mod progress;
 mod run;
+mod workload;
 
 use std::path::PathBuf;
 
@@ -41,6 +42,17 @@ enum Command {
         #[command(subcommand)]
         command: TraceCommand,
     },
+    /// The built-in workloads.
+    Workload {
+        #[command(subcommand)]
+        command: WorkloadCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum WorkloadCommand {
+    /// The built-in workloads, the paper's figures beside the generated stream's.
+    List(workload::ListArgs),
 }
 
 #[derive(Args)]
@@ -96,6 +108,9 @@ fn main() {
         Command::Trace {
             command: TraceCommand::Inspect(args),
         } => inspect(args),
+        Command::Workload {
+            command: WorkloadCommand::List(args),
+        } => workload::list(args),
     };
     if let Err(error) = result {
         eprintln!("error: {error:#}");

@@ -5,11 +5,13 @@ use std::path::{Path, PathBuf};
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
 use flashstack_content::{ContentConfig, ContentMix};
-use flashstack_replay::{OutOfRange, Precondition, RunConfig};
+use flashstack_replay::{
+    content_zones, OutOfRange, Precondition, Replayer, RunConfig, DEFAULT_SNAPSHOT_AGING,
+};
 use flashstack_report::{render_csv, render_json, render_table, ReportOptions, RunReport};
+use flashstack_trace::builtin::{back_to_back, Builtin, BuiltinWorkload, REPEAT_GAP_NS};
 use flashstack_trace::{
     clean, parse_file, synthetic, CleanOptions, ParseOptions, SyntheticSpec, Trace, TraceFormat,
-    TraceRequest,
 };
 
 use crate::device;
@@ -21,6 +23,8 @@ use crate::progress::Bar;
 pub const DEFAULT_SYNTHETIC: &str =
     "hotcold:0.2:0.8,count=200000,read=0.3,size=4k:60/16k:25/64k:10/256k:5,iat=exp:10ms,flush=8";
 pub const DEFAULT_DEVICE: &str = "ldc-emmc";
+/// Fill fraction of `--precondition` when not given.
+const DEFAULT_PRECONDITION: f64 = 0.5;
 
 #[derive(Args, Clone, Debug, Default)]
 pub struct TraceInput {
@@ -45,25 +49,34 @@ pub struct RunArgs {
     #[arg(long, value_name = "SPEC,SPEC,...", value_delimiter = ',')]
     compare: Vec<String>,
     /// Block trace to replay.
-    #[arg(long, value_name = "FILE", conflicts_with = "synthetic")]
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["synthetic", "workload"])]
     trace: Option<PathBuf>,
     #[command(flatten)]
     input: TraceInput,
     /// Synthetic workload, e.g. "uniform,count=1e6,read=0.3,size=4k".
-    #[arg(long, value_name = "SPEC")]
+    #[arg(long, value_name = "SPEC", conflicts_with = "workload")]
     synthetic: Option<String>,
+    /// Built-in workload, e.g. ldc:fb (list: `flashstack workload list`). Lays down its own
+    /// existing data instead of preconditioning.
+    #[arg(long, value_name = "NAME")]
+    workload: Option<Builtin>,
+    /// Replay the workload N times back to back (the LDC paper replays each 3 times).
+    #[arg(long, value_name = "N", default_value_t = 1,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    repeat: u32,
     #[arg(long, default_value_t = 1)]
     seed: u64,
     /// Override a device field on every device (repeatable), e.g. ftl.gc.policy=cost-benefit.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     overrides: Vec<String>,
-    /// Fill to this fraction of the user capacity and age to steady state before measuring.
-    #[arg(long, value_name = "FRACTION", default_value_t = 0.5)]
-    precondition: f64,
+    /// Fill to this fraction of the user capacity and age to steady state before measuring
+    /// [default: 0.5].
+    #[arg(long, value_name = "FRACTION")]
+    precondition: Option<f64>,
     /// Upper bound on aging writes, as a multiple of the filled LBAs.
     #[arg(long, value_name = "FACTOR", default_value_t = 2.0)]
     aging_max: f64,
-    /// Measure from an empty device.
+    /// Measure from an empty device (no preconditioning, no existing data).
     #[arg(long, conflicts_with = "precondition")]
     no_precondition: bool,
     /// Store page contents (memory = bytes written) with bytes from the content model.
@@ -127,17 +140,24 @@ fn run_config(args: &RunArgs, spec: &str, workload_name: &str) -> Result<RunConf
         device = device::apply_overrides(&device, &overrides)?;
         device.name = format!("{name}+{}", args.overrides.join("+"));
     }
-    let precondition = (!args.no_precondition && args.precondition > 0.0).then(|| Precondition {
-        utilization: args.precondition,
-        aging_factor_max: args.aging_max,
-        ..Precondition::default()
-    });
-    if !(0.0..=1.0).contains(&args.precondition) {
+    if args.workload.is_some() && args.precondition.is_some() {
         bail!(
-            "--precondition {}: must be a fraction between 0 and 1",
-            args.precondition
+            "--precondition: a built-in workload lays down its own existing data; \
+             use --no-precondition to start from an empty device"
         );
     }
+    let fraction = args.precondition.unwrap_or(DEFAULT_PRECONDITION);
+    if !(0.0..=1.0).contains(&fraction) {
+        bail!("--precondition {fraction}: must be a fraction between 0 and 1");
+    }
+    let precondition =
+        (args.workload.is_none() && !args.no_precondition && fraction > 0.0).then(|| {
+            Precondition {
+                utilization: fraction,
+                aging_factor_max: args.aging_max,
+                ..Precondition::default()
+            }
+        });
     let mut content = ContentConfig::default();
     if let Some(mix) = &args.content_mix {
         content.mix = mix.clone();
@@ -159,28 +179,42 @@ fn run_config(args: &RunArgs, spec: &str, workload_name: &str) -> Result<RunConf
     })
 }
 
+/// What `flashstack run` replays.
+enum Input {
+    Trace(Trace),
+    Synthetic(SyntheticSpec),
+    Builtin(Builtin),
+}
+
+impl Input {
+    fn from_args(args: &RunArgs) -> Result<(Input, String)> {
+        if let Some(path) = &args.trace {
+            let trace = load_trace(path, &args.input)?;
+            let name = format!("{} ({})", trace.name, trace.format);
+            return Ok((Input::Trace(trace), name));
+        }
+        if let Some(builtin) = args.workload {
+            return Ok((Input::Builtin(builtin), builtin.to_string()));
+        }
+        let text = args
+            .synthetic
+            .clone()
+            .unwrap_or_else(|| DEFAULT_SYNTHETIC.to_string());
+        let spec = text.parse().map_err(|e| anyhow!("--synthetic: {e}"))?;
+        Ok((Input::Synthetic(spec), text))
+    }
+}
+
 pub fn run(args: RunArgs) -> Result<()> {
-    let trace = match &args.trace {
-        Some(path) => Some(load_trace(path, &args.input)?),
-        None => None,
-    };
-    let spec_text = args
-        .synthetic
-        .clone()
-        .unwrap_or_else(|| DEFAULT_SYNTHETIC.to_string());
-    let spec: Option<SyntheticSpec> = match &trace {
-        Some(_) => None,
-        None => Some(spec_text.parse().map_err(|e| anyhow!("--synthetic: {e}"))?),
-    };
-    let workload_name = match &trace {
-        Some(t) => format!("{} ({})", t.name, t.format),
-        None => spec_text.clone(),
-    };
+    let (input, mut workload_name) = Input::from_args(&args)?;
+    if args.repeat > 1 {
+        workload_name = format!("{workload_name} x{}", args.repeat);
+    }
     let mut reports = Vec::new();
     for spec_name in device_specs(&args) {
         let config = run_config(&args, &spec_name, &workload_name)?;
-        let report = run_one(config, trace.as_ref(), spec.as_ref(), args.seed, args.quiet)
-            .with_context(|| format!("device '{spec_name}'"))?;
+        let report =
+            run_one(config, &input, &args).with_context(|| format!("device '{spec_name}'"))?;
         reports.push(report);
     }
     print!("{}", render_table(&reports));
@@ -201,40 +235,74 @@ fn write_output(path: &Path, text: &str) -> Result<()> {
     std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))
 }
 
-fn run_one(
-    config: RunConfig,
-    trace: Option<&Trace>,
-    spec: Option<&SyntheticSpec>,
-    seed: u64,
-    quiet: bool,
-) -> Result<RunReport> {
-    let mut bar = Bar::new(quiet);
-    let mut replayer = flashstack_replay::Replayer::new(config)?;
-    replayer.prepare(&mut bar)?;
-    if let Some(p) = &replayer.precondition {
-        if !quiet {
-            eprintln!("{}: precondition: {p}", replayer.ftl.config().name);
+fn run_one(config: RunConfig, input: &Input, args: &RunArgs) -> Result<RunReport> {
+    let mut bar = Bar::new(args.quiet);
+    let passes = args.repeat;
+    let replayer = match input {
+        Input::Builtin(builtin) => {
+            let (mut replayer, workload) = start_builtin(config, *builtin, args, &mut bar)?;
+            let total = workload.requests.len() as u64 * u64::from(passes);
+            replayer.replay(workload.passes(passes), Some(total), &mut bar)?;
+            replayer
         }
-    }
-    match (trace, spec) {
-        (Some(trace), _) => {
-            let requests = trace.requests.iter().copied();
-            replayer.replay(requests, Some(trace.requests.len() as u64), &mut bar)?;
+        Input::Trace(trace) => {
+            let mut replayer = prepared(config, args.quiet, &mut bar)?;
+            let requests = back_to_back(trace.requests.iter().copied(), passes, REPEAT_GAP_NS);
+            let total = trace.requests.len() as u64 * u64::from(passes);
+            replayer.replay(requests, Some(total), &mut bar)?;
+            replayer
         }
-        (None, Some(spec)) => {
-            let source = synthetic(spec, replayer.capacity_bytes(), seed)
+        Input::Synthetic(spec) => {
+            let mut replayer = prepared(config, args.quiet, &mut bar)?;
+            let source = synthetic(spec, replayer.capacity_bytes(), args.seed)
                 .map_err(|e| anyhow!("--synthetic: {e}"))?;
-            let total = Some(spec.count);
-            replayer.replay(source.map(|r: TraceRequest| r), total, &mut bar)?;
+            let requests = back_to_back(source, passes, REPEAT_GAP_NS);
+            let total = spec.count * u64::from(passes);
+            replayer.replay(requests, Some(total), &mut bar)?;
+            replayer
         }
-        (None, None) => unreachable!("a trace or a synthetic spec is always chosen"),
-    }
+    };
     bar.finish();
-    if replayer.wrapped_requests > 0 && !quiet {
+    if replayer.wrapped_requests > 0 && !args.quiet {
         eprintln!(
             "note: {} requests were folded into the device (--wrap)",
             replayer.wrapped_requests
         );
     }
     Ok(replayer.report())
+}
+
+/// A replayer, preconditioned as configured and ready to measure.
+fn prepared(config: RunConfig, quiet: bool, bar: &mut Bar) -> Result<Replayer> {
+    let mut replayer = Replayer::new(config)?;
+    replayer.prepare(bar)?;
+    if let Some(p) = &replayer.precondition {
+        if !quiet {
+            eprintln!("{}: precondition: {p}", replayer.ftl.config().name);
+        }
+    }
+    Ok(replayer)
+}
+
+/// Generates `builtin` for the device's capacity, gives the content model its zones, lays
+/// down and ages its existing data (unless `--no-precondition`) and starts measuring.
+fn start_builtin(
+    mut config: RunConfig,
+    builtin: Builtin,
+    args: &RunArgs,
+    bar: &mut Bar,
+) -> Result<(Replayer, BuiltinWorkload)> {
+    let capacity = config.device.user_capacity_bytes()?;
+    let workload = builtin.generate(capacity, args.seed)?;
+    config.content.zones = content_zones(&workload.content_zones())?;
+    let mut replayer = Replayer::new(config)?;
+    if !args.no_precondition {
+        replayer.initialise_snapshot(&content_zones(&workload.snapshot)?, bar)?;
+        replayer.age_snapshot(DEFAULT_SNAPSHOT_AGING, bar)?;
+        if !args.quiet {
+            eprintln!("{}: {}", replayer.ftl.config().name, replayer.snapshot);
+        }
+    }
+    replayer.prepare(bar)?;
+    Ok((replayer, workload))
 }

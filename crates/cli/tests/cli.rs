@@ -207,3 +207,107 @@ fn compressing_devices_read_back_what_was_written() {
         "{err}"
     );
 }
+
+const SMALL_EMMC: &str = "ldc-emmc+nand.geometry.blocks_per_plane=4096";
+
+fn host_counts(json: &std::path::Path) -> (u64, u64) {
+    let json: serde_json::Value = serde_json::from_slice(&std::fs::read(json).unwrap()).unwrap();
+    // One run is written as an object, several as an array.
+    let host = if json.is_array() {
+        &json[0]["host"]
+    } else {
+        &json["host"]
+    };
+    (
+        host["write_requests"].as_u64().unwrap(),
+        host["read_requests"].as_u64().unwrap(),
+    )
+}
+
+#[test]
+fn builtin_workload_replays_its_table4_requests() {
+    let json = temp("ldc-ca.json");
+    let args = [
+        "run",
+        "--workload",
+        "ldc:ca",
+        "--quiet",
+        "--device",
+        SMALL_EMMC,
+        "--json",
+        json.to_str().unwrap(),
+    ];
+    let out = flashstack(&args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Camera: 2,301 requests, 96% writes (Table 4).
+    assert_eq!(host_counts(&json), (2_209, 92));
+    let table = String::from_utf8(out.stdout).unwrap();
+    assert!(table.contains("ldc:ca"), "{table}");
+
+    let mut twice = args.to_vec();
+    twice.extend(["--repeat", "2", "--no-precondition"]);
+    let out = flashstack(&twice);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(host_counts(&json), (2 * 2_209, 2 * 92));
+}
+
+#[test]
+fn builtin_workload_errors_are_clear() {
+    let out = flashstack(&["run", "--quiet", "--workload", "ldc:tiktok"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        err.contains("unknown workload 'ldc:tiktok'") && err.contains("ldc:fb"),
+        "{err}"
+    );
+    let out = flashstack(&[
+        "run",
+        "--quiet",
+        "--workload",
+        "ldc:fb",
+        "--precondition",
+        "0.5",
+    ]);
+    assert!(!out.status.success());
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.contains("existing data"), "{err}");
+    let out = flashstack(&[
+        "run",
+        "--quiet",
+        "--workload",
+        "ldc:fb",
+        "--device",
+        "ldc-emmc+nand.geometry.blocks_per_plane=64",
+    ]);
+    assert!(!out.status.success());
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.contains("too small"), "{err}");
+}
+
+#[test]
+fn workload_list_shows_paper_and_generated_figures() {
+    let out = flashstack(&["workload", "list"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    for row in [
+        "ldc:fb   Facebook        17,428 / 17,428     90% / 90.00%   336.1 /   336.1",
+        "ldc:ma   Multiple        67,955 / 67,955     88% / 88.00%  1034.2 /  1035.2",
+    ] {
+        assert!(text.contains(row), "{text}");
+    }
+    for name in ["ldc:tw", "ldc:me", "ldc:ge", "ldc:ch", "ldc:ca"] {
+        assert!(text.contains(name), "{text}");
+    }
+}

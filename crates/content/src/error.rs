@@ -34,4 +34,12 @@ pub enum ContentError {
     ZeroRegion,
     #[error("content model: change_ratio {0} must be a number within 0..=1")]
     ChangeRatio(f64),
+    #[error(
+        "content zone {index}: LBA range {start_lba}..{end_lba} is empty (start must be below end)"
+    )]
+    EmptyZone {
+        index: usize,
+        start_lba: u64,
+        end_lba: u64,
+    },
 }

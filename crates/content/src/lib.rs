@@ -12,6 +12,11 @@
 //!   region's [`ContentClass`] from the [`ContentMix`] weights, so an LBA keeps its class
 //!   across rewrites, and a region also keeps one file format (one SQLite schema, one text
 //!   format). The default mix follows Ji et al.'s write-traffic study (see [`ContentMix`]).
+//! * **Zones.** Optionally, [`Zone`]s give LBA ranges their own mix (the file system's
+//!   journal, an app's databases, its image cache, the user's photos), because a phone's
+//!   partition is laid out by purpose, not mixed uniformly. An LBA takes its class from the
+//!   first zone that contains it, else from the global mix; with no zones the model is
+//!   exactly the zone-less one (same classes, same bytes).
 //! * **Units and versions.** A structured page is a fixed layout (cells, lines, inode slots)
 //!   that depends on (seed, lba) only, filled with *units*. The `version` of an LBA counts
 //!   its rewrites. Version 0 draws every unit; at version `v ≥ 1` each unit is *touched*
@@ -69,14 +74,17 @@ mod gen;
 mod hash;
 mod vocab;
 mod write;
+mod zone;
 
 use serde::{Deserialize, Serialize};
 
 pub use class::{ContentClass, ContentMix};
 pub use error::{ContentError, MixEntryError};
+pub use zone::Zone;
 
 use gen::PageCtx;
 use hash::hash;
+use zone::ZoneIndex;
 
 /// Bytes in a page: one logical block (`flashstack_block::LBA_SIZE`).
 pub const PAGE_SIZE: usize = 4096;
@@ -92,6 +100,10 @@ pub struct ContentConfig {
     /// Mean fraction of a structured page's bytes that differ between consecutive
     /// versions.
     pub change_ratio: f64,
+    /// LBA ranges with their own mix; the first zone containing an LBA wins, and LBAs in
+    /// no zone use `mix`. Empty by default.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub zones: Vec<Zone>,
 }
 
 impl ContentConfig {
@@ -106,6 +118,7 @@ impl Default for ContentConfig {
             mix: ContentMix::default(),
             region_lbas: Self::DEFAULT_REGION_LBAS,
             change_ratio: Self::DEFAULT_CHANGE_RATIO,
+            zones: Vec::new(),
         }
     }
 }
@@ -122,6 +135,7 @@ pub struct ContentModel {
     mix: ContentMix,
     region_lbas: u64,
     change_ratio: f64,
+    zones: ZoneIndex,
 }
 
 impl ContentModel {
@@ -132,14 +146,29 @@ impl ContentModel {
             mix,
             region_lbas: ContentConfig::DEFAULT_REGION_LBAS,
             change_ratio: ContentConfig::DEFAULT_CHANGE_RATIO,
+            zones: ZoneIndex::default(),
         }
     }
 
-    /// A model from settings, rejecting an empty region or a ratio outside `0..=1`.
+    /// A model from settings, rejecting an empty region, a ratio outside `0..=1` or an
+    /// empty zone.
     pub fn from_config(seed: u64, config: &ContentConfig) -> Result<Self, ContentError> {
         ContentModel::new(seed, config.mix.clone())
             .with_region_lbas(config.region_lbas)?
-            .with_change_ratio(config.change_ratio)
+            .with_change_ratio(config.change_ratio)?
+            .with_zones(config.zones.clone())
+    }
+
+    /// Replaces the zones (see [`Zone`]): in list order, the first zone containing an LBA
+    /// gives its mix. Fails on an empty zone, naming its position.
+    pub fn with_zones(mut self, zones: Vec<Zone>) -> Result<Self, ContentError> {
+        self.zones = ZoneIndex::new(zones)?;
+        Ok(self)
+    }
+
+    /// The zones, in the order given (earlier zones win overlaps).
+    pub fn zones(&self) -> &[Zone] {
+        self.zones.zones()
     }
 
     pub fn with_region_lbas(mut self, region_lbas: u64) -> Result<Self, ContentError> {
@@ -174,9 +203,15 @@ impl ContentModel {
         self.change_ratio
     }
 
-    /// The class of `lba`: fixed per region, drawn against the mix weights.
+    /// The mix that governs `lba`: its zone's, or the global one outside every zone.
+    pub fn mix_of(&self, lba: u64) -> &ContentMix {
+        self.zones.mix_at(lba).unwrap_or(&self.mix)
+    }
+
+    /// The class of `lba`: fixed per region, drawn against the weights of the mix of the
+    /// zone holding `lba` (the global mix outside every zone).
     pub fn class_of(&self, lba: u64) -> ContentClass {
-        self.mix
+        self.mix_of(lba)
             .pick(hash(self.seed ^ CLASS_SALT, lba / self.region_lbas))
     }
 

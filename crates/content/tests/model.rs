@@ -2,7 +2,9 @@
 //! mix syntax.
 
 use flashstack_content::PAGE_SIZE;
-use flashstack_content::{ContentClass, ContentConfig, ContentError, ContentMix, ContentModel};
+use flashstack_content::{
+    ContentClass, ContentConfig, ContentError, ContentMix, ContentModel, Zone,
+};
 
 fn page(model: &ContentModel, lba: u64, version: u32) -> Vec<u8> {
     let mut out = vec![0u8; PAGE_SIZE];
@@ -188,3 +190,103 @@ fn content_stream_is_pinned() {
 }
 
 const GOLDEN_FINGERPRINT: u64 = 0x0F38_3DAB_0016_6A71;
+
+fn zoned(seed: u64) -> ContentModel {
+    ContentModel::new(seed, "text:1".parse().unwrap())
+        .with_zones(vec![
+            Zone::new(0..1000, ContentMix::only(ContentClass::Metadata)),
+            Zone::new(1000..3000, "sqlite:3,sqlite-index:1".parse().unwrap()),
+            // Overlaps the first two zones: they win where they overlap it.
+            Zone::new(500..8000, ContentMix::only(ContentClass::Media)),
+        ])
+        .unwrap()
+}
+
+#[test]
+fn zones_give_their_lbas_their_own_mix() {
+    let m = zoned(4);
+    for lba in [0, 1, 499, 500, 999] {
+        assert_eq!(m.class_of(lba), ContentClass::Metadata, "lba {lba}");
+    }
+    for lba in (1000..3000).step_by(37) {
+        let class = m.class_of(lba);
+        assert!(
+            matches!(class, ContentClass::SqliteTable | ContentClass::SqliteIndex),
+            "lba {lba}: {class}"
+        );
+    }
+    for lba in [3000, 5000, 7999] {
+        assert_eq!(m.class_of(lba), ContentClass::Media, "lba {lba}");
+    }
+    for lba in [8000, 1 << 40] {
+        assert_eq!(
+            m.class_of(lba),
+            ContentClass::Text,
+            "outside every zone: lba {lba}"
+        );
+    }
+    assert_eq!(m.zones().len(), 3);
+    assert_eq!(m.mix_of(8000).to_string(), "text:1");
+}
+
+#[test]
+fn zone_classes_follow_the_zone_weights_per_region() {
+    // 4,000 regions of 256 LBAs in one zone: the shares follow its weights.
+    let m = zoned(5)
+        .with_zones(vec![Zone::new(
+            0..4000 * 256,
+            "sqlite:3,sqlite-index:1".parse().unwrap(),
+        )])
+        .unwrap();
+    let index = (0..4000u64)
+        .filter(|r| m.class_of(r * 256 + 17) == ContentClass::SqliteIndex)
+        .count();
+    let share = index as f64 / 4000.0;
+    assert!((share - 0.25).abs() < 0.03, "sqlite-index share {share}");
+    for region in 0..100u64 {
+        let class = m.class_of(region * 256);
+        assert!((region * 256..(region + 1) * 256).all(|lba| m.class_of(lba) == class));
+    }
+}
+
+#[test]
+fn pages_in_a_zone_are_the_bytes_of_their_class() {
+    let m = zoned(6);
+    for lba in [3, 1500, 4000, 9000] {
+        let mut via_zone = vec![0u8; PAGE_SIZE];
+        let mut direct = vec![0u8; PAGE_SIZE];
+        m.fill(lba, 2, &mut via_zone);
+        m.fill_class(m.class_of(lba), lba, 2, &mut direct);
+        assert_eq!(via_zone, direct, "lba {lba}");
+    }
+}
+
+#[test]
+fn no_zones_keeps_the_zone_less_classes() {
+    let plain = ContentModel::new(8, ContentMix::default());
+    let empty = ContentModel::new(8, ContentMix::default())
+        .with_zones(Vec::new())
+        .unwrap();
+    for lba in (0..1 << 20).step_by(4099) {
+        assert_eq!(plain.class_of(lba), empty.class_of(lba));
+    }
+}
+
+#[test]
+fn config_zones_deserialise_with_a_default_and_reject_empty_ranges() {
+    let config: ContentConfig = serde_json::from_str(r#"{"mix": "text:1"}"#).unwrap();
+    assert!(config.zones.is_empty());
+    assert!(!serde_json::to_string(&config).unwrap().contains("zones"));
+    let text = r#"{"zones": [{"start_lba": 0, "end_lba": 8, "mix": "media:1"}]}"#;
+    let config: ContentConfig = serde_json::from_str(text).unwrap();
+    let m = ContentModel::from_config(1, &config).unwrap();
+    assert_eq!(m.class_of(7), ContentClass::Media);
+    let bad = r#"{"zones": [{"start_lba": 9, "end_lba": 8, "mix": "media:1"}]}"#;
+    let config: ContentConfig = serde_json::from_str(bad).unwrap();
+    assert_eq!(
+        ContentModel::from_config(1, &config)
+            .unwrap_err()
+            .to_string(),
+        "content zone 0: LBA range 9..8 is empty (start must be below end)"
+    );
+}

@@ -1,10 +1,12 @@
-//! Block-level experiments: build a device, precondition it to a steady state, replay a
-//! trace or a synthetic workload on it with content from the content model, and report.
+//! Block-level experiments: build a device, precondition it to a steady state (or lay down
+//! a workload's existing data, see [`Replayer::initialise_snapshot`]), replay a trace, a
+//! synthetic or a built-in workload on it with content from the content model, and report.
 //!
 //! Time: trace arrival times are shifted to start after preconditioning; a request never
 //! arrives before the previous one (the block interface serves requests in order).
 
 mod precondition;
+mod snapshot;
 
 use std::collections::VecDeque;
 
@@ -17,6 +19,7 @@ use flashstack_trace::TraceRequest;
 use thiserror::Error;
 
 pub use precondition::{Precondition, PreconditionReport};
+pub use snapshot::{content_zones, SnapshotReport, DEFAULT_SNAPSHOT_AGING};
 
 /// Requests the replay looks ahead (for prefetching).
 const LOOKAHEAD: usize = 8;
@@ -76,6 +79,20 @@ pub enum ReplayError {
     Corruption { index: u64, lba: u64 },
     #[error("preconditioning: {0}")]
     Precondition(BlockError),
+    #[error("laying down existing data: {0}")]
+    Snapshot(BlockError),
+    #[error(
+        "existing data: zone {index} (LBAs {}..{}) is beyond the device's {capacity_lbas} LBAs",
+        lbas.start,
+        lbas.end
+    )]
+    SnapshotBeyondCapacity {
+        index: usize,
+        lbas: std::ops::Range<u64>,
+        capacity_lbas: u64,
+    },
+    #[error("existing data must be laid down before prepare() starts the measurement")]
+    SnapshotAfterPrepare,
 }
 
 /// Progress of a run, for a progress bar.
@@ -106,6 +123,12 @@ pub struct Replayer {
     last_arrival_ns: u64,
     pub wrapped_requests: u64,
     pub precondition: Option<PreconditionReport>,
+    /// What [`initialise_snapshot`](Self::initialise_snapshot) and
+    /// [`age_snapshot`](Self::age_snapshot) did (all zero if never called).
+    pub snapshot: SnapshotReport,
+    snapshot_ranges: Vec<std::ops::Range<u64>>,
+    /// Set by `prepare`: from then on the device is measured.
+    prepared: bool,
 }
 
 impl Replayer {
@@ -130,6 +153,9 @@ impl Replayer {
             last_arrival_ns: 0,
             wrapped_requests: 0,
             precondition: None,
+            snapshot: SnapshotReport::default(),
+            snapshot_ranges: Vec::new(),
+            prepared: false,
         })
     }
 
@@ -147,6 +173,7 @@ impl Replayer {
         self.ftl.reset_measurement();
         self.time_offset_ns = self.ftl.measure_start_ns();
         self.last_arrival_ns = self.time_offset_ns;
+        self.prepared = true;
         Ok(())
     }
 

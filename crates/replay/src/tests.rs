@@ -87,3 +87,103 @@ fn preconditioning_reaches_steady_state() {
     // Measurement starts from zero.
     assert_eq!(r.ftl.counters().host_write_lbas, 0);
 }
+
+fn zone(lbas: std::ops::Range<u64>, mix: &str) -> flashstack_content::Zone {
+    flashstack_content::Zone::new(lbas, mix.parse().unwrap())
+}
+
+#[test]
+fn snapshot_lays_down_each_zone_once_with_its_mix() {
+    let mut r = Replayer::new(config(true)).unwrap();
+    let zones = [zone(0..1000, "meta:1"), zone(5000..9000, "media:1")];
+    let report = r
+        .initialise_snapshot(&zones, &mut NoProgress)
+        .unwrap()
+        .clone();
+    assert_eq!((report.zones, report.lbas_written), (2, 5000));
+    assert_eq!(r.ftl.counters().host_write_lbas, 5000);
+    assert_eq!(r.versions[999], 1);
+    assert_eq!(r.versions[1000], 0);
+    assert_eq!(r.versions[8999], 1);
+    use flashstack_content::ContentClass;
+    assert_eq!(r.content.class_of(10), ContentClass::Metadata);
+    assert_eq!(r.content.class_of(6000), ContentClass::Media);
+    let aged = r.age_snapshot(0.5, &mut NoProgress).unwrap();
+    assert_eq!(aged, 2500);
+    assert_eq!(r.snapshot.aging_writes, 2500);
+    assert_eq!(r.ftl.counters().host_write_lbas, 7500);
+    assert!(r.versions.iter().any(|&v| v >= 2));
+    r.prepare(&mut NoProgress).unwrap();
+    assert_eq!(
+        r.ftl.counters().host_write_lbas,
+        0,
+        "measurement starts after it"
+    );
+    // Reads of existing data verify against the zones' content.
+    for (i, lba) in [0u64, 500, 5000, 8999].into_iter().enumerate() {
+        r.submit(i as u64, &request(RequestKind::Read, 0, lba * 4096, 4096))
+            .unwrap();
+    }
+    let err = r.initialise_snapshot(&zones, &mut NoProgress).unwrap_err();
+    assert!(matches!(err, ReplayError::SnapshotAfterPrepare), "{err}");
+}
+
+#[test]
+fn configured_zones_win_over_snapshot_zones() {
+    let mut c = config(true);
+    c.content.zones = vec![zone(0..100, "text:1")];
+    let mut r = Replayer::new(c).unwrap();
+    r.initialise_snapshot(&[zone(0..200, "media:1")], &mut NoProgress)
+        .unwrap();
+    use flashstack_content::ContentClass;
+    assert_eq!(r.content.class_of(50), ContentClass::Text);
+    assert_eq!(r.content.class_of(150), ContentClass::Media);
+}
+
+#[test]
+fn snapshot_beyond_the_device_is_an_error() {
+    let mut r = Replayer::new(config(false)).unwrap();
+    let cap = r.ftl.capacity_lbas();
+    let err = r
+        .initialise_snapshot(
+            &[zone(0..10, "media:1"), zone(cap - 5..cap + 5, "media:1")],
+            &mut NoProgress,
+        )
+        .unwrap_err();
+    assert!(err.to_string().contains("zone 1"), "{err}");
+    assert_eq!(r.ftl.counters().host_write_lbas, 0, "nothing written");
+}
+
+#[test]
+fn a_builtin_workload_replays_with_its_zones_and_existing_data() {
+    use flashstack_trace::builtin::{ldc_workload, LdcApp};
+    let mut c = config(true);
+    let capacity = Replayer::new(c.clone()).unwrap().capacity_bytes();
+    let w = ldc_workload(LdcApp::Camera, capacity, 3).unwrap();
+    c.content.zones = content_zones(&w.content_zones()).unwrap();
+    let mut r = Replayer::new(c).unwrap();
+    r.initialise_snapshot(&content_zones(&w.snapshot).unwrap(), &mut NoProgress)
+        .unwrap();
+    r.age_snapshot(0.25, &mut NoProgress).unwrap();
+    r.prepare(&mut NoProgress).unwrap();
+    r.replay(w.passes(2), None, &mut NoProgress).unwrap();
+    let report = r.report();
+    let f = w.figures();
+    assert_eq!(report.host.write_requests, 2 * f.writes);
+    assert_eq!(report.host.read_requests, 2 * f.reads);
+    assert_eq!(report.host.write_bytes, 2 * f.write_bytes);
+}
+
+#[test]
+fn a_bad_zone_mix_names_the_zone() {
+    let spec = flashstack_trace::builtin::ZoneSpec {
+        name: "fb.images".into(),
+        lbas: 0..8,
+        mix: "jpeg:1".into(),
+    };
+    let err = content_zones(&[spec]).unwrap_err().to_string();
+    assert!(
+        err.contains("zone fb.images") && err.contains("jpeg"),
+        "{err}"
+    );
+}

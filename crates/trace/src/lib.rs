@@ -56,6 +56,9 @@
 //! - [`SyntheticSpec`] and [`synthetic`] generate sequential, uniform, Zipf and hot/cold
 //!   workloads from a one-line spec, deterministically from a seed.
 //! - [`inspect`] summarises any stream of requests ([`TraceSummary`]).
+//! - [`builtin`] generates the built-in workloads: the LDC paper's seven Table 4 app
+//!   workloads, matched to its counts, write ratios and volumes, with their content zones
+//!   and the existing data to lay down first.
 //!
 //! # Synthetic spec grammar
 //!
@@ -75,6 +78,7 @@
 //!
 //! Sizes take binary suffixes (`4k` = 4096); durations take `ns`, `us`, `ms`, `s`.
 
+pub mod builtin;
 mod clean;
 mod error;
 mod fields;

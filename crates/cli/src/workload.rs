@@ -1,0 +1,54 @@
+//! `flashstack workload list`: the built-in workloads with the paper's figures beside the
+//! generated stream's.
+
+use anyhow::Result;
+use clap::Args;
+use flashstack_ftl::presets;
+use flashstack_sim::units::{format_bytes, format_count};
+use flashstack_trace::builtin::Builtin;
+
+use crate::run::DEFAULT_DEVICE;
+
+#[derive(Args)]
+pub struct ListArgs {
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+}
+
+pub fn list(args: ListArgs) -> Result<()> {
+    let device = presets::preset(DEFAULT_DEVICE).expect("the default device is a preset");
+    let capacity = device.user_capacity_bytes()?;
+    println!(
+        "Built-in workloads: the paper's figures / the generated stream (seed {}, {} {}; \
+         MB = 10^6 bytes).",
+        args.seed,
+        DEFAULT_DEVICE,
+        format_bytes(capacity)
+    );
+    println!(
+        "{:<8} {:<13} {:>17} {:>16} {:>17} {:>9}",
+        "name", "app", "requests", "write ratio", "volume (MB)", "<= 8 KiB"
+    );
+    for builtin in Builtin::ALL {
+        let workload = builtin.generate(capacity, args.seed)?;
+        let paper = builtin.paper();
+        let ours = workload.figures();
+        println!(
+            "{:<8} {:<13} {:>8} / {:>6} {:>6}% / {:>5.2}% {:>7.1} / {:>7.1} {:>8.1}%",
+            builtin.to_string(),
+            workload.app.name(),
+            format_count(paper.requests),
+            format_count(ours.requests),
+            paper.write_percent,
+            ours.write_percent(),
+            paper.volume_mb(),
+            ours.volume_mb(),
+            ours.small_write_percent()
+        );
+    }
+    println!(
+        "Each is one pass; `run --workload NAME --repeat 3` replays it three times, as the \
+         paper (and `reproduce ldc`) does."
+    );
+    Ok(())
+}
