@@ -1,0 +1,97 @@
+//! mkfs through the emulated FTL (the LDC paper's 16 GiB eMMC, page contents stored): the
+//! bytes that come back out of the flash model are a valid F2FS, identical to what the
+//! in-memory device holds, and the format took simulated flash time.
+
+mod common;
+
+use std::collections::BTreeSet;
+
+use common::*;
+use flashstack_block::{BlockDevice, BlockError, Completion, Hints, Payload, LBA_SIZE};
+use flashstack_f2fs::{mkfs, mkfs_timed, mount_at, MemDevice, MkfsOptions};
+use flashstack_ftl::{presets, Ftl};
+use flashstack_sim::Nanos;
+
+/// Passes requests through and remembers which LBAs were written.
+struct Recording<'a, D: BlockDevice> {
+    inner: &'a mut D,
+    written: BTreeSet<u64>,
+}
+
+impl<D: BlockDevice> BlockDevice for Recording<'_, D> {
+    fn capacity_lbas(&self) -> u64 {
+        self.inner.capacity_lbas()
+    }
+
+    fn write(
+        &mut self,
+        arrival_ns: Nanos,
+        lba: u64,
+        payload: Payload<'_>,
+        hints: Hints,
+    ) -> Result<Completion, BlockError> {
+        self.written.extend(lba..lba + payload.lba_count() as u64);
+        self.inner.write(arrival_ns, lba, payload, hints)
+    }
+
+    fn read(
+        &mut self,
+        arrival_ns: Nanos,
+        lba: u64,
+        count: u32,
+        out: Option<&mut [u8]>,
+    ) -> Result<Completion, BlockError> {
+        self.inner.read(arrival_ns, lba, count, out)
+    }
+
+    fn trim(&mut self, arrival_ns: Nanos, lba: u64, count: u32) -> Result<Completion, BlockError> {
+        self.inner.trim(arrival_ns, lba, count)
+    }
+
+    fn flush(&mut self, arrival_ns: Nanos) -> Result<Completion, BlockError> {
+        self.inner.flush(arrival_ns)
+    }
+}
+
+#[test]
+fn mkfs_on_the_emulated_emmc() {
+    let mut ftl = Ftl::new(presets::ldc_emmc(), true, 7).unwrap();
+    let capacity = ftl.capacity_lbas();
+    let mut rec = Recording {
+        inner: &mut ftl,
+        written: BTreeSet::new(),
+    };
+    let (layout, end_ns) = mkfs_timed(&mut rec, &MkfsOptions::default()).unwrap();
+    let written = rec.written;
+    assert!(end_ns > 0, "programming flash takes simulated time");
+    eprintln!(
+        "mkfs on ldc-emmc: {} LBAs written, {end_ns} ns",
+        written.len()
+    );
+    assert!(ftl.counters().host_write_lbas > 0);
+
+    // Read back what mkfs wrote, through the FTL, into a RAM disk.
+    let mut copy = MemDevice::new(capacity * LBA_SIZE as u64);
+    let mut buf = vec![0u8; LBA_SIZE];
+    for &lba in &written {
+        ftl.read(end_ns, lba, 1, Some(&mut buf)).unwrap();
+        copy.write(0, lba, Payload::Bytes(&buf), Hints::default())
+            .unwrap();
+    }
+    let mut reference = MemDevice::new(capacity * LBA_SIZE as u64);
+    assert_eq!(
+        mkfs(&mut reference, &MkfsOptions::default()).unwrap(),
+        layout
+    );
+    assert!(differing_blocks(&copy, &reference).is_empty());
+
+    let (m, mounted_ns) = mount_at(&mut ftl, end_ns).unwrap();
+    assert_eq!(m.root_entries.len(), 2);
+    assert!(mounted_ns > end_ns, "mount reads take flash time too");
+    if let Some(fsck_bin) = tool("fsck.f2fs") {
+        let dir = TempDir::new("ftl");
+        let image = dir.file("image");
+        copy.export(&image).unwrap();
+        assert_clean(&fsck(&fsck_bin, &image), "the image read back from the FTL");
+    }
+}
