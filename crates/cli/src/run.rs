@@ -79,6 +79,15 @@ pub struct RunArgs {
     /// Measure from an empty device (no preconditioning, no existing data).
     #[arg(long, conflicts_with = "precondition")]
     no_precondition: bool,
+    /// Start from a logical device image (raw, 4 KiB blocks; e.g. from --image-out or
+    /// `flashstack fs mkfs`): its non-zero blocks are the existing data, in place of
+    /// preconditioning (implies --contents).
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["precondition", "workload", "no_precondition"])]
+    image: Option<PathBuf>,
+    /// Write the logical device image after the run (implies --contents). With several
+    /// devices, device N writes FILE with "-N" before its extension.
+    #[arg(long, value_name = "FILE")]
+    image_out: Option<PathBuf>,
     /// Store page contents (memory = bytes written) with bytes from the content model.
     #[arg(long)]
     contents: bool,
@@ -150,14 +159,12 @@ fn run_config(args: &RunArgs, spec: &str, workload_name: &str) -> Result<RunConf
     if !(0.0..=1.0).contains(&fraction) {
         bail!("--precondition {fraction}: must be a fraction between 0 and 1");
     }
-    let precondition =
-        (args.workload.is_none() && !args.no_precondition && fraction > 0.0).then(|| {
-            Precondition {
-                utilization: fraction,
-                aging_factor_max: args.aging_max,
-                ..Precondition::default()
-            }
-        });
+    let from_scratch = args.workload.is_none() && args.image.is_none() && !args.no_precondition;
+    let precondition = (from_scratch && fraction > 0.0).then(|| Precondition {
+        utilization: fraction,
+        aging_factor_max: args.aging_max,
+        ..Precondition::default()
+    });
     let mut content = ContentConfig::default();
     if let Some(mix) = &args.content_mix {
         content.mix = mix.clone();
@@ -165,7 +172,11 @@ fn run_config(args: &RunArgs, spec: &str, workload_name: &str) -> Result<RunConf
     Ok(RunConfig {
         device,
         seed: args.seed,
-        store_contents: args.contents || args.verify || args.content_mix.is_some(),
+        store_contents: args.contents
+            || args.verify
+            || args.content_mix.is_some()
+            || args.image.is_some()
+            || args.image_out.is_some(),
         content,
         precondition,
         out_of_range: if args.wrap {
@@ -211,10 +222,15 @@ pub fn run(args: RunArgs) -> Result<()> {
         workload_name = format!("{workload_name} x{}", args.repeat);
     }
     let mut reports = Vec::new();
-    for spec_name in device_specs(&args) {
-        let config = run_config(&args, &spec_name, &workload_name)?;
-        let report =
-            run_one(config, &input, &args).with_context(|| format!("device '{spec_name}'"))?;
+    let specs = device_specs(&args);
+    for (index, spec_name) in specs.iter().enumerate() {
+        let config = run_config(&args, spec_name, &workload_name)?;
+        let image_out = args
+            .image_out
+            .as_deref()
+            .map(|path| numbered(path, index, specs.len()));
+        let report = run_one(config, &input, &args, image_out.as_deref())
+            .with_context(|| format!("device '{spec_name}'"))?;
         reports.push(report);
     }
     print!("{}", render_table(&reports));
@@ -227,6 +243,19 @@ pub fn run(args: RunArgs) -> Result<()> {
     Ok(())
 }
 
+/// `FILE` for a single device; `FILE-N.ext` (N from 1) for device N of several.
+fn numbered(path: &Path, index: usize, devices: usize) -> PathBuf {
+    if devices == 1 {
+        return path.to_path_buf();
+    }
+    let stem = path.file_stem().unwrap_or_default().to_string_lossy();
+    let name = match path.extension() {
+        Some(ext) => format!("{stem}-{}.{}", index + 1, ext.to_string_lossy()),
+        None => format!("{stem}-{}", index + 1),
+    };
+    path.with_file_name(name)
+}
+
 fn write_output(path: &Path, text: &str) -> Result<()> {
     if path == Path::new("-") {
         print!("{text}");
@@ -235,10 +264,15 @@ fn write_output(path: &Path, text: &str) -> Result<()> {
     std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))
 }
 
-fn run_one(config: RunConfig, input: &Input, args: &RunArgs) -> Result<RunReport> {
+fn run_one(
+    config: RunConfig,
+    input: &Input,
+    args: &RunArgs,
+    image_out: Option<&Path>,
+) -> Result<RunReport> {
     let mut bar = Bar::new(args.quiet);
     let passes = args.repeat;
-    let replayer = match input {
+    let mut replayer = match input {
         Input::Builtin(builtin) => {
             let (mut replayer, workload) = start_builtin(config, *builtin, args, &mut bar)?;
             let total = workload.requests.len() as u64 * u64::from(passes);
@@ -246,14 +280,14 @@ fn run_one(config: RunConfig, input: &Input, args: &RunArgs) -> Result<RunReport
             replayer
         }
         Input::Trace(trace) => {
-            let mut replayer = prepared(config, args.quiet, &mut bar)?;
+            let mut replayer = prepared(config, args, &mut bar)?;
             let requests = back_to_back(trace.requests.iter().copied(), passes, REPEAT_GAP_NS);
             let total = trace.requests.len() as u64 * u64::from(passes);
             replayer.replay(requests, Some(total), &mut bar)?;
             replayer
         }
         Input::Synthetic(spec) => {
-            let mut replayer = prepared(config, args.quiet, &mut bar)?;
+            let mut replayer = prepared(config, args, &mut bar)?;
             let source = synthetic(spec, replayer.capacity_bytes(), args.seed)
                 .map_err(|e| anyhow!("--synthetic: {e}"))?;
             let requests = back_to_back(source, passes, REPEAT_GAP_NS);
@@ -269,12 +303,30 @@ fn run_one(config: RunConfig, input: &Input, args: &RunArgs) -> Result<RunReport
             replayer.wrapped_requests
         );
     }
-    Ok(replayer.report())
+    let report = replayer.report();
+    if let Some(path) = image_out {
+        let blocks = replayer.export_image(path)?;
+        if !args.quiet {
+            eprintln!(
+                "{}: image written to {} ({blocks} non-zero blocks)",
+                replayer.ftl.config().name,
+                path.display()
+            );
+        }
+    }
+    Ok(report)
 }
 
-/// A replayer, preconditioned as configured and ready to measure.
-fn prepared(config: RunConfig, quiet: bool, bar: &mut Bar) -> Result<Replayer> {
+/// A replayer, started from `--image` or preconditioned as configured, ready to measure.
+fn prepared(config: RunConfig, args: &RunArgs, bar: &mut Bar) -> Result<Replayer> {
+    let quiet = args.quiet;
     let mut replayer = Replayer::new(config)?;
+    if let Some(path) = &args.image {
+        let report = replayer.load_image(path, bar)?;
+        if !quiet {
+            eprintln!("{}: {report}", replayer.ftl.config().name);
+        }
+    }
     replayer.prepare(bar)?;
     if let Some(p) = &replayer.precondition {
         if !quiet {

@@ -311,3 +311,73 @@ fn workload_list_shows_paper_and_generated_figures() {
         assert!(text.contains(name), "{text}");
     }
 }
+
+/// A small device and a read-only workload: an image goes in, the same image comes out,
+/// through every compression policy's mapping.
+#[test]
+fn image_in_image_out_round_trips_byte_exact() {
+    let image = temp("in.img");
+    // 16 MiB, 4 KiB blocks: a mix of zero blocks, text-like and random-like blocks.
+    let mut bytes = vec![0u8; 16 << 20];
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    for (i, block) in bytes.chunks_exact_mut(4096).enumerate() {
+        match i % 5 {
+            0 | 3 => {}
+            1 => block.copy_from_slice(&[b"flashstack image ".as_slice(); 241].concat()[..4096]),
+            _ => {
+                for b in block.iter_mut() {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    *b = x as u8;
+                }
+            }
+        }
+    }
+    std::fs::write(&image, &bytes).unwrap();
+    for preset in ["ldc-emmc", "ldc-emmc-ldc"] {
+        let out = temp("out.img");
+        let spec = format!("{preset}+nand.geometry.blocks_per_plane=128");
+        let run = flashstack(&[
+            "run",
+            "--quiet",
+            "--device",
+            &spec,
+            "--synthetic",
+            "uniform,count=2000,read=1.0,size=4k,footprint=16MiB",
+            "--image",
+            image.to_str().unwrap(),
+            "--image-out",
+            out.to_str().unwrap(),
+        ]);
+        assert!(
+            run.status.success(),
+            "{spec}: {}",
+            String::from_utf8_lossy(&run.stderr)
+        );
+        let written = std::fs::read(&out).unwrap();
+        assert!(written.len() >= bytes.len(), "{spec}");
+        assert!(written[..bytes.len()] == bytes[..], "{spec}: image differs");
+        assert!(written[bytes.len()..].iter().all(|&b| b == 0), "{spec}");
+    }
+}
+
+#[test]
+fn image_errors_name_the_file() {
+    let odd = temp("odd.img");
+    std::fs::write(&odd, vec![1u8; 5000]).unwrap();
+    let run = flashstack(&["run", "--quiet", "--image", odd.to_str().unwrap()]);
+    assert!(!run.status.success());
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        stderr.contains("odd.img") && stderr.contains("4096"),
+        "{stderr}"
+    );
+    let missing = temp("missing.img");
+    let run = flashstack(&["run", "--quiet", "--image", missing.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        !run.status.success() && stderr.contains("missing.img"),
+        "{stderr}"
+    );
+}

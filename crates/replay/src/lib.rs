@@ -5,6 +5,7 @@
 //! Time: trace arrival times are shifted to start after preconditioning; a request never
 //! arrives before the previous one (the block interface serves requests in order).
 
+mod image;
 mod precondition;
 mod snapshot;
 
@@ -18,6 +19,7 @@ use flashstack_report::{ReportOptions, RunInfo, RunReport};
 use flashstack_trace::TraceRequest;
 use thiserror::Error;
 
+pub use image::ImageReport;
 pub use precondition::{Precondition, PreconditionReport};
 pub use snapshot::{content_zones, SnapshotReport, DEFAULT_SNAPSHOT_AGING};
 
@@ -93,6 +95,11 @@ pub enum ReplayError {
     },
     #[error("existing data must be laid down before prepare() starts the measurement")]
     SnapshotAfterPrepare,
+    #[error("image {}: {message}", path.display())]
+    Image {
+        path: std::path::PathBuf,
+        message: String,
+    },
 }
 
 /// Progress of a run, for a progress bar.
@@ -298,7 +305,11 @@ impl Replayer {
         }
         for i in 0..count as usize {
             let l = lba as usize + i;
-            self.versions[l] = self.versions[l].saturating_add(1);
+            // An image's block is rewritten as the content model's first version.
+            self.versions[l] = match self.versions[l] {
+                image::IMAGE_VERSION => 1,
+                v => v.saturating_add(1),
+            };
             let page = &mut self.write_buffer[i * LBA_SIZE..(i + 1) * LBA_SIZE];
             self.content.fill(l as u64, self.versions[l], page);
         }
@@ -343,6 +354,9 @@ impl Replayer {
         let version = self.versions[lba as usize];
         if version == 0 {
             return page.iter().all(|&b| b == 0);
+        }
+        if version == image::IMAGE_VERSION {
+            return true;
         }
         self.content.fill(lba, version, &mut self.expected);
         page == self.expected.as_slice()
