@@ -80,6 +80,10 @@ struct ReproduceArgs {
     json: Option<PathBuf>,
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Share of the existing data overwritten at random before each run (how worn-in the
+    /// phone is; sets how hard GC works during the workloads).
+    #[arg(long, value_name = "FRACTION", default_value_t = flashstack_experiments::ldc::SNAPSHOT_AGING)]
+    aging: f64,
 }
 
 #[derive(Subcommand)]
@@ -151,9 +155,13 @@ fn presets(args: PresetArgs) -> Result<()> {
 
 fn reproduce_ldc(args: ReproduceArgs) -> Result<()> {
     use flashstack_experiments::ldc::{reproduce, LdcOptions};
+    if !(0.0..=4.0).contains(&args.aging) {
+        anyhow::bail!("--aging {}: must be between 0 and 4", args.aging);
+    }
     let options = LdcOptions {
         quick: args.quick,
         seed: args.seed,
+        aging: args.aging,
     };
     let mut bar = progress::Bar::new(false);
     let results = reproduce(&options, &mut bar)?;

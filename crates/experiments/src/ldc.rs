@@ -3,102 +3,26 @@
 //! read and worst-case latency) and Fig. 10 (LDC's write-latency gain across controller
 //! clocks).
 //!
-//! Workloads: until the traced-app workload generators land, each app is a synthetic
-//! stream matched to its Table 4 row (request count, write ratio, I/O volume), with small
-//! writes concentrated on a hot fifth of the app's data (SQLite and journal overwrites) and
-//! a content mix following the paper's Fig. 3 description. Existing data is laid down first
-//! from the snapshot mix of §4.1 (mostly media and executables). Each workload is replayed
-//! three times, as in the paper. `docs/ldc-reproduction.md` lists every modelling choice.
+//! Workloads: the built-in `ldc:*` workloads of `flashstack-trace` (Table 4's request
+//! counts and write ratios exact, volumes to the page; SQLite, journal, cache and photo
+//! traffic in their own content zones; `docs/ldc-workloads.md`). Before each run the
+//! workload's existing data is laid down from its snapshot zones (85% of the device, the
+//! §4.1 mix) and aged by random overwrites. Each workload is replayed three times, as in
+//! the paper. `docs/ldc-reproduction.md` lists every modelling choice.
 
-use flashstack_block::{BlockDevice, Hints, Payload, LBA_SIZE};
-use flashstack_content::{ContentConfig, ContentMix, ContentModel};
+use flashstack_content::ContentConfig;
 use flashstack_ftl::compression::CompressionPolicyKind;
 use flashstack_ftl::presets;
-use flashstack_replay::{NoProgress, OutOfRange, Progress, Replayer, RunConfig};
-use flashstack_report::{ReportOptions, RunReport};
-use flashstack_trace::{
-    synthetic, Interarrival, Pattern, SizeDistribution, SyntheticSpec, TraceRequest,
+use flashstack_replay::{
+    content_zones, NoProgress, OutOfRange, Progress, Replayer, RunConfig, DEFAULT_SNAPSHOT_AGING,
 };
+use flashstack_report::{ReportOptions, RunReport};
+use flashstack_trace::builtin::{back_to_back, Builtin, LdcApp, LDC_PASSES, REPEAT_GAP_NS};
 use serde::Serialize;
 use thiserror::Error;
 
-/// One row of the paper's Table 4.
-#[derive(Clone, Copy, Debug, Serialize)]
-pub struct App {
-    pub name: &'static str,
-    pub abbrev: &'static str,
-    pub requests: u64,
-    pub write_percent: u32,
-    pub volume_mb: f64,
-    /// Content of what the app writes (Fig. 3): SQLite, journal and metadata compress
-    /// well; media and image caches do not; executables a little.
-    pub mix: &'static str,
-}
-
-pub const APPS: [App; 7] = [
-    App {
-        name: "Facebook",
-        abbrev: "FB",
-        requests: 17_428,
-        write_percent: 90,
-        volume_mb: 336.1,
-        mix: "sqlite:30,sqlite-index:6,meta:10,media:44,exec:10",
-    },
-    App {
-        name: "Twitter",
-        abbrev: "TW",
-        requests: 7_869,
-        write_percent: 85,
-        volume_mb: 119.7,
-        mix: "sqlite:28,sqlite-index:6,meta:12,media:44,exec:10",
-    },
-    App {
-        name: "Messenger",
-        abbrev: "ME",
-        requests: 7_573,
-        write_percent: 66,
-        volume_mb: 136.6,
-        mix: "sqlite:40,sqlite-index:8,meta:12,text:5,media:30,exec:5",
-    },
-    App {
-        name: "G. Earth",
-        abbrev: "GE",
-        requests: 25_831,
-        write_percent: 95,
-        volume_mb: 237.4,
-        mix: "sqlite:22,sqlite-index:8,meta:15,media:50,exec:5",
-    },
-    App {
-        name: "Chrome",
-        abbrev: "CH",
-        requests: 6_953,
-        write_percent: 83,
-        volume_mb: 140.1,
-        mix: "sqlite:20,meta:15,text:15,media:45,exec:5",
-    },
-    App {
-        name: "Camera",
-        abbrev: "CA",
-        requests: 2_301,
-        write_percent: 96,
-        volume_mb: 65.3,
-        mix: "sqlite:8,meta:7,media:85",
-    },
-    App {
-        name: "Multiple",
-        abbrev: "MA",
-        requests: 67_955,
-        write_percent: 88,
-        volume_mb: 1034.2,
-        mix: "sqlite:26,sqlite-index:6,meta:12,text:4,media:45,exec:7",
-    },
-];
-
-/// Existing data (§4.1): 84–91% of a phone's volume is of low or minimal compressibility,
-/// mostly multimedia and executables.
-pub const SNAPSHOT_MIX: &str = "media:60,exec:27,sqlite:8,text:5";
-/// Share of the user capacity the existing data takes (an assumption; the paper does not
-/// say how full its 16 GiB device was).
+/// Share of the user capacity the existing data takes (an assumption of the built-in
+/// workloads; the paper does not say how full its 16 GiB device was).
 pub const SNAPSHOT_UTILIZATION: f64 = 0.85;
 /// Controller clocks of Fig. 10.
 pub const CLOCKS_MHZ: [u32; 5] = [140, 170, 200, 230, 260];
@@ -108,6 +32,9 @@ pub struct LdcOptions {
     /// 256 MiB device and one eighth of every workload: under a minute.
     pub quick: bool,
     pub seed: u64,
+    /// Share of the existing data overwritten at random before each run
+    /// ([`SNAPSHOT_AGING`] by default).
+    pub aging: f64,
 }
 
 #[derive(Debug, Error)]
@@ -123,8 +50,6 @@ pub enum LdcError {
     Replay(#[from] flashstack_replay::ReplayError),
     #[error("workload {app}: {message}")]
     Workload { app: &'static str, message: String },
-    #[error("laying down existing data: {0}")]
-    Snapshot(flashstack_block::BlockError),
 }
 
 /// The figures of one (policy, app) run.
@@ -146,6 +71,7 @@ pub struct Figures {
 #[derive(Clone, Debug, Serialize)]
 pub struct LdcResults {
     pub quick: bool,
+    pub aging: f64,
     pub device_bytes: u64,
     pub runs: Vec<Figures>,
 }
@@ -160,116 +86,25 @@ fn blocks_per_plane(quick: bool) -> u32 {
     }
 }
 
-/// A 4 KiB / large-request mixture with the app's mean request size.
-fn sizes(app: &App) -> SizeDistribution {
-    let mean = app.volume_mb * 1e6 / app.requests as f64;
-    let small = 4096.0;
-    let large = if mean > 64.0 * 1024.0 {
-        512.0 * 1024.0
-    } else {
-        128.0 * 1024.0
-    };
-    let p_small = ((large - mean) / (large - small)).clamp(0.05, 0.95);
-    SizeDistribution::weighted(vec![(4096, p_small), (large as u64, 1.0 - p_small)])
-}
+/// Share of the existing data overwritten at random before a run.
+pub const SNAPSHOT_AGING: f64 = DEFAULT_SNAPSHOT_AGING;
 
-/// Three passes of the app's stream, one after another.
-fn workload(
-    app: &App,
-    quick: bool,
-    capacity: u64,
-    seed: u64,
-) -> Result<Vec<TraceRequest>, LdcError> {
-    let count = if quick {
-        (app.requests / 8).max(100)
-    } else {
-        app.requests
-    };
-    let writes_bytes = app.volume_mb * 1e6 * app.write_percent as f64 / 100.0;
-    let scale = if quick { 8.0 } else { 1.0 };
-    // The app's files: what one pass writes, overwritten by the next passes. They lie in the
-    // existing data's range, as an app's files lie among everything else on the phone.
-    let footprint =
-        ((writes_bytes / scale) as u64).clamp(16 << 20, capacity * 6 / 10) / 4096 * 4096;
-    let spec = SyntheticSpec {
-        pattern: Pattern::HotCold {
-            hot_space_fraction: 0.2,
-            hot_access_fraction: 0.8,
-        },
-        count,
-        read_fraction: 1.0 - app.write_percent as f64 / 100.0,
-        trim_fraction: 0.0,
-        flush_every: Some(4),
-        sizes: sizes(app),
-        interarrival: Interarrival::Exponential {
-            mean_ns: 20_000_000,
-        },
-        footprint_bytes: Some(footprint),
-        align_bytes: 4096,
-    };
-    let pass: Vec<TraceRequest> = synthetic(&spec, capacity, seed)
-        .map_err(|e| LdcError::Workload {
-            app: app.abbrev,
-            message: e.to_string(),
-        })?
-        .collect();
-    let span = pass.last().map_or(0, |r| r.arrival_ns) + 1_000_000_000;
-    Ok((0..3u64)
-        .flat_map(|k| {
-            pass.iter().map(move |r| TraceRequest {
-                arrival_ns: r.arrival_ns + k * span,
-                ..*r
-            })
-        })
-        .collect())
-}
-
-/// Existing data is aged by overwriting this share of it at random (with new versions from
-/// the snapshot mix), so that, as on a phone in use, valid data is spread over partly
-/// invalid blocks and GC has data to move.
-pub const SNAPSHOT_AGING: f64 = 0.5;
-
-/// Writes the existing data (snapshot mix) over the first part of the device, then ages it.
-fn lay_down_snapshot(replayer: &mut Replayer, seed: u64) -> Result<(), LdcError> {
-    let model = ContentModel::new(seed ^ 0x5A5A, SNAPSHOT_MIX.parse().expect("static mix"));
-    let lbas = (replayer.ftl.capacity_lbas() as f64 * SNAPSHOT_UTILIZATION) as u64;
-    let mut buffer = vec![0u8; 32 * LBA_SIZE];
-    let mut lba = 0;
-    while lba < lbas {
-        let count = 32.min(lbas - lba) as usize;
-        for i in 0..count {
-            model.fill(
-                lba + i as u64,
-                1,
-                &mut buffer[i * LBA_SIZE..(i + 1) * LBA_SIZE],
-            );
-        }
-        let now = replayer.ftl.busy_until_ns();
-        let payload = Payload::Bytes(&buffer[..count * LBA_SIZE]);
-        replayer
-            .ftl
-            .write(now, lba, payload, Hints::default())
-            .map_err(LdcError::Snapshot)?;
-        lba += count as u64;
+/// Table 4's abbreviation of an app, upper case as the paper prints it.
+fn abbrev(app: LdcApp) -> &'static str {
+    match app {
+        LdcApp::Facebook => "FB",
+        LdcApp::Twitter => "TW",
+        LdcApp::Messenger => "ME",
+        LdcApp::GoogleEarth => "GE",
+        LdcApp::Chrome => "CH",
+        LdcApp::Camera => "CA",
+        LdcApp::Multiple => "MA",
     }
-    let mut rng = flashstack_sim::Rng::new(seed ^ 0xA6E);
-    let page = &mut buffer[..LBA_SIZE];
-    for _ in 0..(lbas as f64 * SNAPSHOT_AGING) as u64 {
-        let lba = rng.below(lbas);
-        model.fill(lba, 2, page);
-        let now = replayer.ftl.busy_until_ns();
-        let payload = Payload::Bytes(page);
-        replayer
-            .ftl
-            .write(now, lba, payload, Hints::default())
-            .map_err(LdcError::Snapshot)?;
-    }
-    Ok(())
 }
 
 fn run_one(
     policy: CompressionPolicyKind,
-    app: &App,
+    app: LdcApp,
     clock_mhz: u32,
     options: &LdcOptions,
 ) -> Result<Figures, LdcError> {
@@ -278,8 +113,14 @@ fn run_one(
     if let Some(c) = device.ftl.compression.as_mut() {
         c.controller.clock_mhz = clock_mhz;
     }
+    let capacity = device
+        .user_capacity_bytes()
+        .map_err(|e| workload_error(app, e))?;
+    let workload = Builtin::Ldc(app)
+        .generate(capacity, options.seed)
+        .map_err(|e| workload_error(app, e))?;
     let content = ContentConfig {
-        mix: app.mix.parse::<ContentMix>().expect("static mix"),
+        zones: content_zones(&workload.content_zones())?,
         ..ContentConfig::default()
     };
     let config = RunConfig {
@@ -291,30 +132,46 @@ fn run_one(
         out_of_range: OutOfRange::Error,
         verify_reads: false,
         report: ReportOptions::default(),
-        workload_name: app.abbrev.to_string(),
+        workload_name: abbrev(app).to_string(),
     };
     let mut replayer = Replayer::new(config)?;
-    lay_down_snapshot(&mut replayer, options.seed)?;
+    replayer.initialise_snapshot(&content_zones(&workload.snapshot)?, &mut NoProgress)?;
+    replayer.age_snapshot(options.aging, &mut NoProgress)?;
     replayer.prepare(&mut NoProgress)?;
-    let requests = workload(app, options.quick, replayer.capacity_bytes(), options.seed)?;
-    let total = requests.len() as u64;
-    replayer.replay(requests.into_iter(), Some(total), &mut NoProgress)?;
+    // Quick: the first eighth of a pass (the existing data is laid down in full).
+    let pass_len = match options.quick {
+        true => (workload.requests.len() / 8)
+            .max(100)
+            .min(workload.requests.len()),
+        false => workload.requests.len(),
+    };
+    let pass = &workload.requests[..pass_len];
+    let total = pass.len() as u64 * LDC_PASSES as u64;
+    let requests = back_to_back(pass.iter().copied(), LDC_PASSES, REPEAT_GAP_NS);
+    replayer.replay(requests, Some(total), &mut NoProgress)?;
     Ok(figures(policy, app, clock_mhz, &replayer.report()))
 }
 
-fn in_run(policy: CompressionPolicyKind, app: &App, e: LdcError) -> LdcError {
+fn workload_error(app: LdcApp, e: impl std::fmt::Display) -> LdcError {
+    LdcError::Workload {
+        app: abbrev(app),
+        message: e.to_string(),
+    }
+}
+
+fn in_run(policy: CompressionPolicyKind, app: LdcApp, e: LdcError) -> LdcError {
     LdcError::Run {
         policy: policy.name(),
-        app: app.abbrev,
+        app: abbrev(app),
         source: Box::new(e),
     }
 }
 
-fn figures(policy: CompressionPolicyKind, app: &App, clock_mhz: u32, r: &RunReport) -> Figures {
+fn figures(policy: CompressionPolicyKind, app: LdcApp, clock_mhz: u32, r: &RunReport) -> Figures {
     let write = &r.latency["write"];
     Figures {
         policy: policy.name(),
-        app: app.abbrev,
+        app: abbrev(app),
         clock_mhz,
         page_programs: r.nand.page_programs,
         block_erases: r.nand.block_erases,
@@ -335,18 +192,15 @@ pub fn reproduce(
 ) -> Result<LdcResults, LdcError> {
     use CompressionPolicyKind::*;
     let mut runs = Vec::new();
-    let total = (APPS.len() * 5 + CLOCKS_MHZ.len() - 1) as u64;
+    let total = (LdcApp::ALL.len() * 5 + CLOCKS_MHZ.len() - 1) as u64;
     progress.phase("reproduce ldc", Some(total));
-    for app in &APPS {
+    for app in LdcApp::ALL {
         for policy in [Pm, Zftl, Sc, Ldc, Opt] {
             runs.push(run_one(policy, app, 200, options).map_err(|e| in_run(policy, app, e))?);
             progress.advance(runs.len() as u64);
         }
     }
-    let ma = APPS
-        .iter()
-        .find(|a| a.abbrev == "MA")
-        .expect("MA is in Table 4");
+    let ma = LdcApp::Multiple;
     for clock in CLOCKS_MHZ.into_iter().filter(|&c| c != 200) {
         runs.push(run_one(Ldc, ma, clock, options).map_err(|e| in_run(Ldc, ma, e))?);
         progress.advance(runs.len() as u64);
@@ -354,6 +208,7 @@ pub fn reproduce(
     let device_bytes = blocks_per_plane(options.quick) as u64 * 64 * 4096;
     Ok(LdcResults {
         quick: options.quick,
+        aging: options.aging,
         device_bytes,
         runs,
     })
@@ -369,14 +224,14 @@ impl LdcResults {
 
     /// `metric(policy) / metric(base)` per app at 200 MHz, and their mean.
     fn normalised(&self, policy: &str, base: &str, metric: fn(&Figures) -> u64) -> (Vec<f64>, f64) {
-        let per_app: Vec<f64> = APPS
+        let per_app: Vec<f64> = LdcApp::ALL
             .iter()
-            .map(|a| {
-                let b = metric(self.get(base, a.abbrev, 200)) as f64;
+            .map(|&a| {
+                let b = metric(self.get(base, abbrev(a), 200)) as f64;
                 if b == 0.0 {
                     f64::NAN
                 } else {
-                    metric(self.get(policy, a.abbrev, 200)) as f64 / b
+                    metric(self.get(policy, abbrev(a), 200)) as f64 / b
                 }
             })
             .collect();
@@ -396,8 +251,8 @@ impl LdcResults {
         metric: fn(&Figures) -> u64,
     ) -> String {
         let mut out = format!("{title}\n{:<8}", "");
-        for a in &APPS {
-            out.push_str(&format!("{:>7}", a.abbrev));
+        for a in LdcApp::ALL {
+            out.push_str(&format!("{:>7}", abbrev(a)));
         }
         out.push_str(&format!("{:>8}\n", "mean"));
         for p in policies {
@@ -432,7 +287,7 @@ impl LdcResults {
             },
             self.device_bytes >> 20,
             SNAPSHOT_UTILIZATION * 100.0,
-            SNAPSHOT_AGING * 100.0
+            self.aging * 100.0
         ));
         out.push_str(&self.table(
             "Fig. 8(a) pages compressed, normalised to zFTL",
@@ -535,39 +390,13 @@ mod tests {
         LdcOptions {
             quick: true,
             seed: 3,
-        }
-    }
-
-    #[test]
-    fn workloads_match_table4_counts_and_write_ratios() {
-        for app in &APPS {
-            let requests = workload(app, false, 4 << 30, 1).unwrap();
-            let data_requests = requests
-                .iter()
-                .filter(|r| r.kind != flashstack_block::RequestKind::Flush)
-                .count() as u64;
-            // Table 4 counts reads and writes; the flushes (fsync) come on top.
-            assert_eq!(data_requests, 3 * app.requests, "{}", app.abbrev);
-            let writes = requests
-                .iter()
-                .filter(|r| r.kind == flashstack_block::RequestKind::Write)
-                .count() as f64;
-            let data = requests
-                .iter()
-                .filter(|r| r.kind != flashstack_block::RequestKind::Flush)
-                .count() as f64;
-            let ratio = writes / data * 100.0;
-            assert!(
-                (ratio - app.write_percent as f64).abs() < 2.0,
-                "{}: {ratio}",
-                app.abbrev
-            );
+            aging: SNAPSHOT_AGING,
         }
     }
 
     #[test]
     fn compression_cuts_programs_and_runs_are_deterministic() {
-        let me = APPS.iter().find(|a| a.abbrev == "ME").unwrap();
+        let me = LdcApp::Messenger;
         let pm = run_one(CompressionPolicyKind::Pm, me, 200, &quick()).unwrap();
         let opt = run_one(CompressionPolicyKind::Opt, me, 200, &quick()).unwrap();
         assert!(opt.page_programs < pm.page_programs, "{opt:?} vs {pm:?}");
