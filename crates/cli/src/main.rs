@@ -3,6 +3,7 @@
 
 mod bench;
 mod device;
+mod mount;
 mod progress;
 mod run;
 mod workload;
@@ -34,6 +35,8 @@ enum Command {
     Presets(PresetArgs),
     /// Measure replay speed and memory (wall clock).
     Bench(bench::BenchArgs),
+    /// Mount the emulated stack with FUSE (block-file mode: --block).
+    Mount(mount::MountArgs),
     /// Reproduce a seed paper's evaluation, with the paper's figures beside ours.
     Reproduce {
         #[command(subcommand)]
@@ -108,6 +111,7 @@ fn main() {
         Command::Run(args) => run::run(args),
         Command::Presets(args) => presets(args),
         Command::Bench(args) => bench::bench(args),
+        Command::Mount(args) => mount::mount(args),
         Command::Reproduce {
             paper: ReproduceCommand::Ldc(args),
         } => reproduce_ldc(args),

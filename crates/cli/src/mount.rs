@@ -1,0 +1,255 @@
+//! `flashstack mount`: the emulated stack as a FUSE file system. Block-file mode
+//! (`--block`) exposes the device as `MOUNTPOINT/disk.img` for a kernel file system on a
+//! loop device; the F2FS mode comes with the read-write F2FS layer.
+
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use flashstack_block::LBA_SIZE;
+use flashstack_ftl::Ftl;
+use flashstack_fuse::{BlockFile, BlockFs, DISK_FILE_NAME};
+use flashstack_report::{render_json, render_table, ReportOptions, RunInfo, RunReport};
+
+use crate::device;
+
+#[derive(Args, Debug)]
+pub struct MountArgs {
+    /// An empty directory to mount on.
+    mountpoint: PathBuf,
+    /// Block-file mode: expose the device as MOUNTPOINT/disk.img (for losetup + mkfs).
+    #[arg(long)]
+    block: bool,
+    /// Device preset, TOML file, or either with +key=value overrides.
+    #[arg(long, value_name = "PRESET|FILE.toml", default_value = "ldc-emmc")]
+    device: String,
+    /// Logical device image: loaded at mount if it exists, written back at unmount.
+    #[arg(long, value_name = "FILE")]
+    image: Option<PathBuf>,
+    /// Write the run's metrics as JSON at unmount.
+    #[arg(long, value_name = "FILE")]
+    metrics: Option<PathBuf>,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+}
+
+pub fn mount(args: MountArgs) -> Result<()> {
+    if !args.block {
+        bail!(
+            "only block-file mode is available so far: pass --block (the F2FS mount needs \
+             the read-write F2FS layer, which is being written)"
+        );
+    }
+    check_mountpoint(&args.mountpoint)?;
+    check_fuse_device()?;
+    let config = device::resolve(&args.device)?;
+    let name = config.name.clone();
+    let ftl = Ftl::new(config.clone(), true, args.seed)
+        .with_context(|| format!("device '{}'", args.device))?;
+    let mut file = BlockFile::new(ftl);
+    if let Some(path) = args.image.as_deref().filter(|p| p.exists()) {
+        let blocks = load_image(&mut file, path)?;
+        eprintln!("{}: loaded {blocks} blocks", path.display());
+    }
+    let file = Arc::new(Mutex::new(file));
+    let session = start(&args.mountpoint, Arc::clone(&file))?;
+    let disk = args.mountpoint.join(DISK_FILE_NAME);
+    eprintln!(
+        "{name}: {} ready ({} bytes). Unmount with `umount {}` or Ctrl-C.",
+        disk.display(),
+        file.lock().map(|f| f.size_bytes()).unwrap_or(0),
+        args.mountpoint.display()
+    );
+    wait_for_unmount(session, &args.mountpoint)?;
+    let mut file = file.lock().unwrap_or_else(|p| p.into_inner());
+    let report = report(&file, &config, args.seed);
+    print!("{}", render_table(std::slice::from_ref(&report)));
+    let c = file.counters();
+    println!(
+        "block file: {} reads ({} bytes), {} writes ({} bytes, {} partial-block merges), {} \
+         syncs, {} discards ({} bytes)",
+        c.reads,
+        c.read_bytes,
+        c.writes,
+        c.write_bytes,
+        c.partial_block_merges,
+        c.syncs,
+        c.discards,
+        c.discard_bytes
+    );
+    if let Some(path) = &args.metrics {
+        std::fs::write(path, render_json(std::slice::from_ref(&report)))
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    if let Some(path) = &args.image {
+        let blocks = save_image(&mut file, path)?;
+        eprintln!("{}: saved {blocks} non-zero blocks", path.display());
+    }
+    Ok(())
+}
+
+/// An existing, empty directory: mounting over files would hide them.
+fn check_mountpoint(path: &Path) -> Result<()> {
+    let entries = std::fs::read_dir(path)
+        .with_context(|| format!("mountpoint {}: not a readable directory", path.display()))?;
+    if entries.count() != 0 {
+        bail!("mountpoint {}: directory is not empty", path.display());
+    }
+    Ok(())
+}
+
+fn check_fuse_device() -> Result<()> {
+    match std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/fuse")
+    {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => bail!(
+            "FUSE is not available: /dev/fuse is missing (load the fuse module; in a \
+             container, pass --device /dev/fuse)"
+        ),
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => bail!(
+            "FUSE is not usable: no permission to open /dev/fuse (run as root, or install \
+             fuse3 for the setuid fusermount3 helper)"
+        ),
+        Err(e) => bail!("FUSE is not usable: /dev/fuse: {e}"),
+    }
+}
+
+fn start(mountpoint: &Path, file: Arc<Mutex<BlockFile<Ftl>>>) -> Result<fuser::BackgroundSession> {
+    let (uid, gid) = current_ids();
+    let fs = BlockFs::new(file, uid, gid);
+    let mut config = fuser::Config::default();
+    config.mount_options = vec![
+        fuser::MountOption::FSName("flashstack".into()),
+        fuser::MountOption::Subtype("flashstack".into()),
+        fuser::MountOption::DefaultPermissions,
+    ];
+    fuser::spawn_mount(fs, mountpoint, &config)
+        .with_context(|| format!("cannot mount on {}", mountpoint.display()))
+}
+
+/// The owner of the mounted files: whoever runs flashstack (from /proc, no libc call).
+fn current_ids() -> (u32, u32) {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let id = |key: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(key))
+            .and_then(|rest| rest.split_whitespace().next())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    };
+    (id("Uid:"), id("Gid:"))
+}
+
+/// Returns once the file system is unmounted: from outside (`umount`), or by us after
+/// SIGINT/SIGTERM. A busy mount (a loop device still attached) is reported and waited on.
+fn wait_for_unmount(session: fuser::BackgroundSession, mountpoint: &Path) -> Result<()> {
+    let stop = Arc::new(AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(signal, Arc::clone(&stop))?;
+    }
+    let mut session = Some(session);
+    loop {
+        std::thread::sleep(Duration::from_millis(50));
+        if session.as_ref().is_some_and(|s| s.guard.is_finished()) {
+            let s = session.take().expect("checked");
+            return s.join().context("FUSE session ended with an error");
+        }
+        if stop.swap(false, Ordering::SeqCst) {
+            match unmount(mountpoint) {
+                Ok(()) => {}
+                Err(e) => eprintln!(
+                    "cannot unmount {}: {e}; still mounted",
+                    mountpoint.display()
+                ),
+            }
+        }
+    }
+}
+
+fn unmount(mountpoint: &Path) -> Result<()> {
+    let status = std::process::Command::new("umount")
+        .arg(mountpoint)
+        .status()
+        .context("cannot run umount")?;
+    if !status.success() {
+        bail!("umount failed (busy? detach the loop device first: losetup -d)");
+    }
+    Ok(())
+}
+
+fn report(file: &BlockFile<Ftl>, config: &flashstack_ftl::DeviceConfig, seed: u64) -> RunReport {
+    let ftl = file.device();
+    let info = RunInfo {
+        device: config.name.clone(),
+        gc_policy: ftl.policy_name().to_string(),
+        workload: "FUSE block file".to_string(),
+        seed,
+        contents_stored: true,
+        user_capacity_bytes: ftl.user_capacity_bytes(),
+        raw_capacity_bytes: config.nand.geometry.raw_bytes(),
+        precondition: None,
+    };
+    RunReport::from_device(ftl, info, &ReportOptions::default())
+}
+
+const IMAGE_CHUNK: usize = 256 * LBA_SIZE;
+
+/// Writes the image's non-zero blocks into the file; returns how many.
+fn load_image(file: &mut BlockFile<Ftl>, path: &Path) -> Result<u64> {
+    let mut image = File::open(path).with_context(|| format!("image {}", path.display()))?;
+    let len = image.metadata()?.len();
+    if !len.is_multiple_of(LBA_SIZE as u64) || len > file.size_bytes() {
+        bail!(
+            "image {}: {len} bytes is not a whole number of 4096-byte blocks within the \
+             device's {} bytes",
+            path.display(),
+            file.size_bytes()
+        );
+    }
+    let mut chunk = vec![0u8; IMAGE_CHUNK];
+    let (mut offset, mut blocks) = (0u64, 0u64);
+    while offset < len {
+        let n = IMAGE_CHUNK.min((len - offset) as usize);
+        image.read_exact(&mut chunk[..n])?;
+        for (i, block) in chunk[..n].chunks_exact(LBA_SIZE).enumerate() {
+            if block.iter().any(|&b| b != 0) {
+                file.write_at(offset + (i * LBA_SIZE) as u64, block)?;
+                blocks += 1;
+            }
+        }
+        offset += n as u64;
+    }
+    file.sync()?;
+    Ok(blocks)
+}
+
+/// Writes the device's contents as a sparse image; returns the non-zero blocks.
+fn save_image(file: &mut BlockFile<Ftl>, path: &Path) -> Result<u64> {
+    let mut image = File::create(path).with_context(|| format!("image {}", path.display()))?;
+    let size = file.size_bytes();
+    image.set_len(size)?;
+    let mut chunk = vec![0u8; IMAGE_CHUNK];
+    let (mut offset, mut blocks) = (0u64, 0u64);
+    while offset < size {
+        let n = file.read_at(offset, &mut chunk)?;
+        for (i, block) in chunk[..n].chunks_exact(LBA_SIZE).enumerate() {
+            if block.iter().any(|&b| b != 0) {
+                image.seek(SeekFrom::Start(offset + (i * LBA_SIZE) as u64))?;
+                image.write_all(block)?;
+                blocks += 1;
+            }
+        }
+        offset += n as u64;
+    }
+    image.sync_all()?;
+    Ok(blocks)
+}

@@ -1,0 +1,23 @@
+//! Thin FUSE adapters over flashstack's core.
+//!
+//! Block-file mode ([`BlockFs`]) exposes an emulated device as a single file, `disk.img`,
+//! so that `losetup`, `mkfs.ext4` (or btrfs, xfs) and `mount` put a real kernel file system
+//! on the emulated FTL and NAND, and the FTL techniques are measured under that file
+//! system's traffic. All semantics live in [`BlockFile`], which is tested without FUSE; the
+//! adapter only decodes requests, calls it, and maps its errors to errno in one place
+//! ([`errno`]).
+//!
+//! # Virtual time
+//!
+//! FUSE requests carry no timestamps that could be replayed deterministically, so virtual
+//! time follows the requests' order: each request arrives when the previous one completed
+//! (a closed loop with one request outstanding, as an eMMC host serves them) and real time
+//! between requests is ignored. The same sequence of requests therefore always gives the
+//! same figures, whatever the machine's speed.
+
+mod blockfile;
+pub mod errno;
+mod fs;
+
+pub use blockfile::{BlockFile, BlockFileCounters, BlockFileError};
+pub use fs::{BlockFs, DISK_FILE_NAME};
