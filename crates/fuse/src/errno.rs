@@ -2,7 +2,24 @@
 
 use flashstack_block::BlockError;
 
+use crate::tree::FsError;
 use crate::BlockFileError;
+
+/// errno for a failed file-system request.
+pub fn of_fs(error: &FsError) -> i32 {
+    match error {
+        FsError::NotFound => libc_consts::ENOENT,
+        FsError::Exists => libc_consts::EEXIST,
+        FsError::NotDir => libc_consts::ENOTDIR,
+        FsError::IsDir => libc_consts::EISDIR,
+        FsError::NotEmpty => libc_consts::ENOTEMPTY,
+        FsError::NoSpace => libc_consts::ENOSPC,
+        FsError::NameTooLong => libc_consts::ENAMETOOLONG,
+        FsError::Invalid(_) => libc_consts::EINVAL,
+        FsError::Unsupported(_) => libc_consts::EOPNOTSUPP,
+        FsError::Io(_) => libc_consts::EIO,
+    }
+}
 
 /// errno for a failed block-file request.
 pub fn of_block_file(error: &BlockFileError) -> i32 {
@@ -34,6 +51,8 @@ pub mod libc_consts {
     pub const EINVAL: i32 = 22;
     pub const EFBIG: i32 = 27;
     pub const ENOSPC: i32 = 28;
+    pub const ENAMETOOLONG: i32 = 36;
+    pub const ENOTEMPTY: i32 = 39;
     pub const EROFS: i32 = 30;
     pub const EOPNOTSUPP: i32 = 95;
 }

@@ -1,5 +1,9 @@
 //! Thin FUSE adapters over flashstack's core.
 //!
+//! File-system mode ([`TreeFs`]) mounts any [`InodeFs`] core: a file system in simulated
+//! time on an emulated device (the F2FS stack), or [`MemTree`], the in-memory reference
+//! the adapter is tested against.
+//!
 //! Block-file mode ([`BlockFs`]) exposes an emulated device as a single file, `disk.img`,
 //! so that `losetup`, `mkfs.ext4` (or btrfs, xfs) and `mount` put a real kernel file system
 //! on the emulated FTL and NAND, and the FTL techniques are measured under that file
@@ -18,6 +22,12 @@
 mod blockfile;
 pub mod errno;
 mod fs;
+mod memtree;
+pub mod tree;
+mod treefs;
 
 pub use blockfile::{BlockFile, BlockFileCounters, BlockFileError};
 pub use fs::{BlockFs, DISK_FILE_NAME};
+pub use memtree::MemTree;
+pub use tree::{Attr, FsError, FsStats, Ino, InodeFs, Kind};
+pub use treefs::TreeFs;

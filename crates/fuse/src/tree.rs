@@ -1,0 +1,99 @@
+//! The seam between a FUSE mount and a file system core: inode-based operations, as the
+//! kernel sends them, with typed errors that become errno in [`crate::errno`].
+//!
+//! Physics and durability: an implementation is a file system in simulated time on an
+//! emulated device. A completed `write` is visible to every later `read` at once; it
+//! survives power loss only once `fsync` of that inode (or `sync`) has completed. Namespace
+//! changes (create, unlink, rename, mkdir, ...) survive power loss once the parent
+//! directory or the file was fsync'd, or after `sync`. `sync` is what unmount calls: after it
+//! the device holds a consistent, checkpointed image.
+
+use thiserror::Error;
+
+/// An inode number; the root directory's is [`InodeFs::root`].
+pub type Ino = u64;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    File,
+    Dir,
+}
+
+/// What `stat` shows of an inode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Attr {
+    pub ino: Ino,
+    pub kind: Kind,
+    pub size: u64,
+    pub nlink: u32,
+    /// Permission bits (`0o644`).
+    pub perm: u16,
+    /// Last modification, in simulated nanoseconds since the file system was made.
+    pub mtime_ns: u64,
+}
+
+/// Capacity figures for `statfs`, in 4 KiB blocks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FsStats {
+    pub blocks: u64,
+    pub blocks_free: u64,
+    pub files: u64,
+    pub files_free: u64,
+}
+
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+pub enum FsError {
+    #[error("no such file or directory")]
+    NotFound,
+    #[error("already exists")]
+    Exists,
+    #[error("not a directory")]
+    NotDir,
+    #[error("is a directory")]
+    IsDir,
+    #[error("directory not empty")]
+    NotEmpty,
+    #[error("no space left")]
+    NoSpace,
+    #[error("name too long")]
+    NameTooLong,
+    #[error("invalid argument: {0}")]
+    Invalid(String),
+    #[error("not supported: {0}")]
+    Unsupported(String),
+    #[error("I/O error: {0}")]
+    Io(String),
+}
+
+/// A file system as a FUSE mount drives it. Names are raw bytes (no encoding assumed).
+pub trait InodeFs: Send + 'static {
+    fn root(&self) -> Ino;
+    fn lookup(&mut self, parent: Ino, name: &[u8]) -> Result<Attr, FsError>;
+    fn getattr(&mut self, ino: Ino) -> Result<Attr, FsError>;
+    /// Truncates or extends (with zeros) a regular file.
+    fn set_size(&mut self, ino: Ino, size: u64) -> Result<Attr, FsError>;
+    fn set_perm(&mut self, ino: Ino, perm: u16) -> Result<Attr, FsError>;
+    fn create(&mut self, parent: Ino, name: &[u8], perm: u16) -> Result<Attr, FsError>;
+    fn mkdir(&mut self, parent: Ino, name: &[u8], perm: u16) -> Result<Attr, FsError>;
+    fn unlink(&mut self, parent: Ino, name: &[u8]) -> Result<(), FsError>;
+    fn rmdir(&mut self, parent: Ino, name: &[u8]) -> Result<(), FsError>;
+    /// Replaces an existing target (a file, or an empty directory by a directory).
+    fn rename(
+        &mut self,
+        parent: Ino,
+        name: &[u8],
+        new_parent: Ino,
+        new_name: &[u8],
+    ) -> Result<(), FsError>;
+    fn link(&mut self, ino: Ino, new_parent: Ino, new_name: &[u8]) -> Result<Attr, FsError>;
+    /// Reads up to `out.len()` bytes at `offset`; short at the end of the file.
+    fn read(&mut self, ino: Ino, offset: u64, out: &mut [u8]) -> Result<usize, FsError>;
+    fn write(&mut self, ino: Ino, offset: u64, data: &[u8]) -> Result<usize, FsError>;
+    /// `data_only`: fdatasync (metadata only when the size changed).
+    fn fsync(&mut self, ino: Ino, data_only: bool) -> Result<(), FsError>;
+    /// Entries of a directory, without `.` and `..`, in a stable order.
+    fn readdir(&mut self, dir: Ino) -> Result<Vec<(Ino, Kind, Vec<u8>)>, FsError>;
+    fn statfs(&mut self) -> Result<FsStats, FsError>;
+    /// Makes everything durable and consistent (unmount, `sync`).
+    fn sync(&mut self) -> Result<(), FsError>;
+}

@@ -1,0 +1,418 @@
+//! The FUSE adapter of a file-system mount: every callback decodes its request, calls the
+//! [`InodeFs`] core and replies; errors become errno through [`crate::errno`]. No caching:
+//! files are opened in direct-I/O mode and attributes are not cached, so every read,
+//! write, fsync and stat reaches the core as such.
+
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use fuser::{
+    Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo, LockOwner,
+    OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyEmpty,
+    ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, Request, WriteFlags,
+};
+
+use crate::errno::{self, libc_consts as e};
+use crate::tree::{Attr, FsError, InodeFs, Kind};
+
+/// Nothing is cached in the kernel: the core is the only truth.
+const TTL: Duration = Duration::ZERO;
+/// `renameat2` flags (Linux).
+const RENAME_NOREPLACE: u32 = 1;
+const RENAME_EXCHANGE: u32 = 2;
+
+/// A mounted [`InodeFs`]. The core is shared so that the caller can read its figures after
+/// unmounting.
+pub struct TreeFs<F: InodeFs> {
+    core: Arc<Mutex<F>>,
+    uid: u32,
+    gid: u32,
+}
+
+impl<F: InodeFs> TreeFs<F> {
+    pub fn new(core: Arc<Mutex<F>>, uid: u32, gid: u32) -> Self {
+        TreeFs { core, uid, gid }
+    }
+
+    fn core(&self) -> MutexGuard<'_, F> {
+        self.core.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// FUSE's root is inode 1; the core's root may be any number.
+    fn to_core(&self, ino: INodeNo) -> u64 {
+        if ino == INodeNo::ROOT {
+            self.core().root()
+        } else {
+            u64::from(ino)
+        }
+    }
+
+    fn to_fuse(&self, root: u64, ino: u64) -> INodeNo {
+        if ino == root {
+            INodeNo::ROOT
+        } else {
+            INodeNo(ino)
+        }
+    }
+
+    fn file_attr(&self, root: u64, a: &Attr) -> FileAttr {
+        let mtime = UNIX_EPOCH + Duration::from_nanos(a.mtime_ns);
+        FileAttr {
+            ino: self.to_fuse(root, a.ino),
+            size: a.size,
+            blocks: a.size.div_ceil(512),
+            atime: mtime,
+            mtime,
+            ctime: mtime,
+            crtime: mtime,
+            kind: match a.kind {
+                Kind::File => FileType::RegularFile,
+                Kind::Dir => FileType::Directory,
+            },
+            perm: a.perm,
+            nlink: a.nlink,
+            uid: self.uid,
+            gid: self.gid,
+            rdev: 0,
+            blksize: 4096,
+            flags: 0,
+        }
+    }
+
+    fn entry(&self, result: Result<Attr, FsError>, reply: ReplyEntry) {
+        let root = self.core().root();
+        match result {
+            Ok(a) => reply.entry(&TTL, &self.file_attr(root, &a), Generation(0)),
+            Err(error) => reply.error(fs_err(&error)),
+        }
+    }
+
+    fn attr(&self, result: Result<Attr, FsError>, reply: ReplyAttr) {
+        let root = self.core().root();
+        match result {
+            Ok(a) => reply.attr(&TTL, &self.file_attr(root, &a)),
+            Err(error) => reply.error(fs_err(&error)),
+        }
+    }
+}
+
+fn fs_err(error: &FsError) -> Errno {
+    Errno::from_i32(errno::of_fs(error))
+}
+
+fn empty(result: Result<(), FsError>, reply: ReplyEmpty) {
+    match result {
+        Ok(()) => reply.ok(),
+        Err(error) => reply.error(fs_err(&error)),
+    }
+}
+
+fn perm_of(mode: u32, umask: u32) -> u16 {
+    (mode & !umask & 0o7777) as u16
+}
+
+impl<F: InodeFs> Filesystem for TreeFs<F> {
+    fn destroy(&mut self) {
+        // Unmount: checkpoint, so the device holds a consistent image.
+        if let Err(error) = self.core().sync() {
+            eprintln!("flashstack: sync at unmount failed: {error}");
+        }
+    }
+
+    fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
+        let parent = self.to_core(parent);
+        let result = self.core().lookup(parent, name.as_bytes());
+        self.entry(result, reply);
+    }
+
+    fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
+        let ino = self.to_core(ino);
+        let result = self.core().getattr(ino);
+        self.attr(result, reply);
+    }
+
+    fn setattr(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        mode: Option<u32>,
+        _uid: Option<u32>,
+        _gid: Option<u32>,
+        size: Option<u64>,
+        _atime: Option<fuser::TimeOrNow>,
+        _mtime: Option<fuser::TimeOrNow>,
+        _ctime: Option<SystemTime>,
+        _fh: Option<FileHandle>,
+        _crtime: Option<SystemTime>,
+        _chgtime: Option<SystemTime>,
+        _bkuptime: Option<SystemTime>,
+        _flags: Option<fuser::BsdFileFlags>,
+        reply: ReplyAttr,
+    ) {
+        let ino = self.to_core(ino);
+        let mut core = self.core();
+        let mut result = core.getattr(ino);
+        if let (Ok(_), Some(size)) = (&result, size) {
+            result = core.set_size(ino, size);
+        }
+        if let (Ok(_), Some(mode)) = (&result, mode) {
+            result = core.set_perm(ino, (mode & 0o7777) as u16);
+        }
+        drop(core);
+        // Owners and times are not stored: the mount shows the mounting user and mtimes in
+        // simulated time.
+        self.attr(result, reply);
+    }
+
+    fn mknod(
+        &self,
+        _req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        mode: u32,
+        umask: u32,
+        _rdev: u32,
+        reply: ReplyEntry,
+    ) {
+        if mode & 0o170000 != 0o100000 {
+            return reply.error(Errno::from_i32(e::EOPNOTSUPP));
+        }
+        let parent = self.to_core(parent);
+        let result = self
+            .core()
+            .create(parent, name.as_bytes(), perm_of(mode, umask));
+        self.entry(result, reply);
+    }
+
+    fn mkdir(
+        &self,
+        _req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        mode: u32,
+        umask: u32,
+        reply: ReplyEntry,
+    ) {
+        let parent = self.to_core(parent);
+        let result = self
+            .core()
+            .mkdir(parent, name.as_bytes(), perm_of(mode, umask));
+        self.entry(result, reply);
+    }
+
+    fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        let parent = self.to_core(parent);
+        empty(self.core().unlink(parent, name.as_bytes()), reply);
+    }
+
+    fn rmdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        let parent = self.to_core(parent);
+        empty(self.core().rmdir(parent, name.as_bytes()), reply);
+    }
+
+    fn rename(
+        &self,
+        _req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        newparent: INodeNo,
+        newname: &OsStr,
+        flags: RenameFlags,
+        reply: ReplyEmpty,
+    ) {
+        let bits = flags.bits();
+        if bits & RENAME_EXCHANGE != 0 || bits & !(RENAME_NOREPLACE | RENAME_EXCHANGE) != 0 {
+            return reply.error(Errno::from_i32(e::EINVAL));
+        }
+        let (parent, newparent) = (self.to_core(parent), self.to_core(newparent));
+        let mut core = self.core();
+        if bits & RENAME_NOREPLACE != 0 && core.lookup(newparent, newname.as_bytes()).is_ok() {
+            return reply.error(Errno::from_i32(e::EEXIST));
+        }
+        let result = core.rename(parent, name.as_bytes(), newparent, newname.as_bytes());
+        drop(core);
+        empty(result, reply);
+    }
+
+    fn link(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        newparent: INodeNo,
+        newname: &OsStr,
+        reply: ReplyEntry,
+    ) {
+        let (ino, newparent) = (self.to_core(ino), self.to_core(newparent));
+        let result = self.core().link(ino, newparent, newname.as_bytes());
+        self.entry(result, reply);
+    }
+
+    fn open(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
+        let ino = self.to_core(ino);
+        match self.core().getattr(ino) {
+            Ok(a) if a.kind == Kind::File => {
+                reply.opened(FileHandle(0), FopenFlags::FOPEN_DIRECT_IO)
+            }
+            Ok(_) => reply.error(Errno::from_i32(e::EISDIR)),
+            Err(error) => reply.error(fs_err(&error)),
+        }
+    }
+
+    fn create(
+        &self,
+        _req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        mode: u32,
+        umask: u32,
+        _flags: i32,
+        reply: ReplyCreate,
+    ) {
+        let parent = self.to_core(parent);
+        let mut core = self.core();
+        let root = core.root();
+        match core.create(parent, name.as_bytes(), perm_of(mode, umask)) {
+            Ok(a) => {
+                drop(core);
+                let attr = self.file_attr(root, &a);
+                reply.created(
+                    &TTL,
+                    &attr,
+                    Generation(0),
+                    FileHandle(0),
+                    FopenFlags::FOPEN_DIRECT_IO,
+                )
+            }
+            Err(error) => reply.error(fs_err(&error)),
+        }
+    }
+
+    fn read(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        offset: u64,
+        size: u32,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        reply: ReplyData,
+    ) {
+        let ino = self.to_core(ino);
+        let mut buffer = vec![0u8; size as usize];
+        match self.core().read(ino, offset, &mut buffer) {
+            Ok(n) => reply.data(&buffer[..n]),
+            Err(error) => reply.error(fs_err(&error)),
+        }
+    }
+
+    fn write(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        offset: u64,
+        data: &[u8],
+        _write_flags: WriteFlags,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        reply: ReplyWrite,
+    ) {
+        let ino = self.to_core(ino);
+        match self.core().write(ino, offset, data) {
+            Ok(n) => reply.written(n as u32),
+            Err(error) => reply.error(fs_err(&error)),
+        }
+    }
+
+    fn flush(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _fh: FileHandle,
+        _lock_owner: LockOwner,
+        reply: ReplyEmpty,
+    ) {
+        // close() does not make data durable on Linux file systems either.
+        reply.ok();
+    }
+
+    fn fsync(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        datasync: bool,
+        reply: ReplyEmpty,
+    ) {
+        let ino = self.to_core(ino);
+        empty(self.core().fsync(ino, datasync), reply);
+    }
+
+    fn fsyncdir(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        datasync: bool,
+        reply: ReplyEmpty,
+    ) {
+        let ino = self.to_core(ino);
+        empty(self.core().fsync(ino, datasync), reply);
+    }
+
+    fn readdir(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        offset: u64,
+        mut reply: ReplyDirectory,
+    ) {
+        let core_ino = self.to_core(ino);
+        let mut core = self.core();
+        let root = core.root();
+        let listing = match core.readdir(core_ino) {
+            Ok(listing) => listing,
+            Err(error) => return reply.error(fs_err(&error)),
+        };
+        drop(core);
+        let dots = [
+            (ino, FileType::Directory, b".".to_vec()),
+            (ino, FileType::Directory, b"..".to_vec()),
+        ];
+        let entries = dots
+            .into_iter()
+            .chain(listing.into_iter().map(|(i, kind, name)| {
+                let kind = match kind {
+                    Kind::File => FileType::RegularFile,
+                    Kind::Dir => FileType::Directory,
+                };
+                (self.to_fuse(root, i), kind, name)
+            }));
+        for (i, (entry_ino, kind, name)) in entries.enumerate().skip(offset as usize) {
+            if reply.add(entry_ino, i as u64 + 1, kind, OsStr::from_bytes(&name)) {
+                break;
+            }
+        }
+        reply.ok();
+    }
+
+    fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {
+        match self.core().statfs() {
+            Ok(s) => reply.statfs(
+                s.blocks,
+                s.blocks_free,
+                s.blocks_free,
+                s.files,
+                s.files_free,
+                4096,
+                255,
+                4096,
+            ),
+            Err(error) => reply.error(fs_err(&error)),
+        }
+    }
+}
