@@ -1,0 +1,63 @@
+//! Codec speed on 4 KiB pages of each content class: `cargo bench -p flashstack-codec`.
+//!
+//! Each iteration compresses (or decompresses) 64 distinct pages of one class with one
+//! warm codec, the way the FTL calls it. `examples/codec_table.rs` prints the same
+//! measurement, with ratios, as one table (docs/codecs.md).
+
+use std::hint::black_box;
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use flashstack_codec::CodecKind;
+use flashstack_content::{ContentClass, ContentMix, ContentModel, PAGE_SIZE};
+
+const PAGES: u64 = 64;
+const CODECS: [&str; 5] = ["lz4", "lzo1x-1", "zstd:1", "zstd:3", "zlib:6"];
+
+fn pages(class: ContentClass) -> Vec<Vec<u8>> {
+    let model = ContentModel::new(7, ContentMix::default());
+    (0..PAGES)
+        .map(|lba| {
+            let mut page = vec![0u8; PAGE_SIZE];
+            model.fill_class(class, lba * 37, 0, &mut page);
+            page
+        })
+        .collect()
+}
+
+fn codecs(c: &mut Criterion) {
+    for spec in CODECS {
+        let kind: CodecKind = spec.parse().expect("a valid codec name");
+        let mut group = c.benchmark_group(format!("codec/{kind}"));
+        group.throughput(Throughput::Bytes(PAGES * PAGE_SIZE as u64));
+        for class in ContentClass::ALL {
+            let input = pages(class);
+            let mut codec = kind.build().expect("codec context");
+            let mut packed: Vec<Vec<u8>> = vec![Vec::new(); input.len()];
+            for (page, out) in input.iter().zip(packed.iter_mut()) {
+                codec.compress(page, out);
+            }
+            let mut out = Vec::with_capacity(2 * PAGE_SIZE);
+            group.bench_function(format!("compress/{}", class.name()), |b| {
+                b.iter(|| {
+                    for page in &input {
+                        black_box(codec.compress(page, &mut out));
+                    }
+                })
+            });
+            group.bench_function(format!("decompress/{}", class.name()), |b| {
+                b.iter(|| {
+                    for p in &packed {
+                        codec
+                            .decompress(p, &mut out, PAGE_SIZE)
+                            .expect("own output decodes");
+                        black_box(&out);
+                    }
+                })
+            });
+        }
+        group.finish();
+    }
+}
+
+criterion_group!(benches, codecs);
+criterion_main!(benches);
