@@ -73,11 +73,16 @@ pub struct FtlConfig {
     pub compression: Option<CompressionConfig>,
 }
 
-/// Compression inside the FTL: which policy decides, and what the controller costs.
+/// Compression inside the FTL: which policy decides, which codec compresses, and what the
+/// controller costs.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CompressionConfig {
     pub policy: crate::compression::CompressionPolicyKind,
+    /// The page codec (`lzo1x-1`, `lz4`, `zstd:L`, `zlib:L`; default `lzo1x-1`, the codec
+    /// the LDC paper measured and the predictor table is fitted to).
+    #[serde(default)]
+    pub codec: flashstack_codec::CodecKind,
     #[serde(default)]
     pub controller: crate::compression::ControllerTiming,
 }

@@ -136,9 +136,16 @@ impl Ftl {
                 .ftl
                 .compression
                 .as_ref()
+                .map(|c| c.codec)
+                .unwrap_or_default(),
+            config
+                .ftl
+                .compression
+                .as_ref()
                 .map(|c| c.controller.clone())
                 .unwrap_or_default(),
-        );
+        )
+        .map_err(|e| ConfigError::new("ftl.compression.codec", e.to_string()))?;
         if compressor.policy.is_some() && !store_contents {
             return Err(ConfigError::new(
                 "ftl.compression",

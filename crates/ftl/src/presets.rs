@@ -161,6 +161,7 @@ pub fn ldc_emmc_with(policy: CompressionPolicyKind) -> DeviceConfig {
     config.ftl.slot_bytes = 512;
     config.ftl.compression = Some(CompressionConfig {
         policy,
+        codec: Default::default(),
         controller: ControllerTiming::default(),
     });
     if policy == CompressionPolicyKind::Ldc {

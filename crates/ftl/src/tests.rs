@@ -137,7 +137,7 @@ fn page_of(tag: u64) -> Vec<u8> {
     for (i, chunk) in page.chunks_exact_mut(8).enumerate() {
         let word = match tag % 3 {
             0 if i > 0 => tag % 251,
-            // About 0.7 under LZ4: low compressibility, the data caGC lets straddle.
+            // About 0.7 under LZO1X-1: low compressibility, the data caGC lets straddle.
             1 if i % 8 >= 5 => 0,
             _ => (tag.wrapping_mul(0x9E37_79B9) ^ i as u64).wrapping_mul(0xBF58_476D_1CE4_E5B9),
         };
@@ -320,6 +320,7 @@ fn config_strategy() -> impl Strategy<Value = DeviceConfig> {
                 config.ftl.slot_bytes = slot_bytes.min(1024);
                 config.ftl.compression = Some(CompressionConfig {
                     policy,
+                    codec: Default::default(),
                     controller: ControllerTiming::default(),
                 });
                 if policy == CompressionPolicyKind::Ldc {
@@ -411,6 +412,7 @@ fn long_random_run_with_compression() {
         config.ftl.slot_bytes = 512;
         config.ftl.compression = Some(CompressionConfig {
             policy,
+            codec: Default::default(),
             controller: ControllerTiming::default(),
         });
         // One plane of 64 blocks, little spare: eleven open frontiers (compressed + ten
@@ -461,6 +463,7 @@ fn power_cut_at_every_point_of_straddling_gc() {
     config.ftl.slot_bytes = 512;
     config.ftl.compression = Some(CompressionConfig {
         policy: CompressionPolicyKind::Ldc,
+        codec: Default::default(),
         controller: ControllerTiming::default(),
     });
     config.nand.geometry.channels = 1;
