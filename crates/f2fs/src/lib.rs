@@ -63,6 +63,7 @@ pub mod crc;
 pub mod dentry;
 pub mod error;
 pub mod features;
+pub mod fs;
 mod io;
 pub mod layout;
 pub mod memdev;
@@ -76,6 +77,7 @@ pub mod superblock;
 
 pub use error::{Corruption, F2fsError};
 pub use features::Features;
+pub use fs::{DirEntryInfo, F2fs, FileKind, FsError, Metrics, Stat};
 pub use layout::Layout;
 pub use memdev::MemDevice;
 pub use mkfs::{mkfs, mkfs_timed, MkfsOptions};

@@ -425,7 +425,7 @@ fn build_nat_bits(layout: &Layout, cp: &Checkpoint) -> NatBits {
 }
 
 /// `calc_extra_isize`: how much of the extra-attribute area the enabled features need.
-fn extra_isize(features: Features) -> u16 {
+pub(crate) fn extra_isize(features: Features) -> u16 {
     let wanted = [
         (FEATURE_COMPRESSION, TOTAL_EXTRA_ATTR_SIZE),
         (FEATURE_INODE_CRTIME, 24), // up to i_compr_blocks

@@ -1,0 +1,215 @@
+//! Checkpoints (`f2fs_write_checkpoint`): dirty nodes to their logs, dirty NAT and SIT
+//! blocks to their other copies (flipping the version bitmap bits), the current node
+//! summaries to the SSA, then a new pack in the other CP segment, header and payload and
+//! summaries first, a flush, and the footer last, so a torn pack is never taken.
+
+use flashstack_block::BlockDevice;
+
+use super::{BlockKind, F2fs, FsError};
+use crate::checkpoint::{Checkpoint, OrphanBlock};
+use crate::codec::{set_bit_msb, test_bit_msb, Block};
+use crate::consts::*;
+use crate::nat::nat_block_addr;
+use crate::sit::SitBlock;
+use crate::summary::SummaryBlock;
+
+impl<D: BlockDevice> F2fs<D> {
+    /// Writes a checkpoint; `unmount` marks it clean (`CP_UMOUNT_FLAG`, node summaries
+    /// in the pack).
+    pub(crate) fn checkpoint(&mut self, unmount: bool) -> Result<(), FsError> {
+        self.flush_nodes()?;
+        self.flush_nat()?;
+        self.flush_sit()?;
+        self.write_current_summaries()?;
+        self.write_pack(unmount)?;
+        self.segs.prefree.clear();
+        let released = std::mem::take(&mut self.nat.released);
+        self.nat.free.extend(released);
+        self.metrics.checkpoints += 1;
+        self.shrink_caches();
+        Ok(())
+    }
+
+    fn flush_nodes(&mut self) -> Result<(), FsError> {
+        let dirty: Vec<u32> = self.dirty_nodes.iter().copied().collect();
+        for nid in dirty {
+            self.write_node(nid, BlockKind::Node, 0)?;
+        }
+        Ok(())
+    }
+
+    fn flush_nat(&mut self) -> Result<(), FsError> {
+        let dirty: Vec<u32> = std::mem::take(&mut self.nat.dirty).into_iter().collect();
+        for index in dirty {
+            let Some(block) = self.nat.blocks.get(&index) else {
+                continue;
+            };
+            let raw = block.encode();
+            let second = !crate::checkpoint::nat_block_in_second_copy(&self.nat_bitmap, index);
+            let addr = nat_block_addr(self.sb.nat_blkaddr, index, second);
+            self.write_blocks(addr, &raw[..], None, BlockKind::Nat)?;
+            flip_bit(&mut self.nat_bitmap, index as usize);
+        }
+        Ok(())
+    }
+
+    fn flush_sit(&mut self) -> Result<(), FsError> {
+        let dirty: std::collections::BTreeSet<u32> = std::mem::take(&mut self.segs.dirty)
+            .into_iter()
+            .map(|s| s / SIT_ENTRY_PER_BLOCK)
+            .collect();
+        for index in dirty {
+            let first = (index * SIT_ENTRY_PER_BLOCK) as usize;
+            let last = (first + SIT_ENTRY_PER_BLOCK as usize).min(self.segs.info.len());
+            let block = SitBlock {
+                entries: self.segs.info[first..last]
+                    .iter()
+                    .map(|s| s.to_entry())
+                    .collect(),
+            };
+            let second = !test_bit_msb(&self.sit_bitmap, index as usize);
+            let addr = self.sit_addr(index, Some(second));
+            self.write_blocks(addr, &block.encode()[..], None, BlockKind::Sit)?;
+            flip_bit(&mut self.sit_bitmap, index as usize);
+        }
+        Ok(())
+    }
+
+    /// The six current summaries also go to the SSA, so the node logs' are found there
+    /// after a non-unmount checkpoint and cleaning can read any segment's owners.
+    fn write_current_summaries(&mut self) -> Result<(), FsError> {
+        for log in 0..NR_CURSEG_TYPE {
+            let l = &self.segs.logs[log];
+            let at = self.sb.ssa_blkaddr as u64 + l.segno as u64;
+            let raw = l.sum.encode();
+            self.write_blocks(at, &raw[..], None, BlockKind::Ssa)?;
+        }
+        Ok(())
+    }
+
+    fn write_pack(&mut self, unmount: bool) -> Result<(), FsError> {
+        let cp = self.next_checkpoint(unmount);
+        let pack = if self.cp_pack == 1 { 2 } else { 1 };
+        let start = self.pack_start(pack);
+        let mut body: Vec<u8> = Vec::new();
+        body.extend_from_slice(&cp.encode()[..]);
+        body.extend_from_slice(&self.sit_payload());
+        for block in self.orphan_blocks() {
+            body.extend_from_slice(&block[..]);
+        }
+        for log in 0..NR_CURSEG_DATA_TYPE {
+            body.extend_from_slice(&self.pack_summary(log)[..]);
+        }
+        if unmount {
+            for log in NR_CURSEG_DATA_TYPE..NR_CURSEG_TYPE {
+                body.extend_from_slice(&self.pack_summary(log)[..]);
+            }
+        }
+        self.write_blocks(start, &body, None, BlockKind::Checkpoint)?;
+        self.flush_device()?;
+        let footer_at = start + cp.cp_pack_total_block_count as u64 - 1;
+        self.write_blocks(footer_at, &cp.encode()[..], None, BlockKind::Checkpoint)?;
+        self.flush_device()?;
+        self.cp = cp;
+        self.cp_pack = pack;
+        Ok(())
+    }
+
+    fn pack_summary(&self, log: usize) -> Box<Block> {
+        let mut sum: SummaryBlock = self.segs.logs[log].sum.clone();
+        // The journals stay empty: every NAT and SIT change went to its area.
+        sum.journal = Default::default();
+        sum.encode()
+    }
+
+    fn orphan_blocks(&self) -> Vec<Box<Block>> {
+        let inos: Vec<u32> = self.orphans.iter().copied().collect();
+        let chunks: Vec<&[u32]> = inos.chunks(ORPHANS_PER_BLOCK).collect();
+        let count = chunks.len() as u16;
+        chunks
+            .iter()
+            .enumerate()
+            .map(|(i, chunk)| {
+                OrphanBlock {
+                    inos: chunk.to_vec(),
+                    blk_addr: i as u16 + 1,
+                    blk_count: count,
+                    entry_count: chunk.len() as u32,
+                    check_sum: 0,
+                }
+                .encode()
+            })
+            .collect()
+    }
+
+    /// The SIT version bitmap in CP payload blocks (large volumes only).
+    fn sit_payload(&self) -> Vec<u8> {
+        let blocks = self.sb.cp_payload as usize;
+        let mut out = vec![0u8; blocks * BLOCK_SIZE];
+        if blocks > 0 {
+            let n = self.sit_bitmap.len().min(out.len());
+            out[..n].copy_from_slice(&self.sit_bitmap[..n]);
+        }
+        out
+    }
+
+    fn next_checkpoint(&self, unmount: bool) -> Checkpoint {
+        let mut cp = self.cp.clone();
+        let orphan_blocks = self.orphans.len().div_ceil(ORPHANS_PER_BLOCK) as u32;
+        cp.checkpoint_ver = self.cp.checkpoint_ver.wrapping_add(1);
+        cp.valid_block_count = self.segs.valid_blocks;
+        cp.free_segment_count = self.segs.empty_segments();
+        for i in 0..NR_CURSEG_DATA_TYPE {
+            let (d, n) = (&self.segs.logs[i], &self.segs.logs[i + NR_CURSEG_DATA_TYPE]);
+            cp.cur_data_segno[i] = d.segno;
+            cp.cur_data_blkoff[i] = d.blkoff;
+            cp.cur_node_segno[i] = n.segno;
+            cp.cur_node_blkoff[i] = n.blkoff;
+        }
+        cp.alloc_type = [ALLOC_LFS; MAX_ACTIVE_LOGS];
+        cp.ckpt_flags = CP_CRC_RECOVERY_FLAG
+            | if unmount { CP_UMOUNT_FLAG } else { 0 }
+            | if orphan_blocks > 0 {
+                CP_ORPHAN_PRESENT_FLAG
+            } else {
+                0
+            };
+        let summaries = if unmount {
+            NR_CURSEG_TYPE
+        } else {
+            NR_CURSEG_DATA_TYPE
+        } as u32;
+        cp.cp_pack_start_sum = 1 + self.sb.cp_payload + orphan_blocks;
+        cp.cp_pack_total_block_count = cp.cp_pack_start_sum + summaries + 1;
+        cp.valid_node_count = self.valid_node_count;
+        cp.valid_inode_count = self.valid_inode_count;
+        cp.next_free_nid = self.nat.free.first().copied().unwrap_or(cp.next_free_nid);
+        cp.elapsed_time = cp.elapsed_time.max(self.now_ns / 1_000_000_000);
+        cp.checksum_offset = CP_CHKSUM_OFFSET;
+        cp.tail = self.bitmap_tail();
+        cp
+    }
+
+    /// Bytes 192.. of the CP block: the SIT bitmap (unless in the payload), then the NAT
+    /// bitmap.
+    fn bitmap_tail(&self) -> Vec<u8> {
+        let mut tail = vec![0u8; BLOCK_SIZE - CP_BITMAP_OFFSET];
+        let mut at = 0;
+        if self.sb.cp_payload == 0 {
+            tail[..self.sit_bitmap.len()].copy_from_slice(&self.sit_bitmap);
+            at = self.sit_bitmap.len();
+        }
+        tail[at..at + self.nat_bitmap.len()].copy_from_slice(&self.nat_bitmap);
+        tail
+    }
+}
+
+fn flip_bit(map: &mut [u8], nr: usize) {
+    if test_bit_msb(map, nr) {
+        if let Some(b) = map.get_mut(nr / 8) {
+            *b &= !(0x80 >> (nr % 8));
+        }
+    } else {
+        set_bit_msb(map, nr);
+    }
+}

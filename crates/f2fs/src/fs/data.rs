@@ -1,0 +1,524 @@
+//! File data: the node tree that maps a file's block index to a block address (inode,
+//! two direct, two indirect and one double-indirect node, `get_node_path` in the kernel's
+//! `fs/f2fs/node.c`), inline data, out-of-place page writes and truncation.
+
+use flashstack_block::BlockDevice;
+
+use super::{corrupt, le64_at, put_le64_at, put_word, word, F2fs, FsError};
+use crate::codec::{zero_block, Block};
+use crate::consts::*;
+use crate::layout::*;
+use crate::node::Inode;
+use crate::summary::Summary;
+
+/// Byte offsets of inode fields the write path updates in place.
+pub(crate) const OFF_ADVISE: usize = 2;
+pub(crate) const OFF_INLINE: usize = 3;
+pub(crate) const OFF_LINKS: usize = 12;
+pub(crate) const OFF_SIZE: usize = 16;
+pub(crate) const OFF_BLOCKS: usize = 24;
+pub(crate) const OFF_CTIME: usize = 40;
+pub(crate) const OFF_MTIME: usize = 48;
+pub(crate) const OFF_DEPTH: usize = 72;
+pub(crate) const OFF_XATTR_NID: usize = 76;
+/// Word index of `i_addr[0]` and of `i_nid[0]` in an inode block.
+pub(crate) const ADDR_WORD: usize = INODE_ADDR_OFFSET / 4;
+pub(crate) const NID_WORD: usize = ADDR_WORD + ADDRS_PER_INODE;
+/// `FADVISE_COLD_BIT` / `FADVISE_HOT_BIT` of `i_advise`: the file's temperature from its
+/// extension, set at create.
+pub(crate) const FADVISE_COLD: u8 = 0x01;
+pub(crate) const FADVISE_HOT: u8 = 0x20;
+
+const PER_BLOCK: u64 = ADDRS_PER_BLOCK as u64;
+/// Pages a long write takes between two chances for cleaning.
+const BALANCE_EVERY_PAGES: u32 = 64;
+
+/// Where an inode's addresses and inline bytes are.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Geometry {
+    /// `i_addr` words taken by extra attributes.
+    pub extra: usize,
+    /// Data addresses in the inode (`ADDRS_PER_INODE`).
+    pub addrs: usize,
+    /// `MAX_INLINE_DATA`.
+    pub inline_bytes: usize,
+}
+
+impl Geometry {
+    /// Byte offset of the inline area (after the one reserved word).
+    pub fn inline_start(&self) -> usize {
+        INODE_ADDR_OFFSET + 4 * (self.extra + INLINE_RESERVED_ADDRS as usize)
+    }
+}
+
+/// The path to a block's address: (slot in parent, node offset) for each node below the
+/// inode, and the address's index in the last node (in the inode: after extra words).
+pub(crate) struct NodePath {
+    pub levels: Vec<(usize, u32)>,
+    pub leaf: usize,
+}
+
+/// `get_node_path`.
+pub(crate) fn node_path(block: u64, addrs: usize) -> Result<NodePath, FsError> {
+    let n = PER_BLOCK;
+    let direct = addrs as u64;
+    if block < direct {
+        return Ok(NodePath {
+            levels: vec![],
+            leaf: block as usize,
+        });
+    }
+    let mut b = block - direct;
+    if b < n {
+        return Ok(path(vec![(0, 1)], b));
+    }
+    b -= n;
+    if b < n {
+        return Ok(path(vec![(1, 2)], b));
+    }
+    b -= n;
+    if b < n * n {
+        let i = b / n;
+        return Ok(path(vec![(2, 3), (i as usize, 4 + i as u32)], b % n));
+    }
+    b -= n * n;
+    if b < n * n {
+        let i = b / n;
+        let base = 5 + n as u32;
+        return Ok(path(
+            vec![(3, 4 + n as u32), (i as usize, base + i as u32)],
+            b % n,
+        ));
+    }
+    b -= n * n;
+    if b < n * n * n {
+        let (i, j) = (b / (n * n), (b / n) % n);
+        let ind = 6 + 2 * n as u32 + i as u32 * (n as u32 + 1);
+        let levels = vec![
+            (4, 5 + 2 * n as u32),
+            (i as usize, ind),
+            (j as usize, ind + 1 + j as u32),
+        ];
+        return Ok(path(levels, b % n));
+    }
+    Err(FsError::TooLarge(format!(
+        "block {block} is beyond the node tree"
+    )))
+}
+
+fn path(levels: Vec<(usize, u32)>, leaf: u64) -> NodePath {
+    NodePath {
+        levels,
+        leaf: leaf as usize,
+    }
+}
+
+/// The node holding a block's address: its id, the word index in it and `ofs_in_node`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Dnode {
+    pub nid: u32,
+    pub word: usize,
+    pub ofs_in_node: u16,
+}
+
+/// Largest file size in bytes the node tree can address (with 923 inode addresses).
+pub const MAX_FILE_BYTES: u64 = (ADDRS_PER_INODE as u64
+    + 2 * PER_BLOCK
+    + 2 * PER_BLOCK * PER_BLOCK
+    + PER_BLOCK * PER_BLOCK * PER_BLOCK)
+    * BLOCK_SIZE as u64;
+
+impl<D: BlockDevice> F2fs<D> {
+    pub(crate) fn geometry(&mut self, ino: u32) -> Result<Geometry, FsError> {
+        let flexible = self.sb.feature.contains(FEATURE_FLEXIBLE_INLINE_XATTR);
+        let inode = Inode::decode(self.node(ino)?);
+        let extra = inode.extra_words();
+        let xattr = inode.inline_xattr_words(flexible);
+        let addrs = ADDRS_PER_INODE.saturating_sub(extra + xattr);
+        if addrs < 2 {
+            return Err(corrupt(format!("inode {ino}: no room for addresses")));
+        }
+        Ok(Geometry {
+            extra,
+            addrs,
+            inline_bytes: 4 * (addrs - INLINE_RESERVED_ADDRS as usize),
+        })
+    }
+
+    pub(crate) fn inode_u64(&mut self, ino: u32, off: usize) -> Result<u64, FsError> {
+        Ok(le64_at(self.node(ino)?, off))
+    }
+
+    pub(crate) fn set_inode_u64(&mut self, ino: u32, off: usize, v: u64) -> Result<(), FsError> {
+        put_le64_at(self.node(ino)?, off, v);
+        self.dirty_nodes.insert(ino);
+        Ok(())
+    }
+
+    pub(crate) fn inode_byte(&mut self, ino: u32, off: usize) -> Result<u8, FsError> {
+        Ok(self.node(ino)?[off])
+    }
+
+    pub(crate) fn add_blocks(&mut self, ino: u32, delta: i64) -> Result<(), FsError> {
+        let v = self.inode_u64(ino, OFF_BLOCKS)?;
+        self.set_inode_u64(ino, OFF_BLOCKS, v.saturating_add_signed(delta))
+    }
+
+    pub(crate) fn is_dir_inode(&mut self, ino: u32) -> Result<bool, FsError> {
+        let mode = u16::from_le_bytes([self.node(ino)?[0], self.node(ino)?[1]]);
+        Ok(mode & S_IFMT == S_IFDIR)
+    }
+
+    pub(crate) fn has_inline(&mut self, ino: u32, flag: u8) -> Result<bool, FsError> {
+        Ok(self.inode_byte(ino, OFF_INLINE)? & flag != 0)
+    }
+
+    /// The data log of an inode's blocks (`__get_segment_type_6`): directories hot, then
+    /// the extension-derived temperature, else warm.
+    pub(crate) fn data_log(&mut self, ino: u32) -> Result<usize, FsError> {
+        if self.is_dir_inode(ino)? {
+            return Ok(CURSEG_HOT_DATA);
+        }
+        let advise = self.inode_byte(ino, OFF_ADVISE)?;
+        Ok(if advise & FADVISE_COLD != 0 {
+            CURSEG_COLD_DATA
+        } else if advise & FADVISE_HOT != 0 {
+            CURSEG_HOT_DATA
+        } else {
+            CURSEG_WARM_DATA
+        })
+    }
+
+    /// Finds (with `create`, builds) the node holding block `index`'s address.
+    pub(crate) fn dnode(
+        &mut self,
+        ino: u32,
+        index: u64,
+        create: bool,
+    ) -> Result<Option<Dnode>, FsError> {
+        let geo = self.geometry(ino)?;
+        let p = node_path(index, geo.addrs)?;
+        if p.levels.is_empty() {
+            return Ok(Some(Dnode {
+                nid: ino,
+                word: ADDR_WORD + geo.extra + p.leaf,
+                ofs_in_node: p.leaf as u16,
+            }));
+        }
+        let cold = !self.is_dir_inode(ino)?;
+        let mut parent = ino;
+        for (depth, &(slot, offset)) in p.levels.iter().enumerate() {
+            let at = if depth == 0 { NID_WORD + slot } else { slot };
+            let mut child = word(self.node(parent)?, at);
+            if child == 0 {
+                if !create {
+                    return Ok(None);
+                }
+                child = self.alloc_nid()?;
+                self.new_node(child, ino, offset, cold)?;
+                put_word(self.node(parent)?, at, child);
+                self.dirty_nodes.insert(parent);
+                self.add_blocks(ino, 1)?;
+            }
+            parent = child;
+        }
+        Ok(Some(Dnode {
+            nid: parent,
+            word: p.leaf,
+            ofs_in_node: p.leaf as u16,
+        }))
+    }
+
+    pub(crate) fn block_addr(&mut self, ino: u32, index: u64) -> Result<u32, FsError> {
+        match self.dnode(ino, index, false)? {
+            Some(d) => Ok(word(self.node(d.nid)?, d.word)),
+            None => Ok(NULL_ADDR),
+        }
+    }
+
+    /// Reads page `index` of a file (zeros for a hole).
+    pub(crate) fn load_page(&mut self, ino: u32, index: u64) -> Result<Box<Block>, FsError> {
+        let mut page = zero_block();
+        if self.has_inline(ino, F2FS_INLINE_DATA)? {
+            if index == 0 {
+                let geo = self.geometry(ino)?;
+                let start = geo.inline_start();
+                let src = self.node(ino)?;
+                page[..geo.inline_bytes].copy_from_slice(&src[start..start + geo.inline_bytes]);
+            }
+            return Ok(page);
+        }
+        let addr = self.block_addr(ino, index)?;
+        if addr == NULL_ADDR {
+            return Ok(page);
+        }
+        if !self.in_main(addr) {
+            return Err(corrupt(format!(
+                "inode {ino} block {index}: address {addr} is outside the main area"
+            )));
+        }
+        self.read_block(addr as u64)
+    }
+
+    /// Writes page `index` of a file out of place to `log`.
+    pub(crate) fn store_page(
+        &mut self,
+        ino: u32,
+        index: u64,
+        page: &Block,
+        log: usize,
+        kind: super::BlockKind,
+    ) -> Result<u32, FsError> {
+        self.ensure_space()?;
+        let d = self
+            .dnode(ino, index, true)?
+            .ok_or_else(|| corrupt("node path vanished"))?;
+        let old = word(self.node(d.nid)?, d.word);
+        let sum = Summary {
+            nid: d.nid,
+            version: 0,
+            ofs_in_node: d.ofs_in_node,
+        };
+        let addr = self.alloc_block(log, sum)?;
+        self.write_blocks(
+            addr as u64,
+            &page[..],
+            Some(super::log_temperature(log)),
+            kind,
+        )?;
+        self.metrics.per_log_blocks[log] += 1;
+        put_word(self.node(d.nid)?, d.word, addr);
+        self.dirty_nodes.insert(d.nid);
+        if self.in_main(old) {
+            self.segs.invalidate(old);
+        } else {
+            self.add_blocks(ino, 1)?;
+        }
+        Ok(addr)
+    }
+
+    /// Moves inline data to block 0 (`f2fs_convert_inline_inode`); the converted page is
+    /// written hot, as the kernel marks the inode `FI_HOT_DATA` for it.
+    pub(crate) fn convert_inline_data(&mut self, ino: u32) -> Result<(), FsError> {
+        let page = self.load_page(ino, 0)?;
+        let size = self.inode_u64(ino, OFF_SIZE)?;
+        self.clear_inline_area(ino, F2FS_INLINE_DATA | F2FS_DATA_EXIST)?;
+        self.metrics.inline_conversions += 1;
+        if size > 0 {
+            self.store_page(ino, 0, &page, CURSEG_HOT_DATA, super::BlockKind::Data)?;
+        }
+        Ok(())
+    }
+
+    /// Clears inline flags and zeroes the inline area, which becomes address slots.
+    pub(crate) fn clear_inline_area(&mut self, ino: u32, flags: u8) -> Result<(), FsError> {
+        let geo = self.geometry(ino)?;
+        let node = self.node(ino)?;
+        node[OFF_INLINE] &= !flags;
+        let start = INODE_ADDR_OFFSET + 4 * geo.extra;
+        node[start..start + 4 * geo.addrs].fill(0);
+        self.dirty_nodes.insert(ino);
+        Ok(())
+    }
+
+    /// Writes `data` at byte `offset`.
+    pub(crate) fn write_at(&mut self, ino: u32, offset: u64, data: &[u8]) -> Result<(), FsError> {
+        let end = offset
+            .checked_add(data.len() as u64)
+            .filter(|&e| e <= MAX_FILE_BYTES)
+            .ok_or_else(|| FsError::TooLarge(format!("write ending past {MAX_FILE_BYTES}")))?;
+        if data.is_empty() {
+            return Ok(());
+        }
+        if self.has_inline(ino, F2FS_INLINE_DATA)? {
+            let geo = self.geometry(ino)?;
+            if end <= geo.inline_bytes as u64 {
+                return self.write_inline(ino, offset as usize, data, geo);
+            }
+            self.convert_inline_data(ino)?;
+        }
+        let log = self.data_log(ino)?;
+        let mut pos = offset;
+        let mut rest = data;
+        let mut pages = 0u32;
+        while !rest.is_empty() {
+            // A long write lets cleaning run between batches of pages, as writeback does.
+            pages += 1;
+            if pages.is_multiple_of(BALANCE_EVERY_PAGES) {
+                self.balance()?;
+            }
+            let (index, within) = (pos / BLOCK_SIZE as u64, (pos % BLOCK_SIZE as u64) as usize);
+            let n = (BLOCK_SIZE - within).min(rest.len());
+            let mut page = if n == BLOCK_SIZE {
+                zero_block()
+            } else {
+                self.load_page(ino, index)?
+            };
+            page[within..within + n].copy_from_slice(&rest[..n]);
+            self.store_page(ino, index, &page, log, super::BlockKind::Data)?;
+            pos += n as u64;
+            rest = &rest[n..];
+        }
+        self.grow_size(ino, end)
+    }
+
+    fn write_inline(
+        &mut self,
+        ino: u32,
+        offset: usize,
+        data: &[u8],
+        geo: super::data::Geometry,
+    ) -> Result<(), FsError> {
+        let start = geo.inline_start() + offset;
+        let node = self.node(ino)?;
+        node[start..start + data.len()].copy_from_slice(data);
+        node[OFF_INLINE] |= F2FS_DATA_EXIST;
+        self.dirty_nodes.insert(ino);
+        self.metrics.inline_writes += 1;
+        self.grow_size(ino, (offset + data.len()) as u64)
+    }
+
+    pub(crate) fn grow_size(&mut self, ino: u32, end: u64) -> Result<(), FsError> {
+        let size = self.inode_u64(ino, OFF_SIZE)?;
+        if end > size {
+            self.set_inode_u64(ino, OFF_SIZE, end)?;
+        }
+        self.touch(ino)
+    }
+
+    /// Sets mtime and ctime to the virtual clock.
+    pub(crate) fn touch(&mut self, ino: u32) -> Result<(), FsError> {
+        let secs = self.now_ns / 1_000_000_000;
+        self.set_inode_u64(ino, OFF_MTIME, secs)?;
+        self.set_inode_u64(ino, OFF_CTIME, secs)
+    }
+
+    /// Reads up to `len` bytes at `offset`, stopping at the end of the file.
+    pub(crate) fn read_at(
+        &mut self,
+        ino: u32,
+        offset: u64,
+        len: usize,
+    ) -> Result<Vec<u8>, FsError> {
+        let size = self.inode_u64(ino, OFF_SIZE)?;
+        let end = size.min(offset.saturating_add(len as u64));
+        let mut out = Vec::with_capacity(end.saturating_sub(offset) as usize);
+        let mut pos = offset;
+        while pos < end {
+            let (index, within) = (pos / BLOCK_SIZE as u64, (pos % BLOCK_SIZE as u64) as usize);
+            let n = ((BLOCK_SIZE - within) as u64).min(end - pos) as usize;
+            let page = self.load_page(ino, index)?;
+            out.extend_from_slice(&page[within..within + n]);
+            pos += n as u64;
+        }
+        Ok(out)
+    }
+
+    /// Sets the size: blocks past it are freed and the tail of the last block zeroed.
+    pub(crate) fn set_size(&mut self, ino: u32, size: u64) -> Result<(), FsError> {
+        if size > MAX_FILE_BYTES {
+            return Err(FsError::TooLarge(format!("size {size}")));
+        }
+        let old = self.inode_u64(ino, OFF_SIZE)?;
+        if size < old {
+            self.shrink_to(ino, size)?;
+        }
+        self.set_inode_u64(ino, OFF_SIZE, size)?;
+        self.touch(ino)
+    }
+
+    fn shrink_to(&mut self, ino: u32, size: u64) -> Result<(), FsError> {
+        if self.has_inline(ino, F2FS_INLINE_DATA)? {
+            let geo = self.geometry(ino)?;
+            let start = geo.inline_start();
+            let node = self.node(ino)?;
+            node[start + (size as usize).min(geo.inline_bytes)..start + geo.inline_bytes].fill(0);
+            self.dirty_nodes.insert(ino);
+            return Ok(());
+        }
+        let bs = BLOCK_SIZE as u64;
+        self.free_blocks_from(ino, size.div_ceil(bs))?;
+        let within = (size % bs) as usize;
+        if within != 0 && self.block_addr(ino, size / bs)? != NULL_ADDR {
+            let mut page = self.load_page(ino, size / bs)?;
+            page[within..].fill(0);
+            let log = self.data_log(ino)?;
+            self.store_page(ino, size / bs, &page, log, super::BlockKind::Data)?;
+        }
+        Ok(())
+    }
+
+    /// Frees every data block from index `from` on, and the nodes left covering nothing.
+    pub(crate) fn free_blocks_from(&mut self, ino: u32, from: u64) -> Result<(), FsError> {
+        let geo = self.geometry(ino)?;
+        for i in (from.min(geo.addrs as u64) as usize)..geo.addrs {
+            let at = ADDR_WORD + geo.extra + i;
+            self.drop_addr(ino, ino, at)?;
+        }
+        let n = PER_BLOCK;
+        let bases = [
+            (geo.addrs as u64, 0),
+            (geo.addrs as u64 + n, 0),
+            (geo.addrs as u64 + 2 * n, 1),
+            (geo.addrs as u64 + 2 * n + n * n, 1),
+            (geo.addrs as u64 + 2 * n + 2 * n * n, 2),
+        ];
+        for (slot, (base, level)) in bases.into_iter().enumerate() {
+            let nid = word(self.node(ino)?, NID_WORD + slot);
+            if nid != 0 && self.truncate_node(ino, nid, level, base, from)? {
+                put_word(self.node(ino)?, NID_WORD + slot, 0);
+                self.dirty_nodes.insert(ino);
+            }
+        }
+        Ok(())
+    }
+
+    /// Clears one address word of node `nid`, invalidating the block.
+    fn drop_addr(&mut self, ino: u32, nid: u32, at: usize) -> Result<(), FsError> {
+        let addr = word(self.node(nid)?, at);
+        if addr == NULL_ADDR {
+            return Ok(());
+        }
+        if self.in_main(addr) {
+            self.segs.invalidate(addr);
+        }
+        put_word(self.node(nid)?, at, NULL_ADDR);
+        self.dirty_nodes.insert(nid);
+        self.add_blocks(ino, -1)
+    }
+
+    /// Truncates the subtree of `nid` (level 0: direct node, 1: indirect, 2: double
+    /// indirect) covering file blocks from `base`; frees it when it lies wholly past
+    /// `from`. Returns whether it was freed.
+    fn truncate_node(
+        &mut self,
+        ino: u32,
+        nid: u32,
+        level: u32,
+        base: u64,
+        from: u64,
+    ) -> Result<bool, FsError> {
+        let span = PER_BLOCK.pow(level);
+        for i in 0..ADDRS_PER_BLOCK {
+            let child_base = base + i as u64 * span;
+            if child_base + span <= from {
+                continue;
+            }
+            if level == 0 {
+                self.drop_addr(ino, nid, i)?;
+                continue;
+            }
+            let child = word(self.node(nid)?, i);
+            if child != 0 && self.truncate_node(ino, child, level - 1, child_base, from)? {
+                put_word(self.node(nid)?, i, 0);
+                self.dirty_nodes.insert(nid);
+            }
+        }
+        if base >= from {
+            self.free_node(nid)?;
+            self.add_blocks(ino, -1)?;
+            return Ok(true);
+        }
+        Ok(false)
+    }
+}

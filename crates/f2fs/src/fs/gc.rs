@@ -1,0 +1,133 @@
+//! Space: the user-block limit, and foreground segment cleaning (greedy victim, valid
+//! blocks moved to the cold data log or rewritten as nodes) when free segments fall to the
+//! reserve (`has_not_enough_free_secs` in the kernel). Cleaned segments become free only
+//! after the checkpoint that follows, since the previous one may still point into them.
+
+use flashstack_block::BlockDevice;
+
+use super::data::ADDR_WORD;
+use super::{corrupt, put_word, word, BlockKind, F2fs, FsError};
+use crate::consts::*;
+use crate::layout::CURSEG_COLD_DATA;
+use crate::node::NodeFooter;
+use crate::summary::{Summary, SummaryBlock};
+
+/// Segments cleaned at most per foreground pass (a bound, not a target).
+const GC_MAX_VICTIMS_PER_PASS: u32 = 16;
+
+impl<D: BlockDevice> F2fs<D> {
+    /// Refuses a block past the user-visible capacity (`inc_valid_block_count`).
+    pub(crate) fn ensure_space(&mut self) -> Result<(), FsError> {
+        let pending = self.dirty_nodes.len() as u64;
+        if self.segs.valid_blocks + pending + 1 > self.cp.user_block_count {
+            return Err(FsError::NoSpace);
+        }
+        Ok(())
+    }
+
+    /// Cleans when free segments fell to the reserve (`f2fs_balance_fs`). Called between
+    /// operations, never inside one, so the checkpoint it ends with never records a
+    /// half-done operation (the kernel's `f2fs_lock_op` gives the same guarantee).
+    pub(crate) fn balance(&mut self) -> Result<(), FsError> {
+        if self.in_gc || !self.needs_cleaning() {
+            return Ok(());
+        }
+        self.in_gc = true;
+        let result = self.foreground_gc();
+        self.in_gc = false;
+        result
+    }
+
+    /// Free segments at or under the reserve plus what dirty nodes will take.
+    fn needs_cleaning(&self) -> bool {
+        let node_segs = (self.dirty_nodes.len() as u32).div_ceil(BLOCKS_PER_SEG) + 1;
+        self.segs.free_segments() <= self.cp.rsvd_segment_count + node_segs
+    }
+
+    fn foreground_gc(&mut self) -> Result<(), FsError> {
+        if !self.segs.prefree.is_empty() {
+            self.checkpoint(false)?;
+        }
+        let mut cleaned = 0;
+        while self.needs_cleaning() && cleaned < GC_MAX_VICTIMS_PER_PASS {
+            let Some(victim) = self.pick_victim() else {
+                break;
+            };
+            self.clean_segment(victim)?;
+            cleaned += 1;
+        }
+        if cleaned > 0 {
+            self.checkpoint(false)?;
+        }
+        Ok(())
+    }
+
+    /// Greedy: the non-current segment with the fewest valid blocks (`get_victim_by_default`
+    /// with `GC_GREEDY`); none if every candidate is full.
+    fn pick_victim(&self) -> Option<u32> {
+        (0..self.segs.info.len() as u32)
+            .filter(|&s| !self.segs.is_current(s))
+            .map(|s| (self.segs.info[s as usize].valid_blocks, s))
+            .filter(|&(v, _)| v > 0 && (v as u32) < BLOCKS_PER_SEG)
+            .min()
+            .map(|(_, s)| s)
+    }
+
+    fn clean_segment(&mut self, segno: u32) -> Result<(), FsError> {
+        let at = self.sb.ssa_blkaddr as u64 + segno as u64;
+        let sum = SummaryBlock::decode(&*self.read_block(at)?);
+        let is_node = self.segs.info[segno as usize].seg_type as usize >= NR_CURSEG_DATA_TYPE;
+        let base = self.sb.main_blkaddr + segno * BLOCKS_PER_SEG;
+        for off in 0..BLOCKS_PER_SEG {
+            let blkaddr = base + off;
+            if !self.segs.is_valid(blkaddr) {
+                continue;
+            }
+            let entry = sum.entries[off as usize];
+            if is_node {
+                self.move_node(entry.nid, blkaddr)?;
+            } else {
+                self.move_data(entry, blkaddr)?;
+            }
+        }
+        self.metrics.gc_cycles += 1;
+        Ok(())
+    }
+
+    fn move_node(&mut self, nid: u32, blkaddr: u32) -> Result<(), FsError> {
+        if self.nat_get(nid)?.block_addr != blkaddr {
+            return Err(corrupt(format!(
+                "cleaning: block {blkaddr} is valid but node {nid} lives elsewhere"
+            )));
+        }
+        self.node(nid)?;
+        self.write_node(nid, BlockKind::GcNode, 0)
+    }
+
+    /// Moves a data block to the cold data log (GC-moved data is cold) and points its
+    /// owner at the new place.
+    fn move_data(&mut self, sum: Summary, blkaddr: u32) -> Result<(), FsError> {
+        let footer = NodeFooter::decode(self.node(sum.nid)?);
+        let at = if footer.offset() == 0 {
+            ADDR_WORD + self.geometry(sum.nid)?.extra + sum.ofs_in_node as usize
+        } else {
+            sum.ofs_in_node as usize
+        };
+        if word(self.node(sum.nid)?, at) != blkaddr {
+            return Err(corrupt(format!(
+                "cleaning: block {blkaddr} is valid but node {} does not point at it",
+                sum.nid
+            )));
+        }
+        let page = self.read_block(blkaddr as u64)?;
+        let log = CURSEG_COLD_DATA;
+        let addr = self.alloc_block(log, sum)?;
+        let temp = Some(super::log_temperature(log));
+        self.write_blocks(addr as u64, &page[..], temp, BlockKind::GcData)?;
+        self.metrics.per_log_blocks[log] += 1;
+        put_word(self.node(sum.nid)?, at, addr);
+        self.dirty_nodes.insert(sum.nid);
+        self.segs.invalidate(blkaddr);
+        Ok(())
+    }
+}

@@ -1,0 +1,69 @@
+//! Counters of what the file system wrote, by kind and by log, and of the operations that
+//! shape write traffic.
+
+use serde::Serialize;
+
+use crate::consts::NR_CURSEG_TYPE;
+
+/// What a written block was.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BlockKind {
+    Data,
+    Node,
+    Checkpoint,
+    Nat,
+    Sit,
+    Ssa,
+    GcData,
+    GcNode,
+}
+
+/// Blocks written by kind and per log (`CURSEG_*` order: hot/warm/cold data, then
+/// hot/warm/cold node), plus operation counts. Inline writes change only the inode, so
+/// they are counted as operations (`inline_writes`), and the inode shows up as a node.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Metrics {
+    pub data_blocks: u64,
+    pub node_blocks: u64,
+    pub checkpoint_blocks: u64,
+    pub nat_blocks: u64,
+    pub sit_blocks: u64,
+    pub ssa_blocks: u64,
+    pub gc_data_blocks: u64,
+    pub gc_node_blocks: u64,
+    pub per_log_blocks: [u64; NR_CURSEG_TYPE],
+    pub inline_writes: u64,
+    pub inline_conversions: u64,
+    pub fsyncs: u64,
+    pub checkpoints: u64,
+    pub gc_cycles: u64,
+    pub blocks_read: u64,
+}
+
+impl Metrics {
+    pub(crate) fn count(&mut self, kind: BlockKind, blocks: u64) {
+        let slot = match kind {
+            BlockKind::Data => &mut self.data_blocks,
+            BlockKind::Node => &mut self.node_blocks,
+            BlockKind::Checkpoint => &mut self.checkpoint_blocks,
+            BlockKind::Nat => &mut self.nat_blocks,
+            BlockKind::Sit => &mut self.sit_blocks,
+            BlockKind::Ssa => &mut self.ssa_blocks,
+            BlockKind::GcData => &mut self.gc_data_blocks,
+            BlockKind::GcNode => &mut self.gc_node_blocks,
+        };
+        *slot += blocks;
+    }
+
+    /// Every block written to the device.
+    pub fn total_blocks(&self) -> u64 {
+        self.data_blocks
+            + self.node_blocks
+            + self.checkpoint_blocks
+            + self.nat_blocks
+            + self.sit_blocks
+            + self.ssa_blocks
+            + self.gc_data_blocks
+            + self.gc_node_blocks
+    }
+}

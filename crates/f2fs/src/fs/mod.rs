@@ -1,0 +1,568 @@
+//! The read-write file system: [`F2fs`] mounts an image (ours or mkfs.f2fs's), keeps the
+//! NAT, SIT and node blocks it touches in memory, writes every main-area block out of
+//! place through one of six logs with its temperature hint, and makes a consistent state
+//! durable with a checkpoint (sync, unmount) that `fsck.f2fs` accepts.
+//!
+//! Data blocks go to the device when a file is written; node blocks (inodes, direct and
+//! indirect nodes) stay dirty in memory until the next checkpoint writes them, as the
+//! kernel's node writeback does. See `docs/f2fs.md` for the write path step by step.
+
+mod ckpt;
+mod data;
+mod dir;
+mod error;
+mod gc;
+mod hash;
+mod metrics;
+mod nat;
+mod ops;
+mod seg;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use flashstack_block::{BlockDevice, Hints, Payload, Temperature};
+use flashstack_sim::Nanos;
+
+pub use error::FsError;
+pub use hash::{dentry_hash, has_extension};
+pub use metrics::{BlockKind, Metrics};
+pub use ops::{DirEntryInfo, FileKind, Stat};
+
+use crate::checkpoint::Checkpoint;
+use crate::codec::{le32_at, put_le32_at, zero_block, Block, Reader};
+use crate::consts::*;
+use crate::layout::*;
+use crate::mount::mount_at;
+use crate::nat::{nat_block_addr, nat_position, NatBlock, NatEntry};
+use crate::node::{checksum_fits, checksum_seed, inode_checksum, Inode, NodeFooter, NodeKind};
+use crate::sit::SitBlock;
+use crate::summary::{Summary, SummaryBlock};
+use crate::superblock::Superblock;
+use error::corrupt;
+use nat::NatTable;
+use seg::{Log, SegInfo, Segs};
+
+/// Clean node blocks kept in memory at most.
+const NODE_CACHE_MAX: usize = 4096;
+
+/// A mounted, writable F2FS over a block device.
+pub struct F2fs<D: BlockDevice> {
+    dev: D,
+    now_ns: Nanos,
+    sb: Superblock,
+    /// The last checkpoint written (or found at mount).
+    cp: Checkpoint,
+    /// Pack (1 or 2) holding `cp`.
+    cp_pack: u8,
+    sit_bitmap: Vec<u8>,
+    nat_bitmap: Vec<u8>,
+    segs: Segs,
+    nat: NatTable,
+    nodes: BTreeMap<u32, Box<Block>>,
+    dirty_nodes: BTreeSet<u32>,
+    valid_node_count: u32,
+    valid_inode_count: u32,
+    /// Inodes unlinked while open: freed on the last close, or at the next mount.
+    orphans: BTreeSet<u32>,
+    open_counts: BTreeMap<u32, u32>,
+    cold_exts: Vec<String>,
+    hot_exts: Vec<String>,
+    chksum_seed: Option<u32>,
+    generation: u32,
+    metrics: Metrics,
+    /// Set while cleaning, so moves do not start another pass.
+    in_gc: bool,
+}
+
+/// Temperature of each log, for the block-interface hint.
+fn log_temperature(log: usize) -> Temperature {
+    match log {
+        CURSEG_HOT_DATA | CURSEG_HOT_NODE => Temperature::Hot,
+        CURSEG_WARM_DATA | CURSEG_WARM_NODE => Temperature::Warm,
+        _ => Temperature::Cold,
+    }
+}
+
+impl<D: BlockDevice> F2fs<D> {
+    /// Mounts read-write, with the first request at virtual time 0.
+    pub fn mount(dev: D) -> Result<F2fs<D>, FsError> {
+        F2fs::mount_at(dev, 0)
+    }
+
+    /// Mounts read-write with the first request arriving at `start_ns`.
+    pub fn mount_at(mut dev: D, start_ns: Nanos) -> Result<F2fs<D>, FsError> {
+        let (m, now_ns) = mount_at(&mut dev, start_ns)?;
+        check_supported(&m.superblock, &m.checkpoint)?;
+        let sb = m.superblock.clone();
+        let cp = m.checkpoint.clone();
+        let (cold_exts, hot_exts) = sb.extensions();
+        let chksum_seed = sb
+            .feature
+            .contains(FEATURE_INODE_CHKSUM)
+            .then(|| checksum_seed(&sb.uuid));
+        let mut fs = F2fs {
+            dev,
+            now_ns,
+            sit_bitmap: Vec::new(),
+            nat_bitmap: cp.nat_version_bitmap(sb.cp_payload),
+            segs: empty_segs(&sb),
+            nat: NatTable {
+                nat_blocks: (sb.segment_count_nat / 2) << LOG_BLOCKS_PER_SEG,
+                ..NatTable::default()
+            },
+            nodes: BTreeMap::new(),
+            dirty_nodes: BTreeSet::new(),
+            valid_node_count: cp.valid_node_count,
+            valid_inode_count: cp.valid_inode_count,
+            orphans: BTreeSet::new(),
+            open_counts: BTreeMap::new(),
+            cold_exts,
+            hot_exts,
+            chksum_seed,
+            generation: 0,
+            metrics: Metrics::default(),
+            in_gc: false,
+            cp_pack: m.cp_pack,
+            sb,
+            cp,
+        };
+        fs.segs.now_secs = fs.cp.elapsed_time;
+        fs.load_sit_bitmap()?;
+        fs.load_sit(&m.sit_journal)?;
+        fs.load_logs(&m.data_summaries, &m.node_summaries);
+        for j in &m.nat_journal {
+            fs.nat_load(j.nid)?;
+            fs.nat.set(j.nid, j.entry);
+        }
+        for ino in m.orphans {
+            fs.evict_inode(ino)?;
+        }
+        Ok(fs)
+    }
+
+    fn load_sit_bitmap(&mut self) -> Result<(), FsError> {
+        let payload_blocks = self.sb.cp_payload as u64;
+        let start = self.pack_start(self.cp_pack);
+        let mut payload = Vec::new();
+        for i in 0..payload_blocks {
+            payload.extend_from_slice(&self.read_block(start + 1 + i)?[..]);
+        }
+        self.sit_bitmap = self.cp.sit_version_bitmap(&payload);
+        Ok(())
+    }
+
+    fn load_sit(&mut self, journal: &[crate::summary::SitJournalEntry]) -> Result<(), FsError> {
+        let main = self.sb.segment_count_main as usize;
+        let blocks = (main as u32).div_ceil(SIT_ENTRY_PER_BLOCK);
+        let mut info = Vec::with_capacity(main);
+        for index in 0..blocks {
+            let block = SitBlock::decode(&*self.read_block(self.sit_addr(index, None))?);
+            info.extend(block.entries.iter().map(SegInfo::from_entry));
+        }
+        info.truncate(main);
+        for j in journal {
+            if let Some(slot) = info.get_mut(j.segno as usize) {
+                *slot = SegInfo::from_entry(&j.entry);
+                self.segs.dirty.insert(j.segno);
+            }
+        }
+        self.segs.valid_blocks = info.iter().map(|s| s.valid_blocks as u64).sum();
+        self.segs.info = info;
+        Ok(())
+    }
+
+    fn load_logs(&mut self, data: &[Vec<Summary>; 3], node: &[SummaryBlock]) {
+        let cp = &self.cp;
+        let mut logs = Vec::with_capacity(NR_CURSEG_TYPE);
+        for (i, sums) in data.iter().enumerate() {
+            let mut sum = SummaryBlock::new(SUM_TYPE_DATA);
+            sum.entries[..sums.len()].copy_from_slice(sums);
+            logs.push(Log {
+                segno: cp.cur_data_segno[i],
+                blkoff: cp.cur_data_blkoff[i],
+                sum,
+            });
+        }
+        for i in 0..NR_CURSEG_NODE_TYPE {
+            let mut sum = node
+                .get(i)
+                .cloned()
+                .unwrap_or_else(|| SummaryBlock::new(SUM_TYPE_NODE));
+            sum.journal = Default::default();
+            sum.entry_type = SUM_TYPE_NODE;
+            logs.push(Log {
+                segno: cp.cur_node_segno[i],
+                blkoff: cp.cur_node_blkoff[i],
+                sum,
+            });
+        }
+        for l in &mut logs[..NR_CURSEG_DATA_TYPE] {
+            l.sum.journal = Default::default();
+        }
+        self.segs.logs = logs;
+    }
+
+    /// Writes a checkpoint marked as an unmount and returns the device.
+    pub fn unmount(mut self) -> Result<D, FsError> {
+        self.checkpoint(true)?;
+        Ok(self.dev)
+    }
+
+    /// The device, for inspection (e.g. to snapshot a `MemDevice`).
+    pub fn device(&self) -> &D {
+        &self.dev
+    }
+
+    /// Gives the device back without writing anything (a power cut).
+    pub fn into_device(self) -> D {
+        self.dev
+    }
+
+    pub fn metrics(&self) -> &Metrics {
+        &self.metrics
+    }
+
+    /// Virtual time after the last request completed.
+    pub fn now_ns(&self) -> Nanos {
+        self.now_ns
+    }
+
+    pub fn superblock(&self) -> &Superblock {
+        &self.sb
+    }
+
+    /// Free main-area segments (not current, not waiting for a checkpoint).
+    pub fn free_segments(&self) -> u32 {
+        self.segs.free_segments()
+    }
+
+    // ----- block I/O -----
+
+    fn read_block(&mut self, blkaddr: u64) -> Result<Box<Block>, FsError> {
+        let mut block = zero_block();
+        let done = self
+            .dev
+            .read(self.now_ns, blkaddr, 1, Some(&mut block[..]))
+            .map_err(crate::F2fsError::from)?;
+        self.now_ns = done.complete_ns;
+        self.metrics.blocks_read += 1;
+        Ok(block)
+    }
+
+    fn write_blocks(
+        &mut self,
+        blkaddr: u64,
+        data: &[u8],
+        temp: Option<Temperature>,
+        kind: BlockKind,
+    ) -> Result<(), FsError> {
+        let hints = Hints {
+            temperature: temp,
+            ..Hints::default()
+        };
+        let done = self
+            .dev
+            .write(self.now_ns, blkaddr, Payload::Bytes(data), hints)
+            .map_err(crate::F2fsError::from)?;
+        self.now_ns = done.complete_ns;
+        self.metrics.count(kind, (data.len() / BLOCK_SIZE) as u64);
+        Ok(())
+    }
+
+    fn flush_device(&mut self) -> Result<(), FsError> {
+        let done = self
+            .dev
+            .flush(self.now_ns)
+            .map_err(crate::F2fsError::from)?;
+        self.now_ns = done.complete_ns;
+        Ok(())
+    }
+
+    fn pack_start(&self, pack: u8) -> u64 {
+        self.sb.cp_blkaddr as u64 + if pack == 2 { BLOCKS_PER_SEG as u64 } else { 0 }
+    }
+
+    /// Address of SIT block `index` in the copy the bitmap names (or the given copy).
+    fn sit_addr(&self, index: u32, second: Option<bool>) -> u64 {
+        let second =
+            second.unwrap_or_else(|| crate::codec::test_bit_msb(&self.sit_bitmap, index as usize));
+        let copy_blocks = ((self.sb.segment_count_sit / 2) << LOG_BLOCKS_PER_SEG) as u64;
+        self.sb.sit_blkaddr as u64 + index as u64 + if second { copy_blocks } else { 0 }
+    }
+
+    fn in_main(&self, blkaddr: u32) -> bool {
+        self.segs.segno_of(blkaddr).is_some()
+    }
+
+    // ----- NAT -----
+
+    fn nat_load(&mut self, nid: u32) -> Result<(), FsError> {
+        let (index, _) = nat_position(nid);
+        if index >= self.nat.nat_blocks {
+            return Err(corrupt(format!("node id {nid} is beyond the NAT")));
+        }
+        if self.nat.blocks.contains_key(&index) {
+            return Ok(());
+        }
+        let second = crate::checkpoint::nat_block_in_second_copy(&self.nat_bitmap, index);
+        let addr = nat_block_addr(self.sb.nat_blkaddr, index, second);
+        let block = NatBlock::decode(&*self.read_block(addr)?);
+        self.nat.blocks.insert(index, block);
+        Ok(())
+    }
+
+    fn nat_get(&mut self, nid: u32) -> Result<NatEntry, FsError> {
+        self.nat_load(nid)?;
+        Ok(self.nat.get(nid).unwrap_or_default())
+    }
+
+    fn nat_set(&mut self, nid: u32, entry: NatEntry) -> Result<(), FsError> {
+        self.nat_load(nid)?;
+        self.nat.set(nid, entry);
+        Ok(())
+    }
+
+    /// A free node id (`f2fs_alloc_nid`), scanning NAT blocks as needed.
+    fn alloc_nid(&mut self) -> Result<u32, FsError> {
+        let mut scanned = 0;
+        while self.nat.free.is_empty() && scanned < self.nat.nat_blocks {
+            let index = self.nat.scan_block;
+            self.nat_load(index * NAT_ENTRY_PER_BLOCK)?;
+            self.nat.collect_free(index);
+            self.nat.scan_block = (index + 1) % self.nat.nat_blocks;
+            scanned += 1;
+        }
+        let nid = self.nat.free.pop_first().ok_or(FsError::NoSpace)?;
+        self.nat.taken.insert(nid);
+        Ok(nid)
+    }
+
+    // ----- nodes -----
+
+    /// The node block `nid` (cached, or read through the NAT and checked).
+    fn node(&mut self, nid: u32) -> Result<&mut Box<Block>, FsError> {
+        if !self.nodes.contains_key(&nid) {
+            let entry = self.nat_get(nid)?;
+            if !self.in_main(entry.block_addr) {
+                return Err(corrupt(format!(
+                    "node {nid}: NAT address {} is not in the main area",
+                    entry.block_addr
+                )));
+            }
+            let block = self.read_block(entry.block_addr as u64)?;
+            let footer = NodeFooter::decode(&block);
+            if footer.nid != nid {
+                return Err(corrupt(format!(
+                    "node {nid} at {}: footer names node {}",
+                    entry.block_addr, footer.nid
+                )));
+            }
+            self.nodes.insert(nid, block);
+        }
+        Ok(self.nodes.get_mut(&nid).expect("cached above"))
+    }
+
+    /// Replaces a node block and marks it dirty.
+    fn put_node(&mut self, nid: u32, block: Box<Block>) {
+        self.nodes.insert(nid, block);
+        self.dirty_nodes.insert(nid);
+    }
+
+    /// Creates a node `nid` of inode `ino` at tree offset `offset`; the cold bit marks
+    /// nodes of non-directories (`set_cold_node`).
+    fn new_node(&mut self, nid: u32, ino: u32, offset: u32, cold: bool) -> Result<(), FsError> {
+        let mut block = zero_block();
+        NodeFooter {
+            nid,
+            ino,
+            flag: (offset << OFFSET_BIT_SHIFT) | u32::from(cold) << COLD_BIT_SHIFT,
+            cp_ver: 0,
+            next_blkaddr: 0,
+        }
+        .encode(&mut block);
+        self.nat_set(
+            nid,
+            NatEntry {
+                version: 0,
+                ino,
+                block_addr: NEW_ADDR,
+            },
+        )?;
+        self.nat.taken.remove(&nid);
+        self.valid_node_count += 1;
+        self.put_node(nid, block);
+        Ok(())
+    }
+
+    /// Releases a node: its block becomes invalid and its id reusable after the next
+    /// checkpoint.
+    fn free_node(&mut self, nid: u32) -> Result<(), FsError> {
+        let entry = self.nat_get(nid)?;
+        if self.in_main(entry.block_addr) {
+            self.segs.invalidate(entry.block_addr);
+        }
+        self.nat_set(nid, NatEntry::default())?;
+        self.nodes.remove(&nid);
+        self.dirty_nodes.remove(&nid);
+        self.nat.released.insert(nid);
+        self.valid_node_count = self.valid_node_count.saturating_sub(1);
+        Ok(())
+    }
+
+    /// The log a node goes to (`__get_segment_type_6`): indirect nodes cold, direct nodes
+    /// and inodes of files warm, of directories hot.
+    fn node_log(footer: &NodeFooter) -> usize {
+        match footer.kind() {
+            NodeKind::Indirect => CURSEG_COLD_NODE,
+            _ if footer.is_cold() => CURSEG_WARM_NODE,
+            _ => CURSEG_HOT_NODE,
+        }
+    }
+
+    /// Writes one dirty node out of place: a new block in its log, the footer's
+    /// checkpoint version and next-block chain, the inode checksum, then the NAT entry.
+    fn write_node(&mut self, nid: u32, kind: BlockKind, marks: u32) -> Result<(), FsError> {
+        let Some(mut block) = self.nodes.get(&nid).cloned() else {
+            return Ok(());
+        };
+        let mut footer = NodeFooter::decode(&block);
+        let log = Self::node_log(&footer);
+        let summary = Summary {
+            nid,
+            version: 0,
+            ofs_in_node: 0,
+        };
+        let addr = self.alloc_block(log, summary)?;
+        footer.flag = (footer.flag & !(1 << FSYNC_BIT_SHIFT | 1 << DENT_BIT_SHIFT)) | marks;
+        footer.cp_ver = self.cp_version_for_nodes();
+        footer.next_blkaddr = self.segs.next_blkaddr(log);
+        footer.encode(&mut block);
+        self.seal_inode_checksum(&mut block);
+        self.write_blocks(addr as u64, &block[..], Some(log_temperature(log)), kind)?;
+        self.metrics.per_log_blocks[log] += 1;
+        let old = self.nat_get(nid)?;
+        if self.in_main(old.block_addr) {
+            self.segs.invalidate(old.block_addr);
+        }
+        self.nat_set(
+            nid,
+            NatEntry {
+                version: old.version,
+                ino: footer.ino,
+                block_addr: addr,
+            },
+        )?;
+        self.nodes.insert(nid, block);
+        self.dirty_nodes.remove(&nid);
+        Ok(())
+    }
+
+    /// What node footers carry: the current checkpoint's version, with its CRC in the
+    /// high half under `CP_CRC_RECOVERY_FLAG`.
+    fn cp_version_for_nodes(&self) -> u64 {
+        if self.cp.has_flag(CP_CRC_RECOVERY_FLAG) {
+            self.cp.crc_version()
+        } else {
+            self.cp.checkpoint_ver
+        }
+    }
+
+    fn seal_inode_checksum(&self, block: &mut Block) {
+        let Some(seed) = self.chksum_seed else {
+            return;
+        };
+        if NodeFooter::decode(block).offset() != 0 || !checksum_fits(&Inode::decode(block)) {
+            return;
+        }
+        let crc = inode_checksum(block, seed);
+        put_le32_at(&mut block[..], INODE_CHECKSUM_OFFSET, crc);
+    }
+
+    /// Takes a block in `log`, moving the log to a new segment when it fills (the old
+    /// segment's summary goes to the SSA).
+    fn alloc_block(&mut self, log: usize, sum: Summary) -> Result<u32, FsError> {
+        if !self.segs.has_room(log) {
+            self.advance_log(log)?;
+        }
+        let addr = self.segs.alloc(log, sum);
+        if !self.segs.has_room(log) {
+            // Best effort now: with no free segment the next allocation retries.
+            let _ = self.advance_log(log);
+        }
+        Ok(addr)
+    }
+
+    fn advance_log(&mut self, log: usize) -> Result<(), FsError> {
+        let (segno, sum) = self.segs.take_full(log).ok_or(FsError::NoSpace)?;
+        let at = self.sb.ssa_blkaddr as u64 + segno as u64;
+        self.write_blocks(at, &sum.encode()[..], None, BlockKind::Ssa)
+    }
+
+    fn shrink_caches(&mut self) {
+        let excess = self.nodes.len().saturating_sub(NODE_CACHE_MAX);
+        let victims: Vec<u32> = self
+            .nodes
+            .keys()
+            .copied()
+            .filter(|n| !self.dirty_nodes.contains(n))
+            .take(excess)
+            .collect();
+        for v in victims {
+            self.nodes.remove(&v);
+        }
+        self.nat.shrink();
+    }
+}
+
+/// Refuses images whose features this writer cannot keep consistent.
+fn check_supported(sb: &Superblock, cp: &Checkpoint) -> Result<(), FsError> {
+    let refused = [
+        (FEATURE_BLKZONED, "blkzoned"),
+        (FEATURE_QUOTA_INO, "quota"),
+        (FEATURE_CASEFOLD, "casefold"),
+        (FEATURE_RO, "ro"),
+        (FEATURE_LOST_FOUND, "lost_found"),
+    ];
+    if let Some((_, name)) = refused.iter().find(|(bit, _)| sb.feature.contains(*bit)) {
+        return Err(FsError::Unsupported(format!("feature {name}")));
+    }
+    if sb.segs_per_sec != 1 {
+        return Err(FsError::Unsupported("sections of several segments".into()));
+    }
+    if cp.has_flag(CP_LARGE_NAT_BITMAP_FLAG) {
+        return Err(FsError::Unsupported("large NAT bitmap".into()));
+    }
+    if (0..NR_CURSEG_TYPE).any(|i| cp.alloc_type[i] == ALLOC_SSR) {
+        return Err(FsError::Unsupported("a log in SSR mode".into()));
+    }
+    Ok(())
+}
+
+fn empty_segs(sb: &Superblock) -> Segs {
+    Segs {
+        main_blkaddr: sb.main_blkaddr,
+        info: Vec::new(),
+        dirty: BTreeSet::new(),
+        prefree: BTreeSet::new(),
+        valid_blocks: 0,
+        logs: Vec::new(),
+        now_secs: 0,
+    }
+}
+
+/// Raw little-endian field access on node blocks.
+pub(crate) fn le64_at(block: &Block, pos: usize) -> u64 {
+    Reader::at(block, pos).u64()
+}
+
+pub(crate) fn put_le64_at(block: &mut Block, pos: usize, v: u64) {
+    crate::codec::Writer::at(&mut block[..], pos).u64(v);
+}
+
+pub(crate) fn word(block: &Block, index: usize) -> u32 {
+    le32_at(block, index * 4)
+}
+
+pub(crate) fn put_word(block: &mut Block, index: usize, v: u32) {
+    put_le32_at(&mut block[..], index * 4, v);
+}

@@ -1,0 +1,564 @@
+//! The file API: path resolution and the operations on inodes and names.
+
+use flashstack_block::BlockDevice;
+
+use super::data::*;
+use super::dir::Area;
+use super::hash::has_extension;
+use super::{corrupt, F2fs, FsError};
+use crate::codec::{le32_at, put_le32_at, Block};
+use crate::consts::*;
+use crate::node::{ExtraAttr, Inode, NodeFooter};
+
+/// What an inode is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub enum FileKind {
+    File,
+    Dir,
+    Other,
+}
+
+/// `stat` of an inode.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Stat {
+    pub ino: u32,
+    pub kind: FileKind,
+    pub mode: u16,
+    pub links: u32,
+    pub size_bytes: u64,
+    /// Blocks in use, counting the inode block (`i_blocks`).
+    pub blocks: u64,
+    pub mtime_secs: u64,
+    pub inline_data: bool,
+    pub inline_dentry: bool,
+}
+
+/// One directory entry.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct DirEntryInfo {
+    pub name: String,
+    pub ino: u32,
+    pub kind: FileKind,
+}
+
+fn kind_of_type(file_type: u8) -> FileKind {
+    match file_type {
+        FT_REG_FILE => FileKind::File,
+        FT_DIR => FileKind::Dir,
+        _ => FileKind::Other,
+    }
+}
+
+/// Splits a path into its parent's components and the last name.
+fn split(path: &str) -> Result<(Vec<&str>, &str), FsError> {
+    let mut parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
+    let last = parts
+        .pop()
+        .ok_or_else(|| FsError::Invalid(format!("'{path}' names the root")))?;
+    check_name(last)?;
+    Ok((parts, last))
+}
+
+fn check_name(name: &str) -> Result<(), FsError> {
+    if name.len() > NAME_LEN {
+        return Err(FsError::NameTooLong(name.chars().take(32).collect()));
+    }
+    if name == "." || name == ".." || name.contains('\0') {
+        return Err(FsError::Invalid(format!("'{name}' is not a usable name")));
+    }
+    Ok(())
+}
+
+impl<D: BlockDevice> F2fs<D> {
+    /// Resolves a path to an inode number.
+    pub fn lookup(&mut self, path: &str) -> Result<u32, FsError> {
+        let mut ino = ROOT_INO;
+        for part in path.split('/').filter(|p| !p.is_empty()) {
+            if part.len() > NAME_LEN {
+                return Err(FsError::NameTooLong(part.chars().take(32).collect()));
+            }
+            if !self.is_dir_inode(ino)? {
+                return Err(FsError::NotDir(path.to_string()));
+            }
+            let place = self.find_entry(ino, part.as_bytes())?;
+            ino = place
+                .ok_or_else(|| FsError::NotFound(path.to_string()))?
+                .found()
+                .ino;
+        }
+        Ok(ino)
+    }
+
+    /// The directory that will hold the last component of `path`, and that name.
+    fn parent_of<'p>(&mut self, path: &'p str) -> Result<(u32, &'p str), FsError> {
+        let (parents, name) = split(path)?;
+        let dir = self.lookup(&parents.join("/"))?;
+        if !self.is_dir_inode(dir)? {
+            return Err(FsError::NotDir(path.to_string()));
+        }
+        Ok((dir, name))
+    }
+
+    /// Creates an empty regular file; returns its inode number.
+    pub fn create(&mut self, path: &str) -> Result<u32, FsError> {
+        self.balance()?;
+        let (dir, name) = self.parent_of(path)?;
+        if self.find_entry(dir, name.as_bytes())?.is_some() {
+            return Err(FsError::Exists(path.to_string()));
+        }
+        let ino = self.new_inode(dir, name, false)?;
+        self.add_entry(dir, name.as_bytes(), ino, FT_REG_FILE)?;
+        Ok(ino)
+    }
+
+    /// Creates a directory (inline, holding "." and "..").
+    pub fn mkdir(&mut self, path: &str) -> Result<u32, FsError> {
+        self.balance()?;
+        let (dir, name) = self.parent_of(path)?;
+        if self.find_entry(dir, name.as_bytes())?.is_some() {
+            return Err(FsError::Exists(path.to_string()));
+        }
+        let ino = self.new_inode(dir, name, true)?;
+        self.add_entry(dir, name.as_bytes(), ino, FT_DIR)?;
+        self.add_links(dir, 1)?;
+        Ok(ino)
+    }
+
+    /// Opens an existing file or directory: it stays alive while open even if unlinked.
+    pub fn open(&mut self, path: &str) -> Result<u32, FsError> {
+        let ino = self.lookup(path)?;
+        *self.open_counts.entry(ino).or_default() += 1;
+        Ok(ino)
+    }
+
+    /// Closes an inode opened with [`F2fs::open`]; an unlinked one is freed on the last
+    /// close.
+    pub fn close(&mut self, ino: u32) -> Result<(), FsError> {
+        let Some(count) = self.open_counts.get_mut(&ino) else {
+            return Err(FsError::Invalid(format!("inode {ino} is not open")));
+        };
+        *count -= 1;
+        if *count == 0 {
+            self.open_counts.remove(&ino);
+            if self.orphans.remove(&ino) {
+                self.evict_inode(ino)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads up to `len` bytes from `offset` (short at the end of the file).
+    pub fn read(&mut self, ino: u32, offset: u64, len: usize) -> Result<Vec<u8>, FsError> {
+        self.check_file(ino)?;
+        self.read_at(ino, offset, len)
+    }
+
+    /// Writes `data` at `offset`, growing the file as needed (holes read as zeros).
+    pub fn write(&mut self, ino: u32, offset: u64, data: &[u8]) -> Result<(), FsError> {
+        self.check_file(ino)?;
+        self.balance()?;
+        self.write_at(ino, offset, data)
+    }
+
+    /// Reads whole page `index` of a file (zeros past the end or in a hole).
+    pub fn read_page(&mut self, ino: u32, index: u64) -> Result<Box<Block>, FsError> {
+        self.check_file(ino)?;
+        self.load_page(ino, index)
+    }
+
+    /// Writes whole page `index`; the size grows to cover at most `valid_bytes` of it
+    /// (a page cache passes the bytes of the last page that lie inside the file).
+    pub fn write_page(
+        &mut self,
+        ino: u32,
+        index: u64,
+        page: &Block,
+        valid_bytes: usize,
+    ) -> Result<(), FsError> {
+        self.check_file(ino)?;
+        self.balance()?;
+        let valid = valid_bytes.min(BLOCK_SIZE);
+        let offset = index
+            .checked_mul(BLOCK_SIZE as u64)
+            .ok_or_else(|| FsError::TooLarge(format!("page {index}")))?;
+        if self.has_inline(ino, F2FS_INLINE_DATA)? {
+            return self.write_at(ino, offset, &page[..valid]);
+        }
+        let log = self.data_log(ino)?;
+        self.store_page(ino, index, page, log, super::BlockKind::Data)?;
+        self.grow_size(ino, offset + valid as u64)
+    }
+
+    /// Sets a file's size (shrinking frees blocks; growing leaves a hole).
+    pub fn truncate(&mut self, ino: u32, size: u64) -> Result<(), FsError> {
+        self.check_file(ino)?;
+        self.balance()?;
+        self.set_size(ino, size)
+    }
+
+    fn check_file(&mut self, ino: u32) -> Result<(), FsError> {
+        if self.is_dir_inode(ino)? {
+            return Err(FsError::IsDir(format!("inode {ino}")));
+        }
+        Ok(())
+    }
+
+    pub fn stat(&mut self, path: &str) -> Result<Stat, FsError> {
+        let ino = self.lookup(path)?;
+        self.stat_ino(ino)
+    }
+
+    pub fn stat_ino(&mut self, ino: u32) -> Result<Stat, FsError> {
+        let inode = Inode::decode(self.node(ino)?);
+        let kind = if inode.is_dir() {
+            FileKind::Dir
+        } else if inode.is_reg() {
+            FileKind::File
+        } else {
+            FileKind::Other
+        };
+        Ok(Stat {
+            ino,
+            kind,
+            mode: inode.mode,
+            links: inode.links,
+            size_bytes: inode.size,
+            blocks: inode.blocks,
+            mtime_secs: inode.mtime,
+            inline_data: inode.inline & F2FS_INLINE_DATA != 0,
+            inline_dentry: inode.inline & F2FS_INLINE_DENTRY != 0,
+        })
+    }
+
+    /// The entries of a directory, without "." and "..", sorted by name.
+    pub fn readdir(&mut self, path: &str) -> Result<Vec<DirEntryInfo>, FsError> {
+        let dir = self.lookup(path)?;
+        if !self.is_dir_inode(dir)? {
+            return Err(FsError::NotDir(path.to_string()));
+        }
+        let mut out: Vec<DirEntryInfo> = self
+            .dir_entries(dir)?
+            .into_iter()
+            .filter(|f| f.name != b"." && f.name != b"..")
+            .map(|f| DirEntryInfo {
+                name: String::from_utf8_lossy(&f.name).into_owned(),
+                ino: f.ino,
+                kind: kind_of_type(f.file_type),
+            })
+            .collect();
+        out.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(out)
+    }
+
+    /// Adds a hard link to an existing file.
+    pub fn link(&mut self, existing: &str, new_path: &str) -> Result<(), FsError> {
+        self.balance()?;
+        let ino = self.lookup(existing)?;
+        if self.is_dir_inode(ino)? {
+            return Err(FsError::IsDir(existing.to_string()));
+        }
+        let (dir, name) = self.parent_of(new_path)?;
+        if self.find_entry(dir, name.as_bytes())?.is_some() {
+            return Err(FsError::Exists(new_path.to_string()));
+        }
+        self.add_entry(dir, name.as_bytes(), ino, FT_REG_FILE)?;
+        self.add_links(ino, 1)
+    }
+
+    /// Removes a file's name; the inode goes with its last link (or last close).
+    pub fn unlink(&mut self, path: &str) -> Result<(), FsError> {
+        self.balance()?;
+        let (dir, name) = self.parent_of(path)?;
+        let place = self
+            .find_entry(dir, name.as_bytes())?
+            .ok_or_else(|| FsError::NotFound(path.to_string()))?;
+        let ino = place.found().ino;
+        if self.is_dir_inode(ino)? {
+            return Err(FsError::IsDir(path.to_string()));
+        }
+        self.edit_entry(dir, &place, |a, buf, f| a.remove(buf, f))?;
+        self.drop_link(ino)
+    }
+
+    /// Removes an empty directory.
+    pub fn rmdir(&mut self, path: &str) -> Result<(), FsError> {
+        self.balance()?;
+        let (dir, name) = self.parent_of(path)?;
+        let place = self
+            .find_entry(dir, name.as_bytes())?
+            .ok_or_else(|| FsError::NotFound(path.to_string()))?;
+        let ino = place.found().ino;
+        if !self.is_dir_inode(ino)? {
+            return Err(FsError::NotDir(path.to_string()));
+        }
+        if !self.dir_is_empty(ino)? {
+            return Err(FsError::NotEmpty(path.to_string()));
+        }
+        self.edit_entry(dir, &place, |a, buf, f| a.remove(buf, f))?;
+        self.add_links(dir, -1)?;
+        self.release_inode(ino)
+    }
+
+    fn dir_is_empty(&mut self, dir: u32) -> Result<bool, FsError> {
+        Ok(self
+            .dir_entries(dir)?
+            .iter()
+            .all(|f| f.name == b"." || f.name == b".."))
+    }
+
+    /// Renames (POSIX semantics: an existing target is replaced; a directory may only
+    /// replace an empty directory, and never moves into itself).
+    pub fn rename(&mut self, from: &str, to: &str) -> Result<(), FsError> {
+        self.balance()?;
+        let (src_dir, src_name) = self.parent_of(from)?;
+        let (dst_dir, dst_name) = self.parent_of(to)?;
+        let src = self
+            .find_entry(src_dir, src_name.as_bytes())?
+            .ok_or_else(|| FsError::NotFound(from.to_string()))?;
+        let ino = src.found().ino;
+        let is_dir = self.is_dir_inode(ino)?;
+        if is_dir && self.is_ancestor(ino, dst_dir)? {
+            return Err(FsError::Invalid(format!("'{to}' is inside '{from}'")));
+        }
+        let dst = self.find_entry(dst_dir, dst_name.as_bytes())?;
+        if let Some(d) = &dst {
+            if d.found().ino == ino {
+                return Ok(());
+            }
+            self.check_replace(d.found().ino, is_dir, to)?;
+        }
+        let file_type = src.found().file_type;
+        match &dst {
+            Some(d) => {
+                let victim = d.found().ino;
+                self.edit_entry(dst_dir, d, |a, buf, f| {
+                    a.set_ino(buf, f.slot, ino, file_type)
+                })?;
+                self.release_replaced(victim, dst_dir)?;
+            }
+            None => self.add_entry(dst_dir, dst_name.as_bytes(), ino, file_type)?,
+        }
+        // The source entry may have moved if the add converted or grew the directory.
+        let src = self
+            .find_entry(src_dir, src_name.as_bytes())?
+            .ok_or_else(|| corrupt("rename source vanished"))?;
+        self.edit_entry(src_dir, &src, |a, buf, f| a.remove(buf, f))?;
+        self.set_name(ino, dst_dir, dst_name)?;
+        if is_dir && src_dir != dst_dir {
+            self.set_dotdot(ino, dst_dir)?;
+            self.add_links(src_dir, -1)?;
+            self.add_links(dst_dir, 1)?;
+        }
+        Ok(())
+    }
+
+    fn check_replace(&mut self, victim: u32, is_dir: bool, to: &str) -> Result<(), FsError> {
+        let victim_dir = self.is_dir_inode(victim)?;
+        match (is_dir, victim_dir) {
+            (true, false) => Err(FsError::NotDir(to.to_string())),
+            (false, true) => Err(FsError::IsDir(to.to_string())),
+            (true, true) if !self.dir_is_empty(victim)? => Err(FsError::NotEmpty(to.to_string())),
+            _ => Ok(()),
+        }
+    }
+
+    /// Drops the inode a rename replaced.
+    fn release_replaced(&mut self, victim: u32, dst_dir: u32) -> Result<(), FsError> {
+        if self.is_dir_inode(victim)? {
+            self.add_links(dst_dir, -1)?;
+            return self.release_inode(victim);
+        }
+        self.drop_link(victim)
+    }
+
+    /// Whether `ancestor` is `dir` or one of its parents.
+    fn is_ancestor(&mut self, ancestor: u32, mut dir: u32) -> Result<bool, FsError> {
+        for _ in 0..4096 {
+            if dir == ancestor {
+                return Ok(true);
+            }
+            if dir == ROOT_INO {
+                return Ok(false);
+            }
+            let parent = self
+                .find_entry(dir, b"..")?
+                .ok_or_else(|| corrupt(format!("directory {dir} has no '..'")))?;
+            dir = parent.found().ino;
+        }
+        Err(corrupt("directory chain too deep"))
+    }
+
+    fn set_dotdot(&mut self, dir: u32, parent: u32) -> Result<(), FsError> {
+        let place = self
+            .find_entry(dir, b"..")?
+            .ok_or_else(|| corrupt(format!("directory {dir} has no '..'")))?;
+        self.edit_entry(dir, &place, |a, buf, f| {
+            a.set_ino(buf, f.slot, parent, FT_DIR)
+        })
+    }
+
+    /// Records the name and parent in the inode (`i_name`, `i_pino`, used by recovery).
+    fn set_name(&mut self, ino: u32, parent: u32, name: &str) -> Result<(), FsError> {
+        let mut inode = Inode::decode(self.node(ino)?);
+        inode.pino = parent;
+        inode.namelen = name.len() as u32;
+        inode.name = name.as_bytes().to_vec();
+        let block = inode.encode();
+        self.put_node(ino, block);
+        Ok(())
+    }
+
+    pub(crate) fn add_links(&mut self, ino: u32, delta: i32) -> Result<(), FsError> {
+        let node = self.node(ino)?;
+        let links = le32_at(&node[..], OFF_LINKS).saturating_add_signed(delta);
+        put_le32_at(&mut node[..], OFF_LINKS, links);
+        self.dirty_nodes.insert(ino);
+        Ok(())
+    }
+
+    fn drop_link(&mut self, ino: u32) -> Result<(), FsError> {
+        self.add_links(ino, -1)?;
+        if le32_at(&self.node(ino)?[..], OFF_LINKS) > 0 {
+            return Ok(());
+        }
+        self.release_inode(ino)
+    }
+
+    /// An inode with no links left: freed now, or kept as an orphan while open.
+    fn release_inode(&mut self, ino: u32) -> Result<(), FsError> {
+        put_le32_at(&mut self.node(ino)?[..], OFF_LINKS, 0);
+        self.dirty_nodes.insert(ino);
+        if self.open_counts.contains_key(&ino) {
+            self.orphans.insert(ino);
+            return Ok(());
+        }
+        self.evict_inode(ino)
+    }
+
+    /// Frees an inode with all its blocks and nodes.
+    pub(crate) fn evict_inode(&mut self, ino: u32) -> Result<(), FsError> {
+        if !self.has_inline(ino, F2FS_INLINE_DATA | F2FS_INLINE_DENTRY)? {
+            self.free_blocks_from(ino, 0)?;
+        }
+        let xattr = le32_at(&self.node(ino)?[..], OFF_XATTR_NID);
+        if xattr != 0 {
+            self.free_node(xattr)?;
+        }
+        self.free_node(ino)?;
+        self.valid_inode_count = self.valid_inode_count.saturating_sub(1);
+        Ok(())
+    }
+
+    /// Builds a new inode in memory (written at the next checkpoint or fsync).
+    fn new_inode(&mut self, parent: u32, name: &str, dir: bool) -> Result<u32, FsError> {
+        self.ensure_space()?;
+        let ino = self.alloc_nid()?;
+        let inode = self.initial_inode(ino, parent, name, dir);
+        self.new_node(ino, ino, 0, !dir)?;
+        self.put_node(ino, inode.encode());
+        self.valid_inode_count += 1;
+        if dir {
+            let geo = self.geometry(ino)?;
+            let (area, start) = (Area::inline(geo.inline_bytes), geo.inline_start());
+            let node = self.node(ino)?;
+            area.put(&mut node[start..], 0, ino, b".", FT_DIR);
+            area.put(&mut node[start..], 1, parent, b"..", FT_DIR);
+            // An inline directory's size is its inline area (`f2fs_make_empty_inline_dir`).
+            self.set_inode_u64(ino, OFF_SIZE, geo.inline_bytes as u64)?;
+        }
+        Ok(ino)
+    }
+
+    fn initial_inode(&mut self, ino: u32, parent: u32, name: &str, dir: bool) -> Inode {
+        let secs = self.now_ns / 1_000_000_000;
+        self.generation = self.generation.wrapping_add(1);
+        let inline = F2FS_INLINE_XATTR
+            | if dir {
+                F2FS_INLINE_DENTRY
+            } else {
+                F2FS_INLINE_DATA
+            };
+        let mut inode = Inode {
+            mode: if dir {
+                S_IFDIR | 0o755
+            } else {
+                S_IFREG | 0o644
+            },
+            advise: if dir { 0 } else { self.advise_for(name) },
+            inline,
+            links: if dir { 2 } else { 1 },
+            blocks: 1,
+            atime: secs,
+            ctime: secs,
+            mtime: secs,
+            generation: self.generation,
+            current_depth: u32::from(dir),
+            pino: parent,
+            namelen: name.len() as u32,
+            name: name.as_bytes().to_vec(),
+            footer: NodeFooter {
+                nid: ino,
+                ino,
+                flag: u32::from(!dir) << COLD_BIT_SHIFT,
+                cp_ver: 0,
+                next_blkaddr: 0,
+            },
+            ..Inode::default()
+        };
+        self.set_extra_attrs(&mut inode, secs);
+        inode
+    }
+
+    fn set_extra_attrs(&self, inode: &mut Inode, secs: u64) {
+        let f = self.sb.feature;
+        if !f.contains(FEATURE_EXTRA_ATTR) {
+            return;
+        }
+        let flexible = f.contains(FEATURE_FLEXIBLE_INLINE_XATTR);
+        inode.set_extra(&ExtraAttr {
+            extra_isize: crate::mkfs::extra_isize(f),
+            inline_xattr_size: if flexible {
+                DEFAULT_INLINE_XATTR_ADDRS as u16
+            } else {
+                0
+            },
+            crtime: if f.contains(FEATURE_INODE_CRTIME) {
+                secs
+            } else {
+                0
+            },
+            ..ExtraAttr::default()
+        });
+    }
+
+    /// `set_file_temperature`: cold for the media list, hot for the hot list.
+    fn advise_for(&self, name: &str) -> u8 {
+        let n = name.as_bytes();
+        if self.cold_exts.iter().any(|e| has_extension(n, e, true)) {
+            FADVISE_COLD
+        } else if self.hot_exts.iter().any(|e| has_extension(n, e, false)) {
+            FADVISE_HOT
+        } else {
+            0
+        }
+    }
+
+    /// Checkpoints everything (`sync(2)`).
+    pub fn sync(&mut self) -> Result<(), FsError> {
+        self.checkpoint(false)
+    }
+
+    /// Makes a file's data and metadata durable. The kernel writes the file's dnodes with
+    /// the fsync mark for roll-forward recovery and forces a checkpoint only in some
+    /// cases; this version always takes the checkpoint route.
+    pub fn fsync(&mut self, ino: u32) -> Result<(), FsError> {
+        self.node(ino)?;
+        self.metrics.fsyncs += 1;
+        self.checkpoint(false)
+    }
+
+    /// As [`F2fs::fsync`] (data writes are already on the device).
+    pub fn fdatasync(&mut self, ino: u32) -> Result<(), FsError> {
+        self.fsync(ino)
+    }
+}

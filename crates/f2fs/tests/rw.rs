@@ -1,0 +1,100 @@
+//! The read-write file system: operations, remount, and fsck.f2fs on the result.
+
+mod common;
+
+use common::*;
+use flashstack_f2fs::{mkfs, F2fs, FileKind, FsError, MemDevice, MkfsOptions};
+
+fn fresh(bytes: u64, opts: &MkfsOptions) -> F2fs<MemDevice> {
+    let mut dev = MemDevice::new(bytes);
+    mkfs(&mut dev, opts).unwrap();
+    F2fs::mount(dev).unwrap()
+}
+
+fn check_image(dev: &MemDevice, what: &str) {
+    let Some(fsck_bin) = tool("fsck.f2fs") else {
+        return;
+    };
+    let dir = TempDir::new(what);
+    let image = dir.file("image");
+    dev.export(&image).unwrap();
+    assert_clean(&fsck(&fsck_bin, &image), what);
+}
+
+fn pattern(len: usize, seed: u8) -> Vec<u8> {
+    (0..len)
+        .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed))
+        .collect()
+}
+
+#[test]
+fn files_and_directories_survive_unmount_and_pass_fsck() {
+    let mut fs = fresh(128 * MIB, &MkfsOptions::default());
+    let small = fs.create("/hello.txt").unwrap();
+    fs.write(small, 0, b"hello world").unwrap();
+    fs.mkdir("/dir").unwrap();
+    let big = fs.create("/dir/big.bin").unwrap();
+    let data = pattern(3 * 4096 + 100, 7);
+    fs.write(big, 0, &data).unwrap();
+    let sparse = fs.create("/dir/sparse").unwrap();
+    fs.write(sparse, 5_000_000_000, b"far").unwrap();
+    fs.write(sparse, 4096 * 900, b"mid").unwrap();
+    let dev = fs.unmount().unwrap();
+    check_image(&dev, "basic");
+    let mut fs = F2fs::mount(dev).unwrap();
+    let ino = fs.lookup("/hello.txt").unwrap();
+    assert_eq!(fs.read(ino, 0, 100).unwrap(), b"hello world");
+    let ino = fs.lookup("/dir/big.bin").unwrap();
+    assert_eq!(fs.read(ino, 0, 1 << 20).unwrap(), data);
+    let ino = fs.lookup("/dir/sparse").unwrap();
+    assert_eq!(fs.read(ino, 5_000_000_000, 10).unwrap(), b"far");
+    assert_eq!(fs.read(ino, 4096 * 900, 3).unwrap(), b"mid");
+    assert_eq!(fs.read(ino, 4096 * 901, 3).unwrap(), vec![0; 3]);
+    let names: Vec<String> = fs
+        .readdir("/")
+        .unwrap()
+        .into_iter()
+        .map(|e| e.name)
+        .collect();
+    assert_eq!(names, ["dir", "hello.txt"]);
+    fs.truncate(ino, 10).unwrap();
+    fs.unlink("/hello.txt").unwrap();
+    assert_eq!(fs.rmdir("/dir").unwrap_err().errno(), 39, "ENOTEMPTY");
+    let dev = fs.unmount().unwrap();
+    check_image(&dev, "after-truncate");
+}
+
+#[test]
+fn many_entries_leave_inline_dentries_and_pass_fsck() {
+    let mut fs = fresh(128 * MIB, &android_like());
+    fs.mkdir("/d").unwrap();
+    for i in 0..600 {
+        let ino = fs
+            .create(&format!("/d/file-with-a-longer-name-{i}.db"))
+            .unwrap();
+        if i % 50 == 0 {
+            fs.write(ino, 0, &pattern(5000, i as u8)).unwrap();
+        }
+    }
+    for i in (0..600).step_by(3) {
+        fs.unlink(&format!("/d/file-with-a-longer-name-{i}.db"))
+            .unwrap();
+    }
+    fs.rename("/d/file-with-a-longer-name-1.db", "/moved.mp4")
+        .unwrap();
+    fs.link("/moved.mp4", "/d/again").unwrap();
+    assert!(!fs.stat("/d").unwrap().inline_dentry);
+    assert_eq!(fs.readdir("/d").unwrap().len(), 400);
+    assert_eq!(fs.stat("/moved.mp4").unwrap().links, 2);
+    assert_eq!(fs.stat("/d").unwrap().kind, FileKind::Dir);
+    let dev = fs.unmount().unwrap();
+    check_image(&dev, "many-entries");
+    let mut fs = F2fs::mount(dev).unwrap();
+    assert_eq!(fs.readdir("/d").unwrap().len(), 400);
+    assert!(matches!(
+        fs.lookup("/d/file-with-a-longer-name-0.db"),
+        Err(FsError::NotFound(_))
+    ));
+    let ino = fs.lookup("/d/file-with-a-longer-name-100.db").unwrap();
+    assert_eq!(fs.read(ino, 0, 9000).unwrap(), pattern(5000, 100));
+}
