@@ -116,6 +116,8 @@ pub trait Codec: Send {
     /// Decompresses `input` into `out`, replacing its contents with exactly `expected_len`
     /// bytes. Corrupt input, input that decodes to any other length, and bytes after the
     /// end of the compressed data are errors; `out` is then left in an unspecified state.
+    /// `out` may be grown to `expected_len` before decoding starts, so pass the length the
+    /// container recorded, never one read from untrusted bytes.
     fn decompress(
         &mut self,
         input: &[u8],

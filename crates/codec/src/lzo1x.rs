@@ -76,6 +76,33 @@ fn read_u32(input: &[u8], at: usize) -> u32 {
 }
 
 #[inline(always)]
+fn read_u64(input: &[u8], at: usize) -> u64 {
+    let mut bytes = [0u8; 8];
+    bytes.copy_from_slice(&input[at..at + 8]);
+    u64::from_le_bytes(bytes)
+}
+
+/// How far the bytes at `earlier` and `later` agree (`earlier < later`), given that the
+/// first `known` do, up to the end of the input. Compares a word at a time.
+#[inline(always)]
+fn match_len(input: &[u8], earlier: usize, later: usize, known: usize) -> usize {
+    let n = input.len();
+    let mut len = known;
+    while later + len + 8 <= n {
+        let diff = read_u64(input, earlier + len) ^ read_u64(input, later + len);
+        if diff != 0 {
+            // Little-endian: the lowest set bit is in the first differing byte.
+            return len + (diff.trailing_zeros() / 8) as usize;
+        }
+        len += 8;
+    }
+    while later + len < n && input[earlier + len] == input[later + len] {
+        len += 1;
+    }
+    len
+}
+
+#[inline(always)]
 fn hash(key: u32) -> usize {
     (key.wrapping_mul(HASH_MUL) >> (32 - HASH_BITS)) as usize
 }
@@ -187,10 +214,7 @@ impl Lzo1x1 {
                     ip += 1 + ((ip - literal_start) >> 5);
                     continue;
                 };
-                let mut len = MIN_MATCH;
-                while ip + len < n && input[candidate + len] == input[ip + len] {
-                    len += 1;
-                }
+                let len = match_len(input, candidate, ip, MIN_MATCH);
                 push_literals(out, &input[literal_start..ip], out.is_empty());
                 push_match(out, len, ip - candidate);
                 ip += len;
@@ -271,76 +295,139 @@ impl Input<'_> {
     }
 }
 
-/// Copies `n` literals from `input` to `out`, within `expected` bytes of output.
-#[inline(always)]
-fn copy_literals(
-    input: &mut Input<'_>,
-    out: &mut Vec<u8>,
-    n: usize,
+/// Bytes of slack after the expected output, so that short copies can move whole 8-byte
+/// words and trim the excess later.
+const SLACK: usize = 16;
+
+/// The output being decoded: `buf` is `expected + SLACK` bytes long, `op` bytes of it are
+/// decoded. Every copy checks that it ends within `expected`.
+struct Output<'a> {
+    buf: &'a mut [u8],
+    op: usize,
     expected: usize,
-    opcode_at: usize,
-) -> Result<(), CodecError> {
-    if n > expected - out.len() {
-        return Err(CodecError::OutputOverrun {
-            codec: NAME,
-            offset: opcode_at,
-            expected,
-        });
-    }
-    out.extend_from_slice(input.take(n)?);
-    Ok(())
 }
 
-/// Copies a match of `len` bytes from `distance` back, within `expected` bytes of output.
-#[inline(always)]
-fn copy_match(
-    out: &mut Vec<u8>,
-    distance: usize,
-    len: usize,
-    expected: usize,
-    opcode_at: usize,
-) -> Result<(), CodecError> {
-    let decoded = out.len();
-    if distance > decoded {
-        return Err(CodecError::DistanceTooFar {
-            codec: NAME,
-            offset: opcode_at,
-            distance,
-            decoded,
-        });
-    }
-    if len > expected - decoded {
-        return Err(CodecError::OutputOverrun {
-            codec: NAME,
-            offset: opcode_at,
-            expected,
-        });
-    }
-    let start = decoded - distance;
-    if distance >= len {
-        out.extend_from_within(start..start + len);
-    } else {
-        // Overlapping: the match repeats the last `distance` bytes. Everything from
-        // `start` on is periodic with that period, so copy from `start` in spans as long
-        // as what is already there, doubling each time.
-        let mut copied = 0;
-        while copied < len {
-            let span = (out.len() - start).min(len - copied);
-            out.extend_from_within(start..start + span);
-            copied += span;
+impl Output<'_> {
+    /// Copies `n` literals from `input`.
+    #[inline(always)]
+    fn literals(
+        &mut self,
+        input: &mut Input<'_>,
+        n: usize,
+        opcode_at: usize,
+    ) -> Result<(), CodecError> {
+        if n > self.expected - self.op {
+            return Err(CodecError::OutputOverrun {
+                codec: NAME,
+                offset: opcode_at,
+                expected: self.expected,
+            });
         }
+        let at = input.at;
+        if n <= 8 && at + 8 <= input.bytes.len() {
+            // One word: the bytes past `n` land in the slack or are overwritten next.
+            self.buf[self.op..self.op + 8].copy_from_slice(&input.bytes[at..at + 8]);
+            input.at += n;
+        } else {
+            let src = input.take(n)?;
+            self.buf[self.op..self.op + n].copy_from_slice(src);
+        }
+        self.op += n;
+        Ok(())
     }
-    Ok(())
+
+    /// Copies a match of `len` bytes from `distance` back.
+    #[inline(always)]
+    fn copy_match(
+        &mut self,
+        distance: usize,
+        len: usize,
+        opcode_at: usize,
+    ) -> Result<(), CodecError> {
+        let op = self.op;
+        if distance > op {
+            return Err(CodecError::DistanceTooFar {
+                codec: NAME,
+                offset: opcode_at,
+                distance,
+                decoded: op,
+            });
+        }
+        if len > self.expected - op {
+            return Err(CodecError::OutputOverrun {
+                codec: NAME,
+                offset: opcode_at,
+                expected: self.expected,
+            });
+        }
+        let src = op - distance;
+        if distance >= 8 {
+            // Word by word: each word is read from bytes already decoded (distance ≥ 8),
+            // and the last one ends at most 7 bytes past `expected`, inside the slack.
+            let mut k = 0;
+            while k < len {
+                let mut word = [0u8; 8];
+                word.copy_from_slice(&self.buf[src + k..src + k + 8]);
+                self.buf[op + k..op + k + 8].copy_from_slice(&word);
+                k += 8;
+            }
+        } else if len <= 32 {
+            for k in 0..len {
+                self.buf[op + k] = self.buf[src + k];
+            }
+        } else {
+            // A long overlapping match repeats the last `distance` bytes: everything from
+            // `src` on is periodic with that period, so copy spans as long as what is
+            // already there, doubling each time.
+            let mut copied = 0;
+            while copied < len {
+                let span = (op + copied - src).min(len - copied);
+                self.buf.copy_within(src..src + span, op + copied);
+                copied += span;
+            }
+        }
+        self.op += len;
+        Ok(())
+    }
 }
 
 /// Decompresses an LZO1X stream into `out` (replacing its contents), which must come to
 /// exactly `expected` bytes. Safe on any input: every failure is a [`CodecError`].
 pub fn decompress_into(input: &[u8], out: &mut Vec<u8>, expected: usize) -> Result<(), CodecError> {
     out.clear();
-    out.reserve(expected);
+    // No byte of an LZO1X stream yields more than 255 bytes of output (a zero byte of a
+    // length extension), so a larger `expected` cannot be met: fail before allocating.
+    if expected > input.len().saturating_mul(256).saturating_add(64) {
+        return Err(CodecError::Truncated {
+            codec: NAME,
+            offset: input.len(),
+        });
+    }
+    out.resize(expected.saturating_add(SLACK), 0);
+    let result = decode(input, out, expected);
+    match result {
+        Ok(decoded) => {
+            out.truncate(decoded);
+            Ok(())
+        }
+        Err(e) => {
+            out.clear();
+            Err(e)
+        }
+    }
+}
+
+/// Decodes into `buf` (`expected + SLACK` bytes); returns the decoded length, which is
+/// `expected` on success.
+fn decode(input: &[u8], buf: &mut [u8], expected: usize) -> Result<usize, CodecError> {
     let mut inp = Input {
         bytes: input,
         at: 0,
+    };
+    let mut out = Output {
+        buf,
+        op: 0,
+        expected,
     };
     // How many literals the previous instruction copied: 0, 1–3, or 4 for "4 or more".
     let mut state: usize = 0;
@@ -348,7 +435,7 @@ pub fn decompress_into(input: &[u8], out: &mut Vec<u8>, expected: usize) -> Resu
     let first = inp.byte()?;
     if first > 17 {
         let n = (first - 17) as usize;
-        copy_literals(&mut inp, out, n, expected, 0)?;
+        out.literals(&mut inp, n, 0)?;
         state = n.min(4);
     } else {
         inp.at = 0;
@@ -366,7 +453,7 @@ pub fn decompress_into(input: &[u8], out: &mut Vec<u8>, expected: usize) -> Resu
                     } else {
                         t + 3
                     };
-                    copy_literals(&mut inp, out, n, expected, opcode_at)?;
+                    out.literals(&mut inp, n, opcode_at)?;
                     state = 4;
                     continue;
                 }
@@ -419,9 +506,9 @@ pub fn decompress_into(input: &[u8], out: &mut Vec<u8>, expected: usize) -> Resu
             distance = M3_MAX_DISTANCE + d;
             ss = word & 3;
         }
-        copy_match(out, distance, len, expected, opcode_at)?;
+        out.copy_match(distance, len, opcode_at)?;
         if ss > 0 {
-            copy_literals(&mut inp, out, ss, expected, opcode_at)?;
+            out.literals(&mut inp, ss, opcode_at)?;
         }
         state = ss;
     }
@@ -433,14 +520,14 @@ pub fn decompress_into(input: &[u8], out: &mut Vec<u8>, expected: usize) -> Resu
             extra: input.len() - inp.at,
         });
     }
-    if out.len() != expected {
+    if out.op != expected {
         return Err(CodecError::LengthMismatch {
             codec: NAME,
-            actual: out.len(),
+            actual: out.op,
             expected,
         });
     }
-    Ok(())
+    Ok(out.op)
 }
 
 impl Codec for Lzo1x1 {

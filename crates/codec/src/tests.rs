@@ -303,6 +303,14 @@ fn lzo_errors_name_codec_and_offset() {
             expected: 2
         }
     );
+    // An expected length no stream of this size can reach fails before allocating it.
+    assert_eq!(
+        err(&[0x11, 0, 0], usize::MAX),
+        CodecError::Truncated {
+            codec: "lzo1x-1",
+            offset: 3
+        }
+    );
     let msg = err(&[20, b'a'], 3).to_string();
     assert!(msg.contains("lzo1x-1") && msg.contains("offset 2"), "{msg}");
     // The decoder accepts the M1 forms the encoder never writes: after 1 literal, a 2-byte
