@@ -419,6 +419,11 @@ impl<D: BlockDevice> F2fs<D> {
         if size > MAX_FILE_BYTES {
             return Err(FsError::TooLarge(format!("size {size}")));
         }
+        if self.has_inline(ino, F2FS_INLINE_DATA)? && size > self.geometry(ino)?.inline_bytes as u64
+        {
+            // Growing past the inline area converts, as `f2fs_setattr` does.
+            self.convert_inline_data(ino)?;
+        }
         let old = self.inode_u64(ino, OFF_SIZE)?;
         if size < old {
             self.shrink_to(ino, size)?;

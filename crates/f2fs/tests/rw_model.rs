@@ -1,0 +1,483 @@
+//! Random operation sequences checked against an in-memory model after every step, with
+//! unmount + remount and power cuts (the device taken without a checkpoint: the last
+//! checkpoint must come back), and fsck.f2fs on the final image of some cases.
+
+mod common;
+
+use std::collections::BTreeMap;
+
+use common::*;
+use flashstack_f2fs::{mkfs, F2fs, FsError, MemDevice, MkfsOptions};
+use proptest::prelude::*;
+
+const DIRS: [&str; 4] = ["", "/a", "/b", "/a/c"];
+const NAMES: [&str; 7] = [
+    "f",
+    "g.db",
+    "h.mp4",
+    "a-rather-long-file-name-spanning-several-slots",
+    "a",
+    "b",
+    "c",
+];
+/// Offsets reaching every level of the node tree: inode, direct, indirect, second
+/// indirect and double-indirect addresses.
+const OFFSETS: [u64; 10] = [
+    0,
+    1,
+    3000,
+    4095,
+    4096 * 2 + 7,
+    4096 * 900,
+    4096 * 3100,
+    4096 * 1_040_000,
+    4096 * 2_100_000,
+    3488,
+];
+
+#[derive(Clone, Debug)]
+enum Op {
+    Create(usize),
+    Mkdir(usize),
+    Write(usize, usize, usize, u8),
+    Truncate(usize, usize),
+    Unlink(usize),
+    Rmdir(usize),
+    Rename(usize, usize),
+    Link(usize, usize),
+    Sync,
+    Remount,
+    PowerCut,
+}
+
+fn path(i: usize) -> String {
+    let (d, n) = (i / NAMES.len() % DIRS.len(), i % NAMES.len());
+    format!("{}/{}", DIRS[d], NAMES[n])
+}
+
+const PATHS: usize = DIRS.len() * NAMES.len();
+
+fn op() -> impl Strategy<Value = Op> {
+    let p = 0..PATHS;
+    prop_oneof![
+        4 => p.clone().prop_map(Op::Create),
+        2 => p.clone().prop_map(Op::Mkdir),
+        6 => (p.clone(), 0..OFFSETS.len(), 0usize..10_000, any::<u8>())
+            .prop_map(|(a, o, l, s)| Op::Write(a, o, l, s)),
+        2 => (p.clone(), 0..OFFSETS.len()).prop_map(|(a, o)| Op::Truncate(a, o)),
+        2 => p.clone().prop_map(Op::Unlink),
+        1 => p.clone().prop_map(Op::Rmdir),
+        2 => (p.clone(), p.clone()).prop_map(|(a, b)| Op::Rename(a, b)),
+        1 => (p.clone(), p).prop_map(|(a, b)| Op::Link(a, b)),
+        1 => Just(Op::Sync),
+        1 => Just(Op::Remount),
+        1 => Just(Op::PowerCut),
+        4 => (0..NAMES.len(), 0..OFFSETS.len(), 0usize..10_000, any::<u8>())
+            .prop_map(|(a, o, l, s)| Op::Write(a, o, l, s)),
+        3 => (0..NAMES.len()).prop_map(Op::Create),
+    ]
+}
+
+/// A sparse file: whole pages by index, and the size.
+#[derive(Clone, Debug, Default, PartialEq)]
+struct MFile {
+    size: u64,
+    pages: BTreeMap<u64, Vec<u8>>,
+}
+
+impl MFile {
+    fn write(&mut self, offset: u64, data: &[u8]) {
+        for (i, &b) in data.iter().enumerate() {
+            let pos = offset + i as u64;
+            let page = self
+                .pages
+                .entry(pos / 4096)
+                .or_insert_with(|| vec![0; 4096]);
+            page[(pos % 4096) as usize] = b;
+        }
+        if !data.is_empty() {
+            self.size = self.size.max(offset + data.len() as u64);
+        }
+    }
+
+    fn truncate(&mut self, size: u64) {
+        if size < self.size {
+            self.pages.retain(|&i, _| i < size.div_ceil(4096));
+            if let Some(p) = self.pages.get_mut(&(size / 4096)) {
+                p[(size % 4096) as usize..].fill(0);
+            }
+        }
+        self.size = size;
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+enum MEntry {
+    File(usize),
+    Dir,
+}
+
+#[derive(Clone, Debug, Default)]
+struct Model {
+    entries: BTreeMap<String, MEntry>,
+    files: BTreeMap<usize, MFile>,
+    next: usize,
+}
+
+const ENOENT: i32 = 2;
+const EEXIST: i32 = 17;
+const ENOTDIR: i32 = 20;
+const EISDIR: i32 = 21;
+const EINVAL: i32 = 22;
+const ENOTEMPTY: i32 = 39;
+
+fn parent(p: &str) -> &str {
+    &p[..p.rfind('/').unwrap()]
+}
+
+impl Model {
+    /// Resolves a path as the file system walks it.
+    fn lookup(&self, p: &str) -> Result<Option<&MEntry>, i32> {
+        let mut cur = String::new();
+        let parts: Vec<&str> = p.split('/').filter(|s| !s.is_empty()).collect();
+        for (i, part) in parts.iter().enumerate() {
+            if i > 0 && self.entries.get(&cur) != Some(&MEntry::Dir) {
+                return Err(ENOTDIR);
+            }
+            cur = format!("{cur}/{part}");
+            if !self.entries.contains_key(&cur) {
+                return Err(ENOENT);
+            }
+        }
+        Ok(self.entries.get(&cur))
+    }
+
+    fn parent_ok(&self, p: &str) -> Result<(), i32> {
+        let dir = parent(p);
+        if dir.is_empty() {
+            return Ok(());
+        }
+        match self.lookup(dir)? {
+            Some(MEntry::Dir) => Ok(()),
+            _ => Err(ENOTDIR),
+        }
+    }
+
+    fn children(&self, dir: &str) -> Vec<String> {
+        self.entries
+            .keys()
+            .filter(|k| parent(k) == dir)
+            .cloned()
+            .collect()
+    }
+
+    fn add(&mut self, p: &str, dir: bool) -> Result<(), i32> {
+        self.parent_ok(p)?;
+        if self.entries.contains_key(p) {
+            return Err(EEXIST);
+        }
+        let e = if dir {
+            MEntry::Dir
+        } else {
+            self.next += 1;
+            self.files.insert(self.next, MFile::default());
+            MEntry::File(self.next)
+        };
+        self.entries.insert(p.to_string(), e);
+        Ok(())
+    }
+
+    fn file(&self, p: &str) -> Result<usize, i32> {
+        match self.lookup(p)? {
+            Some(MEntry::File(id)) => Ok(*id),
+            _ => Err(EISDIR),
+        }
+    }
+
+    fn drop_name(&mut self, p: &str) {
+        if let Some(MEntry::File(id)) = self.entries.remove(p) {
+            if !self.entries.values().any(|e| *e == MEntry::File(id)) {
+                self.files.remove(&id);
+            }
+        }
+    }
+
+    fn unlink(&mut self, p: &str) -> Result<(), i32> {
+        self.parent_ok(p)?;
+        match self.entries.get(p) {
+            None => Err(ENOENT),
+            Some(MEntry::Dir) => Err(EISDIR),
+            Some(_) => {
+                self.drop_name(p);
+                Ok(())
+            }
+        }
+    }
+
+    fn rmdir(&mut self, p: &str) -> Result<(), i32> {
+        self.parent_ok(p)?;
+        match self.entries.get(p) {
+            None => Err(ENOENT),
+            Some(MEntry::File(_)) => Err(ENOTDIR),
+            Some(_) if !self.children(p).is_empty() => Err(ENOTEMPTY),
+            Some(_) => {
+                self.entries.remove(p);
+                Ok(())
+            }
+        }
+    }
+
+    fn rename(&mut self, a: &str, b: &str) -> Result<(), i32> {
+        self.parent_ok(a)?;
+        self.parent_ok(b)?;
+        let src = self.entries.get(a).cloned().ok_or(ENOENT)?;
+        if src == MEntry::Dir && (b.starts_with(&format!("{a}/"))) {
+            return Err(EINVAL);
+        }
+        if let Some(dst) = self.entries.get(b).cloned() {
+            if a == b || (dst == src && src != MEntry::Dir) {
+                return Ok(());
+            }
+            match (&src, &dst) {
+                (MEntry::Dir, MEntry::File(_)) => return Err(ENOTDIR),
+                (MEntry::File(_), MEntry::Dir) => return Err(EISDIR),
+                (MEntry::Dir, MEntry::Dir) if !self.children(b).is_empty() => {
+                    return Err(ENOTEMPTY)
+                }
+                _ => {}
+            }
+            if dst == MEntry::Dir {
+                self.entries.remove(b);
+            } else {
+                self.drop_name(b);
+            }
+        }
+        let moved: Vec<(String, MEntry)> = self
+            .entries
+            .iter()
+            .filter(|(k, _)| *k == a || k.starts_with(&format!("{a}/")))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        for (k, v) in moved {
+            self.entries.remove(&k);
+            self.entries.insert(format!("{b}{}", &k[a.len()..]), v);
+        }
+        Ok(())
+    }
+
+    fn link(&mut self, a: &str, b: &str) -> Result<(), i32> {
+        let id = match self.lookup(a)? {
+            Some(MEntry::File(id)) => *id,
+            _ => return Err(EISDIR),
+        };
+        self.parent_ok(b)?;
+        if self.entries.contains_key(b) {
+            return Err(EEXIST);
+        }
+        self.entries.insert(b.to_string(), MEntry::File(id));
+        Ok(())
+    }
+}
+
+struct Harness {
+    fs: Option<F2fs<MemDevice>>,
+    model: Model,
+    durable: Model,
+    checkpoints: u64,
+}
+
+fn errno<T>(r: Result<T, FsError>) -> Result<T, i32> {
+    r.map_err(|e| e.errno())
+}
+
+impl Harness {
+    fn fs(&mut self) -> &mut F2fs<MemDevice> {
+        self.fs.as_mut().unwrap()
+    }
+
+    fn apply(&mut self, op: &Op) -> Result<(), TestCaseError> {
+        let before = self.fs().metrics().checkpoints;
+        match op {
+            Op::Create(p) => self.both(
+                |fs, p| errno(fs.create(p)).map(drop),
+                |m, p| m.add(p, false),
+                &path(*p),
+            )?,
+            Op::Mkdir(p) => self.both(
+                |fs, p| errno(fs.mkdir(p)).map(drop),
+                |m, p| m.add(p, true),
+                &path(*p),
+            )?,
+            Op::Write(p, o, l, s) => self.write(&path(*p), OFFSETS[*o], *l, *s)?,
+            Op::Truncate(p, o) => self.truncate(&path(*p), OFFSETS[*o])?,
+            Op::Unlink(p) => self.both(|fs, p| errno(fs.unlink(p)), Model::unlink, &path(*p))?,
+            Op::Rmdir(p) => self.both(|fs, p| errno(fs.rmdir(p)), Model::rmdir, &path(*p))?,
+            Op::Rename(a, b) => {
+                let (a, b) = (path(*a), path(*b));
+                let got = errno(self.fs().rename(&a, &b));
+                prop_assert_eq!(got, self.model.rename(&a, &b), "rename {} {}", a, b);
+            }
+            Op::Link(a, b) => {
+                let (a, b) = (path(*a), path(*b));
+                let got = errno(self.fs().link(&a, &b));
+                prop_assert_eq!(got, self.model.link(&a, &b), "link {} {}", a, b);
+            }
+            Op::Sync => self.fs().sync().unwrap(),
+            Op::Remount => {
+                let dev = self.fs.take().unwrap().unmount().unwrap();
+                self.fs = Some(F2fs::mount(dev).unwrap());
+                self.durable = self.model.clone();
+                return Ok(());
+            }
+            Op::PowerCut => {
+                let dev = self.fs.take().unwrap().into_device();
+                self.fs = Some(F2fs::mount(dev).unwrap());
+                self.model = self.durable.clone();
+                return Ok(());
+            }
+        }
+        if self.fs().metrics().checkpoints != before {
+            self.durable = self.model.clone();
+        }
+        Ok(())
+    }
+
+    fn both(
+        &mut self,
+        f: impl FnOnce(&mut F2fs<MemDevice>, &str) -> Result<(), i32>,
+        m: impl FnOnce(&mut Model, &str) -> Result<(), i32>,
+        p: &str,
+    ) -> Result<(), TestCaseError> {
+        let got = f(self.fs(), p);
+        prop_assert_eq!(got, m(&mut self.model, p), "on {}", p);
+        Ok(())
+    }
+
+    fn write(&mut self, p: &str, offset: u64, len: usize, seed: u8) -> Result<(), TestCaseError> {
+        let data: Vec<u8> = (0..len).map(|i| (i as u8).wrapping_mul(7) ^ seed).collect();
+        let expect = self.model.file(p);
+        let got =
+            errno(self.fs().lookup(p)).and_then(|ino| errno(self.fs().write(ino, offset, &data)));
+        prop_assert_eq!(got, expect.map(drop), "write {}", p);
+        if let Ok(id) = expect {
+            self.model.files.get_mut(&id).unwrap().write(offset, &data);
+        }
+        Ok(())
+    }
+
+    fn truncate(&mut self, p: &str, size: u64) -> Result<(), TestCaseError> {
+        let expect = self.model.file(p);
+        let got = errno(self.fs().lookup(p)).and_then(|ino| errno(self.fs().truncate(ino, size)));
+        prop_assert_eq!(got, expect.map(drop), "truncate {}", p);
+        if let Ok(id) = expect {
+            self.model.files.get_mut(&id).unwrap().truncate(size);
+        }
+        Ok(())
+    }
+
+    /// Every name, directory listing and file content agrees with the model.
+    fn check(&mut self) -> Result<(), TestCaseError> {
+        let model = self.model.clone();
+        for dir in std::iter::once("").chain(
+            model
+                .entries
+                .iter()
+                .filter(|(_, e)| **e == MEntry::Dir)
+                .map(|(k, _)| k.as_str()),
+        ) {
+            let mut want: Vec<String> = model
+                .children(dir)
+                .iter()
+                .map(|c| c[dir.len() + 1..].to_string())
+                .collect();
+            want.sort();
+            let got: Vec<String> = self
+                .fs()
+                .readdir(if dir.is_empty() { "/" } else { dir })
+                .unwrap()
+                .into_iter()
+                .map(|e| e.name)
+                .collect();
+            prop_assert_eq!(got, want, "readdir {}", dir);
+        }
+        for (p, e) in &model.entries {
+            let MEntry::File(id) = e else { continue };
+            let f = &model.files[id];
+            let ino = self.fs().lookup(p).unwrap();
+            prop_assert_eq!(
+                self.fs().stat_ino(ino).unwrap().size_bytes,
+                f.size,
+                "size of {}",
+                p
+            );
+            for (&index, page) in &f.pages {
+                for probe in [index, index + 1] {
+                    let start = probe * 4096;
+                    if start >= f.size {
+                        continue;
+                    }
+                    let got = self.fs().read(ino, start, 4096).unwrap();
+                    let want_page = f
+                        .pages
+                        .get(&probe)
+                        .cloned()
+                        .unwrap_or_else(|| vec![0; 4096]);
+                    let n = got.len();
+                    prop_assert_eq!(&got[..], &want_page[..n], "{} page {}", p, probe);
+                }
+                let _ = page;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn run(ops: &[Op], fsck_at_end: bool) -> Result<(), TestCaseError> {
+    let mut dev = MemDevice::new(128 * MIB);
+    mkfs(&mut dev, &MkfsOptions::default()).unwrap();
+    let mut h = Harness {
+        fs: Some(F2fs::mount(dev).unwrap()),
+        model: Model::default(),
+        durable: Model::default(),
+        checkpoints: 0,
+    };
+    // Most paths should be usable: start with the directories they live in.
+    // "/a", "/b" and "/a/c".
+    for p in [4, 5, NAMES.len() + 6] {
+        h.apply(&Op::Mkdir(p))?;
+    }
+    for op in ops {
+        h.apply(op)?;
+        h.check()?;
+    }
+    h.checkpoints = h.fs().metrics().checkpoints;
+    let dev = h.fs.take().unwrap().unmount().unwrap();
+    if fsck_at_end {
+        if let Some(bin) = tool("fsck.f2fs") {
+            let dir = TempDir::new("model");
+            let image = dir.file("image");
+            dev.export(&image).unwrap();
+            assert_clean(&fsck(&bin, &image), "the image after a random sequence");
+        }
+    }
+    h.fs = Some(F2fs::mount(dev).unwrap());
+    h.check()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
+
+    #[test]
+    fn random_sequences_match_the_model(ops in prop::collection::vec(op(), 1..60)) {
+        run(&ops, false)?;
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 16, ..ProptestConfig::default() })]
+
+    #[test]
+    fn random_sequences_pass_fsck(ops in prop::collection::vec(op(), 1..80)) {
+        run(&ops, true)?;
+    }
+}
