@@ -123,7 +123,7 @@ fn cleaning_keeps_data_and_consistency() {
     for round in 0..12u64 {
         for i in 0..pages {
             let index = (i * 7 + round * 13) % pages;
-            if (index + round) % 3 == 0 {
+            if (index + round).is_multiple_of(3) {
                 continue;
             }
             let page = pattern(4096, (index as u8) ^ (round as u8));
