@@ -23,6 +23,7 @@ impl<D: BlockDevice> F2fs<D> {
         self.write_current_summaries()?;
         self.write_pack(unmount)?;
         self.segs.prefree.clear();
+        self.since_cp = Default::default();
         let released = std::mem::take(&mut self.nat.released);
         self.nat.free.extend(released);
         self.metrics.checkpoints += 1;

@@ -426,6 +426,7 @@ impl<D: BlockDevice> F2fs<D> {
         }
         let old = self.inode_u64(ino, OFF_SIZE)?;
         if size < old {
+            self.since_cp.moved_or_shrunk.insert(ino);
             self.shrink_to(ino, size)?;
         }
         self.set_inode_u64(ino, OFF_SIZE, size)?;

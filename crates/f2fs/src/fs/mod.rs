@@ -11,6 +11,7 @@ mod ckpt;
 mod data;
 mod dir;
 mod error;
+mod fsync;
 mod gc;
 mod hash;
 mod metrics;
@@ -72,6 +73,9 @@ pub struct F2fs<D: BlockDevice> {
     metrics: Metrics,
     /// Set while cleaning, so moves do not start another pass.
     in_gc: bool,
+    since_cp: fsync::SinceCheckpoint,
+    /// Inodes replayed by roll-forward recovery at mount.
+    recovered_inodes: usize,
 }
 
 /// Temperature of each log, for the block-interface hint.
@@ -122,6 +126,8 @@ impl<D: BlockDevice> F2fs<D> {
             generation: 0,
             metrics: Metrics::default(),
             in_gc: false,
+            since_cp: Default::default(),
+            recovered_inodes: 0,
             cp_pack: m.cp_pack,
             sb,
             cp,
@@ -137,6 +143,7 @@ impl<D: BlockDevice> F2fs<D> {
         for ino in m.orphans {
             fs.evict_inode(ino)?;
         }
+        fs.recovered_inodes = fs.recover()?;
         Ok(fs)
     }
 
@@ -216,6 +223,11 @@ impl<D: BlockDevice> F2fs<D> {
     /// Gives the device back without writing anything (a power cut).
     pub fn into_device(self) -> D {
         self.dev
+    }
+
+    /// Inodes roll-forward recovery replayed when this mount began.
+    pub fn recovered_inodes(&self) -> usize {
+        self.recovered_inodes
     }
 
     pub fn metrics(&self) -> &Metrics {
@@ -390,6 +402,7 @@ impl<D: BlockDevice> F2fs<D> {
         )?;
         self.nat.taken.remove(&nid);
         self.valid_node_count += 1;
+        self.since_cp.new_nodes.insert(nid);
         self.put_node(nid, block);
         Ok(())
     }

@@ -277,7 +277,9 @@ impl<D: BlockDevice> F2fs<D> {
             return Err(FsError::IsDir(path.to_string()));
         }
         self.edit_entry(dir, &place, |a, buf, f| a.remove(buf, f))?;
-        self.drop_link(ino)
+        self.since_cp.dirs_lost_names.insert(dir);
+        self.drop_link(ino)?;
+        self.settle_fsynced(ino)
     }
 
     /// Removes an empty directory.
@@ -295,6 +297,7 @@ impl<D: BlockDevice> F2fs<D> {
             return Err(FsError::NotEmpty(path.to_string()));
         }
         self.edit_entry(dir, &place, |a, buf, f| a.remove(buf, f))?;
+        self.since_cp.dirs_lost_names.insert(dir);
         self.add_links(dir, -1)?;
         self.release_inode(ino)
     }
@@ -328,9 +331,13 @@ impl<D: BlockDevice> F2fs<D> {
             self.check_replace(d.found().ino, is_dir, to)?;
         }
         let file_type = src.found().file_type;
+        self.since_cp.moved_or_shrunk.insert(ino);
+        self.since_cp.dirs_lost_names.extend([src_dir, dst_dir]);
+        let mut settle = vec![ino];
         match &dst {
             Some(d) => {
                 let victim = d.found().ino;
+                settle.push(victim);
                 self.edit_entry(dst_dir, d, |a, buf, f| {
                     a.set_ino(buf, f.slot, ino, file_type)
                 })?;
@@ -348,6 +355,9 @@ impl<D: BlockDevice> F2fs<D> {
             self.set_dotdot(ino, dst_dir)?;
             self.add_links(src_dir, -1)?;
             self.add_links(dst_dir, 1)?;
+        }
+        for i in settle {
+            self.settle_fsynced(i)?;
         }
         Ok(())
     }
@@ -546,19 +556,5 @@ impl<D: BlockDevice> F2fs<D> {
     /// Checkpoints everything (`sync(2)`).
     pub fn sync(&mut self) -> Result<(), FsError> {
         self.checkpoint(false)
-    }
-
-    /// Makes a file's data and metadata durable. The kernel writes the file's dnodes with
-    /// the fsync mark for roll-forward recovery and forces a checkpoint only in some
-    /// cases; this version always takes the checkpoint route.
-    pub fn fsync(&mut self, ino: u32) -> Result<(), FsError> {
-        self.node(ino)?;
-        self.metrics.fsyncs += 1;
-        self.checkpoint(false)
-    }
-
-    /// As [`F2fs::fsync`] (data writes are already on the device).
-    pub fn fdatasync(&mut self, ino: u32) -> Result<(), FsError> {
-        self.fsync(ino)
     }
 }

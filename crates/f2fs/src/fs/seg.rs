@@ -154,6 +154,27 @@ impl Segs {
         if self.has_room(log) {
             return None;
         }
+        self.switch(log)
+    }
+
+    /// Marks a block valid again (roll-forward recovery of a block written after the
+    /// checkpoint).
+    pub fn revalidate(&mut self, blkaddr: u32, seg_type: u8) {
+        let Some((segno, off)) = self.segno_of(blkaddr) else {
+            return;
+        };
+        if test_bit_msb(&self.info[segno as usize].map, off as usize) {
+            return;
+        }
+        let keep_type = self.info[segno as usize].valid_blocks > 0;
+        let old_type = self.info[segno as usize].seg_type;
+        self.mark_valid(segno, off, if keep_type { old_type } else { seg_type });
+        self.prefree.remove(&segno);
+    }
+
+    /// Moves log `log` to a new free segment whatever its fill; returns the old segment
+    /// and its summary.
+    pub fn switch(&mut self, log: usize) -> Option<(u32, SummaryBlock)> {
         let next = self.pick_free()?;
         let entry_type = self.logs[log].sum.entry_type;
         let old = std::mem::replace(

@@ -1,0 +1,368 @@
+//! The fsync path (`f2fs_do_sync_file`): a file's dirty direct nodes and inode go to the
+//! warm node log, the last one carrying the fsync mark (and the dentry mark for a file
+//! created since the last checkpoint), then a device flush; no checkpoint. Where roll-
+//! forward could not rebuild the state (the kernel's `cp_reason`s, and a few cases this
+//! version keeps simple) a checkpoint is taken instead.
+//!
+//! Roll-forward recovery (`f2fs_recover_fsync_data`) runs at mount after a checkpoint
+//! that was not an unmount: it follows the warm node log's chain of nodes written after
+//! that checkpoint (their footer carries its version and CRC), and replays every inode
+//! with an fsync-marked node: inode fields, inline data, the dentry for new files, and
+//! each data address of its direct nodes; then it checkpoints.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use flashstack_block::BlockDevice;
+
+use super::data::{ADDR_WORD, NID_WORD, OFF_BLOCKS, OFF_SIZE};
+use super::{corrupt, put_word, word, BlockKind, F2fs, FsError};
+use crate::codec::Block;
+use crate::consts::*;
+use crate::layout::*;
+use crate::node::{Inode, NodeFooter, NodeKind};
+use crate::summary::{Summary, SummaryBlock};
+
+/// What the current session changed since the last checkpoint that decides between
+/// roll-forward and a checkpoint at fsync.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct SinceCheckpoint {
+    /// Nodes allocated (a parent among them is not on disk yet: `CP_NODE_NEED_CP`).
+    pub new_nodes: BTreeSet<u32>,
+    /// Inodes renamed (`CP_WRONG_PINO`) or shrunk by truncate.
+    pub moved_or_shrunk: BTreeSet<u32>,
+    /// Directories that lost a name (a new file's dentry could collide on replay).
+    pub dirs_lost_names: BTreeSet<u32>,
+    /// Inodes fsync'd by roll-forward (unlinking or renaming one checkpoints).
+    pub fsynced: BTreeSet<u32>,
+}
+
+impl<D: BlockDevice> F2fs<D> {
+    /// Makes a file's data and metadata durable (see the module doc).
+    pub fn fsync(&mut self, ino: u32) -> Result<(), FsError> {
+        self.metrics.fsyncs += 1;
+        if self.fsync_needs_checkpoint(ino)? {
+            return self.checkpoint(false);
+        }
+        let mut nids: Vec<u32> = self
+            .dirty_nodes
+            .iter()
+            .copied()
+            .filter(|&n| n != ino)
+            .collect();
+        nids.retain(|&n| {
+            self.nodes.get(&n).is_some_and(|b| {
+                let f = NodeFooter::decode(b);
+                f.ino == ino && f.kind() == NodeKind::Direct
+            })
+        });
+        if self.dirty_nodes.contains(&ino) || nids.is_empty() {
+            self.dirty_nodes.insert(ino);
+            nids.push(ino);
+        }
+        let dent = self.since_cp.new_nodes.contains(&ino);
+        let last = nids.len() - 1;
+        for (i, nid) in nids.into_iter().enumerate() {
+            let marks = if i == last {
+                1 << FSYNC_BIT_SHIFT | u32::from(dent) << DENT_BIT_SHIFT
+            } else {
+                0
+            };
+            self.write_node(nid, BlockKind::Node, marks)?;
+        }
+        self.since_cp.fsynced.insert(ino);
+        self.flush_device()
+    }
+
+    /// As [`F2fs::fsync`] (data blocks are already on the device when written, so the
+    /// difference the kernel makes for timestamps does not arise).
+    pub fn fdatasync(&mut self, ino: u32) -> Result<(), FsError> {
+        self.fsync(ino)
+    }
+
+    /// The cases where replaying the warm node chain could not rebuild the file.
+    fn fsync_needs_checkpoint(&mut self, ino: u32) -> Result<bool, FsError> {
+        let inode = Inode::decode(self.node(ino)?);
+        let s = &self.since_cp;
+        let new = s.new_nodes.contains(&ino);
+        Ok(!inode.is_reg()
+            || inode.links != 1
+            || s.moved_or_shrunk.contains(&ino)
+            || s.new_nodes.contains(&inode.pino)
+            || (new && s.dirs_lost_names.contains(&inode.pino)))
+    }
+
+    /// Checkpoints after a namespace change to an inode fsync'd since the last one, so
+    /// replay never resurrects or duplicates it.
+    pub(crate) fn settle_fsynced(&mut self, ino: u32) -> Result<(), FsError> {
+        if self.since_cp.fsynced.contains(&ino) {
+            self.checkpoint(false)?;
+        }
+        Ok(())
+    }
+
+    /// Roll-forward recovery; returns the number of inodes replayed.
+    pub(crate) fn recover(&mut self) -> Result<usize, FsError> {
+        if self.cp.has_flag(CP_UMOUNT_FLAG) {
+            return Ok(0);
+        }
+        let chain = self.read_chain()?;
+        let mut last_fsync: BTreeMap<u32, usize> = BTreeMap::new();
+        for (i, (_, block)) in chain.iter().enumerate() {
+            let f = NodeFooter::decode(block);
+            if f.is_fsync() {
+                last_fsync.insert(f.ino, i);
+            }
+        }
+        if last_fsync.is_empty() {
+            return Ok(0);
+        }
+        self.nat.taken.extend(last_fsync.keys().copied());
+        for ino in last_fsync.keys() {
+            self.nat_load(*ino)?;
+        }
+        let replayed: Vec<(&Block, NodeFooter)> = chain
+            .iter()
+            .enumerate()
+            .map(|(i, (_, block))| (&**block, NodeFooter::decode(block), i))
+            .filter(|(_, f, i)| last_fsync.get(&f.ino).is_some_and(|&last| *i <= last))
+            .map(|(b, f, _)| (b, f))
+            .collect();
+        // Inodes first (new ones must exist before their direct nodes), then addresses.
+        for (block, f) in &replayed {
+            if f.kind() == NodeKind::Inode {
+                self.replay_inode(block, f)?;
+            }
+        }
+        for (block, f) in &replayed {
+            self.replay_node(block, f)?;
+        }
+        for log in 0..NR_CURSEG_TYPE {
+            self.move_log_to_fresh_segment(log)?;
+        }
+        self.checkpoint(false)?;
+        Ok(last_fsync.len())
+    }
+
+    /// The warm node log's chain of nodes written after the current checkpoint.
+    fn read_chain(&mut self) -> Result<Vec<(u32, Box<Block>)>, FsError> {
+        let version = self.cp_version_for_nodes();
+        let mut addr = self.segs.next_blkaddr(CURSEG_WARM_NODE);
+        let limit = self.segs.info.len() * BLOCKS_PER_SEG as usize;
+        let mut chain = Vec::new();
+        let mut seen = BTreeSet::new();
+        while chain.len() < limit && self.in_main(addr) && seen.insert(addr) {
+            let block = self.read_block(addr as u64)?;
+            let f = NodeFooter::decode(&block);
+            if f.cp_ver != version || f.nid == 0 {
+                break;
+            }
+            let next = f.next_blkaddr;
+            chain.push((addr, block));
+            addr = next;
+        }
+        Ok(chain)
+    }
+
+    fn replay_node(&mut self, block: &Block, f: &NodeFooter) -> Result<(), FsError> {
+        let ino = f.ino;
+        if self.nat_get(ino)?.block_addr == NULL_ADDR {
+            return Ok(());
+        }
+        if f.kind() == NodeKind::Inode {
+            let inode = Inode::decode(block);
+            if inode.inline & (F2FS_INLINE_DATA | F2FS_INLINE_DENTRY) != 0 {
+                return Ok(());
+            }
+            let geo = self.geometry(ino)?;
+            for i in 0..geo.addrs {
+                let dest = word(block, ADDR_WORD + geo.extra + i);
+                self.replay_addr(ino, i as u64, dest)?;
+            }
+            return Ok(());
+        }
+        if f.kind() != NodeKind::Direct {
+            return Ok(());
+        }
+        let base = start_block_of_node(f.offset(), self.geometry(ino)?.addrs);
+        for i in 0..ADDRS_PER_BLOCK {
+            self.replay_addr(ino, base + i as u64, word(block, i))?;
+        }
+        Ok(())
+    }
+
+    /// Inode fields from the fsync'd copy; the address tree stays the checkpointed one
+    /// (addresses are replayed one by one). A new inode is created, with its dentry.
+    fn replay_inode(&mut self, block: &Block, f: &NodeFooter) -> Result<(), FsError> {
+        let ino = f.ino;
+        let exists = self.nat_get(ino)?.block_addr != NULL_ADDR;
+        if !exists && !f.is_dent() {
+            // Without its dentry a new inode would be unreachable: nothing to replay.
+            return Ok(());
+        }
+        if !exists {
+            self.new_node(ino, ino, 0, f.is_cold())?;
+            self.valid_inode_count += 1;
+        }
+        let current = self.node(ino)?.clone();
+        let mut merged: Box<Block> = Box::new(*block);
+        let fsynced = Inode::decode(block);
+        let inline = fsynced.inline & (F2FS_INLINE_DATA | F2FS_INLINE_DENTRY) != 0;
+        if !inline {
+            let start = INODE_ADDR_OFFSET;
+            let geo_words = ADDRS_PER_INODE + INODE_NIDS;
+            if exists {
+                merged[start..start + 4 * geo_words]
+                    .copy_from_slice(&current[start..start + 4 * geo_words]);
+            } else {
+                let flexible = self.sb.feature.contains(FEATURE_FLEXIBLE_INLINE_XATTR);
+                let extra = fsynced.extra_words();
+                let addrs =
+                    ADDRS_PER_INODE.saturating_sub(extra + fsynced.inline_xattr_words(flexible));
+                merged[start + 4 * extra..start + 4 * (extra + addrs)].fill(0);
+                for k in 0..INODE_NIDS {
+                    put_word(&mut merged, NID_WORD + k, 0);
+                }
+            }
+        }
+        let blocks = if exists {
+            super::le64_at(&current, OFF_BLOCKS)
+        } else {
+            1
+        };
+        super::put_le64_at(&mut merged, OFF_BLOCKS, blocks);
+        NodeFooter {
+            cp_ver: 0,
+            next_blkaddr: 0,
+            flag: f.flag & !(1 << FSYNC_BIT_SHIFT | 1 << DENT_BIT_SHIFT),
+            ..*f
+        }
+        .encode(&mut merged);
+        self.put_node(ino, merged);
+        if !inline {
+            let size = super::le64_at(block, OFF_SIZE);
+            self.free_blocks_from(ino, size.div_ceil(BLOCK_SIZE as u64))?;
+        }
+        if f.is_dent() {
+            self.replay_dentry(ino, &fsynced)?;
+        }
+        Ok(())
+    }
+
+    fn replay_dentry(&mut self, ino: u32, inode: &Inode) -> Result<(), FsError> {
+        let name = inode.file_name().to_vec();
+        let parent = inode.pino;
+        if name.is_empty() || self.nat_get(parent)?.block_addr == NULL_ADDR {
+            return Err(corrupt(format!(
+                "replay: inode {ino} has no usable name/parent"
+            )));
+        }
+        if self.find_entry(parent, &name)?.is_none() {
+            self.add_entry(parent, &name, ino, FT_REG_FILE)?;
+        }
+        Ok(())
+    }
+
+    /// Points block `index` of `ino` at `dest` (`do_recover_data`): the block becomes
+    /// valid again with its summary naming the recovered owner.
+    fn replay_addr(&mut self, ino: u32, index: u64, dest: u32) -> Result<(), FsError> {
+        let src = self.block_addr(ino, index)?;
+        if src == dest || dest == NEW_ADDR {
+            return Ok(());
+        }
+        if dest == NULL_ADDR {
+            let Some(d) = self.dnode(ino, index, false)? else {
+                return Ok(());
+            };
+            self.segs.invalidate(src);
+            put_word(self.node(d.nid)?, d.word, NULL_ADDR);
+            self.dirty_nodes.insert(d.nid);
+            return self.add_blocks(ino, -1);
+        }
+        if !self.in_main(dest) || self.segs.is_valid(dest) {
+            return Err(corrupt(format!(
+                "replay: inode {ino} block {index} at {dest}"
+            )));
+        }
+        let d = self
+            .dnode(ino, index, true)?
+            .ok_or_else(|| corrupt("replay: node path vanished"))?;
+        let sum = Summary {
+            nid: d.nid,
+            version: 0,
+            ofs_in_node: d.ofs_in_node,
+        };
+        let log = self.data_log(ino)?;
+        self.segs.revalidate(dest, log as u8);
+        self.set_summary(dest, sum)?;
+        put_word(self.node(d.nid)?, d.word, dest);
+        self.dirty_nodes.insert(d.nid);
+        if self.in_main(src) {
+            self.segs.invalidate(src);
+            Ok(())
+        } else {
+            self.add_blocks(ino, 1)
+        }
+    }
+
+    /// Rewrites one SSA entry (in a current log's summary, or in the SSA block).
+    fn set_summary(&mut self, blkaddr: u32, sum: Summary) -> Result<(), FsError> {
+        let (segno, off) = self
+            .segs
+            .segno_of(blkaddr)
+            .ok_or_else(|| corrupt("summary outside the main area"))?;
+        if let Some(log) = self.segs.logs.iter_mut().find(|l| l.segno == segno) {
+            log.sum.entries[off as usize] = sum;
+            return Ok(());
+        }
+        let at = self.sb.ssa_blkaddr as u64 + segno as u64;
+        let mut block = SummaryBlock::decode(&*self.read_block(at)?);
+        block.entries[off as usize] = sum;
+        block.entry_type = SUM_TYPE_DATA;
+        self.write_blocks(at, &block.encode()[..], None, BlockKind::Ssa)
+    }
+
+    /// Moves a log to a fresh segment (`f2fs_allocate_new_segments`), so nothing written
+    /// after recovery can land on blocks the replayed chain left behind.
+    fn move_log_to_fresh_segment(&mut self, log: usize) -> Result<(), FsError> {
+        let (segno, sum) = self.segs.switch(log).ok_or(FsError::NoSpace)?;
+        let at = self.sb.ssa_blkaddr as u64 + segno as u64;
+        self.write_blocks(at, &sum.encode()[..], None, BlockKind::Ssa)
+    }
+}
+
+/// First file block a direct node at tree offset `offset` maps (`start_bidx_of_node`).
+fn start_block_of_node(offset: u32, addrs_per_inode: usize) -> u64 {
+    let n = NIDS_PER_BLOCK as u64;
+    let ofs = offset as u64;
+    let indirect_blocks = 2 * n + 4;
+    let index = if ofs <= 2 {
+        ofs.saturating_sub(1)
+    } else if ofs <= indirect_blocks {
+        ofs - 2 - (ofs - 4) / (n + 1)
+    } else {
+        ofs - 5 - (ofs - indirect_blocks - 3) / (n + 1)
+    };
+    index * ADDRS_PER_BLOCK as u64 + addrs_per_inode as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fs::data::node_path;
+
+    #[test]
+    fn start_blocks_agree_with_node_paths() {
+        let addrs = 873;
+        for block in [
+            873u64, 1890, 2909, 5000, 1_039_232, 1_039_233, 2_075_557, 2_100_000,
+        ] {
+            let p = node_path(block, addrs).unwrap();
+            let offset = p.levels.last().unwrap().1;
+            assert_eq!(
+                start_block_of_node(offset, addrs) + p.leaf as u64,
+                block,
+                "{block}"
+            );
+        }
+    }
+}
