@@ -3,6 +3,7 @@
 //!
 //! ```sh
 //! cargo run --release -p flashstack-codec --example codec_table [-- --pages 256 --secs 0.3]
+//! cargo run --release -p flashstack-codec --example codec_table -- --file FILE [--codecs lzo1x-1,lz4]
 //! ```
 //!
 //! Per codec and class: `--pages` distinct pages (default 256, i.e. 1 MiB) from the content
@@ -10,7 +11,9 @@
 //! one warm codec, repeated until `--secs` of wall time (default 0.3 s) has passed, then
 //! decompressed the same way. MB/s is 10^6 bytes of *uncompressed* data per second in both
 //! directions; the ratio is compressed ÷ uncompressed bytes (LDC's Cr, lower is better),
-//! averaged over the pages.
+//! averaged over the pages. `--file FILE` measures the first `--pages` whole 4 KiB blocks
+//! of a file instead of the content classes (to compare with other tools on the same
+//! bytes); `--codecs` picks the codecs (comma-separated configuration strings).
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -62,11 +65,62 @@ fn main() {
     };
     let min = Duration::from_secs_f64(secs);
     let model = ContentModel::new(1, ContentMix::default());
+    let file = match args.iter().position(|a| a == "--file") {
+        None => None,
+        Some(i) => match args.get(i + 1).map(std::fs::read) {
+            Some(Ok(bytes)) => Some((args[i + 1].clone(), bytes)),
+            _ => {
+                eprintln!("codec_table: --file needs a readable file");
+                std::process::exit(2);
+            }
+        },
+    };
+    let codecs: Vec<String> = match args.iter().position(|a| a == "--codecs") {
+        None => CODECS.iter().map(|s| s.to_string()).collect(),
+        Some(i) => args
+            .get(i + 1)
+            .map(|v| v.split(',').map(str::to_string).collect())
+            .unwrap_or_default(),
+    };
+    // (label, pages) per row group: the file's blocks, or each content class.
+    let inputs: Vec<(String, Vec<Vec<u8>>)> = match &file {
+        Some((name, bytes)) => vec![(
+            name.clone(),
+            bytes
+                .chunks_exact(PAGE_SIZE)
+                .take(pages)
+                .map(<[u8]>::to_vec)
+                .collect(),
+        )],
+        None => ContentClass::ALL
+            .iter()
+            .map(|&class| {
+                let pages = (0..pages as u64)
+                    .map(|lba| {
+                        let mut page = vec![0u8; PAGE_SIZE];
+                        model.fill_class(class, lba, (lba % 3) as u32, &mut page);
+                        page
+                    })
+                    .collect();
+                (class.name().to_string(), pages)
+            })
+            .collect(),
+    };
+    if inputs.iter().any(|(_, p)| p.is_empty()) {
+        eprintln!("codec_table: no whole 4 KiB block to measure");
+        std::process::exit(2);
+    }
 
     println!("| codec | class | compress MB/s | decompress MB/s | mean ratio |");
     println!("|---|---|--:|--:|--:|");
-    for spec in CODECS {
-        let kind: CodecKind = spec.parse().expect("valid codec names");
+    for spec in &codecs {
+        let kind: CodecKind = match spec.parse() {
+            Ok(k) => k,
+            Err(e) => {
+                eprintln!("codec_table: {e}");
+                std::process::exit(2);
+            }
+        };
         let mut codec = match kind.build() {
             Ok(c) => c,
             Err(e) => {
@@ -74,14 +128,8 @@ fn main() {
                 std::process::exit(1);
             }
         };
-        for class in ContentClass::ALL {
-            let input: Vec<Vec<u8>> = (0..pages as u64)
-                .map(|lba| {
-                    let mut page = vec![0u8; PAGE_SIZE];
-                    model.fill_class(class, lba, (lba % 3) as u32, &mut page);
-                    page
-                })
-                .collect();
+        for (label, input) in &inputs {
+            let pages = input.len();
             let mut packed: Vec<Vec<u8>> = vec![Vec::new(); pages];
             let mut ratio_sum = 0.0;
             for (page, out) in input.iter().zip(packed.iter_mut()) {
@@ -90,7 +138,7 @@ fn main() {
             let total = pages * PAGE_SIZE;
             let mut out = Vec::with_capacity(2 * PAGE_SIZE);
             let compress = throughput(total, min, || {
-                for page in &input {
+                for page in input {
                     black_box(codec.compress(page, &mut out));
                 }
             });
@@ -108,8 +156,7 @@ fn main() {
                 std::process::exit(1);
             }
             println!(
-                "| {spec} | {} | {compress:.0} | {decompress:.0} | {:.3} |",
-                class.name(),
+                "| {spec} | {label} | {compress:.0} | {decompress:.0} | {:.3} |",
                 ratio_sum / pages as f64
             );
         }
