@@ -55,16 +55,18 @@ impl Codec for Zlib {
         loop {
             out.reserve(Self::bound(input.len() - consumed));
             let before = self.deflate.total_in();
+            let written = out.len();
             match self
                 .deflate
                 .compress_vec(&input[consumed..], out, FlushCompress::Finish)
             {
                 Ok(Status::StreamEnd) => break,
-                Ok(_) => {
-                    // Out of room (not expected with the bound above): grow and continue.
+                // Out of room (not expected with the bound above): grow and continue, as
+                // long as deflate makes progress.
+                Ok(_) if self.deflate.total_in() > before || out.len() > written => {
                     consumed += (self.deflate.total_in() - before) as usize;
                 }
-                Err(_) => {
+                Ok(_) | Err(_) => {
                     out.clear();
                     break;
                 }
