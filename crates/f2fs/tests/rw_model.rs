@@ -45,6 +45,7 @@ enum Op {
     Rmdir(usize),
     Rename(usize, usize),
     Link(usize, usize),
+    Fsync(usize),
     Sync,
     Remount,
     PowerCut,
@@ -69,6 +70,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => p.clone().prop_map(Op::Rmdir),
         2 => (p.clone(), p.clone()).prop_map(|(a, b)| Op::Rename(a, b)),
         1 => (p.clone(), p).prop_map(|(a, b)| Op::Link(a, b)),
+        3 => (0..PATHS).prop_map(Op::Fsync),
         1 => Just(Op::Sync),
         1 => Just(Op::Remount),
         1 => Just(Op::PowerCut),
@@ -114,7 +116,13 @@ impl MFile {
 #[derive(Clone, Debug, PartialEq)]
 enum MEntry {
     File(usize),
-    Dir,
+    Dir(usize),
+}
+
+impl MEntry {
+    fn is_dir(&self) -> bool {
+        matches!(self, MEntry::Dir(_))
+    }
 }
 
 #[derive(Clone, Debug, Default)]
@@ -141,7 +149,7 @@ impl Model {
         let mut cur = String::new();
         let parts: Vec<&str> = p.split('/').filter(|s| !s.is_empty()).collect();
         for (i, part) in parts.iter().enumerate() {
-            if i > 0 && self.entries.get(&cur) != Some(&MEntry::Dir) {
+            if i > 0 && !self.entries.get(&cur).is_some_and(MEntry::is_dir) {
                 return Err(ENOTDIR);
             }
             cur = format!("{cur}/{part}");
@@ -158,7 +166,7 @@ impl Model {
             return Ok(());
         }
         match self.lookup(dir)? {
-            Some(MEntry::Dir) => Ok(()),
+            Some(MEntry::Dir(_)) => Ok(()),
             _ => Err(ENOTDIR),
         }
     }
@@ -176,10 +184,10 @@ impl Model {
         if self.entries.contains_key(p) {
             return Err(EEXIST);
         }
+        self.next += 1;
         let e = if dir {
-            MEntry::Dir
+            MEntry::Dir(self.next)
         } else {
-            self.next += 1;
             self.files.insert(self.next, MFile::default());
             MEntry::File(self.next)
         };
@@ -206,7 +214,7 @@ impl Model {
         self.parent_ok(p)?;
         match self.entries.get(p) {
             None => Err(ENOENT),
-            Some(MEntry::Dir) => Err(EISDIR),
+            Some(MEntry::Dir(_)) => Err(EISDIR),
             Some(_) => {
                 self.drop_name(p);
                 Ok(())
@@ -231,22 +239,22 @@ impl Model {
         self.parent_ok(a)?;
         self.parent_ok(b)?;
         let src = self.entries.get(a).cloned().ok_or(ENOENT)?;
-        if src == MEntry::Dir && (b.starts_with(&format!("{a}/"))) {
+        if src.is_dir() && (b.starts_with(&format!("{a}/"))) {
             return Err(EINVAL);
         }
         if let Some(dst) = self.entries.get(b).cloned() {
-            if a == b || (dst == src && src != MEntry::Dir) {
+            if a == b || dst == src {
                 return Ok(());
             }
             match (&src, &dst) {
-                (MEntry::Dir, MEntry::File(_)) => return Err(ENOTDIR),
-                (MEntry::File(_), MEntry::Dir) => return Err(EISDIR),
-                (MEntry::Dir, MEntry::Dir) if !self.children(b).is_empty() => {
+                (MEntry::Dir(_), MEntry::File(_)) => return Err(ENOTDIR),
+                (MEntry::File(_), MEntry::Dir(_)) => return Err(EISDIR),
+                (MEntry::Dir(_), MEntry::Dir(_)) if !self.children(b).is_empty() => {
                     return Err(ENOTEMPTY)
                 }
                 _ => {}
             }
-            if dst == MEntry::Dir {
+            if dst.is_dir() {
                 self.entries.remove(b);
             } else {
                 self.drop_name(b);
@@ -281,9 +289,10 @@ impl Model {
 
 struct Harness {
     fs: Option<F2fs<MemDevice>>,
+    /// Run fsck.f2fs on every power-cut image too.
+    fsck_crashes: bool,
     model: Model,
     durable: Model,
-    checkpoints: u64,
 }
 
 fn errno<T>(r: Result<T, FsError>) -> Result<T, i32> {
@@ -322,6 +331,7 @@ impl Harness {
                 let got = errno(self.fs().link(&a, &b));
                 prop_assert_eq!(got, self.model.link(&a, &b), "link {} {}", a, b);
             }
+            Op::Fsync(p) => return self.fsync(&path(*p)),
             Op::Sync => self.fs().sync().unwrap(),
             Op::Remount => {
                 let dev = self.fs.take().unwrap().unmount().unwrap();
@@ -331,8 +341,14 @@ impl Harness {
             }
             Op::PowerCut => {
                 let dev = self.fs.take().unwrap().into_device();
+                if self.fsck_crashes {
+                    fsck_image(&dev, "the image at a power cut, before recovery");
+                }
                 self.fs = Some(F2fs::mount(dev).unwrap());
+                // Ids are never reused, even for things the cut took back.
+                let next = self.model.next;
                 self.model = self.durable.clone();
+                self.model.next = next;
                 return Ok(());
             }
         }
@@ -350,6 +366,50 @@ impl Harness {
     ) -> Result<(), TestCaseError> {
         let got = f(self.fs(), p);
         prop_assert_eq!(got, m(&mut self.model, p), "on {}", p);
+        Ok(())
+    }
+
+    /// fsync: a checkpoint makes everything durable; roll-forward only this file (its
+    /// content, and its name if it is new since the last checkpoint).
+    fn fsync(&mut self, p: &str) -> Result<(), TestCaseError> {
+        let before = self.fs().metrics().checkpoints;
+        // Directories may be fsync'd too (they checkpoint).
+        let expect = match self.model.lookup(p) {
+            Ok(Some(MEntry::File(id))) => Ok(Some(*id)),
+            Ok(_) => Ok(None),
+            Err(e) => Err(e),
+        };
+        let got = errno(self.fs().lookup(p)).and_then(|ino| errno(self.fs().fsync(ino)));
+        prop_assert_eq!(got, expect.map(drop), "fsync {}", p);
+        if self.fs().metrics().checkpoints != before {
+            self.durable = self.model.clone();
+            return Ok(());
+        }
+        let Ok(Some(id)) = expect else { return Ok(()) };
+        self.durable.files.insert(id, self.model.files[&id].clone());
+        if self
+            .durable
+            .entries
+            .values()
+            .any(|e| *e == MEntry::File(id))
+        {
+            return Ok(());
+        }
+        let dir = parent(p);
+        let durable_dir = match self.model.entries.get(dir) {
+            None => String::new(),
+            Some(d) => self
+                .durable
+                .entries
+                .iter()
+                .find(|(_, e)| *e == d)
+                .map(|(k, _)| k.clone())
+                .expect("the parent of a replayed file is checkpointed"),
+        };
+        let name = &p[dir.len() + 1..];
+        self.durable
+            .entries
+            .insert(format!("{durable_dir}/{name}"), MEntry::File(id));
         Ok(())
     }
 
@@ -382,7 +442,7 @@ impl Harness {
             model
                 .entries
                 .iter()
-                .filter(|(_, e)| **e == MEntry::Dir)
+                .filter(|(_, e)| e.is_dir())
                 .map(|(k, _)| k.as_str()),
         ) {
             let mut want: Vec<String> = model
@@ -432,6 +492,15 @@ impl Harness {
     }
 }
 
+fn fsck_image(dev: &MemDevice, what: &str) {
+    if let Some(bin) = tool("fsck.f2fs") {
+        let dir = TempDir::new("model");
+        let image = dir.file("image");
+        dev.export(&image).unwrap();
+        assert_clean(&fsck(&bin, &image), what);
+    }
+}
+
 fn run(ops: &[Op], fsck_at_end: bool) -> Result<(), TestCaseError> {
     let mut dev = MemDevice::new(128 * MIB);
     mkfs(&mut dev, &MkfsOptions::default()).unwrap();
@@ -439,7 +508,7 @@ fn run(ops: &[Op], fsck_at_end: bool) -> Result<(), TestCaseError> {
         fs: Some(F2fs::mount(dev).unwrap()),
         model: Model::default(),
         durable: Model::default(),
-        checkpoints: 0,
+        fsck_crashes: fsck_at_end,
     };
     // Most paths should be usable: start with the directories they live in.
     // "/a", "/b" and "/a/c".
@@ -450,15 +519,9 @@ fn run(ops: &[Op], fsck_at_end: bool) -> Result<(), TestCaseError> {
         h.apply(op)?;
         h.check()?;
     }
-    h.checkpoints = h.fs().metrics().checkpoints;
     let dev = h.fs.take().unwrap().unmount().unwrap();
     if fsck_at_end {
-        if let Some(bin) = tool("fsck.f2fs") {
-            let dir = TempDir::new("model");
-            let image = dir.file("image");
-            dev.export(&image).unwrap();
-            assert_clean(&fsck(&bin, &image), "the image after a random sequence");
-        }
+        fsck_image(&dev, "the image after a random sequence");
     }
     h.fs = Some(F2fs::mount(dev).unwrap());
     h.check()

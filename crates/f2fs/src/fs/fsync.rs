@@ -4,8 +4,7 @@
 //! forward could not rebuild the state (the kernel's `cp_reason`s, and a few cases this
 //! version keeps simple) a checkpoint is taken instead.
 //!
-//! Roll-forward recovery (`f2fs_recover_fsync_data`) runs at mount after a checkpoint
-//! that was not an unmount: it follows the warm node log's chain of nodes written after
+//! Roll-forward recovery (`f2fs_recover_fsync_data`) runs at every mount: it follows the warm node log's chain of nodes written after
 //! that checkpoint (their footer carries its version and CRC), and replays every inode
 //! with an fsync-marked node: inode fields, inline data, the dentry for new files, and
 //! each data address of its direct nodes; then it checkpoints.
@@ -28,7 +27,7 @@ use crate::summary::{Summary, SummaryBlock};
 pub(crate) struct SinceCheckpoint {
     /// Nodes allocated (a parent among them is not on disk yet: `CP_NODE_NEED_CP`).
     pub new_nodes: BTreeSet<u32>,
-    /// Inodes renamed (`CP_WRONG_PINO`) or shrunk by truncate.
+    /// Inodes renamed (`CP_WRONG_PINO`), linked or unlinked, or shrunk by truncate.
     pub moved_or_shrunk: BTreeSet<u32>,
     /// Directories that lost a name (a new file's dentry could collide on replay).
     pub dirs_lost_names: BTreeSet<u32>,
@@ -102,9 +101,8 @@ impl<D: BlockDevice> F2fs<D> {
 
     /// Roll-forward recovery; returns the number of inodes replayed.
     pub(crate) fn recover(&mut self) -> Result<usize, FsError> {
-        if self.cp.has_flag(CP_UMOUNT_FLAG) {
-            return Ok(0);
-        }
+        // Also after an unmount checkpoint: a later session may have fsync'd and lost
+        // power before checkpointing.
         let chain = self.read_chain()?;
         let mut last_fsync: BTreeMap<u32, usize> = BTreeMap::new();
         for (i, (_, block)) in chain.iter().enumerate() {

@@ -262,6 +262,7 @@ impl<D: BlockDevice> F2fs<D> {
             return Err(FsError::Exists(new_path.to_string()));
         }
         self.add_entry(dir, name.as_bytes(), ino, FT_REG_FILE)?;
+        self.since_cp.moved_or_shrunk.insert(ino);
         self.add_links(ino, 1)
     }
 
@@ -427,6 +428,7 @@ impl<D: BlockDevice> F2fs<D> {
     }
 
     fn drop_link(&mut self, ino: u32) -> Result<(), FsError> {
+        self.since_cp.moved_or_shrunk.insert(ino);
         self.add_links(ino, -1)?;
         if le32_at(&self.node(ino)?[..], OFF_LINKS) > 0 {
             return Ok(());
