@@ -2,6 +2,9 @@
 //! (a) the reference decompresses our streams to the original bytes, and (b) we
 //! decompress the reference's LZO1X-1 streams (`lzo.compress(data, 1, False)`, no header)
 //! to the original bytes. Over many 4 KiB pages of every content class and edge cases.
+//! Also (c): we decompress its LZO1X-999 streams (`lzo.compress(data, 9, False)`), the
+//! same format from the thorough encoder, which also writes the 2- and 3-byte `0000`
+//! matches our encoder never emits.
 //!
 //! Needs `/usr/bin/python3` with `import lzo` (`scripts/test` installs python3-lzo when
 //! root). Without it the test prints a note and passes, except under `CI=true`, where it
@@ -18,7 +21,7 @@ const PAGES_PER_CLASS: u64 = 96;
 
 /// Reads framed cases from stdin (u32 LE length + plain bytes, u32 LE length + our
 /// stream), writes per case: our stream decompressed by liblzo (u32 length, or
-/// 0xFFFFFFFF + u32 length + error text), then liblzo's own LZO1X-1 stream (u32 + bytes).
+/// 0xFFFFFFFF + u32 length + error text), then liblzo's own LZO1X-1 and LZO1X-999 streams (u32 + bytes each).
 const SCRIPT: &str = r#"
 import struct, sys, lzo
 inp = sys.stdin.buffer
@@ -40,8 +43,9 @@ while True:
     except Exception as e:
         msg = str(e).encode()
         out.write(struct.pack('<II', 0xFFFFFFFF, len(msg)) + msg)
-    theirs = lzo.compress(plain, 1, False)
-    out.write(struct.pack('<I', len(theirs)) + theirs)
+    for level in (1, 9):
+        theirs = lzo.compress(plain, level, False)
+        out.write(struct.pack('<I', len(theirs)) + theirs)
 out.flush()
 "#;
 
@@ -218,6 +222,16 @@ fn lzo1x_1_interoperates_with_liblzo() {
             Ok(()) if decoded == *plain => {}
             Ok(()) => failures.push(format!("{name}: we decode liblzo's stream to other bytes")),
             Err(e) => failures.push(format!("{name}: we reject liblzo's stream: {e}")),
+        }
+        // (c) we decompress liblzo's LZO1X-999 stream.
+        let len = read_u32(&mut stdout) as usize;
+        let thorough = read_bytes(&mut stdout, len);
+        match lzo.decompress(&thorough, &mut decoded, plain.len()) {
+            Ok(()) if decoded == *plain => {}
+            Ok(()) => failures.push(format!(
+                "{name}: we decode liblzo's 999 stream to other bytes"
+            )),
+            Err(e) => failures.push(format!("{name}: we reject liblzo's 999 stream: {e}")),
         }
         if let Some((class, _)) = name.split_once('#') {
             let sizes = per_class.entry(class).or_default();
