@@ -7,7 +7,9 @@ mod common;
 use std::collections::BTreeMap;
 
 use common::*;
+use flashstack_block::{BlockDevice, BlockError, Completion, Hints, Payload};
 use flashstack_f2fs::{mkfs, F2fs, FsError, MemDevice, MkfsOptions};
+use flashstack_sim::Nanos;
 use proptest::prelude::*;
 
 const DIRS: [&str; 4] = ["", "/a", "/b", "/a/c"];
@@ -49,6 +51,8 @@ enum Op {
     Sync,
     Remount,
     PowerCut,
+    /// Power fails after this many more block writes, during the next operation.
+    CutDuring(u32, Box<Op>),
 }
 
 fn path(i: usize) -> String {
@@ -59,6 +63,13 @@ fn path(i: usize) -> String {
 const PATHS: usize = DIRS.len() * NAMES.len();
 
 fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        12 => simple_op(),
+        1 => (0u32..24, simple_op()).prop_map(|(n, o)| Op::CutDuring(n, Box::new(o))),
+    ]
+}
+
+fn simple_op() -> impl Strategy<Value = Op> {
     let p = 0..PATHS;
     prop_oneof![
         4 => p.clone().prop_map(Op::Create),
@@ -287,8 +298,101 @@ impl Model {
     }
 }
 
+/// A RAM disk whose writes stop reaching the media after a budget: later writes stay
+/// readable (as in a volatile cache) until the power cut drops them.
+struct CutDevice {
+    media: MemDevice,
+    budget_blocks: Option<u32>,
+    cache: MemDevice,
+    cached: std::collections::BTreeSet<u64>,
+}
+
+impl CutDevice {
+    fn new(media: MemDevice) -> CutDevice {
+        let bytes = media.capacity_lbas() * 4096;
+        CutDevice {
+            media,
+            budget_blocks: None,
+            cache: MemDevice::new(bytes),
+            cached: Default::default(),
+        }
+    }
+}
+
+impl BlockDevice for CutDevice {
+    fn capacity_lbas(&self) -> u64 {
+        self.media.capacity_lbas()
+    }
+
+    fn write(
+        &mut self,
+        at: Nanos,
+        lba: u64,
+        p: Payload<'_>,
+        h: Hints,
+    ) -> Result<Completion, BlockError> {
+        let Payload::Bytes(bytes) = p else {
+            return self.media.write(at, lba, p, h);
+        };
+        for (i, block) in bytes.chunks(4096).enumerate() {
+            let target = lba + i as u64;
+            let persist = match &mut self.budget_blocks {
+                None => true,
+                Some(0) => false,
+                Some(n) => {
+                    *n -= 1;
+                    true
+                }
+            };
+            if persist && !self.cached.contains(&target) {
+                self.media.write(at, target, Payload::Bytes(block), h)?;
+            } else {
+                self.cached.insert(target);
+                self.cache.write(at, target, Payload::Bytes(block), h)?;
+            }
+        }
+        Ok(Completion {
+            start_ns: at,
+            complete_ns: at,
+        })
+    }
+
+    fn read(
+        &mut self,
+        at: Nanos,
+        lba: u64,
+        count: u32,
+        out: Option<&mut [u8]>,
+    ) -> Result<Completion, BlockError> {
+        let Some(out) = out else {
+            return self.media.read(at, lba, count, None);
+        };
+        for (i, dst) in out.chunks_mut(4096).enumerate() {
+            let target = lba + i as u64;
+            let src = if self.cached.contains(&target) {
+                &mut self.cache
+            } else {
+                &mut self.media
+            };
+            src.read(at, target, 1, Some(dst))?;
+        }
+        Ok(Completion {
+            start_ns: at,
+            complete_ns: at,
+        })
+    }
+
+    fn trim(&mut self, at: Nanos, lba: u64, count: u32) -> Result<Completion, BlockError> {
+        self.media.trim(at, lba, count)
+    }
+
+    fn flush(&mut self, at: Nanos) -> Result<Completion, BlockError> {
+        self.media.flush(at)
+    }
+}
+
 struct Harness {
-    fs: Option<F2fs<MemDevice>>,
+    fs: Option<F2fs<CutDevice>>,
     /// Run fsck.f2fs on every power-cut image too.
     fsck_crashes: bool,
     model: Model,
@@ -300,7 +404,7 @@ fn errno<T>(r: Result<T, FsError>) -> Result<T, i32> {
 }
 
 impl Harness {
-    fn fs(&mut self) -> &mut F2fs<MemDevice> {
+    fn fs(&mut self) -> &mut F2fs<CutDevice> {
         self.fs.as_mut().unwrap()
     }
 
@@ -333,18 +437,19 @@ impl Harness {
             }
             Op::Fsync(p) => return self.fsync(&path(*p)),
             Op::Sync => self.fs().sync().unwrap(),
+            Op::CutDuring(n, inner) => return self.cut_during(*n, inner),
             Op::Remount => {
                 let dev = self.fs.take().unwrap().unmount().unwrap();
-                self.fs = Some(F2fs::mount(dev).unwrap());
+                self.fs = Some(F2fs::mount(CutDevice::new(dev.media)).unwrap());
                 self.durable = self.model.clone();
                 return Ok(());
             }
             Op::PowerCut => {
-                let dev = self.fs.take().unwrap().into_device();
+                let dev = self.fs.take().unwrap().into_device().media;
                 if self.fsck_crashes {
                     fsck_image(&dev, "the image at a power cut, before recovery");
                 }
-                self.fs = Some(F2fs::mount(dev).unwrap());
+                self.fs = Some(F2fs::mount(CutDevice::new(dev)).unwrap());
                 // Ids are never reused, even for things the cut took back.
                 let next = self.model.next;
                 self.model = self.durable.clone();
@@ -358,9 +463,37 @@ impl Harness {
         Ok(())
     }
 
+    /// Runs `op` with the power failing after `n` block writes; what comes back must be
+    /// what was durable before the operation or what it made durable.
+    fn cut_during(&mut self, n: u32, op: &Op) -> Result<(), TestCaseError> {
+        if matches!(op, Op::Remount | Op::PowerCut | Op::CutDuring(..)) {
+            return Ok(());
+        }
+        let before = self.durable.clone();
+        self.fs().device_mut().budget_blocks = Some(n);
+        self.apply(op)?;
+        let after = self.durable.clone();
+        let next = self.model.next;
+        let dev = self.fs.take().unwrap().into_device().media;
+        if self.fsck_crashes {
+            fsck_image(&dev, "the image torn by a power cut");
+        }
+        self.fs = Some(F2fs::mount(CutDevice::new(dev)).unwrap());
+        self.model = after.clone();
+        if self.check().is_err() {
+            self.model = before.clone();
+            self.check()?;
+            self.durable = before;
+        } else {
+            self.durable = after;
+        }
+        self.model.next = next;
+        Ok(())
+    }
+
     fn both(
         &mut self,
-        f: impl FnOnce(&mut F2fs<MemDevice>, &str) -> Result<(), i32>,
+        f: impl FnOnce(&mut F2fs<CutDevice>, &str) -> Result<(), i32>,
         m: impl FnOnce(&mut Model, &str) -> Result<(), i32>,
         p: &str,
     ) -> Result<(), TestCaseError> {
@@ -493,6 +626,7 @@ impl Harness {
 }
 
 fn fsck_image(dev: &MemDevice, what: &str) {
+    let dev = dev;
     if let Some(bin) = tool("fsck.f2fs") {
         let dir = TempDir::new("model");
         let image = dir.file("image");
@@ -505,7 +639,7 @@ fn run(ops: &[Op], fsck_at_end: bool) -> Result<(), TestCaseError> {
     let mut dev = MemDevice::new(128 * MIB);
     mkfs(&mut dev, &MkfsOptions::default()).unwrap();
     let mut h = Harness {
-        fs: Some(F2fs::mount(dev).unwrap()),
+        fs: Some(F2fs::mount(CutDevice::new(dev)).unwrap()),
         model: Model::default(),
         durable: Model::default(),
         fsck_crashes: fsck_at_end,
@@ -519,11 +653,11 @@ fn run(ops: &[Op], fsck_at_end: bool) -> Result<(), TestCaseError> {
         h.apply(op)?;
         h.check()?;
     }
-    let dev = h.fs.take().unwrap().unmount().unwrap();
+    let dev = h.fs.take().unwrap().unmount().unwrap().media;
     if fsck_at_end {
         fsck_image(&dev, "the image after a random sequence");
     }
-    h.fs = Some(F2fs::mount(dev).unwrap());
+    h.fs = Some(F2fs::mount(CutDevice::new(dev)).unwrap());
     h.check()
 }
 
@@ -537,7 +671,7 @@ proptest! {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 16, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 12, ..ProptestConfig::default() })]
 
     #[test]
     fn random_sequences_pass_fsck(ops in prop::collection::vec(op(), 1..80)) {

@@ -220,6 +220,11 @@ impl<D: BlockDevice> F2fs<D> {
         &self.dev
     }
 
+    /// The device, mutably (for fault injection in tests: arm a power cut, ...).
+    pub fn device_mut(&mut self) -> &mut D {
+        &mut self.dev
+    }
+
     /// Gives the device back without writing anything (a power cut).
     pub fn into_device(self) -> D {
         self.dev
