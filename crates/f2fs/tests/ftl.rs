@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 
 use common::*;
 use flashstack_block::{BlockDevice, BlockError, Completion, Hints, Payload, LBA_SIZE};
-use flashstack_f2fs::{mkfs, mkfs_timed, mount_at, MemDevice, MkfsOptions};
+use flashstack_f2fs::{mkfs, mkfs_timed, mount_at, F2fs, MemDevice, MkfsOptions};
 use flashstack_ftl::{presets, Ftl};
 use flashstack_sim::Nanos;
 
@@ -93,5 +93,63 @@ fn mkfs_on_the_emulated_emmc() {
         let image = dir.file("image");
         copy.export(&image).unwrap();
         assert_clean(&fsck(&fsck_bin, &image), "the image read back from the FTL");
+    }
+}
+
+/// The read-write file system on the emulated eMMC: files written, fsync'd and
+/// checkpointed through the FTL come back after a remount, the writes carried temperature
+/// hints to the FTL's streams, took flash time, and the image read back out of the flash
+/// passes fsck.f2fs.
+#[test]
+fn file_system_on_the_emulated_emmc() {
+    let mut ftl = Ftl::new(presets::ldc_emmc(), true, 7).unwrap();
+    let capacity = ftl.capacity_lbas();
+    let mut rec = Recording {
+        inner: &mut ftl,
+        written: BTreeSet::new(),
+    };
+    let (_, formatted_ns) = mkfs_timed(&mut rec, &MkfsOptions::default()).unwrap();
+    let mut fs = F2fs::mount_at(rec, formatted_ns).unwrap();
+    fs.mkdir("/app").unwrap();
+    let db = fs.create("/app/main.db").unwrap();
+    let rows: Vec<u8> = (0..64 * 1024).map(|i| (i % 251) as u8).collect();
+    fs.write(db, 0, &rows).unwrap();
+    fs.fsync(db).unwrap();
+    let photo = fs.create("/app/photo.jpg").unwrap();
+    fs.write(photo, 0, &rows[..40_000]).unwrap();
+    let m = fs.metrics().clone();
+    let rec = fs.unmount().unwrap();
+    let mut written = rec.written;
+    eprintln!("f2fs on ldc-emmc: {m:?}");
+    assert!(
+        m.data_blocks >= 16 + 10,
+        "the database and the photo went to flash"
+    );
+    assert!(ftl.counters().host_write_lbas > 0);
+
+    let mut fs = F2fs::mount(Recording {
+        inner: &mut ftl,
+        written: BTreeSet::new(),
+    })
+    .unwrap();
+    let db = fs.lookup("/app/main.db").unwrap();
+    assert!(fs.read(db, 0, 1 << 20).unwrap() == rows);
+    written.extend(fs.unmount().unwrap().written);
+
+    let mut copy = MemDevice::new(capacity * LBA_SIZE as u64);
+    let mut buf = vec![0u8; LBA_SIZE];
+    for &lba in &written {
+        ftl.read(0, lba, 1, Some(&mut buf)).unwrap();
+        copy.write(0, lba, Payload::Bytes(&buf), Hints::default())
+            .unwrap();
+    }
+    if let Some(fsck_bin) = tool("fsck.f2fs") {
+        let dir = TempDir::new("ftl-rw");
+        let image = dir.file("image");
+        copy.export(&image).unwrap();
+        assert_clean(
+            &fsck(&fsck_bin, &image),
+            "the file system read back from the FTL",
+        );
     }
 }

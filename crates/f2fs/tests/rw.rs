@@ -207,3 +207,58 @@ fn fsync_in_a_new_directory_checkpoints() {
     let ino = fs.lookup("/fresh/f").unwrap();
     assert_eq!(fs.read(ino, 0, 10).unwrap(), b"data");
 }
+
+/// Images made by the real mkfs.f2fs (default and Android-like) mount read-write, take
+/// files, and still pass fsck.f2fs; dump.f2fs-free check: our own remount reads them back.
+#[test]
+fn mkfs_f2fs_images_mount_read_write() {
+    let Some(mkfs_bin) = tool("mkfs.f2fs") else {
+        return;
+    };
+    for (name, args) in [("default", &[][..]), ("android", &ANDROID_LIKE_ARGS[..])] {
+        let dir = TempDir::new(&format!("rw-mkfs-{name}"));
+        let image = dir.file("image");
+        mkfs_f2fs(&mkfs_bin, &image, 256 * MIB, args);
+        let mut fs = F2fs::mount(MemDevice::import(&image).unwrap()).unwrap();
+        fs.mkdir("/data").unwrap();
+        let db = fs.create("/data/app.db").unwrap();
+        fs.write(db, 0, &pattern(20_000, 9)).unwrap();
+        fs.fsync(db).unwrap();
+        let photo = fs.create("/data/photo.jpg").unwrap();
+        fs.write(photo, 0, &pattern(50_000, 4)).unwrap();
+        let dev = fs.unmount().unwrap();
+        check_image(&dev, &format!("mkfs.f2fs {name} image after writes"));
+        let mut fs = F2fs::mount(dev).unwrap();
+        let db = fs.lookup("/data/app.db").unwrap();
+        assert!(fs.read(db, 0, 1 << 20).unwrap() == pattern(20_000, 9));
+    }
+}
+
+/// The six logs get the kernel's temperatures: `.db` data hot, media cold, other files
+/// warm, directory data hot; file nodes warm, directory nodes hot, indirect nodes cold.
+#[test]
+fn blocks_go_to_the_logs_by_temperature() {
+    let mut fs = fresh(128 * MIB, &MkfsOptions::default());
+    let before = fs.metrics().per_log_blocks;
+    let db = fs.create("/a.db").unwrap();
+    fs.write(db, 0, &pattern(8192, 1)).unwrap();
+    let mp4 = fs.create("/clip.mp4").unwrap();
+    fs.write(mp4, 0, &pattern(8192, 2)).unwrap();
+    let txt = fs.create("/notes.txt").unwrap();
+    fs.write(txt, 0, &pattern(8192, 3)).unwrap();
+    fs.write(txt, 4096 * 3000, b"deep").unwrap();
+    let after = fs.metrics().per_log_blocks;
+    let delta: Vec<u64> = (0..6).map(|i| after[i] - before[i]).collect();
+    // Each new name rewrites the root's dentry block (hot); the empty inline files
+    // convert without writing a page.
+    assert_eq!(delta[..3], [2 + 3, 2 + 1, 2], "hot/warm/cold data");
+    fs.sync().unwrap();
+    let after_sync = fs.metrics().per_log_blocks;
+    assert_eq!(after_sync[5] - after[5], 1, "one indirect node, cold");
+    assert_eq!(
+        after_sync[4] - after[4],
+        3 + 1,
+        "three file inodes and a direct node, warm"
+    );
+    assert_eq!(after_sync[3] - after[3], 1, "the root inode, hot");
+}

@@ -626,7 +626,6 @@ impl Harness {
 }
 
 fn fsck_image(dev: &MemDevice, what: &str) {
-    let dev = dev;
     if let Some(bin) = tool("fsck.f2fs") {
         let dir = TempDir::new("model");
         let image = dir.file("image");
