@@ -262,3 +262,74 @@ fn blocks_go_to_the_logs_by_temperature() {
     );
     assert_eq!(after_sync[3] - after[3], 1, "the root inode, hot");
 }
+
+/// Blocks written by kind for the primitive operations (printed with --nocapture; the
+/// table in docs/f2fs.md comes from here), pinned so a change in write behaviour shows.
+#[test]
+fn primitive_operation_costs() {
+    use flashstack_f2fs::Metrics;
+    fn delta(a: &Metrics, b: &Metrics) -> [u64; 7] {
+        [
+            b.data_blocks - a.data_blocks,
+            b.node_blocks - a.node_blocks,
+            b.checkpoint_blocks - a.checkpoint_blocks,
+            b.nat_blocks - a.nat_blocks,
+            b.sit_blocks - a.sit_blocks,
+            b.ssa_blocks - a.ssa_blocks,
+            b.checkpoints - a.checkpoints,
+        ]
+    }
+    let mut fs = fresh(128 * MIB, &MkfsOptions::default());
+    fs.mkdir("/d").unwrap();
+    let small = fs.create("/d/small").unwrap();
+    fs.write(small, 0, &pattern(3 * 4096, 1)).unwrap();
+    fs.sync().unwrap();
+    let mut rows = Vec::new();
+    let mut measure = |name: &str, fs: &mut F2fs<MemDevice>, f: &dyn Fn(&mut F2fs<MemDevice>)| {
+        let before = fs.metrics().clone();
+        f(fs);
+        let d = delta(&before, fs.metrics());
+        eprintln!(
+            "{name:<32} data {} node {} cp {} nat {} sit {} ssa {} checkpoints {}",
+            d[0], d[1], d[2], d[3], d[4], d[5], d[6]
+        );
+        rows.push(d);
+    };
+    measure("4 KiB overwrite + fsync", &mut fs, &|fs| {
+        fs.write(small, 4096, &pattern(4096, 2)).unwrap();
+        fs.fsync(small).unwrap();
+    });
+    measure("4 KiB append + fsync", &mut fs, &|fs| {
+        fs.write(small, 3 * 4096, &pattern(4096, 3)).unwrap();
+        fs.fsync(small).unwrap();
+    });
+    measure("create + 100 B write + fsync", &mut fs, &|fs| {
+        let ino = fs.create("/d/new").unwrap();
+        fs.write(ino, 0, &pattern(100, 4)).unwrap();
+        fs.fsync(ino).unwrap();
+    });
+    measure("unlink", &mut fs, &|fs| fs.unlink("/d/new").unwrap());
+    measure("checkpoint (sync)", &mut fs, &|fs| fs.sync().unwrap());
+    measure("checkpoint, nothing dirty", &mut fs, &|fs| {
+        fs.sync().unwrap()
+    });
+    assert_eq!(
+        rows[0],
+        [1, 1, 0, 0, 0, 0, 0],
+        "overwrite: data + inode with the fsync mark"
+    );
+    assert_eq!(rows[1], [1, 1, 0, 0, 0, 0, 0], "append: data + inode");
+    // The parent is an inline directory: its dentry is rebuilt from the dentry mark.
+    assert_eq!(
+        rows[2],
+        [0, 1, 0, 0, 0, 0, 0],
+        "create: the inline inode only"
+    );
+    // Unlinking a file fsync'd since the checkpoint checkpoints (no resurrection).
+    assert_eq!(rows[3][6], 1, "unlink of an fsync'd file");
+    assert_eq!(
+        rows[5],
+        [0, 0, 5, 0, 0, 6, 1],
+        "an idle checkpoint: pack + SSA"
+    );
+}
