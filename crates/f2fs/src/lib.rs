@@ -2,9 +2,20 @@
 //! through the block interface ([`flashstack_block::BlockDevice`]) so that it runs on the
 //! emulated FTL, and judged by the real f2fs-tools (`fsck.f2fs`, `mkfs.f2fs`) in the tests.
 //!
-//! This first slice covers the format itself: every on-disk structure with explicit
-//! little-endian encoding, [`mkfs()`] (block-identical to mkfs.f2fs 1.15), and a
-//! read-only [`mount()`] that validates an image and finds the root directory.
+//! - The format: every on-disk structure with explicit little-endian encoding, [`mkfs()`]
+//!   (block-identical to mkfs.f2fs 1.15), and a read-only [`mount()`] that validates an
+//!   image and finds the root directory.
+//! - The read-write file system, [`F2fs`] (module [`fs`]): mounts ours or mkfs.f2fs's
+//!   images; files and directories by path or inode number (create, open/close, read,
+//!   write, whole-page read/write, truncate, unlink with open-unlinked orphans, rename,
+//!   link, mkdir, rmdir, readdir, stat), inline data and inline dentries, multi-level hash
+//!   directories, direct/indirect node trees; six logs with the kernel's temperature rules
+//!   and every block sent with its temperature hint; checkpoints on sync and unmount;
+//!   fsync by roll-forward (fsync/dentry marks on the warm node chain, replayed at mount)
+//!   or by checkpoint where the kernel forces one; foreground greedy cleaning; counters of
+//!   blocks written by kind and per log ([`Metrics`]). Errors are [`FsError`], mapped to
+//!   errno in one place ([`FsError::errno`]). `docs/f2fs.md` gives the write path step by
+//!   step and what is not implemented.
 //!
 //! # On-disk layout
 //!
