@@ -1,0 +1,342 @@
+//! The seam below the page cache: what the cache asks of a file system, and an in-memory file
+//! system for tests that records every call and can lose power.
+
+use std::collections::BTreeMap;
+
+use flashstack_sim::Nanos;
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+use crate::{Ino, Page, PAGE_SIZE_BYTES};
+
+/// Errors a file system below the cache reports.
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+pub enum BackingError {
+    #[error("file system is powered off")]
+    PoweredOff,
+    #[error("inode {ino}: {reason}")]
+    Io { ino: Ino, reason: String },
+}
+
+/// The file system below the page cache.
+///
+/// Physics: the cache talks to the file system in whole 4 KiB pages ([`PAGE_SIZE_BYTES`]),
+/// addressed by inode number and page index within the file (byte offset / 4096). Every call
+/// takes the virtual time at which it is issued (`now_ns`) and returns the virtual time at
+/// which it completes; the cache never reads a clock.
+///
+/// Durability contract (what survives power loss):
+/// - [`write_pages`](Backing::write_pages) hands pages to the file system. They are readable
+///   from it at once but are **volatile** (they may be lost, or for a real F2FS may survive
+///   only as far as its checkpoints and roll-forward reach) until a barrier.
+/// - [`fsync`](Backing::fsync) (`data_only = false`) is the barrier: when it returns, every
+///   page of that inode handed down earlier, its size and its metadata survive power loss.
+///   `fdatasync` (`data_only = true`) makes the data and the size durable; other metadata may
+///   be lost. [`sync_all`](Backing::sync_all) is the barrier for every inode, unlinks included.
+/// - [`truncate`](Backing::truncate) and [`unlink`](Backing::unlink) take effect at once for
+///   readers and become durable at the next barrier that covers them.
+/// - Bytes of a page beyond the file size, and pages never written (holes), read as zeros.
+///
+/// The `sync` flag on `write_pages` says the caller waits for the write (fsync, sync,
+/// unmount); `false` is asynchronous writeback (the kernel's `WB_SYNC_NONE`), which a file
+/// system may schedule differently. It does not by itself make the pages durable.
+pub trait Backing {
+    /// Reads page `page_index` of `ino` into `page`. Zeros beyond the file's size or in holes;
+    /// an unknown inode reads as an empty file.
+    fn read_page(
+        &mut self,
+        now_ns: Nanos,
+        ino: Ino,
+        page_index: u64,
+        page: &mut Page,
+    ) -> Result<Nanos, BackingError>;
+
+    /// Writes `pages` at consecutive page indices starting at `first_page_index`, and sets
+    /// the file's size to `file_size_bytes` (the cache's view of it). Creates the inode if
+    /// it does not exist.
+    fn write_pages(
+        &mut self,
+        now_ns: Nanos,
+        ino: Ino,
+        first_page_index: u64,
+        pages: &[&Page],
+        file_size_bytes: u64,
+        sync: bool,
+    ) -> Result<Nanos, BackingError>;
+
+    /// The barrier for one inode (`data_only` for fdatasync).
+    fn fsync(&mut self, now_ns: Nanos, ino: Ino, data_only: bool) -> Result<Nanos, BackingError>;
+
+    /// The barrier for the whole file system (sync, unmount).
+    fn sync_all(&mut self, now_ns: Nanos) -> Result<Nanos, BackingError>;
+
+    /// Sets the file's size (shrinking drops data beyond it; growing adds a hole).
+    fn truncate(&mut self, now_ns: Nanos, ino: Ino, size_bytes: u64)
+        -> Result<Nanos, BackingError>;
+
+    /// Removes the inode.
+    fn unlink(&mut self, now_ns: Nanos, ino: Ino) -> Result<Nanos, BackingError>;
+
+    /// The file's size as the file system knows it (0 for an unknown inode) and the
+    /// completion time of the query.
+    fn file_size(&mut self, now_ns: Nanos, ino: Ino) -> Result<(u64, Nanos), BackingError>;
+}
+
+/// One call the cache made, as [`MemBacking`] records it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum BackingCall {
+    ReadPage {
+        at_ns: Nanos,
+        ino: Ino,
+        page_index: u64,
+    },
+    WritePages {
+        at_ns: Nanos,
+        ino: Ino,
+        first_page_index: u64,
+        page_count: u64,
+        file_size_bytes: u64,
+        sync: bool,
+    },
+    Fsync {
+        at_ns: Nanos,
+        ino: Ino,
+        data_only: bool,
+    },
+    SyncAll {
+        at_ns: Nanos,
+    },
+    Truncate {
+        at_ns: Nanos,
+        ino: Ino,
+        size_bytes: u64,
+    },
+    Unlink {
+        at_ns: Nanos,
+        ino: Ino,
+    },
+    FileSize {
+        at_ns: Nanos,
+        ino: Ino,
+    },
+}
+
+/// Service times of the in-memory file system (fixed, no queueing).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemBackingCosts {
+    pub read_ns_per_page: Nanos,
+    pub write_ns_per_page: Nanos,
+    pub fsync_ns: Nanos,
+    pub metadata_ns: Nanos,
+}
+
+impl Default for MemBackingCosts {
+    /// Round eMMC-like figures (a 4 KiB read about 100 µs, a program about 200 µs per page,
+    /// a flush about 1 ms); the cache's tests only need them non-zero.
+    fn default() -> Self {
+        Self {
+            read_ns_per_page: 100_000,
+            write_ns_per_page: 200_000,
+            fsync_ns: 1_000_000,
+            metadata_ns: 10_000,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct MemFile {
+    size_bytes: u64,
+    pages: BTreeMap<u64, Box<Page>>,
+}
+
+impl MemFile {
+    fn set_size(&mut self, size_bytes: u64) {
+        let keep_pages = size_bytes.div_ceil(PAGE_SIZE_BYTES as u64);
+        self.pages.retain(|&index, _| index < keep_pages);
+        let tail = (size_bytes % PAGE_SIZE_BYTES as u64) as usize;
+        if tail != 0 {
+            if let Some(page) = self.pages.get_mut(&(keep_pages - 1)) {
+                page[tail..].fill(0);
+            }
+        }
+        self.size_bytes = size_bytes;
+    }
+
+    /// The file's bytes (for tests).
+    fn bytes(&self) -> Vec<u8> {
+        let mut out = vec![0u8; self.size_bytes as usize];
+        for (&index, page) in &self.pages {
+            let start = index as usize * PAGE_SIZE_BYTES;
+            if start >= out.len() {
+                break;
+            }
+            let end = (start + PAGE_SIZE_BYTES).min(out.len());
+            out[start..end].copy_from_slice(&page[..end - start]);
+        }
+        out
+    }
+}
+
+/// An in-memory file system for tests: a volatile view (what readers see) and a durable view
+/// (what survives [`power_loss`](MemBacking::power_loss)); barriers copy volatile to durable.
+/// It records every call in order (unbounded: a test double, not for long runs).
+#[derive(Clone, Debug, Default)]
+pub struct MemBacking {
+    pub costs: MemBackingCosts,
+    volatile: BTreeMap<Ino, MemFile>,
+    durable: BTreeMap<Ino, MemFile>,
+    calls: Vec<BackingCall>,
+    powered_off: bool,
+}
+
+impl MemBacking {
+    pub fn new(costs: MemBackingCosts) -> Self {
+        Self {
+            costs,
+            ..Self::default()
+        }
+    }
+
+    /// Every call so far, in order.
+    pub fn calls(&self) -> &[BackingCall] {
+        &self.calls
+    }
+
+    /// Power loss: everything not made durable by a barrier is lost. The file system refuses
+    /// calls until [`power_on`](MemBacking::power_on).
+    pub fn power_loss(&mut self) {
+        self.volatile = self.durable.clone();
+        self.powered_off = true;
+    }
+
+    pub fn power_on(&mut self) {
+        self.powered_off = false;
+    }
+
+    /// The bytes readers would see now (`None` if the inode does not exist).
+    pub fn volatile_bytes(&self, ino: Ino) -> Option<Vec<u8>> {
+        self.volatile.get(&ino).map(MemFile::bytes)
+    }
+
+    /// The bytes that would survive power loss now.
+    pub fn durable_bytes(&self, ino: Ino) -> Option<Vec<u8>> {
+        self.durable.get(&ino).map(MemFile::bytes)
+    }
+
+    fn check_power(&self) -> Result<(), BackingError> {
+        if self.powered_off {
+            Err(BackingError::PoweredOff)
+        } else {
+            Ok(())
+        }
+    }
+}
+
+impl Backing for MemBacking {
+    fn read_page(
+        &mut self,
+        now_ns: Nanos,
+        ino: Ino,
+        page_index: u64,
+        page: &mut Page,
+    ) -> Result<Nanos, BackingError> {
+        self.check_power()?;
+        self.calls.push(BackingCall::ReadPage {
+            at_ns: now_ns,
+            ino,
+            page_index,
+        });
+        match self
+            .volatile
+            .get(&ino)
+            .and_then(|file| file.pages.get(&page_index))
+        {
+            Some(stored) => page.copy_from_slice(&stored[..]),
+            None => page.fill(0),
+        }
+        Ok(now_ns + self.costs.read_ns_per_page)
+    }
+
+    fn write_pages(
+        &mut self,
+        now_ns: Nanos,
+        ino: Ino,
+        first_page_index: u64,
+        pages: &[&Page],
+        file_size_bytes: u64,
+        sync: bool,
+    ) -> Result<Nanos, BackingError> {
+        self.check_power()?;
+        self.calls.push(BackingCall::WritePages {
+            at_ns: now_ns,
+            ino,
+            first_page_index,
+            page_count: pages.len() as u64,
+            file_size_bytes,
+            sync,
+        });
+        let file = self.volatile.entry(ino).or_default();
+        for (offset, page) in pages.iter().enumerate() {
+            file.pages
+                .insert(first_page_index + offset as u64, Box::new(**page));
+        }
+        file.set_size(file_size_bytes);
+        Ok(now_ns + self.costs.write_ns_per_page * pages.len() as u64)
+    }
+
+    fn fsync(&mut self, now_ns: Nanos, ino: Ino, data_only: bool) -> Result<Nanos, BackingError> {
+        self.check_power()?;
+        self.calls.push(BackingCall::Fsync {
+            at_ns: now_ns,
+            ino,
+            data_only,
+        });
+        match self.volatile.get(&ino) {
+            Some(file) => {
+                self.durable.insert(ino, file.clone());
+            }
+            None => {
+                self.durable.remove(&ino);
+            }
+        }
+        Ok(now_ns + self.costs.fsync_ns)
+    }
+
+    fn sync_all(&mut self, now_ns: Nanos) -> Result<Nanos, BackingError> {
+        self.check_power()?;
+        self.calls.push(BackingCall::SyncAll { at_ns: now_ns });
+        self.durable = self.volatile.clone();
+        Ok(now_ns + self.costs.fsync_ns)
+    }
+
+    fn truncate(
+        &mut self,
+        now_ns: Nanos,
+        ino: Ino,
+        size_bytes: u64,
+    ) -> Result<Nanos, BackingError> {
+        self.check_power()?;
+        self.calls.push(BackingCall::Truncate {
+            at_ns: now_ns,
+            ino,
+            size_bytes,
+        });
+        self.volatile.entry(ino).or_default().set_size(size_bytes);
+        Ok(now_ns + self.costs.metadata_ns)
+    }
+
+    fn unlink(&mut self, now_ns: Nanos, ino: Ino) -> Result<Nanos, BackingError> {
+        self.check_power()?;
+        self.calls.push(BackingCall::Unlink { at_ns: now_ns, ino });
+        self.volatile.remove(&ino);
+        Ok(now_ns + self.costs.metadata_ns)
+    }
+
+    fn file_size(&mut self, now_ns: Nanos, ino: Ino) -> Result<(u64, Nanos), BackingError> {
+        self.check_power()?;
+        self.calls
+            .push(BackingCall::FileSize { at_ns: now_ns, ino });
+        let size_bytes = self.volatile.get(&ino).map_or(0, |file| file.size_bytes);
+        Ok((size_bytes, now_ns + self.costs.metadata_ns))
+    }
+}

@@ -1,0 +1,664 @@
+//! The page cache mechanism: page table, dirty tracking, LRU of clean pages, the flusher in
+//! virtual time, and the file calls.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use flashstack_sim::Nanos;
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+use crate::policy::{DirtyView, FlusherDecision, FsyncDecision, WriterDecision};
+use crate::{
+    Backing, BackingError, CacheConfig, ConfigError, Ino, LinuxPolicy, Page, WritebackPolicy,
+    WritebackReason, PAGE_SIZE_BYTES,
+};
+
+const PAGE_BYTES: u64 = PAGE_SIZE_BYTES as u64;
+
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+pub enum CacheError {
+    #[error(transparent)]
+    Backing(#[from] BackingError),
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error("time went backwards: called at {now_ns} ns after a call at {last_ns} ns")]
+    TimeWentBackwards { now_ns: Nanos, last_ns: Nanos },
+    #[error("inode {ino}: byte range at {offset_bytes} of {length_bytes} bytes overflows")]
+    RangeOverflow {
+        ino: Ino,
+        offset_bytes: u64,
+        length_bytes: u64,
+    },
+}
+
+/// The cache calls whose latency is measured.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CallKind {
+    Read,
+    Write,
+    Truncate,
+    Unlink,
+    Fsync,
+    Fdatasync,
+    Sync,
+}
+
+/// Latency of one kind of call in virtual time (completion − issue).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CallLatency {
+    pub count: u64,
+    pub total_ns: u64,
+    pub max_ns: u64,
+}
+
+impl CallLatency {
+    fn record(&mut self, latency_ns: Nanos) {
+        self.count += 1;
+        self.total_ns += latency_ns;
+        self.max_ns = self.max_ns.max(latency_ns);
+    }
+
+    pub fn mean_ns(&self) -> u64 {
+        self.total_ns.checked_div(self.count).unwrap_or(0)
+    }
+}
+
+/// Counters of one cache over its life.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CacheMetrics {
+    pub dirty_bytes_high_water: u64,
+    pub pages_written_back: BTreeMap<WritebackReason, u64>,
+    /// `write_pages` calls (contiguous runs) issued to the file system.
+    pub write_back_calls: u64,
+    pub read_hits: u64,
+    pub read_misses: u64,
+    /// Pages read from below because a partial write hit an uncached page.
+    pub read_modify_write_reads: u64,
+    pub evictions: u64,
+    /// Dirty pages dropped by a crash.
+    pub dirty_pages_lost: u64,
+    pub latency: BTreeMap<CallKind, CallLatency>,
+}
+
+impl CacheMetrics {
+    pub fn pages_written_back_total(&self) -> u64 {
+        self.pages_written_back.values().sum()
+    }
+}
+
+#[derive(Clone, Debug)]
+struct CachedPage {
+    data: Box<Page>,
+    dirty: bool,
+    lru_seq: u64,
+}
+
+#[derive(Clone, Debug, Default)]
+struct FileState {
+    size_bytes: u64,
+    dirty_pages: BTreeSet<u64>,
+    /// When the inode went from clean to dirty (the kernel's `dirtied_when`).
+    dirtied_ns: Option<Nanos>,
+}
+
+/// The page cache over a file system `B`, with writeback decided by `P`.
+pub struct PageCache<B: Backing, P: WritebackPolicy = LinuxPolicy> {
+    config: CacheConfig,
+    policy: P,
+    backing: B,
+    pages: BTreeMap<(Ino, u64), CachedPage>,
+    /// Clean pages by last use; the first is evicted first.
+    clean_lru: BTreeMap<u64, (Ino, u64)>,
+    lru_clock: u64,
+    /// Files with cached pages or dirty state (dropped when neither remains).
+    files: BTreeMap<Ino, FileState>,
+    /// Dirty inodes by (dirtied_ns, ino): the longest-dirty first.
+    dirty_inodes: BTreeSet<(Nanos, Ino)>,
+    dirty_page_count: u64,
+    last_call_ns: Nanos,
+    /// The flusher's own clock: busy with writeback until this time.
+    flusher_ns: Nanos,
+    metrics: CacheMetrics,
+}
+
+impl<B: Backing> PageCache<B, LinuxPolicy> {
+    /// A cache with the Linux-like policy.
+    pub fn new(config: CacheConfig, backing: B) -> Result<Self, CacheError> {
+        let policy = LinuxPolicy::new(&config);
+        Self::with_policy(config, policy, backing)
+    }
+}
+
+impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
+    pub fn with_policy(config: CacheConfig, policy: P, backing: B) -> Result<Self, CacheError> {
+        config.validate()?;
+        Ok(Self {
+            config,
+            policy,
+            backing,
+            pages: BTreeMap::new(),
+            clean_lru: BTreeMap::new(),
+            lru_clock: 0,
+            files: BTreeMap::new(),
+            dirty_inodes: BTreeSet::new(),
+            dirty_page_count: 0,
+            last_call_ns: 0,
+            flusher_ns: 0,
+            metrics: CacheMetrics::default(),
+        })
+    }
+
+    pub fn config(&self) -> &CacheConfig {
+        &self.config
+    }
+
+    pub fn metrics(&self) -> &CacheMetrics {
+        &self.metrics
+    }
+
+    pub fn backing(&self) -> &B {
+        &self.backing
+    }
+
+    pub fn backing_mut(&mut self) -> &mut B {
+        &mut self.backing
+    }
+
+    pub fn dirty_bytes(&self) -> u64 {
+        self.dirty_page_count * PAGE_BYTES
+    }
+
+    pub fn cached_pages(&self) -> u64 {
+        self.pages.len() as u64
+    }
+
+    /// Whether page `page_index` of `ino` is cached and dirty.
+    pub fn is_dirty(&self, ino: Ino, page_index: u64) -> bool {
+        self.pages
+            .get(&(ino, page_index))
+            .is_some_and(|page| page.dirty)
+    }
+
+    /// Lets virtual time pass to `now_ns`: the flusher runs in the gap.
+    pub fn advance_to(&mut self, now_ns: Nanos) -> Result<(), CacheError> {
+        self.enter(now_ns)
+    }
+
+    /// Writes `data` at `offset_bytes`; returns the completion time.
+    pub fn write(
+        &mut self,
+        now_ns: Nanos,
+        ino: Ino,
+        offset_bytes: u64,
+        data: &[u8],
+    ) -> Result<Nanos, CacheError> {
+        self.enter(now_ns)?;
+        let length_bytes = data.len() as u64;
+        let end_bytes =
+            offset_bytes
+                .checked_add(length_bytes)
+                .ok_or(CacheError::RangeOverflow {
+                    ino,
+                    offset_bytes,
+                    length_bytes,
+                })?;
+        let mut t = now_ns + self.config.call_overhead_ns;
+        let (size_bytes, t_size) = self.ensure_file(t, ino)?;
+        t = t_size;
+        let mut position = offset_bytes;
+        while position < end_bytes {
+            let page_index = position / PAGE_BYTES;
+            let in_page_start = (position % PAGE_BYTES) as usize;
+            let in_page_end = (end_bytes - page_index * PAGE_BYTES).min(PAGE_BYTES) as usize;
+            let full_overwrite = in_page_start == 0 && in_page_end == PAGE_SIZE_BYTES;
+            let beyond_eof = page_index * PAGE_BYTES >= size_bytes;
+            let read_below = !full_overwrite && !beyond_eof;
+            if read_below && !self.pages.contains_key(&(ino, page_index)) {
+                self.metrics.read_modify_write_reads += 1;
+            }
+            t = self.load_page(t, ino, page_index, read_below)?;
+            let source_start = (position - offset_bytes) as usize;
+            let source = &data[source_start..source_start + (in_page_end - in_page_start)];
+            self.page_mut(ino, page_index).data[in_page_start..in_page_end].copy_from_slice(source);
+            self.mark_dirty(now_ns, ino, page_index);
+            t += self.config.memcpy_ns_per_page;
+            position = page_index * PAGE_BYTES + in_page_end as u64;
+            // The size grows page by page, so pressure writeback of this file's earlier pages
+            // during this write hands the file system a size that covers them.
+            let file = self
+                .files
+                .get_mut(&ino)
+                .expect("file state exists after ensure_file");
+            file.size_bytes = file.size_bytes.max(position);
+        }
+        self.metrics.dirty_bytes_high_water =
+            self.metrics.dirty_bytes_high_water.max(self.dirty_bytes());
+        // The flusher is kicked at once (asynchronously); a writer above the limit pays.
+        self.run_flusher(now_ns)?;
+        let mut rounds = 0u64;
+        while let WriterDecision::Throttle { ino: victim } = self.policy.writer(&self.view(t)) {
+            t = self.write_back_batch(t, victim, WritebackReason::Throttle, false)?;
+            rounds += 1;
+            assert!(
+                rounds <= self.config.cache_pages_max() + 1,
+                "throttling must make progress"
+            );
+        }
+        self.record(CallKind::Write, now_ns, t);
+        Ok(t)
+    }
+
+    /// Reads into `buf` from `offset_bytes`; returns the bytes read (short at end of file)
+    /// and the completion time.
+    pub fn read(
+        &mut self,
+        now_ns: Nanos,
+        ino: Ino,
+        offset_bytes: u64,
+        buf: &mut [u8],
+    ) -> Result<(usize, Nanos), CacheError> {
+        self.enter(now_ns)?;
+        let mut t = now_ns + self.config.call_overhead_ns;
+        let (size_bytes, t_size) = self.ensure_file(t, ino)?;
+        t = t_size;
+        let end_bytes = offset_bytes
+            .saturating_add(buf.len() as u64)
+            .min(size_bytes);
+        let mut position = offset_bytes;
+        while position < end_bytes {
+            let page_index = position / PAGE_BYTES;
+            let in_page_start = (position % PAGE_BYTES) as usize;
+            let in_page_end = (end_bytes - page_index * PAGE_BYTES).min(PAGE_BYTES) as usize;
+            if self.pages.contains_key(&(ino, page_index)) {
+                self.metrics.read_hits += 1;
+                self.touch(ino, page_index);
+            } else {
+                self.metrics.read_misses += 1;
+                t = self.load_page(t, ino, page_index, true)?;
+            }
+            let target_start = (position - offset_bytes) as usize;
+            let length = in_page_end - in_page_start;
+            buf[target_start..target_start + length]
+                .copy_from_slice(&self.page_mut(ino, page_index).data[in_page_start..in_page_end]);
+            t += self.config.memcpy_ns_per_page;
+            position = page_index * PAGE_BYTES + in_page_end as u64;
+        }
+        self.forget_file_if_unused(ino);
+        self.record(CallKind::Read, now_ns, t);
+        Ok((end_bytes.saturating_sub(offset_bytes) as usize, t))
+    }
+
+    /// The file's size as the cache sees it (including unwritten-back extensions).
+    pub fn file_size(&mut self, now_ns: Nanos, ino: Ino) -> Result<(u64, Nanos), CacheError> {
+        self.enter(now_ns)?;
+        let result = self.ensure_file(now_ns + self.config.call_overhead_ns, ino)?;
+        self.forget_file_if_unused(ino);
+        Ok(result)
+    }
+
+    /// Sets the file's size: pages beyond it are dropped (dirty or not), the tail of the
+    /// last page is zeroed, and the file system is told at once.
+    pub fn truncate(
+        &mut self,
+        now_ns: Nanos,
+        ino: Ino,
+        size_bytes: u64,
+    ) -> Result<Nanos, CacheError> {
+        self.enter(now_ns)?;
+        let mut t = now_ns + self.config.call_overhead_ns;
+        t = self.ensure_file(t, ino)?.1;
+        let keep_pages = size_bytes.div_ceil(PAGE_BYTES);
+        let doomed: Vec<u64> = self
+            .pages
+            .range((ino, keep_pages)..=(ino, u64::MAX))
+            .map(|(&(_, page_index), _)| page_index)
+            .collect();
+        for page_index in doomed {
+            self.drop_page(ino, page_index);
+        }
+        let tail = (size_bytes % PAGE_BYTES) as usize;
+        if tail != 0 {
+            if let Some(page) = self.pages.get_mut(&(ino, keep_pages - 1)) {
+                page.data[tail..].fill(0);
+            }
+        }
+        self.files
+            .get_mut(&ino)
+            .expect("file state exists")
+            .size_bytes = size_bytes;
+        t = self.backing.truncate(t, ino, size_bytes)?;
+        self.forget_file_if_unused(ino);
+        self.record(CallKind::Truncate, now_ns, t);
+        Ok(t)
+    }
+
+    /// Removes the file: its pages are dropped without writeback.
+    pub fn unlink(&mut self, now_ns: Nanos, ino: Ino) -> Result<Nanos, CacheError> {
+        self.enter(now_ns)?;
+        let t = now_ns + self.config.call_overhead_ns;
+        let doomed: Vec<u64> = self
+            .pages
+            .range((ino, 0)..=(ino, u64::MAX))
+            .map(|(&(_, page_index), _)| page_index)
+            .collect();
+        for page_index in doomed {
+            self.drop_page(ino, page_index);
+        }
+        self.files.remove(&ino);
+        let t = self.backing.unlink(t, ino)?;
+        self.record(CallKind::Unlink, now_ns, t);
+        Ok(t)
+    }
+
+    pub fn fsync(&mut self, now_ns: Nanos, ino: Ino) -> Result<Nanos, CacheError> {
+        self.sync_file(now_ns, ino, false)
+    }
+
+    pub fn fdatasync(&mut self, now_ns: Nanos, ino: Ino) -> Result<Nanos, CacheError> {
+        self.sync_file(now_ns, ino, true)
+    }
+
+    /// sync(2) / unmount: every dirty page is written back, then the file system's barrier.
+    pub fn sync_all(&mut self, now_ns: Nanos) -> Result<Nanos, CacheError> {
+        self.enter(now_ns)?;
+        let mut t = now_ns + self.config.call_overhead_ns;
+        while let Some(&(_, ino)) = self.dirty_inodes.first() {
+            t = self.write_back_batch(t, ino, WritebackReason::Sync, true)?;
+        }
+        t = self.backing.sync_all(t)?;
+        self.record(CallKind::Sync, now_ns, t);
+        Ok(t)
+    }
+
+    /// Power loss above the file system: every cached page is gone, dirty ones unwritten.
+    /// Returns the number of dirty pages lost. (Call the file system's own power loss too.)
+    pub fn crash(&mut self) -> u64 {
+        let lost = self.dirty_page_count;
+        self.metrics.dirty_pages_lost += lost;
+        self.pages.clear();
+        self.clean_lru.clear();
+        self.files.clear();
+        self.dirty_inodes.clear();
+        self.dirty_page_count = 0;
+        self.flusher_ns = self.last_call_ns;
+        lost
+    }
+
+    fn sync_file(&mut self, now_ns: Nanos, ino: Ino, data_only: bool) -> Result<Nanos, CacheError> {
+        self.enter(now_ns)?;
+        let mut t = now_ns + self.config.call_overhead_ns;
+        if self.policy.fsync(ino, data_only) == FsyncDecision::WriteBackAndSync {
+            while self
+                .files
+                .get(&ino)
+                .is_some_and(|file| !file.dirty_pages.is_empty())
+            {
+                t = self.write_back_batch(t, ino, WritebackReason::Fsync, true)?;
+            }
+            t = self.backing.fsync(t, ino, data_only)?;
+        }
+        let kind = if data_only {
+            CallKind::Fdatasync
+        } else {
+            CallKind::Fsync
+        };
+        self.record(kind, now_ns, t);
+        Ok(t)
+    }
+
+    fn enter(&mut self, now_ns: Nanos) -> Result<(), CacheError> {
+        if now_ns < self.last_call_ns {
+            return Err(CacheError::TimeWentBackwards {
+                now_ns,
+                last_ns: self.last_call_ns,
+            });
+        }
+        self.last_call_ns = now_ns;
+        self.run_flusher(now_ns)
+    }
+
+    fn view(&self, now_ns: Nanos) -> DirtyView {
+        DirtyView {
+            now_ns,
+            dirty_bytes: self.dirty_bytes(),
+            oldest_dirty: self.dirty_inodes.first().copied(),
+        }
+    }
+
+    /// The flusher works in its own virtual time up to `now_ns`: each decision is taken at the
+    /// flusher's clock, and writeback moves that clock by the file system's service time.
+    fn run_flusher(&mut self, now_ns: Nanos) -> Result<(), CacheError> {
+        while self.flusher_ns <= now_ns {
+            match self.policy.flusher(&self.view(self.flusher_ns)) {
+                FlusherDecision::WriteBack { ino, reason } => {
+                    let done_ns = self.write_back_batch(self.flusher_ns, ino, reason, false)?;
+                    // A zero-cost file system still moves the flusher forward.
+                    self.flusher_ns = done_ns.max(self.flusher_ns + 1);
+                }
+                FlusherDecision::SleepUntil(wake_ns) if wake_ns <= now_ns => {
+                    debug_assert!(wake_ns > self.flusher_ns, "the flusher sleeps forward");
+                    self.flusher_ns = wake_ns.max(self.flusher_ns + 1);
+                }
+                FlusherDecision::SleepUntil(_) | FlusherDecision::Idle => {
+                    self.flusher_ns = now_ns;
+                    break;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes back up to one batch of `ino`'s dirty pages in page-index order, one
+    /// `write_pages` call per contiguous run. Returns the completion time.
+    fn write_back_batch(
+        &mut self,
+        now_ns: Nanos,
+        ino: Ino,
+        reason: WritebackReason,
+        sync: bool,
+    ) -> Result<Nanos, CacheError> {
+        let Some(file) = self.files.get(&ino) else {
+            return Ok(now_ns);
+        };
+        let size_bytes = file.size_bytes;
+        let batch: Vec<u64> = file
+            .dirty_pages
+            .iter()
+            .take(self.config.writeback_batch_pages_max as usize)
+            .copied()
+            .collect();
+        let mut t = now_ns;
+        let mut run_start = 0;
+        while run_start < batch.len() {
+            let mut run_end = run_start + 1;
+            while run_end < batch.len() && batch[run_end] == batch[run_end - 1] + 1 {
+                run_end += 1;
+            }
+            let run = &batch[run_start..run_end];
+            let pages: Vec<&Page> = run
+                .iter()
+                .map(|&index| &*self.pages[&(ino, index)].data)
+                .collect();
+            t = self
+                .backing
+                .write_pages(t, ino, run[0], &pages, size_bytes, sync)?;
+            self.metrics.write_back_calls += 1;
+            *self.metrics.pages_written_back.entry(reason).or_default() += run.len() as u64;
+            run_start = run_end;
+        }
+        for page_index in batch {
+            self.mark_clean(ino, page_index);
+        }
+        Ok(t)
+    }
+
+    /// The file's state, fetching its size from below on first use.
+    fn ensure_file(&mut self, now_ns: Nanos, ino: Ino) -> Result<(u64, Nanos), CacheError> {
+        if let Some(file) = self.files.get(&ino) {
+            return Ok((file.size_bytes, now_ns));
+        }
+        let (size_bytes, done_ns) = self.backing.file_size(now_ns, ino)?;
+        self.files.insert(
+            ino,
+            FileState {
+                size_bytes,
+                ..FileState::default()
+            },
+        );
+        Ok((size_bytes, done_ns))
+    }
+
+    /// Makes page `page_index` of `ino` resident (reading it from below if `read_below`,
+    /// else zeroed); returns the time it is ready.
+    fn load_page(
+        &mut self,
+        now_ns: Nanos,
+        ino: Ino,
+        page_index: u64,
+        read_below: bool,
+    ) -> Result<Nanos, CacheError> {
+        if self.pages.contains_key(&(ino, page_index)) {
+            self.touch(ino, page_index);
+            return Ok(now_ns);
+        }
+        let mut t = self.make_room(now_ns, ino)?;
+        let mut data: Box<Page> = Box::new([0u8; PAGE_SIZE_BYTES]);
+        if read_below {
+            t = self.backing.read_page(t, ino, page_index, &mut data)?;
+        }
+        self.lru_clock += 1;
+        self.pages.insert(
+            (ino, page_index),
+            CachedPage {
+                data,
+                dirty: false,
+                lru_seq: self.lru_clock,
+            },
+        );
+        self.clean_lru.insert(self.lru_clock, (ino, page_index));
+        Ok(t)
+    }
+
+    /// Frees a slot if the cache is full: the least recently used clean page, or if every
+    /// page is dirty, writeback of the longest-dirty inode first (pressure).
+    /// The state of `in_use` is kept even if its last page goes.
+    fn make_room(&mut self, now_ns: Nanos, in_use: Ino) -> Result<Nanos, CacheError> {
+        let mut t = now_ns;
+        while self.pages.len() as u64 >= self.config.cache_pages_max() {
+            if let Some((_, (ino, page_index))) = self.clean_lru.pop_first() {
+                self.pages.remove(&(ino, page_index));
+                self.metrics.evictions += 1;
+                if ino != in_use {
+                    self.forget_file_if_unused(ino);
+                }
+                continue;
+            }
+            let &(_, ino) = self
+                .dirty_inodes
+                .first()
+                .expect("a full cache with no clean page has dirty pages");
+            t = self.write_back_batch(t, ino, WritebackReason::Pressure, false)?;
+        }
+        Ok(t)
+    }
+
+    fn page_mut(&mut self, ino: Ino, page_index: u64) -> &mut CachedPage {
+        self.pages
+            .get_mut(&(ino, page_index))
+            .expect("page is resident")
+    }
+
+    fn touch(&mut self, ino: Ino, page_index: u64) {
+        self.lru_clock += 1;
+        let clock = self.lru_clock;
+        let page = self
+            .pages
+            .get_mut(&(ino, page_index))
+            .expect("page is resident");
+        if !page.dirty {
+            self.clean_lru.remove(&page.lru_seq);
+            self.clean_lru.insert(clock, (ino, page_index));
+        }
+        page.lru_seq = clock;
+    }
+
+    fn mark_dirty(&mut self, now_ns: Nanos, ino: Ino, page_index: u64) {
+        let page = self
+            .pages
+            .get_mut(&(ino, page_index))
+            .expect("page is resident");
+        if page.dirty {
+            return;
+        }
+        page.dirty = true;
+        self.clean_lru.remove(&page.lru_seq);
+        self.dirty_page_count += 1;
+        let file = self.files.get_mut(&ino).expect("file state exists");
+        file.dirty_pages.insert(page_index);
+        if file.dirtied_ns.is_none() {
+            file.dirtied_ns = Some(now_ns);
+            self.dirty_inodes.insert((now_ns, ino));
+        }
+    }
+
+    fn mark_clean(&mut self, ino: Ino, page_index: u64) {
+        let Some(page) = self.pages.get_mut(&(ino, page_index)) else {
+            return;
+        };
+        if !page.dirty {
+            return;
+        }
+        page.dirty = false;
+        self.clean_lru.insert(page.lru_seq, (ino, page_index));
+        self.forget_dirty(ino, page_index);
+    }
+
+    fn drop_page(&mut self, ino: Ino, page_index: u64) {
+        if let Some(page) = self.pages.remove(&(ino, page_index)) {
+            if page.dirty {
+                self.forget_dirty(ino, page_index);
+            } else {
+                self.clean_lru.remove(&page.lru_seq);
+            }
+        }
+    }
+
+    fn forget_dirty(&mut self, ino: Ino, page_index: u64) {
+        self.dirty_page_count -= 1;
+        let file = self.files.get_mut(&ino).expect("file state exists");
+        file.dirty_pages.remove(&page_index);
+        if file.dirty_pages.is_empty() {
+            let dirtied_ns = file
+                .dirtied_ns
+                .take()
+                .expect("a dirty inode has dirtied_ns");
+            self.dirty_inodes.remove(&(dirtied_ns, ino));
+        }
+    }
+
+    /// Drops the file's state when it has no page and no dirty state: its size then equals
+    /// the file system's, which is asked again on next use.
+    fn forget_file_if_unused(&mut self, ino: Ino) {
+        let unused = self
+            .files
+            .get(&ino)
+            .is_some_and(|file| file.dirty_pages.is_empty())
+            && self
+                .pages
+                .range((ino, 0)..=(ino, u64::MAX))
+                .next()
+                .is_none();
+        if unused {
+            self.files.remove(&ino);
+        }
+    }
+
+    fn record(&mut self, kind: CallKind, issued_ns: Nanos, done_ns: Nanos) {
+        self.metrics
+            .latency
+            .entry(kind)
+            .or_default()
+            .record(done_ns - issued_ns);
+    }
+}
