@@ -22,12 +22,28 @@ impl<D: BlockDevice> F2fs<D> {
         self.flush_sit()?;
         self.write_current_summaries()?;
         self.write_pack(unmount)?;
-        self.segs.prefree.clear();
+        self.discard_prefree()?;
         self.since_cp = Default::default();
         let released = std::mem::take(&mut self.nat.released);
         self.nat.free.extend(released);
         self.metrics.checkpoints += 1;
         self.shrink_caches();
+        Ok(())
+    }
+
+    /// Segments emptied before this checkpoint are free now; they are discarded (TRIM on
+    /// the block interface), as the kernel does after a checkpoint with `discard` on.
+    fn discard_prefree(&mut self) -> Result<(), FsError> {
+        let freed = std::mem::take(&mut self.segs.prefree);
+        for segno in freed {
+            let start = self.sb.main_blkaddr as u64 + segno as u64 * BLOCKS_PER_SEG as u64;
+            let done = self
+                .dev
+                .trim(self.now_ns, start, BLOCKS_PER_SEG)
+                .map_err(crate::F2fsError::from)?;
+            self.now_ns = done.complete_ns;
+            self.metrics.discarded_blocks += BLOCKS_PER_SEG as u64;
+        }
         Ok(())
     }
 

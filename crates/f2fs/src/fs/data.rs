@@ -342,11 +342,12 @@ impl<D: BlockDevice> F2fs<D> {
         let mut rest = data;
         let mut pages = 0u32;
         while !rest.is_empty() {
-            // A long write lets cleaning run between batches of pages, as writeback does.
-            pages += 1;
-            if pages.is_multiple_of(BALANCE_EVERY_PAGES) {
+            // A long write lets cleaning run between batches of pages, as writeback does
+            // (so only writes of up to 64 pages are atomic against checkpoints).
+            if pages > 0 && pages.is_multiple_of(BALANCE_EVERY_PAGES) {
                 self.balance()?;
             }
+            pages += 1;
             let (index, within) = (pos / BLOCK_SIZE as u64, (pos % BLOCK_SIZE as u64) as usize);
             let n = (BLOCK_SIZE - within).min(rest.len());
             let mut page = if n == BLOCK_SIZE {

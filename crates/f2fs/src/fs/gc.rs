@@ -25,9 +25,20 @@ impl<D: BlockDevice> F2fs<D> {
         Ok(())
     }
 
-    /// Cleans when free segments fell to the reserve (`f2fs_balance_fs`). Called between
-    /// operations, never inside one, so the checkpoint it ends with never records a
-    /// half-done operation (the kernel's `f2fs_lock_op` gives the same guarantee).
+    /// Runs an operation, then cleans if it left free segments at the reserve
+    /// (`f2fs_balance_fs`, which the kernel's namespace operations call on their way out).
+    /// Cleaning runs between operations, never inside one, so the checkpoint it ends with
+    /// never records half an operation (the kernel's `f2fs_lock_op` gives the same).
+    pub(crate) fn balanced<T>(
+        &mut self,
+        op: impl FnOnce(&mut Self) -> Result<T, FsError>,
+    ) -> Result<T, FsError> {
+        let out = op(self)?;
+        self.balance()?;
+        Ok(out)
+    }
+
+    /// Cleans when free segments fell to the reserve.
     pub(crate) fn balance(&mut self) -> Result<(), FsError> {
         if self.in_gc || !self.needs_cleaning() {
             return Ok(());

@@ -37,6 +37,8 @@ pub struct Metrics {
     pub fsyncs: u64,
     pub checkpoints: u64,
     pub gc_cycles: u64,
+    /// Blocks discarded (TRIM) once their segment was freed by a checkpoint.
+    pub discarded_blocks: u64,
     pub blocks_read: u64,
 }
 

@@ -101,7 +101,10 @@ impl<D: BlockDevice> F2fs<D> {
 
     /// Creates an empty regular file; returns its inode number.
     pub fn create(&mut self, path: &str) -> Result<u32, FsError> {
-        self.balance()?;
+        self.balanced(|fs| fs.create_op(path))
+    }
+
+    fn create_op(&mut self, path: &str) -> Result<u32, FsError> {
         let (dir, name) = self.parent_of(path)?;
         if self.find_entry(dir, name.as_bytes())?.is_some() {
             return Err(FsError::Exists(path.to_string()));
@@ -113,7 +116,10 @@ impl<D: BlockDevice> F2fs<D> {
 
     /// Creates a directory (inline, holding "." and "..").
     pub fn mkdir(&mut self, path: &str) -> Result<u32, FsError> {
-        self.balance()?;
+        self.balanced(|fs| fs.mkdir_op(path))
+    }
+
+    fn mkdir_op(&mut self, path: &str) -> Result<u32, FsError> {
         let (dir, name) = self.parent_of(path)?;
         if self.find_entry(dir, name.as_bytes())?.is_some() {
             return Err(FsError::Exists(path.to_string()));
@@ -156,8 +162,7 @@ impl<D: BlockDevice> F2fs<D> {
     /// Writes `data` at `offset`, growing the file as needed (holes read as zeros).
     pub fn write(&mut self, ino: u32, offset: u64, data: &[u8]) -> Result<(), FsError> {
         self.check_file(ino)?;
-        self.balance()?;
-        self.write_at(ino, offset, data)
+        self.balanced(|fs| fs.write_at(ino, offset, data))
     }
 
     /// Reads whole page `index` of a file (zeros past the end or in a hole).
@@ -176,7 +181,16 @@ impl<D: BlockDevice> F2fs<D> {
         valid_bytes: usize,
     ) -> Result<(), FsError> {
         self.check_file(ino)?;
-        self.balance()?;
+        self.balanced(|fs| fs.write_page_op(ino, index, page, valid_bytes))
+    }
+
+    fn write_page_op(
+        &mut self,
+        ino: u32,
+        index: u64,
+        page: &Block,
+        valid_bytes: usize,
+    ) -> Result<(), FsError> {
         let valid = valid_bytes.min(BLOCK_SIZE);
         let offset = index
             .checked_mul(BLOCK_SIZE as u64)
@@ -192,8 +206,7 @@ impl<D: BlockDevice> F2fs<D> {
     /// Sets a file's size (shrinking frees blocks; growing leaves a hole).
     pub fn truncate(&mut self, ino: u32, size: u64) -> Result<(), FsError> {
         self.check_file(ino)?;
-        self.balance()?;
-        self.set_size(ino, size)
+        self.balanced(|fs| fs.set_size(ino, size))
     }
 
     fn check_file(&mut self, ino: u32) -> Result<(), FsError> {
@@ -252,7 +265,10 @@ impl<D: BlockDevice> F2fs<D> {
 
     /// Adds a hard link to an existing file.
     pub fn link(&mut self, existing: &str, new_path: &str) -> Result<(), FsError> {
-        self.balance()?;
+        self.balanced(|fs| fs.link_op(existing, new_path))
+    }
+
+    fn link_op(&mut self, existing: &str, new_path: &str) -> Result<(), FsError> {
         let ino = self.lookup(existing)?;
         if self.is_dir_inode(ino)? {
             return Err(FsError::IsDir(existing.to_string()));
@@ -268,7 +284,10 @@ impl<D: BlockDevice> F2fs<D> {
 
     /// Removes a file's name; the inode goes with its last link (or last close).
     pub fn unlink(&mut self, path: &str) -> Result<(), FsError> {
-        self.balance()?;
+        self.balanced(|fs| fs.unlink_op(path))
+    }
+
+    fn unlink_op(&mut self, path: &str) -> Result<(), FsError> {
         let (dir, name) = self.parent_of(path)?;
         let place = self
             .find_entry(dir, name.as_bytes())?
@@ -285,7 +304,10 @@ impl<D: BlockDevice> F2fs<D> {
 
     /// Removes an empty directory.
     pub fn rmdir(&mut self, path: &str) -> Result<(), FsError> {
-        self.balance()?;
+        self.balanced(|fs| fs.rmdir_op(path))
+    }
+
+    fn rmdir_op(&mut self, path: &str) -> Result<(), FsError> {
         let (dir, name) = self.parent_of(path)?;
         let place = self
             .find_entry(dir, name.as_bytes())?
@@ -313,7 +335,10 @@ impl<D: BlockDevice> F2fs<D> {
     /// Renames (POSIX semantics: an existing target is replaced; a directory may only
     /// replace an empty directory, and never moves into itself).
     pub fn rename(&mut self, from: &str, to: &str) -> Result<(), FsError> {
-        self.balance()?;
+        self.balanced(|fs| fs.rename_op(from, to))
+    }
+
+    fn rename_op(&mut self, from: &str, to: &str) -> Result<(), FsError> {
         let (src_dir, src_name) = self.parent_of(from)?;
         let (dst_dir, dst_name) = self.parent_of(to)?;
         let src = self
