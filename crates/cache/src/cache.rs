@@ -245,6 +245,7 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
                 "throttling must make progress"
             );
         }
+        self.forget_file_if_unused(ino);
         self.record(CallKind::Write, now_ns, t);
         Ok(t)
     }

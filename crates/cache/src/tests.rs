@@ -248,6 +248,12 @@ fn presets_and_validation() {
     };
     assert!(bad.validate().is_err());
     let mut cache = cache(CacheConfig::tiny());
+    cache.write(1, 4, 100, &[]).unwrap();
+    assert_eq!(
+        cache.file_size(2, 4).unwrap().0,
+        0,
+        "an empty write changes nothing"
+    );
     cache.advance_to(10).unwrap();
     assert!(cache.advance_to(5).is_err(), "time may not go backwards");
 }
