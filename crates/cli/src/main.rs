@@ -3,6 +3,7 @@
 
 mod bench;
 mod device;
+mod filetrace;
 mod mount;
 mod progress;
 mod run;
@@ -58,6 +59,9 @@ enum Command {
 enum WorkloadCommand {
     /// The built-in workloads, the paper's figures beside the generated stream's.
     List(workload::ListArgs),
+    /// The MedFS table's columns for a file-level trace: volume, small-file share, update
+    /// ratio and difference, syncs, file types.
+    Analyze(filetrace::AnalyzeArgs),
 }
 
 #[derive(Args)]
@@ -93,6 +97,8 @@ struct ReproduceArgs {
 enum TraceCommand {
     /// Counts, sizes, footprint and mix of a trace.
     Inspect(InspectArgs),
+    /// Convert a MobiGen script or strace output into a file-level trace.
+    Import(filetrace::ImportArgs),
 }
 
 #[derive(Args)]
@@ -121,6 +127,12 @@ fn main() {
         Command::Workload {
             command: WorkloadCommand::List(args),
         } => workload::list(args),
+        Command::Trace {
+            command: TraceCommand::Import(args),
+        } => filetrace::import(args),
+        Command::Workload {
+            command: WorkloadCommand::Analyze(args),
+        } => filetrace::analyze_file(args),
     };
     if let Err(error) = result {
         eprintln!("error: {error:#}");

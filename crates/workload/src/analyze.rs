@@ -1,0 +1,579 @@
+//! `workload analyze`: the columns of the MedFS paper's workload table for a file-level
+//! trace, plus sync counts and where the writes went by file type.
+//!
+//! Definitions (also in `docs/file-traces.md`):
+//!
+//! * **Vol**: bytes written by `write`/`pwrite` (MB = 10^6 bytes, as the table prints).
+//! * **Small**: the share of written bytes that went to *small files*: files whose largest
+//!   size in the trace is at most [`SMALL_FILE_MAX_BYTES`] = 923 × 4 KiB ≈ 3.69 MB, the
+//!   most an F2FS inode addresses through its own direct pointers (MedFS's threshold).
+//! * **UR** (update ratio): the share of written bytes that overwrite bytes the file
+//!   already held (below its size just before the write). A file the trace did not create
+//!   or truncate existed before the trace with an unknown size; every write to it counts
+//!   as an update (such files are mostly databases rewritten in place) and the bytes are
+//!   reported separately as `preexisting_write_bytes`, so the assumption's weight shows.
+//! * **UD** (update difference): the mean, over update writes whose difference is known,
+//!   of the share of overwritten bytes that changed. Known from captured bytes when the
+//!   trace carries the bytes both times, else from a write's declared change ratio.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::{self, Write as _};
+
+use serde::Serialize;
+
+use crate::error::FieldError;
+use crate::op::{Data, FileTrace};
+use crate::resolve::{Effect, Resolver, FILES_MAX};
+
+/// MedFS's small-file bound: 923 direct pointers × 4 KiB.
+pub const SMALL_FILE_MAX_BYTES: u64 = 923 * 4096;
+
+/// Most 4 KiB pages of captured bytes kept to measure update differences (256 MiB); bytes
+/// beyond it are not compared (`ud_pages_dropped` counts them).
+pub const CONTENT_PAGES_MAX: usize = 1 << 16;
+
+const PAGE_BYTES: u64 = 4096;
+
+/// Kinds of file an app writes, by name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FileType {
+    /// A SQLite database (`.db`, `.sqlite`, `.sqlite3`, `.db3`).
+    SqliteDb,
+    /// Its rollback journal (`-journal`, and `-mj…` super-journals).
+    SqliteJournal,
+    /// Its write-ahead log (`-wal`).
+    SqliteWal,
+    /// Its WAL index (`-shm`).
+    SqliteShm,
+    /// Temporary files: `.tmp`, `.temp`, `.bak`, `.swp`, `.part`, names ending in `~`, or a
+    /// `tmp`/`temp` directory on the path.
+    Temp,
+    /// Media by extension (images, audio, video).
+    Media,
+    Other,
+}
+
+impl FileType {
+    pub const ALL: [FileType; 7] = [
+        FileType::SqliteDb,
+        FileType::SqliteJournal,
+        FileType::SqliteWal,
+        FileType::SqliteShm,
+        FileType::Temp,
+        FileType::Media,
+        FileType::Other,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            FileType::SqliteDb => "sqlite-db",
+            FileType::SqliteJournal => "sqlite-journal",
+            FileType::SqliteWal => "sqlite-wal",
+            FileType::SqliteShm => "sqlite-shm",
+            FileType::Temp => "temp",
+            FileType::Media => "media",
+            FileType::Other => "other",
+        }
+    }
+
+    /// The type a path's name suggests.
+    pub fn of(path: &str) -> FileType {
+        let name = path.rsplit('/').next().unwrap_or(path).to_ascii_lowercase();
+        let extension = name.rsplit_once('.').map_or("", |(_, ext)| ext);
+        if name.ends_with("-journal") || name.contains("-mj") && name.contains(".db") {
+            return FileType::SqliteJournal;
+        }
+        if name.ends_with("-wal") {
+            return FileType::SqliteWal;
+        }
+        if name.ends_with("-shm") {
+            return FileType::SqliteShm;
+        }
+        if matches!(extension, "db" | "sqlite" | "sqlite3" | "db3") {
+            return FileType::SqliteDb;
+        }
+        let temp_dir = path
+            .split('/')
+            .rev()
+            .skip(1)
+            .any(|dir| matches!(dir.to_ascii_lowercase().as_str(), "tmp" | "temp" | ".tmp"));
+        if matches!(
+            extension,
+            "tmp" | "temp" | "bak" | "swp" | "part" | "crdownload"
+        ) || name.ends_with('~')
+            || temp_dir
+        {
+            return FileType::Temp;
+        }
+        if matches!(
+            extension,
+            "jpg"
+                | "jpeg"
+                | "png"
+                | "gif"
+                | "webp"
+                | "heic"
+                | "heif"
+                | "bmp"
+                | "mp4"
+                | "m4v"
+                | "mkv"
+                | "webm"
+                | "3gp"
+                | "mov"
+                | "avi"
+                | "mp3"
+                | "m4a"
+                | "aac"
+                | "ogg"
+                | "opus"
+                | "oga"
+                | "amr"
+                | "wav"
+                | "flac"
+        ) {
+            return FileType::Media;
+        }
+        FileType::Other
+    }
+}
+
+impl fmt::Display for FileType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// One row of the file-type breakdown.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct TypeRow {
+    pub file_type: FileType,
+    /// Distinct files written under a name of this type.
+    pub files: u64,
+    pub write_ops: u64,
+    pub write_bytes: u64,
+    /// `write_bytes` ÷ all written bytes.
+    pub write_share: f64,
+    pub update_bytes: u64,
+    /// fsync and fdatasync calls on files of this type.
+    pub syncs: u64,
+}
+
+/// What `workload analyze` reports for a trace. Ratios are fractions (0.25 = 25%); a ratio
+/// over nothing (no writes, no measured update) is `None`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct TraceSummary {
+    pub ops: u64,
+    pub threads: u64,
+    pub span_ns: u64,
+    pub files_written: u64,
+    pub read_ops: u64,
+    pub read_bytes: u64,
+    pub write_ops: u64,
+    /// MedFS "Vol".
+    pub write_bytes: u64,
+    pub small_file_write_bytes: u64,
+    /// MedFS "Small".
+    pub small_write_share: Option<f64>,
+    pub update_write_ops: u64,
+    pub update_bytes: u64,
+    /// MedFS "UR".
+    pub update_ratio: Option<f64>,
+    /// Bytes written to files that existed before the trace (size unknown; counted as
+    /// updates).
+    pub preexisting_write_bytes: u64,
+    /// MedFS "UD": mean changed share per update whose difference is known.
+    pub update_difference: Option<f64>,
+    /// Updates whose difference was measured on captured bytes.
+    pub ud_measured_updates: u64,
+    /// Updates whose difference was taken from a declared change ratio.
+    pub ud_declared_updates: u64,
+    /// Pages of captured bytes not kept because the content table was full.
+    pub ud_pages_dropped: u64,
+    /// Writes by what they carry.
+    pub writes_with_bytes: u64,
+    pub writes_with_class: u64,
+    pub writes_unknown: u64,
+    pub fsync_count: u64,
+    pub fdatasync_count: u64,
+    pub sync_count: u64,
+    pub by_type: Vec<TypeRow>,
+}
+
+struct Page {
+    bytes: Box<[u8; PAGE_BYTES as usize]>,
+    known: [u64; PAGE_BYTES as usize / 64],
+}
+
+#[derive(Default)]
+struct FileStats {
+    max_size_bytes: u64,
+    write_bytes: u64,
+}
+
+/// Summarises a trace (which must satisfy the fd state machine, as every parsed or
+/// imported trace does; the error names the operation's index otherwise).
+pub fn analyze(trace: &FileTrace) -> Result<TraceSummary, FieldError> {
+    let mut resolver = Resolver::new();
+    let mut ids: BTreeMap<String, usize> = BTreeMap::new();
+    let mut files: Vec<FileStats> = Vec::new();
+    let mut content: BTreeMap<(usize, u64), Page> = BTreeMap::new();
+    let mut typed: BTreeSet<(FileType, usize)> = BTreeSet::new();
+    let mut rows: BTreeMap<FileType, TypeRow> = BTreeMap::new();
+    let mut threads = BTreeSet::new();
+    // Bytes written per file id, to split into small and large files at the end.
+    let mut s = TraceSummary {
+        ops: trace.ops.len() as u64,
+        threads: 0,
+        span_ns: 0,
+        files_written: 0,
+        read_ops: 0,
+        read_bytes: 0,
+        write_ops: 0,
+        write_bytes: 0,
+        small_file_write_bytes: 0,
+        small_write_share: None,
+        update_write_ops: 0,
+        update_bytes: 0,
+        update_ratio: None,
+        preexisting_write_bytes: 0,
+        update_difference: None,
+        ud_measured_updates: 0,
+        ud_declared_updates: 0,
+        ud_pages_dropped: 0,
+        writes_with_bytes: 0,
+        writes_with_class: 0,
+        writes_unknown: 0,
+        fsync_count: 0,
+        fdatasync_count: 0,
+        sync_count: 0,
+        by_type: Vec::new(),
+    };
+    let mut ud_sum = 0.0;
+    let id_of = |ids: &mut BTreeMap<String, usize>,
+                 files: &mut Vec<FileStats>,
+                 path: &str|
+     -> Result<usize, FieldError> {
+        if let Some(&id) = ids.get(path) {
+            return Ok(id);
+        }
+        if files.len() >= FILES_MAX {
+            return Err(FieldError::new(
+                "path",
+                format!("more than {FILES_MAX} files"),
+            ));
+        }
+        files.push(FileStats::default());
+        ids.insert(path.to_string(), files.len() - 1);
+        Ok(files.len() - 1)
+    };
+    for (index, op) in trace.ops.iter().enumerate() {
+        threads.insert(op.tid);
+        let effect = resolver.apply(op).map_err(|e| FieldError {
+            field: e.field,
+            message: format!(
+                "operation {} ({}): {}",
+                index + 1,
+                op.kind.name(),
+                e.message
+            ),
+        })?;
+        match effect {
+            Effect::Open { path, created, .. } => {
+                if created {
+                    // A new file under this name: forget what an unlinked one held.
+                    if let Some(id) = ids.remove(&path) {
+                        drop_content(&mut content, id, 0);
+                    }
+                }
+                let id = id_of(&mut ids, &mut files, &path)?;
+                let _ = id;
+            }
+            Effect::Read { len_bytes, .. } => {
+                s.read_ops += 1;
+                s.read_bytes += len_bytes;
+            }
+            Effect::Write {
+                path,
+                offset_bytes,
+                len_bytes,
+                data,
+                size_before_bytes,
+                size_known,
+            } => {
+                let id = id_of(&mut ids, &mut files, &path)?;
+                let file_type = FileType::of(&path);
+                s.write_ops += 1;
+                s.write_bytes += len_bytes;
+                let end = offset_bytes + len_bytes;
+                let update = if size_known {
+                    size_before_bytes.min(end).saturating_sub(offset_bytes)
+                } else {
+                    s.preexisting_write_bytes += len_bytes;
+                    len_bytes
+                };
+                if update > 0 {
+                    s.update_write_ops += 1;
+                    s.update_bytes += update;
+                }
+                let stats = &mut files[id];
+                stats.write_bytes += len_bytes;
+                stats.max_size_bytes = stats.max_size_bytes.max(size_before_bytes).max(end);
+                match data {
+                    Data::Unknown => s.writes_unknown += 1,
+                    Data::Class { change_ratio, .. } => {
+                        s.writes_with_class += 1;
+                        if let (true, Some(ratio)) = (update > 0, change_ratio) {
+                            ud_sum += ratio;
+                            s.ud_declared_updates += 1;
+                        }
+                    }
+                    Data::Bytes(bytes) => {
+                        s.writes_with_bytes += 1;
+                        let (changed, compared) =
+                            store_bytes(&mut content, id, offset_bytes, bytes, &mut s);
+                        if update > 0 && compared > 0 {
+                            ud_sum += changed as f64 / compared as f64;
+                            s.ud_measured_updates += 1;
+                        }
+                    }
+                }
+                if typed.insert((file_type, id)) {
+                    row(&mut rows, file_type).files += 1;
+                }
+                let r = row(&mut rows, file_type);
+                r.write_ops += 1;
+                r.write_bytes += len_bytes;
+                r.update_bytes += update;
+            }
+            Effect::Sync { path, data_only } => match path {
+                None => s.sync_count += 1,
+                Some(path) => {
+                    if data_only {
+                        s.fdatasync_count += 1;
+                    } else {
+                        s.fsync_count += 1;
+                    }
+                    row(&mut rows, FileType::of(&path)).syncs += 1;
+                }
+            },
+            Effect::Truncate { path, len_bytes } => {
+                let id = id_of(&mut ids, &mut files, &path)?;
+                drop_content(&mut content, id, len_bytes);
+                let stats = &mut files[id];
+                stats.max_size_bytes = stats.max_size_bytes.max(len_bytes);
+            }
+            Effect::Unlink { path } => {
+                if let Some(id) = ids.remove(&path) {
+                    if !ids.values().any(|&other| other == id) {
+                        drop_content(&mut content, id, 0);
+                    }
+                }
+            }
+            Effect::Rename { from, to } => {
+                if let Some(id) = ids.remove(&from) {
+                    ids.insert(to, id);
+                } else {
+                    ids.remove(&to);
+                }
+            }
+            Effect::Link { from, to } => {
+                if let Some(&id) = ids.get(&from) {
+                    ids.insert(to, id);
+                }
+            }
+            Effect::Other => {}
+        }
+    }
+    s.threads = threads.len() as u64;
+    s.span_ns = match (trace.ops.first(), trace.ops.last()) {
+        (Some(first), Some(last)) => last.time_ns.saturating_sub(first.time_ns),
+        _ => 0,
+    };
+    s.files_written = files.iter().filter(|f| f.write_bytes > 0).count() as u64;
+    s.small_file_write_bytes = files
+        .iter()
+        .filter(|f| f.max_size_bytes <= SMALL_FILE_MAX_BYTES)
+        .map(|f| f.write_bytes)
+        .sum();
+    let share = |part: u64, whole: u64| (whole > 0).then(|| part as f64 / whole as f64);
+    s.small_write_share = share(s.small_file_write_bytes, s.write_bytes);
+    s.update_ratio = share(s.update_bytes, s.write_bytes);
+    let ud_count = s.ud_measured_updates + s.ud_declared_updates;
+    s.update_difference = (ud_count > 0).then(|| ud_sum / ud_count as f64);
+    let total = s.write_bytes;
+    s.by_type = rows
+        .into_values()
+        .map(|mut r| {
+            r.write_share = share(r.write_bytes, total).unwrap_or(0.0);
+            r
+        })
+        .collect();
+    Ok(s)
+}
+
+fn row(rows: &mut BTreeMap<FileType, TypeRow>, file_type: FileType) -> &mut TypeRow {
+    rows.entry(file_type).or_insert(TypeRow {
+        file_type,
+        files: 0,
+        write_ops: 0,
+        write_bytes: 0,
+        write_share: 0.0,
+        update_bytes: 0,
+        syncs: 0,
+    })
+}
+
+/// Forgets the captured bytes of file `id` from byte `from` on.
+fn drop_content(content: &mut BTreeMap<(usize, u64), Page>, id: usize, from: u64) {
+    let first_whole = from.div_ceil(PAGE_BYTES);
+    let doomed: Vec<(usize, u64)> = content
+        .range((id, first_whole)..=(id, u64::MAX))
+        .map(|(&key, _)| key)
+        .collect();
+    for key in doomed {
+        content.remove(&key);
+    }
+    if !from.is_multiple_of(PAGE_BYTES) {
+        if let Some(page) = content.get_mut(&(id, from / PAGE_BYTES)) {
+            // Bytes past the new end read as zeros if the file grows again.
+            for at in (from % PAGE_BYTES) as usize..PAGE_BYTES as usize {
+                page.bytes[at] = 0;
+                page.known[at / 64] |= 1 << (at % 64);
+            }
+        }
+    }
+}
+
+/// Stores captured bytes, returning how many of the bytes already known differ and how
+/// many were known.
+fn store_bytes(
+    content: &mut BTreeMap<(usize, u64), Page>,
+    id: usize,
+    offset: u64,
+    bytes: &[u8],
+    summary: &mut TraceSummary,
+) -> (u64, u64) {
+    let (mut changed, mut compared) = (0, 0);
+    let mut at = 0usize;
+    while at < bytes.len() {
+        let position = offset + at as u64;
+        let (page_index, in_page) = (position / PAGE_BYTES, (position % PAGE_BYTES) as usize);
+        let take = (PAGE_BYTES as usize - in_page).min(bytes.len() - at);
+        let key = (id, page_index);
+        if !content.contains_key(&key) {
+            if content.len() >= CONTENT_PAGES_MAX {
+                summary.ud_pages_dropped += 1;
+                at += take;
+                continue;
+            }
+            content.insert(
+                key,
+                Page {
+                    bytes: Box::new([0; PAGE_BYTES as usize]),
+                    known: [0; PAGE_BYTES as usize / 64],
+                },
+            );
+        }
+        let page = content.get_mut(&key).expect("inserted above");
+        for (i, &new) in bytes[at..at + take].iter().enumerate() {
+            let slot = in_page + i;
+            let bit = 1u64 << (slot % 64);
+            if page.known[slot / 64] & bit != 0 {
+                compared += 1;
+                changed += u64::from(page.bytes[slot] != new);
+            }
+            page.bytes[slot] = new;
+            page.known[slot / 64] |= bit;
+        }
+        at += take;
+    }
+    (changed, compared)
+}
+
+fn percent(ratio: Option<f64>) -> String {
+    ratio.map_or_else(|| "-".to_string(), |r| format!("{:.1}%", r * 100.0))
+}
+
+impl TraceSummary {
+    /// The summary as a terminal table (MB = 10^6 bytes, as in the MedFS table).
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        let mb = |bytes: u64| bytes as f64 / 1e6;
+        let _ = writeln!(
+            out,
+            "{} ops from {} threads over {:.3} s; {} files written",
+            self.ops,
+            self.threads,
+            self.span_ns as f64 / 1e9,
+            self.files_written
+        );
+        let _ = writeln!(
+            out,
+            "{:<26} {:>10.3} MB  ({} bytes in {} writes; reads {:.3} MB in {})",
+            "Vol (written)",
+            mb(self.write_bytes),
+            self.write_bytes,
+            self.write_ops,
+            mb(self.read_bytes),
+            self.read_ops
+        );
+        let _ = writeln!(
+            out,
+            "{:<26} {:>10}     (to files <= 923 x 4 KiB = {} bytes)",
+            "Small (small-file writes)",
+            percent(self.small_write_share),
+            SMALL_FILE_MAX_BYTES
+        );
+        let _ = writeln!(
+            out,
+            "{:<26} {:>10}     ({} update writes; {} bytes to files older than the trace)",
+            "UR (update ratio)",
+            percent(self.update_ratio),
+            self.update_write_ops,
+            self.preexisting_write_bytes
+        );
+        let _ = writeln!(
+            out,
+            "{:<26} {:>10}     ({} updates measured on bytes, {} declared)",
+            "UD (update difference)",
+            percent(self.update_difference),
+            self.ud_measured_updates,
+            self.ud_declared_updates
+        );
+        let _ = writeln!(
+            out,
+            "{:<26} {:>10}     (fdatasync {}, sync {})",
+            "fsync", self.fsync_count, self.fdatasync_count, self.sync_count
+        );
+        let _ = writeln!(
+            out,
+            "{:<26} {:>10}     (class {}, unknown {})",
+            "writes with bytes",
+            self.writes_with_bytes,
+            self.writes_with_class,
+            self.writes_unknown
+        );
+        let _ = writeln!(
+            out,
+            "{:<15} {:>6} {:>8} {:>12} {:>7} {:>7} {:>6}",
+            "file type", "files", "writes", "bytes", "share", "UR", "syncs"
+        );
+        for r in &self.by_type {
+            let ur = (r.write_bytes > 0).then(|| r.update_bytes as f64 / r.write_bytes as f64);
+            let _ = writeln!(
+                out,
+                "{:<15} {:>6} {:>8} {:>12} {:>7} {:>7} {:>6}",
+                r.file_type.name(),
+                r.files,
+                r.write_ops,
+                r.write_bytes,
+                percent(Some(r.write_share)),
+                percent(ur),
+                r.syncs
+            );
+        }
+        out
+    }
+}
