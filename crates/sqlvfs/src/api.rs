@@ -1,0 +1,128 @@
+//! The seam between SQLite's VFS and the file system below it.
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+/// Virtual time in nanoseconds.
+pub type Nanos = u64;
+
+/// A handle to an open file, returned by [`FileApi::open`]. Handles are never reused
+/// within one file system instance.
+pub type FileId = u64;
+
+/// How to open a file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct OpenFlags {
+    /// Create the file if it does not exist.
+    pub create: bool,
+    /// With `create`: fail if the file already exists.
+    pub exclusive: bool,
+    /// Open for reading only.
+    pub read_only: bool,
+    /// Remove the name when the last handle is closed (SQLite's temporary files).
+    pub delete_on_close: bool,
+}
+
+/// Errors of a [`FileApi`].
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum FileError {
+    /// No file has this name.
+    #[error("file '{0}' not found")]
+    NotFound(String),
+    /// `create` + `exclusive` and the name exists.
+    #[error("file '{0}' already exists")]
+    AlreadyExists(String),
+    /// The handle is not open.
+    #[error("bad file handle {0}")]
+    BadHandle(FileId),
+    /// Write or truncate on a read-only handle.
+    #[error("file handle {0} is read-only")]
+    ReadOnly(FileId),
+    /// The file would exceed the file system's size limit.
+    #[error("file '{path}' would grow to {size_bytes} bytes, the limit is {limit_bytes}")]
+    TooLarge {
+        /// File name.
+        path: String,
+        /// Size the operation asked for.
+        size_bytes: u64,
+        /// Largest allowed size.
+        limit_bytes: u64,
+    },
+    /// A table of the file system is full (open handles, files, call log).
+    #[error("table '{table}' is full ({limit} entries)")]
+    TableFull {
+        /// Which table.
+        table: &'static str,
+        /// Its limit.
+        limit: usize,
+    },
+    /// The power is off: every call fails until the device is powered on again.
+    #[error("power lost")]
+    PowerLost,
+    /// Anything else the file system below reports.
+    #[error("I/O error: {0}")]
+    Io(String),
+}
+
+/// The file operations SQLite needs, in simulated time.
+///
+/// Every call takes the virtual time `now` at which it is issued and returns the virtual
+/// time at which it completes (never earlier than `now`). Implementations: the in-memory
+/// [`crate::MemFs`] for tests, and (later) the page cache over F2FS.
+///
+/// # What survives power loss
+///
+/// - File contents written with [`write_at`](Self::write_at) and sizes set with
+///   [`truncate`](Self::truncate) are durable once a later [`sync`](Self::sync) of the
+///   same file has completed. Before that they may be lost, kept, or kept in part (in any
+///   order: a page cache writes pages back when it likes). A write never appears torn
+///   below the granularity the implementation documents.
+/// - `sync(data_only = false)` (fsync) makes the file's data and all its metadata durable;
+///   `sync(data_only = true)` (fdatasync) makes its data and the metadata needed to read
+///   it back (the size) durable, but may leave e.g. timestamps volatile.
+/// - Namespace changes (a file created by [`open`](Self::open), a name removed by
+///   [`delete`](Self::delete)) are ordered among themselves; they are durable after the
+///   next completed `sync` of any file (as with a journaling file system's metadata
+///   commit, or the directory fsync SQLite's unix VFS issues after creating a journal),
+///   or at once for `delete(.., sync_dir = true)`. Before that, the newest of them may be
+///   lost (a prefix of them survives).
+/// - Locks are not part of this trait: the VFS serves a single connection in a single
+///   process, so SQLite's locks are kept in the VFS and never reach the file system.
+pub trait FileApi: Send {
+    /// Opens (or creates) the file `path`.
+    fn open(
+        &mut self,
+        now: Nanos,
+        path: &str,
+        flags: OpenFlags,
+    ) -> Result<(FileId, Nanos), FileError>;
+    /// Closes a handle. Unsynced data stays in the (volatile) cache.
+    fn close(&mut self, now: Nanos, file: FileId) -> Result<Nanos, FileError>;
+    /// Reads up to `buf.len()` bytes at `offset`; returns the bytes read (short at end of file).
+    fn read_at(
+        &mut self,
+        now: Nanos,
+        file: FileId,
+        offset: u64,
+        buf: &mut [u8],
+    ) -> Result<(usize, Nanos), FileError>;
+    /// Writes `data` at `offset`, growing the file (with zeros in any gap) if needed.
+    fn write_at(
+        &mut self,
+        now: Nanos,
+        file: FileId,
+        offset: u64,
+        data: &[u8],
+    ) -> Result<Nanos, FileError>;
+    /// Sets the file size (shrinks or grows with zeros).
+    fn truncate(&mut self, now: Nanos, file: FileId, size_bytes: u64) -> Result<Nanos, FileError>;
+    /// The current file size.
+    fn size(&mut self, now: Nanos, file: FileId) -> Result<(u64, Nanos), FileError>;
+    /// fsync (`data_only = false`) or fdatasync (`data_only = true`); see the trait's doc.
+    fn sync(&mut self, now: Nanos, file: FileId, data_only: bool) -> Result<Nanos, FileError>;
+    /// Removes the name `path`; open handles keep the file until closed. `sync_dir` asks
+    /// for the removal to be durable when the call returns.
+    fn delete(&mut self, now: Nanos, path: &str, sync_dir: bool) -> Result<Nanos, FileError>;
+    /// Whether a file named `path` exists.
+    fn exists(&mut self, now: Nanos, path: &str) -> Result<(bool, Nanos), FileError>;
+}
