@@ -457,3 +457,51 @@ fn wal_checkpoint_syncs_wal_then_db() {
     );
     assert!(log.iter().any(|c| c.op == CallOp::Write && c.path == DB));
 }
+
+/// File-system errors come back as SQLite errors (here SQLITE_FULL), never as a panic, and
+/// the database stays usable and intact.
+#[test]
+fn file_system_errors_become_sqlite_errors() {
+    let fs = MemFs::new(
+        1,
+        MemFsConfig {
+            max_file_bytes: 64 * 1024,
+            ..MemFsConfig::default()
+        },
+    );
+    let vfs = SimVfs::register(Box::new(fs.clone()), 1, CPU_NS).unwrap();
+    let db = SimDb::open(&vfs, DB, &config(JournalMode::Truncate, Synchronous::Full)).unwrap();
+    schema(&db).unwrap();
+    let mut rng = SplitMix64::new(1);
+    let mut failed = None;
+    for t in 0..100 {
+        if let Err(e) = insert_txn(&db, t, 20, &mut rng) {
+            failed = Some(e);
+            break;
+        }
+    }
+    let e = failed.expect("a 64 KiB file limit stops the inserts");
+    assert_eq!(
+        e.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::DiskFull),
+        "{e}"
+    );
+    assert_eq!(integrity(&db), "ok");
+}
+
+#[test]
+fn vfs_instances_have_unique_names_and_separate_files() {
+    let (fs_a, a) = stack(1, 1);
+    let (fs_b, b) = stack(1, 1);
+    assert_ne!(a.name(), b.name());
+    let db = SimDb::open(&a, DB, &SqliteConfig::default()).unwrap();
+    schema(&db).unwrap();
+    db.close().unwrap();
+    assert!(fs_a.contents(DB).is_some());
+    assert!(fs_b.contents(DB).is_none());
+    let db = SimDb::open(&b, DB, &SqliteConfig::default()).unwrap();
+    let n: i64 = db
+        .query_row("SELECT COUNT(*) FROM sqlite_master", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(n, 0);
+}
