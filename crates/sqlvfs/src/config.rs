@@ -97,7 +97,9 @@ impl SqliteConfig {
         }
     }
 
-    /// Android's defaults for a database opened with write-ahead logging enabled.
+    /// Android's defaults for a database opened with write-ahead logging enabled, and
+    /// Android 9+'s "compatibility WAL" (WAL, one connection) for apps that choose no
+    /// journal mode (source.android.com/docs/core/perf/compatibility-wal).
     pub fn android_wal() -> Self {
         Self {
             journal_mode: JournalMode::Wal,
