@@ -4,6 +4,7 @@
 mod bench;
 mod device;
 mod filetrace;
+mod fs;
 mod mount;
 mod progress;
 mod run;
@@ -52,6 +53,11 @@ enum Command {
     Workload {
         #[command(subcommand)]
         command: WorkloadCommand,
+    },
+    /// F2FS image files: mkfs, ls, cat, stat, put.
+    Fs {
+        #[command(subcommand)]
+        command: fs::FsCommand,
     },
 }
 
@@ -133,6 +139,7 @@ fn main() {
         Command::Workload {
             command: WorkloadCommand::Analyze(args),
         } => filetrace::analyze_file(args),
+        Command::Fs { command } => fs::fs(command),
     };
     if let Err(error) = result {
         eprintln!("error: {error:#}");
