@@ -206,10 +206,27 @@ struct Page {
     known: [u64; PAGE_BYTES as usize / 64],
 }
 
-#[derive(Default)]
 struct FileStats {
     max_size_bytes: u64,
     write_bytes: u64,
+    /// Names the file has now (0 once unlinked).
+    links: u32,
+}
+
+/// Takes `path`'s name away from its file; a file left with no name loses its kept bytes.
+fn detach(
+    ids: &mut BTreeMap<String, usize>,
+    files: &mut [FileStats],
+    content: &mut BTreeMap<(usize, u64), Page>,
+    path: &str,
+) {
+    if let Some(id) = ids.remove(path) {
+        let file = &mut files[id];
+        file.links = file.links.saturating_sub(1);
+        if file.links == 0 {
+            drop_content(content, id, 0);
+        }
+    }
 }
 
 /// Summarises a trace (which must satisfy the fd state machine, as every parsed or
@@ -264,7 +281,11 @@ pub fn analyze(trace: &FileTrace) -> Result<TraceSummary, FieldError> {
                 format!("more than {FILES_MAX} files"),
             ));
         }
-        files.push(FileStats::default());
+        files.push(FileStats {
+            max_size_bytes: 0,
+            write_bytes: 0,
+            links: 1,
+        });
         ids.insert(path.to_string(), files.len() - 1);
         Ok(files.len() - 1)
     };
@@ -280,15 +301,19 @@ pub fn analyze(trace: &FileTrace) -> Result<TraceSummary, FieldError> {
             ),
         })?;
         match effect {
-            Effect::Open { path, created, .. } => {
+            Effect::Open {
+                path,
+                created,
+                truncated,
+            } => {
                 if created {
-                    // A new file under this name: forget what an unlinked one held.
-                    if let Some(id) = ids.remove(&path) {
-                        drop_content(&mut content, id, 0);
-                    }
+                    // A new file under this name: what an unlinked one held is gone.
+                    detach(&mut ids, &mut files, &mut content, &path);
                 }
                 let id = id_of(&mut ids, &mut files, &path)?;
-                let _ = id;
+                if truncated {
+                    drop_content(&mut content, id, 0);
+                }
             }
             Effect::Read { len_bytes, .. } => {
                 s.read_ops += 1;
@@ -364,23 +389,19 @@ pub fn analyze(trace: &FileTrace) -> Result<TraceSummary, FieldError> {
                 let stats = &mut files[id];
                 stats.max_size_bytes = stats.max_size_bytes.max(len_bytes);
             }
-            Effect::Unlink { path } => {
-                if let Some(id) = ids.remove(&path) {
-                    if !ids.values().any(|&other| other == id) {
-                        drop_content(&mut content, id, 0);
-                    }
-                }
-            }
+            Effect::Unlink { path } => detach(&mut ids, &mut files, &mut content, &path),
             Effect::Rename { from, to } => {
-                if let Some(id) = ids.remove(&from) {
+                let moved = ids.remove(&from);
+                detach(&mut ids, &mut files, &mut content, &to);
+                if let Some(id) = moved {
                     ids.insert(to, id);
-                } else {
-                    ids.remove(&to);
                 }
             }
             Effect::Link { from, to } => {
                 if let Some(&id) = ids.get(&from) {
+                    detach(&mut ids, &mut files, &mut content, &to);
                     ids.insert(to, id);
+                    files[id].links += 1;
                 }
             }
             Effect::Other => {}

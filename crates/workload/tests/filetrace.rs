@@ -382,3 +382,18 @@ fn real_strace_of_sqlite3() {
     let written = to_text(&trace);
     assert_eq!(parse_str(&written, "w").unwrap(), trace);
 }
+
+/// Bytes emptied by `O_TRUNC` are not compared with what is written afterwards.
+#[test]
+fn truncating_open_forgets_captured_bytes() {
+    let text = format!(
+        "{}\n0 1 open 3 /f rdwr|creat\n1 1 write 3 2 hex:0102\n2 1 close 3\n\
+         3 1 open 3 /f wronly|trunc\n4 1 write 3 2 hex:0102\n5 1 pwrite 3 0 2 hex:0109\n",
+        text::HEADER
+    );
+    let summary = analyze(&parse_str(&text, "t").unwrap()).unwrap();
+    // Only the last write is an update: one of its two bytes changed.
+    assert_eq!(summary.update_bytes, 2);
+    assert_eq!(summary.ud_measured_updates, 1);
+    assert_eq!(summary.update_difference, Some(0.5));
+}
