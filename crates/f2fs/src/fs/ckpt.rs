@@ -210,13 +210,18 @@ impl<D: BlockDevice> F2fs<D> {
     /// Bytes 192.. of the CP block: the SIT bitmap (unless in the payload), then the NAT
     /// bitmap.
     fn bitmap_tail(&self) -> Vec<u8> {
+        // Room up to the CRC word; mount checked both sizes against the geometry, the
+        // bounds only keep an inconsistent image from panicking.
+        let room = CP_CHKSUM_OFFSET as usize - CP_BITMAP_OFFSET;
         let mut tail = vec![0u8; BLOCK_SIZE - CP_BITMAP_OFFSET];
         let mut at = 0;
         if self.sb.cp_payload == 0 {
-            tail[..self.sit_bitmap.len()].copy_from_slice(&self.sit_bitmap);
-            at = self.sit_bitmap.len();
+            let n = self.sit_bitmap.len().min(room);
+            tail[..n].copy_from_slice(&self.sit_bitmap[..n]);
+            at = n;
         }
-        tail[at..at + self.nat_bitmap.len()].copy_from_slice(&self.nat_bitmap);
+        let n = self.nat_bitmap.len().min(room - at);
+        tail[at..at + n].copy_from_slice(&self.nat_bitmap[..n]);
         tail
     }
 }
