@@ -359,3 +359,74 @@ fn open_unlinked_files_are_orphans() {
     assert_eq!(FsError::NotFound("x".into()).errno(), 2);
     assert_eq!(FsError::NoSpace.errno(), 28);
 }
+
+mod corrupt {
+    use super::*;
+    use flashstack_block::{BlockDevice, Hints, Payload};
+    use proptest::prelude::*;
+
+    /// A small populated image, built once.
+    fn populated() -> MemDevice {
+        let mut fs = fresh(64 * MIB, &MkfsOptions::default());
+        fs.mkdir("/d").unwrap();
+        for i in 0..40 {
+            let ino = fs.create(&format!("/d/file-{i}")).unwrap();
+            fs.write(ino, 0, &pattern(300 * (i + 1), i as u8)).unwrap();
+        }
+        let big = fs.create("/big").unwrap();
+        fs.write(big, 4096 * 2000, b"x").unwrap();
+        fs.unmount().unwrap()
+    }
+
+    /// Walks everything and writes a little; any error is fine, a panic is not.
+    fn exercise(dev: MemDevice) {
+        let Ok(mut fs) = F2fs::mount(dev) else {
+            return;
+        };
+        for path in ["/", "/d"] {
+            let Ok(entries) = fs.readdir(path) else {
+                continue;
+            };
+            for e in entries.into_iter().take(50) {
+                let _ = fs.stat_ino(e.ino);
+                let _ = fs.read(e.ino, 0, 1 << 16);
+                let _ = fs.write(e.ino, 100, b"poke");
+            }
+        }
+        let _ = fs.read(3, 0, 10);
+        let _ = fs.create("/new");
+        let _ = fs.rename("/d", "/e");
+        let _ = fs.unlink("/big");
+        let _ = fs.sync();
+        let _ = fs.unmount();
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        /// Random bytes of random stored blocks overwritten: mounting and using the
+        /// image returns errors, never panics.
+        #[test]
+        fn corrupt_images_never_panic(
+            hits in prop::collection::vec((any::<prop::sample::Index>(), 0usize..4096, any::<u8>()), 1..40)
+        ) {
+            let mut dev = populated();
+            // Metadata and node blocks only: data bytes cannot break anything.
+            let main = flashstack_f2fs::read_superblock(&mut dev).unwrap().0.main_blkaddr as u64;
+            let lbas: Vec<u64> = dev
+                .stored_lbas()
+                .filter(|&l| {
+                    let f = flashstack_f2fs::node::NodeFooter::decode(dev.block(l).unwrap());
+                    l < main || (f.nid != 0 && f.ino != 0)
+                })
+                .collect();
+            for (which, offset, value) in hits {
+                let lba = lbas[which.index(lbas.len())];
+                let mut block = dev.block(lba).unwrap().to_vec();
+                block[offset] = value;
+                dev.write(0, lba, Payload::Bytes(&block), Hints::default()).unwrap();
+            }
+            exercise(dev);
+        }
+    }
+}
