@@ -118,6 +118,9 @@ fn file_system_on_the_emulated_emmc() {
     let photo = fs.create("/app/photo.jpg").unwrap();
     fs.write(photo, 0, &rows[..40_000]).unwrap();
     let m = fs.metrics().clone();
+    let latency = fs.op_latency();
+    eprintln!("virtual latency per operation on ldc-emmc: {latency:?}");
+    assert!(latency["fsync"].latency_ns_max > 0, "fsync waits for flash");
     let rec = fs.unmount().unwrap();
     let mut written = rec.written;
     eprintln!("f2fs on ldc-emmc: {m:?}");

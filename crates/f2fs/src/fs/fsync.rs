@@ -38,6 +38,10 @@ pub(crate) struct SinceCheckpoint {
 impl<D: BlockDevice> F2fs<D> {
     /// Makes a file's data and metadata durable (see the module doc).
     pub fn fsync(&mut self, ino: u32) -> Result<(), FsError> {
+        self.timed("fsync", |fs| fs.fsync_op(ino))
+    }
+
+    fn fsync_op(&mut self, ino: u32) -> Result<(), FsError> {
         self.metrics.fsyncs += 1;
         if self.fsync_needs_checkpoint(ino)? {
             return self.checkpoint(false);

@@ -31,11 +31,28 @@ impl<D: BlockDevice> F2fs<D> {
     /// never records half an operation (the kernel's `f2fs_lock_op` gives the same).
     pub(crate) fn balanced<T>(
         &mut self,
+        name: &'static str,
         op: impl FnOnce(&mut Self) -> Result<T, FsError>,
     ) -> Result<T, FsError> {
-        let out = op(self)?;
-        self.balance()?;
-        Ok(out)
+        self.timed(name, |fs| {
+            let out = op(fs)?;
+            fs.balance()?;
+            Ok(out)
+        })
+    }
+
+    /// Runs an operation and records its virtual latency (device time of its requests,
+    /// each issued when the previous completed) under `name`.
+    pub(crate) fn timed<T>(
+        &mut self,
+        name: &'static str,
+        op: impl FnOnce(&mut Self) -> Result<T, FsError>,
+    ) -> Result<T, FsError> {
+        let start = self.now_ns;
+        let out = op(self);
+        let took = self.now_ns.saturating_sub(start);
+        self.op_latency.entry(name).or_default().record(took);
+        out
     }
 
     /// Cleans when free segments fell to the reserve.

@@ -22,7 +22,7 @@ mod seg;
 use std::collections::{BTreeMap, BTreeSet};
 
 use flashstack_block::{BlockDevice, Hints, Payload, Temperature};
-use flashstack_sim::Nanos;
+use flashstack_sim::{LatencyHistogram, LatencySummary, Nanos};
 
 pub use error::FsError;
 pub use hash::{dentry_hash, has_extension};
@@ -76,6 +76,8 @@ pub struct F2fs<D: BlockDevice> {
     since_cp: fsync::SinceCheckpoint,
     /// Inodes replayed by roll-forward recovery at mount.
     recovered_inodes: usize,
+    /// Virtual latency per file operation.
+    op_latency: BTreeMap<&'static str, LatencyHistogram>,
 }
 
 /// Temperature of each log, for the block-interface hint.
@@ -128,6 +130,7 @@ impl<D: BlockDevice> F2fs<D> {
             in_gc: false,
             since_cp: Default::default(),
             recovered_inodes: 0,
+            op_latency: BTreeMap::new(),
             cp_pack: m.cp_pack,
             sb,
             cp,
@@ -242,6 +245,20 @@ impl<D: BlockDevice> F2fs<D> {
     /// Virtual time after the last request completed.
     pub fn now_ns(&self) -> Nanos {
         self.now_ns
+    }
+
+    /// Moves the clock forward to `now_ns` (an operation arriving later than the last
+    /// one completed); never backwards.
+    pub fn advance_to(&mut self, now_ns: Nanos) {
+        self.now_ns = self.now_ns.max(now_ns);
+    }
+
+    /// Latency percentiles per file operation ("create", "write", "fsync", ...).
+    pub fn op_latency(&self) -> BTreeMap<&'static str, LatencySummary> {
+        self.op_latency
+            .iter()
+            .map(|(k, h)| (*k, h.summary()))
+            .collect()
     }
 
     pub fn superblock(&self) -> &Superblock {

@@ -101,7 +101,7 @@ impl<D: BlockDevice> F2fs<D> {
 
     /// Creates an empty regular file; returns its inode number.
     pub fn create(&mut self, path: &str) -> Result<u32, FsError> {
-        self.balanced(|fs| fs.create_op(path))
+        self.balanced("create", |fs| fs.create_op(path))
     }
 
     fn create_op(&mut self, path: &str) -> Result<u32, FsError> {
@@ -116,7 +116,7 @@ impl<D: BlockDevice> F2fs<D> {
 
     /// Creates a directory (inline, holding "." and "..").
     pub fn mkdir(&mut self, path: &str) -> Result<u32, FsError> {
-        self.balanced(|fs| fs.mkdir_op(path))
+        self.balanced("mkdir", |fs| fs.mkdir_op(path))
     }
 
     fn mkdir_op(&mut self, path: &str) -> Result<u32, FsError> {
@@ -156,13 +156,13 @@ impl<D: BlockDevice> F2fs<D> {
     /// Reads up to `len` bytes from `offset` (short at the end of the file).
     pub fn read(&mut self, ino: u32, offset: u64, len: usize) -> Result<Vec<u8>, FsError> {
         self.check_file(ino)?;
-        self.read_at(ino, offset, len)
+        self.timed("read", |fs| fs.read_at(ino, offset, len))
     }
 
     /// Writes `data` at `offset`, growing the file as needed (holes read as zeros).
     pub fn write(&mut self, ino: u32, offset: u64, data: &[u8]) -> Result<(), FsError> {
         self.check_file(ino)?;
-        self.balanced(|fs| fs.write_at(ino, offset, data))
+        self.balanced("write", |fs| fs.write_at(ino, offset, data))
     }
 
     /// Reads whole page `index` of a file (zeros past the end or in a hole).
@@ -181,7 +181,9 @@ impl<D: BlockDevice> F2fs<D> {
         valid_bytes: usize,
     ) -> Result<(), FsError> {
         self.check_file(ino)?;
-        self.balanced(|fs| fs.write_page_op(ino, index, page, valid_bytes))
+        self.balanced("write_page", |fs| {
+            fs.write_page_op(ino, index, page, valid_bytes)
+        })
     }
 
     fn write_page_op(
@@ -206,7 +208,7 @@ impl<D: BlockDevice> F2fs<D> {
     /// Sets a file's size (shrinking frees blocks; growing leaves a hole).
     pub fn truncate(&mut self, ino: u32, size: u64) -> Result<(), FsError> {
         self.check_file(ino)?;
-        self.balanced(|fs| fs.set_size(ino, size))
+        self.balanced("truncate", |fs| fs.set_size(ino, size))
     }
 
     fn check_file(&mut self, ino: u32) -> Result<(), FsError> {
@@ -265,7 +267,7 @@ impl<D: BlockDevice> F2fs<D> {
 
     /// Adds a hard link to an existing file.
     pub fn link(&mut self, existing: &str, new_path: &str) -> Result<(), FsError> {
-        self.balanced(|fs| fs.link_op(existing, new_path))
+        self.balanced("link", |fs| fs.link_op(existing, new_path))
     }
 
     fn link_op(&mut self, existing: &str, new_path: &str) -> Result<(), FsError> {
@@ -284,7 +286,7 @@ impl<D: BlockDevice> F2fs<D> {
 
     /// Removes a file's name; the inode goes with its last link (or last close).
     pub fn unlink(&mut self, path: &str) -> Result<(), FsError> {
-        self.balanced(|fs| fs.unlink_op(path))
+        self.balanced("unlink", |fs| fs.unlink_op(path))
     }
 
     fn unlink_op(&mut self, path: &str) -> Result<(), FsError> {
@@ -304,7 +306,7 @@ impl<D: BlockDevice> F2fs<D> {
 
     /// Removes an empty directory.
     pub fn rmdir(&mut self, path: &str) -> Result<(), FsError> {
-        self.balanced(|fs| fs.rmdir_op(path))
+        self.balanced("rmdir", |fs| fs.rmdir_op(path))
     }
 
     fn rmdir_op(&mut self, path: &str) -> Result<(), FsError> {
@@ -335,7 +337,7 @@ impl<D: BlockDevice> F2fs<D> {
     /// Renames (POSIX semantics: an existing target is replaced; a directory may only
     /// replace an empty directory, and never moves into itself).
     pub fn rename(&mut self, from: &str, to: &str) -> Result<(), FsError> {
-        self.balanced(|fs| fs.rename_op(from, to))
+        self.balanced("rename", |fs| fs.rename_op(from, to))
     }
 
     fn rename_op(&mut self, from: &str, to: &str) -> Result<(), FsError> {
@@ -582,6 +584,6 @@ impl<D: BlockDevice> F2fs<D> {
 
     /// Checkpoints everything (`sync(2)`).
     pub fn sync(&mut self) -> Result<(), FsError> {
-        self.checkpoint(false)
+        self.timed("sync", |fs| fs.checkpoint(false))
     }
 }
