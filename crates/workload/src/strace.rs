@@ -479,6 +479,8 @@ fn split_call(text: &str) -> Result<Call<'_>, FieldError> {
         None => CallResult::Unknown,
         Some(value) => {
             let value = value.split_ascii_whitespace().next().unwrap_or("");
+            // `-y` prints an fd result with its path: `3</tmp/x>`.
+            let value = value.split('<').next().unwrap_or(value);
             if value.starts_with('-') {
                 CallResult::Failed
             } else if let Some(hex) = value.strip_prefix("0x") {

@@ -397,3 +397,21 @@ fn truncating_open_forgets_captured_bytes() {
     assert_eq!(summary.ud_measured_updates, 1);
     assert_eq!(summary.update_difference, Some(0.5));
 }
+
+/// `strace -y` prints fds with their paths, in arguments and results.
+#[test]
+fn strace_y_fd_paths_are_read() {
+    let text =
+        "10:00:00.000001 openat(AT_FDCWD</root>, \"/d/x.db\", O_RDWR|O_CREAT, 0644) = 3</d/x.db>\n\
+                10:00:00.000002 pwrite64(3</d/x.db>, \"ab\", 2, 0) = 2\n\
+                10:00:00.000003 fsync(3</d/x.db>) = 0\n";
+    let (trace, report) = strace::import(text.as_bytes(), "s").unwrap();
+    assert_eq!(report.ops, 3, "{report}");
+    assert_eq!(
+        to_text(&trace),
+        format!(
+            "{}\n0 0 open 3 /d/x.db rdwr|creat\n1000 0 pwrite 3 0 2 hex:6162\n2000 0 fsync 3\n",
+            text::HEADER
+        )
+    );
+}
