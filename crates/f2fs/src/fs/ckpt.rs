@@ -9,9 +9,10 @@ use super::{BlockKind, F2fs, FsError};
 use crate::checkpoint::{Checkpoint, OrphanBlock};
 use crate::codec::{set_bit_msb, test_bit_msb, Block};
 use crate::consts::*;
+use crate::layout::{CURSEG_COLD_DATA, CURSEG_HOT_DATA};
 use crate::nat::nat_block_addr;
 use crate::sit::SitBlock;
-use crate::summary::SummaryBlock;
+use crate::summary::{Journal, NatJournalEntry, SitJournalEntry, SummaryBlock};
 
 impl<D: BlockDevice> F2fs<D> {
     /// Writes a checkpoint; `unmount` marks it clean (`CP_UMOUNT_FLAG`, node summaries
@@ -55,27 +56,52 @@ impl<D: BlockDevice> F2fs<D> {
         Ok(())
     }
 
+    /// Dirty NAT entries go to the journal while it has room for them besides what it
+    /// holds (`__has_cursum_space`); otherwise the journal is emptied into the area and
+    /// every block with a changed entry is written to its other copy.
     fn flush_nat(&mut self) -> Result<(), FsError> {
-        let dirty: Vec<u32> = std::mem::take(&mut self.nat.dirty).into_iter().collect();
-        for index in dirty {
-            let Some(block) = self.nat.blocks.get(&index) else {
-                continue;
-            };
-            let raw = block.encode();
+        let dirty = std::mem::take(&mut self.nat.dirty_nids);
+        let dirty_blocks = std::mem::take(&mut self.nat.dirty);
+        if self.nat.journal.len() + dirty.len() <= NAT_JOURNAL_ENTRIES {
+            for nid in dirty {
+                let entry = self.nat_get(nid)?;
+                self.nat.journal.insert(nid, entry);
+            }
+            return Ok(());
+        }
+        let mut blocks: std::collections::BTreeSet<u32> = dirty_blocks;
+        blocks.extend(
+            self.nat
+                .journal
+                .keys()
+                .map(|&nid| nid / NAT_ENTRY_PER_BLOCK),
+        );
+        for index in blocks {
+            self.nat_load(index * NAT_ENTRY_PER_BLOCK)?;
+            let raw = self.nat.blocks[&index].encode();
             let second = !crate::checkpoint::nat_block_in_second_copy(&self.nat_bitmap, index);
             let addr = nat_block_addr(self.sb.nat_blkaddr, index, second);
             self.write_blocks(addr, &raw[..], None, BlockKind::Nat)?;
             flip_bit(&mut self.nat_bitmap, index as usize);
         }
+        self.nat.journal.clear();
         Ok(())
     }
 
+    /// As for the NAT: dirty SIT entries ride in the journal while it has room (6), else
+    /// every SIT block with a changed entry goes to its other copy.
     fn flush_sit(&mut self) -> Result<(), FsError> {
-        let dirty: std::collections::BTreeSet<u32> = std::mem::take(&mut self.segs.dirty)
-            .into_iter()
+        let dirty = std::mem::take(&mut self.segs.dirty);
+        if self.segs.journal.len() + dirty.len() <= SIT_JOURNAL_ENTRIES {
+            self.segs.journal.extend(dirty);
+            return Ok(());
+        }
+        let segs = std::mem::take(&mut self.segs.journal);
+        let blocks: std::collections::BTreeSet<u32> = dirty
+            .union(&segs)
             .map(|s| s / SIT_ENTRY_PER_BLOCK)
             .collect();
-        for index in dirty {
+        for index in blocks {
             let first = (index * SIT_ENTRY_PER_BLOCK) as usize;
             let last = (first + SIT_ENTRY_PER_BLOCK as usize).min(self.segs.info.len());
             let block = SitBlock {
@@ -134,8 +160,29 @@ impl<D: BlockDevice> F2fs<D> {
 
     fn pack_summary(&self, log: usize) -> Box<Block> {
         let mut sum: SummaryBlock = self.segs.logs[log].sum.clone();
-        // The journals stay empty: every NAT and SIT change went to its area.
-        sum.journal = Default::default();
+        // The hot data summary carries the NAT journal, the cold data one the SIT journal.
+        sum.journal = match log {
+            CURSEG_HOT_DATA => Journal::nat(
+                &self
+                    .nat
+                    .journal
+                    .iter()
+                    .map(|(&nid, &entry)| NatJournalEntry { nid, entry })
+                    .collect::<Vec<_>>(),
+            ),
+            CURSEG_COLD_DATA => Journal::sit(
+                &self
+                    .segs
+                    .journal
+                    .iter()
+                    .map(|&segno| SitJournalEntry {
+                        segno,
+                        entry: self.segs.info[segno as usize].to_entry(),
+                    })
+                    .collect::<Vec<_>>(),
+            ),
+            _ => Default::default(),
+        };
         sum.encode()
     }
 

@@ -139,10 +139,7 @@ impl<D: BlockDevice> F2fs<D> {
         fs.load_sit_bitmap()?;
         fs.load_sit(&m.sit_journal)?;
         fs.load_logs(&m.data_summaries, &m.node_summaries);
-        for j in &m.nat_journal {
-            fs.nat_load(j.nid)?;
-            fs.nat.set(j.nid, j.entry);
-        }
+        fs.nat.journal = m.nat_journal.iter().map(|j| (j.nid, j.entry)).collect();
         for ino in m.orphans {
             fs.evict_inode(ino)?;
         }
@@ -173,7 +170,7 @@ impl<D: BlockDevice> F2fs<D> {
         for j in journal {
             if let Some(slot) = info.get_mut(j.segno as usize) {
                 *slot = SegInfo::from_entry(&j.entry);
-                self.segs.dirty.insert(j.segno);
+                self.segs.journal.insert(j.segno);
             }
         }
         self.segs.valid_blocks = info.iter().map(|s| s.valid_blocks as u64).sum();
@@ -340,7 +337,8 @@ impl<D: BlockDevice> F2fs<D> {
         }
         let second = crate::checkpoint::nat_block_in_second_copy(&self.nat_bitmap, index);
         let addr = nat_block_addr(self.sb.nat_blkaddr, index, second);
-        let block = NatBlock::decode(&*self.read_block(addr)?);
+        let mut block = NatBlock::decode(&*self.read_block(addr)?);
+        self.nat.overlay_journal(index, &mut block);
         self.nat.blocks.insert(index, block);
         Ok(())
     }
@@ -578,6 +576,7 @@ fn empty_segs(sb: &Superblock) -> Segs {
         main_blkaddr: sb.main_blkaddr,
         info: Vec::new(),
         dirty: BTreeSet::new(),
+        journal: BTreeSet::new(),
         prefree: BTreeSet::new(),
         valid_blocks: 0,
         logs: Vec::new(),

@@ -14,7 +14,13 @@ const FREE_NIDS_MAX: usize = 4096;
 #[derive(Clone, Debug, Default)]
 pub(crate) struct NatTable {
     pub blocks: BTreeMap<u32, NatBlock>,
+    /// NAT blocks holding an entry changed since the last checkpoint.
     pub dirty: BTreeSet<u32>,
+    /// Entries changed since the last checkpoint.
+    pub dirty_nids: BTreeSet<u32>,
+    /// Entries kept in the checkpoint's NAT journal instead of the NAT area (the area's
+    /// copy of their block is stale; loads overlay these).
+    pub journal: BTreeMap<u32, NatEntry>,
     /// Node ids known free.
     pub free: BTreeSet<u32>,
     /// Node ids released since the last checkpoint (reusable after it).
@@ -38,6 +44,18 @@ impl NatTable {
         if let Some(b) = self.blocks.get_mut(&block) {
             b.entries[slot] = entry;
             self.dirty.insert(block);
+            self.dirty_nids.insert(nid);
+        }
+        if let Some(j) = self.journal.get_mut(&nid) {
+            *j = entry;
+        }
+    }
+
+    /// Applies journal entries to a block just read from the NAT area.
+    pub fn overlay_journal(&self, index: u32, block: &mut NatBlock) {
+        let first = index * NAT_ENTRY_PER_BLOCK;
+        for (&nid, entry) in self.journal.range(first..first + NAT_ENTRY_PER_BLOCK) {
+            block.entries[(nid - first) as usize] = *entry;
         }
     }
 

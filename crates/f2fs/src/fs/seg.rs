@@ -52,6 +52,9 @@ pub(crate) struct Segs {
     pub info: Vec<SegInfo>,
     /// Segments whose SIT entry changed since the last checkpoint.
     pub dirty: BTreeSet<u32>,
+    /// Segments whose entry lives in the checkpoint's SIT journal (the SIT area's copy is
+    /// stale).
+    pub journal: BTreeSet<u32>,
     /// Segments emptied since the last checkpoint: not reusable until it is written, as
     /// the last checkpoint may still point into them.
     pub prefree: BTreeSet<u32>,
