@@ -21,7 +21,6 @@ impl<D: BlockDevice> F2fs<D> {
         self.flush_nodes()?;
         self.flush_nat()?;
         self.flush_sit()?;
-        self.write_current_summaries()?;
         self.write_pack(unmount)?;
         self.discard_prefree()?;
         self.since_cp = Default::default();
@@ -114,18 +113,6 @@ impl<D: BlockDevice> F2fs<D> {
             let addr = self.sit_addr(index, Some(second));
             self.write_blocks(addr, &block.encode()[..], None, BlockKind::Sit)?;
             flip_bit(&mut self.sit_bitmap, index as usize);
-        }
-        Ok(())
-    }
-
-    /// The six current summaries also go to the SSA, so the node logs' are found there
-    /// after a non-unmount checkpoint and cleaning can read any segment's owners.
-    fn write_current_summaries(&mut self) -> Result<(), FsError> {
-        for log in 0..NR_CURSEG_TYPE {
-            let l = &self.segs.logs[log];
-            let at = self.sb.ssa_blkaddr as u64 + l.segno as u64;
-            let raw = l.sum.encode();
-            self.write_blocks(at, &raw[..], None, BlockKind::Ssa)?;
         }
         Ok(())
     }

@@ -139,6 +139,9 @@ impl<D: BlockDevice> F2fs<D> {
         fs.load_sit_bitmap()?;
         fs.load_sit(&m.sit_journal)?;
         fs.load_logs(&m.data_summaries, &m.node_summaries);
+        if !fs.cp.has_flag(CP_UMOUNT_FLAG) {
+            fs.restore_node_summaries()?;
+        }
         fs.nat.journal = m.nat_journal.iter().map(|j| (j.nid, j.entry)).collect();
         for ino in m.orphans {
             fs.evict_inode(ino)?;
@@ -207,6 +210,25 @@ impl<D: BlockDevice> F2fs<D> {
             l.sum.journal = Default::default();
         }
         self.segs.logs = logs;
+    }
+
+    /// After a checkpoint other than an unmount the node logs' summaries are nowhere on
+    /// disk: they are rebuilt from the footers of the blocks written so far
+    /// (`restore_node_summary`), as the kernel and fsck.f2fs do.
+    fn restore_node_summaries(&mut self) -> Result<(), FsError> {
+        for log in NR_CURSEG_DATA_TYPE..NR_CURSEG_TYPE {
+            let (segno, blkoff) = (self.segs.logs[log].segno, self.segs.logs[log].blkoff);
+            let base = self.sb.main_blkaddr + segno * BLOCKS_PER_SEG;
+            for off in 0..blkoff as u32 {
+                let footer = NodeFooter::decode(&*self.read_block((base + off) as u64)?);
+                self.segs.logs[log].sum.entries[off as usize] = Summary {
+                    nid: footer.nid,
+                    version: 0,
+                    ofs_in_node: 0,
+                };
+            }
+        }
+        Ok(())
     }
 
     /// Writes a checkpoint marked as an unmount and returns the device.
