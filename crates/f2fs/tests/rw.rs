@@ -132,6 +132,7 @@ fn cleaning_keeps_data_and_consistency() {
         }
     }
     let m = fs.metrics().clone();
+    eprintln!("cleaning run: {m:?}");
     assert!(m.gc_cycles > 0, "cleaning ran: {m:?}");
     assert!(m.gc_data_blocks > 0);
     assert!(fs.read(ino, 0, expect.len()).unwrap() == expect);
