@@ -1,6 +1,7 @@
-//! `flashstack mount`: the emulated stack as a FUSE file system. Block-file mode
-//! (`--block`) exposes the device as `MOUNTPOINT/disk.img` for a kernel file system on a
-//! loop device; the F2FS mode comes with the read-write F2FS layer.
+//! `flashstack mount`: the emulated stack as a FUSE file system. The default mode mounts
+//! F2FS (the project's, in its real on-disk format) on the emulated FTL and NAND; block-file
+//! mode (`--block`) exposes the device as `MOUNTPOINT/disk.img` for a kernel file system on
+//! a loop device.
 
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
@@ -12,8 +13,9 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use flashstack_block::LBA_SIZE;
+use flashstack_f2fs::{mkfs, F2fs, MkfsOptions};
 use flashstack_ftl::Ftl;
-use flashstack_fuse::{BlockFile, BlockFs, DISK_FILE_NAME};
+use flashstack_fuse::{BlockFile, BlockFs, F2fsTree, TreeFs, DISK_FILE_NAME};
 use flashstack_report::{render_json, render_table, ReportOptions, RunInfo, RunReport};
 
 use crate::device;
@@ -22,13 +24,15 @@ use crate::device;
 pub struct MountArgs {
     /// An empty directory to mount on.
     mountpoint: PathBuf,
-    /// Block-file mode: expose the device as MOUNTPOINT/disk.img (for losetup + mkfs).
+    /// Block-file mode: expose the device as MOUNTPOINT/disk.img (for losetup + mkfs)
+    /// instead of mounting F2FS.
     #[arg(long)]
     block: bool,
     /// Device preset, TOML file, or either with +key=value overrides.
     #[arg(long, value_name = "PRESET|FILE.toml", default_value = "ldc-emmc")]
     device: String,
-    /// Logical device image: loaded at mount if it exists, written back at unmount.
+    /// Logical device image: loaded at mount if it exists (else a fresh F2FS is made),
+    /// written back at unmount (an F2FS image fsck.f2fs accepts, in F2FS mode).
     #[arg(long, value_name = "FILE")]
     image: Option<PathBuf>,
     /// Write the run's metrics as JSON at unmount.
@@ -39,14 +43,11 @@ pub struct MountArgs {
 }
 
 pub fn mount(args: MountArgs) -> Result<()> {
-    if !args.block {
-        bail!(
-            "only block-file mode is available so far: pass --block (the F2FS mount needs \
-             the read-write F2FS layer, which is being written)"
-        );
-    }
     check_mountpoint(&args.mountpoint)?;
     check_fuse_device()?;
+    if !args.block {
+        return mount_f2fs(&args);
+    }
     let config = device::resolve(&args.device)?;
     let name = config.name.clone();
     let ftl = Ftl::new(config.clone(), true, args.seed)
@@ -57,7 +58,8 @@ pub fn mount(args: MountArgs) -> Result<()> {
         eprintln!("{}: loaded {blocks} blocks", path.display());
     }
     let file = Arc::new(Mutex::new(file));
-    let session = start(&args.mountpoint, Arc::clone(&file))?;
+    let (uid, gid) = current_ids();
+    let session = start(&args.mountpoint, BlockFs::new(Arc::clone(&file), uid, gid))?;
     let disk = args.mountpoint.join(DISK_FILE_NAME);
     eprintln!(
         "{name}: {} ready ({} bytes). Unmount with `umount {}` or Ctrl-C.",
@@ -67,7 +69,7 @@ pub fn mount(args: MountArgs) -> Result<()> {
     );
     wait_for_unmount(session, &args.mountpoint)?;
     let mut file = file.lock().unwrap_or_else(|p| p.into_inner());
-    let report = report(&file, &config, args.seed);
+    let report = report(&file, &config, args.seed, "FUSE block file");
     print!("{}", render_table(std::slice::from_ref(&report)));
     let c = file.counters();
     println!(
@@ -82,6 +84,55 @@ pub fn mount(args: MountArgs) -> Result<()> {
         c.discards,
         c.discard_bytes
     );
+    if let Some(path) = &args.metrics {
+        std::fs::write(path, render_json(std::slice::from_ref(&report)))
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    if let Some(path) = &args.image {
+        let blocks = save_image(&mut file, path)?;
+        eprintln!("{}: saved {blocks} non-zero blocks", path.display());
+    }
+    Ok(())
+}
+
+/// F2FS on the emulated device: made fresh (or loaded from `--image`), mounted, and at
+/// unmount checkpointed, reported and saved back to `--image`.
+fn mount_f2fs(args: &MountArgs) -> Result<()> {
+    let config = device::resolve(&args.device)?;
+    let ftl = Ftl::new(config.clone(), true, args.seed)
+        .with_context(|| format!("device '{}'", args.device))?;
+    let mut file = BlockFile::new(ftl);
+    match args.image.as_deref().filter(|p| p.exists()) {
+        Some(path) => {
+            let blocks = load_image(&mut file, path)?;
+            eprintln!("{}: loaded {blocks} blocks", path.display());
+        }
+        None => {
+            mkfs(file.device_mut(), &MkfsOptions::default()).context("mkfs")?;
+        }
+    }
+    let fs = F2fs::mount(file.into_inner()).context("mounting F2FS")?;
+    let tree = Arc::new(Mutex::new(F2fsTree::new(fs)));
+    let (uid, gid) = current_ids();
+    let session = start(&args.mountpoint, TreeFs::new(Arc::clone(&tree), uid, gid))?;
+    eprintln!(
+        "{}: F2FS mounted on {}. Unmount with `umount {}` or Ctrl-C.",
+        config.name,
+        args.mountpoint.display(),
+        args.mountpoint.display()
+    );
+    wait_for_unmount(session, &args.mountpoint)?;
+    let tree = Arc::try_unwrap(tree)
+        .map_err(|_| anyhow::anyhow!("the file system is still in use after unmount"))?
+        .into_inner()
+        .unwrap_or_else(|p| p.into_inner());
+    let fs = tree.into_inner();
+    let metrics = format!("{:?}", fs.metrics());
+    let ftl = fs.unmount().context("unmount checkpoint")?;
+    let mut file = BlockFile::new(ftl);
+    let report = report(&file, &config, args.seed, "FUSE F2FS mount");
+    print!("{}", render_table(std::slice::from_ref(&report)));
+    println!("f2fs: {metrics}");
     if let Some(path) = &args.metrics {
         std::fs::write(path, render_json(std::slice::from_ref(&report)))
             .with_context(|| format!("cannot write {}", path.display()))?;
@@ -122,9 +173,7 @@ fn check_fuse_device() -> Result<()> {
     }
 }
 
-fn start(mountpoint: &Path, file: Arc<Mutex<BlockFile<Ftl>>>) -> Result<fuser::BackgroundSession> {
-    let (uid, gid) = current_ids();
-    let fs = BlockFs::new(file, uid, gid);
+fn start<F: fuser::Filesystem>(mountpoint: &Path, fs: F) -> Result<fuser::BackgroundSession> {
     let mut config = fuser::Config::default();
     config.mount_options = vec![
         fuser::MountOption::FSName("flashstack".into()),
@@ -186,12 +235,17 @@ fn unmount(mountpoint: &Path) -> Result<()> {
     Ok(())
 }
 
-fn report(file: &BlockFile<Ftl>, config: &flashstack_ftl::DeviceConfig, seed: u64) -> RunReport {
+fn report(
+    file: &BlockFile<Ftl>,
+    config: &flashstack_ftl::DeviceConfig,
+    seed: u64,
+    workload: &str,
+) -> RunReport {
     let ftl = file.device();
     let info = RunInfo {
         device: config.name.clone(),
         gc_policy: ftl.policy_name().to_string(),
-        workload: "FUSE block file".to_string(),
+        workload: workload.to_string(),
         seed,
         contents_stored: true,
         user_capacity_bytes: ftl.user_capacity_bytes(),

@@ -62,25 +62,38 @@ struct Daemon {
     child: Child,
 }
 
+/// Whether `dir` is a FUSE mount point now (the kernel lists it in /proc/mounts).
+fn is_mounted(dir: &Path) -> bool {
+    let dir = dir.to_str().unwrap();
+    std::fs::read_to_string("/proc/mounts")
+        .unwrap_or_default()
+        .lines()
+        .any(|l| l.split_whitespace().nth(1) == Some(dir))
+}
+
 impl Daemon {
     fn start(mountpoint: &Path, metrics: &Path) -> Daemon {
+        Daemon::start_with(mountpoint, metrics, &["--block"])
+    }
+
+    fn start_with(mountpoint: &Path, metrics: &Path, extra: &[&str]) -> Daemon {
+        let mut args = vec![
+            "mount",
+            mountpoint.to_str().unwrap(),
+            "--device",
+            "ldc-emmc+nand.geometry.blocks_per_plane=1024",
+            "--metrics",
+            metrics.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
         let child = Command::new(env!("CARGO_BIN_EXE_flashstack"))
-            .args([
-                "mount",
-                "--block",
-                mountpoint.to_str().unwrap(),
-                "--device",
-                "ldc-emmc+nand.geometry.blocks_per_plane=1024",
-                "--metrics",
-                metrics.to_str().unwrap(),
-            ])
+            .args(&args)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
             .expect("the binary runs");
-        let disk = mountpoint.join("disk.img");
         let start = Instant::now();
-        while !disk.exists() {
+        while !is_mounted(mountpoint) {
             assert!(
                 start.elapsed() < Duration::from_secs(30),
                 "mount did not appear"
@@ -158,4 +171,77 @@ fn mount_refuses_a_non_empty_mountpoint() {
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("not empty"), "{stderr}");
+}
+
+/// SQLite on flashstack's own F2FS (on the emulated FTL) through the FUSE mount; the image
+/// left at unmount passes fsck.f2fs and a second mount finds the data.
+#[test]
+fn sqlite_on_the_f2fs_mount_survives_unmount_and_remount() {
+    if let Some(why) = missing_prerequisite().or_else(|| missing_tool("sqlite3")) {
+        assert!(!in_ci(), "F2FS mount test cannot run in CI: {why}");
+        eprintln!("skipping the F2FS mount test: {why}");
+        return;
+    }
+    let dir = scratch("f2fs");
+    let image = dir.with_extension("img");
+    let metrics = dir.with_extension("json");
+    let _ = std::fs::remove_file(&image);
+    let image_arg = ["--image", image.to_str().unwrap()];
+    let daemon = Daemon::start_with(&dir, &metrics, &image_arg);
+    let d = dir.display();
+    let mut script = String::from("CREATE TABLE m(id INTEGER PRIMARY KEY, body TEXT);\n");
+    for t in 0..100 {
+        script.push_str("BEGIN;\n");
+        for r in 0..100 {
+            script.push_str(&format!(
+                "INSERT INTO m(body) VALUES ('message {t}-{r}');\n"
+            ));
+        }
+        script.push_str("COMMIT;\n");
+    }
+    let sql = dir.with_extension("sql");
+    std::fs::write(&sql, script).unwrap();
+    sh(&format!("sqlite3 {d}/app.db < {}", sql.display()));
+    assert_eq!(
+        sh(&format!("sqlite3 {d}/app.db 'PRAGMA integrity_check'")),
+        "ok"
+    );
+    sh(&format!(
+        "mkdir {d}/dir && echo hello > {d}/dir/a && mv {d}/dir/a {d}/dir/b"
+    ));
+    let table = daemon.stop();
+    assert!(table.contains("NAND page programs"), "{table}");
+    if let Some(fsck) = f2fs_tool("fsck.f2fs") {
+        let copy = dir.with_extension("fsck.img");
+        std::fs::copy(&image, &copy).unwrap();
+        let out = sh(&format!("{fsck} -f {} < /dev/null", copy.display()));
+        assert!(
+            out.contains("[FSCK] other corrupted bugs") && !out.contains("[Fail]"),
+            "{out}"
+        );
+    } else {
+        assert!(!in_ci(), "fsck.f2fs missing in CI");
+    }
+    let daemon = Daemon::start_with(&dir, &metrics, &image_arg);
+    assert_eq!(
+        sh(&format!("sqlite3 {d}/app.db 'SELECT count(*) FROM m'")),
+        "10000"
+    );
+    assert_eq!(sh(&format!("cat {d}/dir/b")), "hello");
+    daemon.stop();
+}
+
+fn missing_tool(tool: &str) -> Option<String> {
+    let found = Command::new("sh")
+        .args(["-c", &format!("command -v {tool}")])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    (!found).then(|| format!("{tool} missing"))
+}
+
+fn f2fs_tool(tool: &str) -> Option<String> {
+    ["/usr/sbin/", "/sbin/", "/usr/bin/"]
+        .iter()
+        .map(|dir| format!("{dir}{tool}"))
+        .find(|path| Path::new(path).exists())
 }

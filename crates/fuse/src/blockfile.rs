@@ -73,6 +73,10 @@ impl<D: BlockDevice> BlockFile<D> {
         &mut self.device
     }
 
+    pub fn into_inner(self) -> D {
+        self.device
+    }
+
     /// Reads into `out` from `offset`; returns the bytes read (short at the end).
     pub fn read_at(&mut self, offset: u64, out: &mut [u8]) -> Result<usize, BlockFileError> {
         let size = self.size_bytes();

@@ -21,12 +21,14 @@
 
 mod blockfile;
 pub mod errno;
+mod f2fs_tree;
 mod fs;
 mod memtree;
 pub mod tree;
 mod treefs;
 
 pub use blockfile::{BlockFile, BlockFileCounters, BlockFileError};
+pub use f2fs_tree::F2fsTree;
 pub use fs::{BlockFs, DISK_FILE_NAME};
 pub use memtree::MemTree;
 pub use tree::{Attr, FsError, FsStats, Ino, InodeFs, Kind};

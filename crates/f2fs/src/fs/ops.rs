@@ -99,6 +99,32 @@ impl<D: BlockDevice> F2fs<D> {
         Ok((dir, name))
     }
 
+    /// The inode `name` names in directory `dir`.
+    pub fn lookup_in(&mut self, dir: u32, name: &str) -> Result<u32, FsError> {
+        self.check_parent(dir, name)?;
+        let place = self.find_entry(dir, name.as_bytes())?;
+        Ok(place
+            .ok_or_else(|| FsError::NotFound(name.to_string()))?
+            .found()
+            .ino)
+    }
+
+    /// `dir` is a directory and `name` a usable name in it.
+    fn check_parent(&mut self, dir: u32, name: &str) -> Result<(), FsError> {
+        check_name(name)?;
+        if !self.is_dir_inode(dir)? {
+            return Err(FsError::NotDir(format!("inode {dir}")));
+        }
+        Ok(())
+    }
+
+    /// Main-area blocks and the blocks of free segments (for `statfs`).
+    pub fn capacity_blocks(&self) -> (u64, u64) {
+        let per_segment = BLOCKS_PER_SEG as u64;
+        let total = self.superblock().segment_count_main as u64 * per_segment;
+        (total, self.free_segments() as u64 * per_segment)
+    }
+
     /// Creates an empty regular file; returns its inode number.
     pub fn create(&mut self, path: &str) -> Result<u32, FsError> {
         self.balanced("create", |fs| fs.create_op(path))
@@ -106,6 +132,19 @@ impl<D: BlockDevice> F2fs<D> {
 
     fn create_op(&mut self, path: &str) -> Result<u32, FsError> {
         let (dir, name) = self.parent_of(path)?;
+        self.create_at(dir, name, path)
+    }
+
+    /// `create` by parent directory and name (as a FUSE mount asks).
+    pub fn create_in(&mut self, dir: u32, name: &str) -> Result<u32, FsError> {
+        self.balanced("create", |fs| {
+            fs.check_parent(dir, name)?;
+            fs.create_at(dir, name, name)
+        })
+    }
+
+    /// `path` names the file in error messages.
+    fn create_at(&mut self, dir: u32, name: &str, path: &str) -> Result<u32, FsError> {
         if self.find_entry(dir, name.as_bytes())?.is_some() {
             return Err(FsError::Exists(path.to_string()));
         }
@@ -121,6 +160,18 @@ impl<D: BlockDevice> F2fs<D> {
 
     fn mkdir_op(&mut self, path: &str) -> Result<u32, FsError> {
         let (dir, name) = self.parent_of(path)?;
+        self.mkdir_at(dir, name, path)
+    }
+
+    /// `mkdir` by parent directory and name.
+    pub fn mkdir_in(&mut self, dir: u32, name: &str) -> Result<u32, FsError> {
+        self.balanced("mkdir", |fs| {
+            fs.check_parent(dir, name)?;
+            fs.mkdir_at(dir, name, name)
+        })
+    }
+
+    fn mkdir_at(&mut self, dir: u32, name: &str, path: &str) -> Result<u32, FsError> {
         if self.find_entry(dir, name.as_bytes())?.is_some() {
             return Err(FsError::Exists(path.to_string()));
         }
@@ -251,6 +302,14 @@ impl<D: BlockDevice> F2fs<D> {
         if !self.is_dir_inode(dir)? {
             return Err(FsError::NotDir(path.to_string()));
         }
+        self.readdir_ino(dir)
+    }
+
+    /// `readdir` of a directory inode.
+    pub fn readdir_ino(&mut self, dir: u32) -> Result<Vec<DirEntryInfo>, FsError> {
+        if !self.is_dir_inode(dir)? {
+            return Err(FsError::NotDir(format!("inode {dir}")));
+        }
         let mut out: Vec<DirEntryInfo> = self
             .dir_entries(dir)?
             .into_iter()
@@ -276,6 +335,21 @@ impl<D: BlockDevice> F2fs<D> {
             return Err(FsError::IsDir(existing.to_string()));
         }
         let (dir, name) = self.parent_of(new_path)?;
+        self.link_at(ino, dir, name, new_path)
+    }
+
+    /// `link` of inode `ino` as `name` in directory `dir`.
+    pub fn link_in(&mut self, ino: u32, dir: u32, name: &str) -> Result<(), FsError> {
+        self.balanced("link", |fs| {
+            if fs.is_dir_inode(ino)? {
+                return Err(FsError::IsDir(format!("inode {ino}")));
+            }
+            fs.check_parent(dir, name)?;
+            fs.link_at(ino, dir, name, name)
+        })
+    }
+
+    fn link_at(&mut self, ino: u32, dir: u32, name: &str, new_path: &str) -> Result<(), FsError> {
         if self.find_entry(dir, name.as_bytes())?.is_some() {
             return Err(FsError::Exists(new_path.to_string()));
         }
@@ -291,6 +365,18 @@ impl<D: BlockDevice> F2fs<D> {
 
     fn unlink_op(&mut self, path: &str) -> Result<(), FsError> {
         let (dir, name) = self.parent_of(path)?;
+        self.unlink_at(dir, name, path)
+    }
+
+    /// `unlink` by parent directory and name.
+    pub fn unlink_in(&mut self, dir: u32, name: &str) -> Result<(), FsError> {
+        self.balanced("unlink", |fs| {
+            fs.check_parent(dir, name)?;
+            fs.unlink_at(dir, name, name)
+        })
+    }
+
+    fn unlink_at(&mut self, dir: u32, name: &str, path: &str) -> Result<(), FsError> {
         let place = self
             .find_entry(dir, name.as_bytes())?
             .ok_or_else(|| FsError::NotFound(path.to_string()))?;
@@ -311,6 +397,18 @@ impl<D: BlockDevice> F2fs<D> {
 
     fn rmdir_op(&mut self, path: &str) -> Result<(), FsError> {
         let (dir, name) = self.parent_of(path)?;
+        self.rmdir_at(dir, name, path)
+    }
+
+    /// `rmdir` by parent directory and name.
+    pub fn rmdir_in(&mut self, dir: u32, name: &str) -> Result<(), FsError> {
+        self.balanced("rmdir", |fs| {
+            fs.check_parent(dir, name)?;
+            fs.rmdir_at(dir, name, name)
+        })
+    }
+
+    fn rmdir_at(&mut self, dir: u32, name: &str, path: &str) -> Result<(), FsError> {
         let place = self
             .find_entry(dir, name.as_bytes())?
             .ok_or_else(|| FsError::NotFound(path.to_string()))?;
@@ -343,6 +441,30 @@ impl<D: BlockDevice> F2fs<D> {
     fn rename_op(&mut self, from: &str, to: &str) -> Result<(), FsError> {
         let (src_dir, src_name) = self.parent_of(from)?;
         let (dst_dir, dst_name) = self.parent_of(to)?;
+        self.rename_at((src_dir, src_name, from), (dst_dir, dst_name, to))
+    }
+
+    /// `rename` by parent directories and names.
+    pub fn rename_in(
+        &mut self,
+        src_dir: u32,
+        src_name: &str,
+        dst_dir: u32,
+        dst_name: &str,
+    ) -> Result<(), FsError> {
+        self.balanced("rename", |fs| {
+            fs.check_parent(src_dir, src_name)?;
+            fs.check_parent(dst_dir, dst_name)?;
+            fs.rename_at((src_dir, src_name, src_name), (dst_dir, dst_name, dst_name))
+        })
+    }
+
+    /// Each side: (directory, name, how to name it in errors).
+    fn rename_at(
+        &mut self,
+        (src_dir, src_name, from): (u32, &str, &str),
+        (dst_dir, dst_name, to): (u32, &str, &str),
+    ) -> Result<(), FsError> {
         let src = self
             .find_entry(src_dir, src_name.as_bytes())?
             .ok_or_else(|| FsError::NotFound(from.to_string()))?;
