@@ -12,10 +12,11 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
+use flashstack_block::BlockDevice;
 use flashstack_block::LBA_SIZE;
 use flashstack_f2fs::{mkfs, F2fs, MkfsOptions};
 use flashstack_ftl::Ftl;
-use flashstack_fuse::{BlockFile, BlockFs, F2fsTree, TreeFs, DISK_FILE_NAME};
+use flashstack_fuse::{BlockFile, BlockFs, F2fsTree, ImageBacked, TreeFs, DISK_FILE_NAME};
 use flashstack_report::{render_json, render_table, ReportOptions, RunInfo, RunReport};
 
 use crate::device;
@@ -31,8 +32,9 @@ pub struct MountArgs {
     /// Device preset, TOML file, or either with +key=value overrides.
     #[arg(long, value_name = "PRESET|FILE.toml", default_value = "ldc-emmc")]
     device: String,
-    /// Logical device image: loaded at mount if it exists (else a fresh F2FS is made),
-    /// written back at unmount (an F2FS image fsck.f2fs accepts, in F2FS mode).
+    /// Logical device image: loaded at mount if it exists (else a fresh F2FS is made in
+    /// it). F2FS mode keeps it current at every device flush, so it survives the daemon
+    /// being killed; block-file mode writes it back at unmount.
     #[arg(long, value_name = "FILE")]
     image: Option<PathBuf>,
     /// Write the run's metrics as JSON at unmount.
@@ -96,28 +98,73 @@ pub fn mount(args: MountArgs) -> Result<()> {
 }
 
 /// F2FS on the emulated device: made fresh (or loaded from `--image`), mounted, and at
-/// unmount checkpointed, reported and saved back to `--image`.
+/// unmount checkpointed and reported. With `--image` the device's durable state is mirrored
+/// into the image at every flush, so the image survives the daemon being killed (the next
+/// mount recovers fsync'd files by roll-forward).
 fn mount_f2fs(args: &MountArgs) -> Result<()> {
     let config = device::resolve(&args.device)?;
     let ftl = Ftl::new(config.clone(), true, args.seed)
         .with_context(|| format!("device '{}'", args.device))?;
-    let mut file = BlockFile::new(ftl);
-    match args.image.as_deref().filter(|p| p.exists()) {
+    let ftl = match &args.image {
         Some(path) => {
-            let blocks = load_image(&mut file, path)?;
-            eprintln!("{}: loaded {blocks} blocks", path.display());
+            let backed = image_backed(ftl, path)?;
+            let fs = F2fs::mount(backed).context("mounting F2FS")?;
+            serve_f2fs(fs, args, &config.name)?.into_inner()
         }
         None => {
-            mkfs(file.device_mut(), &MkfsOptions::default()).context("mkfs")?;
+            let mut ftl = ftl;
+            mkfs(&mut ftl, &MkfsOptions::default()).context("mkfs")?;
+            let fs = F2fs::mount(ftl).context("mounting F2FS")?;
+            serve_f2fs(fs, args, &config.name)?
         }
+    };
+    let file = BlockFile::new(ftl);
+    let report = report(&file, &config, args.seed, "FUSE F2FS mount");
+    print!("{}", render_table(std::slice::from_ref(&report)));
+    if let Some(path) = &args.metrics {
+        std::fs::write(path, render_json(std::slice::from_ref(&report)))
+            .with_context(|| format!("cannot write {}", path.display()))?;
     }
-    let fs = F2fs::mount(file.into_inner()).context("mounting F2FS")?;
+    Ok(())
+}
+
+/// The device mirrored into `path`: an existing image is loaded first; a new one is made
+/// by mkfs through the mirror.
+fn image_backed(ftl: Ftl, path: &Path) -> Result<ImageBacked<Ftl>> {
+    let existed = path.exists();
+    let mut file = BlockFile::new(ftl);
+    if existed {
+        let blocks = load_image(&mut file, path)?;
+        eprintln!("{}: loaded {blocks} blocks", path.display());
+    }
+    let image = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+        .with_context(|| format!("image {}", path.display()))?;
+    image.set_len(file.size_bytes())?;
+    let mut backed = ImageBacked::new(file.into_inner(), image);
+    if !existed {
+        mkfs(&mut backed, &MkfsOptions::default()).context("mkfs")?;
+        backed.flush(0).context("writing the new image")?;
+    }
+    Ok(backed)
+}
+
+/// Mounts `fs` with FUSE until it is unmounted; returns the device after the unmount
+/// checkpoint.
+fn serve_f2fs<D: BlockDevice + Send + 'static>(
+    fs: F2fs<D>,
+    args: &MountArgs,
+    name: &str,
+) -> Result<D> {
     let tree = Arc::new(Mutex::new(F2fsTree::new(fs)));
     let (uid, gid) = current_ids();
     let session = start(&args.mountpoint, TreeFs::new(Arc::clone(&tree), uid, gid))?;
     eprintln!(
-        "{}: F2FS mounted on {}. Unmount with `umount {}` or Ctrl-C.",
-        config.name,
+        "{name}: F2FS mounted on {}. Unmount with `umount {}` or Ctrl-C.",
         args.mountpoint.display(),
         args.mountpoint.display()
     );
@@ -127,21 +174,8 @@ fn mount_f2fs(args: &MountArgs) -> Result<()> {
         .into_inner()
         .unwrap_or_else(|p| p.into_inner());
     let fs = tree.into_inner();
-    let metrics = format!("{:?}", fs.metrics());
-    let ftl = fs.unmount().context("unmount checkpoint")?;
-    let mut file = BlockFile::new(ftl);
-    let report = report(&file, &config, args.seed, "FUSE F2FS mount");
-    print!("{}", render_table(std::slice::from_ref(&report)));
-    println!("f2fs: {metrics}");
-    if let Some(path) = &args.metrics {
-        std::fs::write(path, render_json(std::slice::from_ref(&report)))
-            .with_context(|| format!("cannot write {}", path.display()))?;
-    }
-    if let Some(path) = &args.image {
-        let blocks = save_image(&mut file, path)?;
-        eprintln!("{}: saved {blocks} non-zero blocks", path.display());
-    }
-    Ok(())
+    println!("f2fs: {:?}", fs.metrics());
+    fs.unmount().context("unmount checkpoint")
 }
 
 /// An existing, empty directory: mounting over files would hide them.
