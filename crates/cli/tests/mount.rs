@@ -173,8 +173,9 @@ fn mount_refuses_a_non_empty_mountpoint() {
     assert!(stderr.contains("not empty"), "{stderr}");
 }
 
-/// SQLite on flashstack's own F2FS (on the emulated FTL) through the FUSE mount; the image
-/// left at unmount passes fsck.f2fs and a second mount finds the data.
+/// SQLite and fio (crc32c verification) on flashstack's own F2FS (on the emulated FTL)
+/// through the FUSE mount; the image left at unmount passes fsck.f2fs and a second mount
+/// finds the data.
 #[test]
 fn sqlite_on_the_f2fs_mount_survives_unmount_and_remount() {
     if let Some(why) = missing_prerequisite().or_else(|| missing_tool("sqlite3")) {
@@ -209,6 +210,15 @@ fn sqlite_on_the_f2fs_mount_survives_unmount_and_remount() {
     sh(&format!(
         "mkdir {d}/dir && echo hello > {d}/dir/a && mv {d}/dir/a {d}/dir/b"
     ));
+    // fio: random overwrites, fsync after every write, crc32c verification.
+    if missing_tool("fio").is_none() {
+        sh(&format!(
+            "fio --name=v --directory={d} --rw=randwrite --bs=4k --size=4m --ioengine=sync \
+             --fsync=1 --verify=crc32c --do_verify=1 --output=/dev/null"
+        ));
+    } else {
+        assert!(!in_ci(), "fio missing in CI");
+    }
     let table = daemon.stop();
     assert!(table.contains("NAND page programs"), "{table}");
     if let Some(fsck) = f2fs_tool("fsck.f2fs") {
