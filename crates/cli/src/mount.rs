@@ -16,7 +16,7 @@ use flashstack_block::BlockDevice;
 use flashstack_block::LBA_SIZE;
 use flashstack_f2fs::{mkfs, F2fs, MkfsOptions};
 use flashstack_ftl::Ftl;
-use flashstack_fuse::{BlockFile, BlockFs, F2fsTree, ImageBacked, TreeFs, DISK_FILE_NAME};
+use flashstack_fuse::{BlockFile, DiskTree, F2fsTree, ImageBacked, TreeFs, DISK_FILE_NAME};
 use flashstack_report::{render_json, render_table, ReportOptions, RunInfo, RunReport};
 
 use crate::device;
@@ -59,19 +59,20 @@ pub fn mount(args: MountArgs) -> Result<()> {
         let blocks = load_image(&mut file, path)?;
         eprintln!("{}: loaded {blocks} blocks", path.display());
     }
-    let file = Arc::new(Mutex::new(file));
+    let size_bytes = file.size_bytes();
+    let tree = Arc::new(Mutex::new(DiskTree::new(file)));
     let (uid, gid) = current_ids();
-    let session = start(&args.mountpoint, BlockFs::new(Arc::clone(&file), uid, gid))?;
+    let session = start(&args.mountpoint, TreeFs::new(Arc::clone(&tree), uid, gid))?;
     let disk = args.mountpoint.join(DISK_FILE_NAME);
     eprintln!(
-        "{name}: {} ready ({} bytes). Unmount with `umount {}` or Ctrl-C.",
+        "{name}: {} ready ({size_bytes} bytes). Unmount with `umount {}` or Ctrl-C.",
         disk.display(),
-        file.lock().map(|f| f.size_bytes()).unwrap_or(0),
         args.mountpoint.display()
     );
     wait_for_unmount(session, &args.mountpoint)?;
-    let mut file = file.lock().unwrap_or_else(|p| p.into_inner());
-    let report = report(&file, &config, args.seed, "FUSE block file");
+    let mut tree = tree.lock().unwrap_or_else(|p| p.into_inner());
+    let file = tree.file_mut();
+    let report = report(file, &config, args.seed, "FUSE block file");
     print!("{}", render_table(std::slice::from_ref(&report)));
     let c = file.counters();
     println!(
@@ -91,7 +92,7 @@ pub fn mount(args: MountArgs) -> Result<()> {
             .with_context(|| format!("cannot write {}", path.display()))?;
     }
     if let Some(path) = &args.image {
-        let blocks = save_image(&mut file, path)?;
+        let blocks = save_image(file, path)?;
         eprintln!("{}: saved {blocks} non-zero blocks", path.display());
     }
     Ok(())

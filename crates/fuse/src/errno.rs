@@ -1,9 +1,6 @@
 //! The one place where core errors become errno values for the kernel.
 
-use flashstack_block::BlockError;
-
 use crate::tree::FsError;
-use crate::BlockFileError;
 
 /// errno for a failed file-system request.
 pub fn of_fs(error: &FsError) -> i32 {
@@ -16,26 +13,9 @@ pub fn of_fs(error: &FsError) -> i32 {
         FsError::NoSpace => libc_consts::ENOSPC,
         FsError::NameTooLong => libc_consts::ENAMETOOLONG,
         FsError::Invalid(_) => libc_consts::EINVAL,
+        FsError::TooLarge(_) => libc_consts::EFBIG,
         FsError::Unsupported(_) => libc_consts::EOPNOTSUPP,
         FsError::Io(_) => libc_consts::EIO,
-    }
-}
-
-/// errno for a failed block-file request.
-pub fn of_block_file(error: &BlockFileError) -> i32 {
-    match error {
-        BlockFileError::BeyondEnd { .. } => libc_consts::ENOSPC,
-        BlockFileError::Device(e) => of_block(e),
-    }
-}
-
-/// errno for a device error: a device out of space is ENOSPC, a power loss or
-/// unreadable data EIO, anything else EIO too (the kernel retries nothing on it).
-pub fn of_block(error: &BlockError) -> i32 {
-    match error {
-        BlockError::NoSpace { .. } => libc_consts::ENOSPC,
-        BlockError::OutOfRange { .. } | BlockError::Empty => libc_consts::EINVAL,
-        _ => libc_consts::EIO,
     }
 }
 

@@ -65,7 +65,8 @@ fn convert(e: F2fsFsError) -> FsError {
         F2fsFsError::NotEmpty(_) => FsError::NotEmpty,
         F2fsFsError::NoSpace => FsError::NoSpace,
         F2fsFsError::NameTooLong(_) => FsError::NameTooLong,
-        F2fsFsError::Invalid(m) | F2fsFsError::TooLarge(m) => FsError::Invalid(m),
+        F2fsFsError::Invalid(m) => FsError::Invalid(m),
+        F2fsFsError::TooLarge(m) => FsError::TooLarge(m),
         F2fsFsError::Unsupported(m) => FsError::Unsupported(m),
         other => FsError::Io(other.to_string()),
     }

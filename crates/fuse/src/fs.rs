@@ -1,270 +1,180 @@
-//! The FUSE adapter of block-file mode: a root directory holding one file, `disk.img`,
-//! whose bytes are the device's. Each callback decodes its request, calls [`BlockFile`] and
-//! replies; errors become errno through [`crate::errno`].
+//! Block-file mode's core: a root directory holding one file, `disk.img`, whose bytes are
+//! the device's ([`BlockFile`]). It is an [`InodeFs`] like any other, so the one FUSE
+//! adapter ([`crate::TreeFs`]) serves it.
 
-use std::ffi::OsStr;
-use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, UNIX_EPOCH};
+use flashstack_block::{BlockDevice, BlockError, LBA_SIZE};
 
-use flashstack_block::{BlockDevice, LBA_SIZE};
-use fuser::{
-    Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo, LockOwner,
-    OpenFlags, ReplyAttr, ReplyData, ReplyDirectory, ReplyEmpty, ReplyEntry, ReplyOpen,
-    ReplyStatfs, ReplyWrite, Request, WriteFlags,
-};
-
-use crate::errno::{self, libc_consts as e};
+use crate::tree::{Attr, Fallocate, FsError, FsStats, Ino, InodeFs, Kind};
 use crate::{BlockFile, BlockFileError};
 
 /// The one file of block-file mode.
 pub const DISK_FILE_NAME: &str = "disk.img";
-const DISK_INO: INodeNo = INodeNo(2);
-/// Attributes never change behind the kernel's back except through us.
-const TTL: Duration = Duration::from_secs(1);
-/// `fallocate` mode bits (Linux): keep the size, punch a hole.
-const FALLOC_FL_KEEP_SIZE: i32 = 0x01;
-const FALLOC_FL_PUNCH_HOLE: i32 = 0x02;
+const ROOT: Ino = 1;
+const DISK: Ino = 2;
 
-/// Block-file mode's file system. The device is shared so that the caller can read its
-/// counters after unmounting.
-pub struct BlockFs<D: BlockDevice + Send + 'static> {
-    file: Arc<Mutex<BlockFile<D>>>,
-    uid: u32,
-    gid: u32,
+/// A device as the single file of a directory.
+pub struct DiskTree<D: BlockDevice> {
+    file: BlockFile<D>,
 }
 
-impl<D: BlockDevice + Send + 'static> BlockFs<D> {
-    /// `uid`/`gid` own the files (the mounting user).
-    pub fn new(file: Arc<Mutex<BlockFile<D>>>, uid: u32, gid: u32) -> Self {
-        BlockFs { file, uid, gid }
+impl<D: BlockDevice> DiskTree<D> {
+    pub fn new(file: BlockFile<D>) -> Self {
+        DiskTree { file }
     }
 
-    fn file(&self) -> MutexGuard<'_, BlockFile<D>> {
-        // A panic while holding the lock is a simulator bug; the state is still the
-        // device's, so keep serving rather than poisoning every later request.
-        self.file.lock().unwrap_or_else(|p| p.into_inner())
+    /// The file, for its counters and device after unmounting.
+    pub fn file_mut(&mut self) -> &mut BlockFile<D> {
+        &mut self.file
     }
 
-    fn attr(&self, ino: INodeNo) -> Option<FileAttr> {
+    fn attr(&self, ino: Ino) -> Result<Attr, FsError> {
         let (kind, perm, nlink, size) = match ino {
-            INodeNo::ROOT => (FileType::Directory, 0o755, 2, 0),
-            DISK_INO => (FileType::RegularFile, 0o644, 1, self.file().size_bytes()),
-            _ => return None,
+            ROOT => (Kind::Dir, 0o755, 2, 0),
+            DISK => (Kind::File, 0o644, 1, self.file.size_bytes()),
+            _ => return Err(FsError::NotFound),
         };
-        Some(FileAttr {
+        Ok(Attr {
             ino,
-            size,
-            blocks: size.div_ceil(512),
-            atime: UNIX_EPOCH,
-            mtime: UNIX_EPOCH,
-            ctime: UNIX_EPOCH,
-            crtime: UNIX_EPOCH,
             kind,
-            perm,
+            size,
             nlink,
-            uid: self.uid,
-            gid: self.gid,
-            rdev: 0,
-            blksize: LBA_SIZE as u32,
-            flags: 0,
+            perm,
+            mtime_ns: self.file.now_ns(),
         })
     }
+
+    fn disk(ino: Ino) -> Result<(), FsError> {
+        match ino {
+            DISK => Ok(()),
+            ROOT => Err(FsError::IsDir),
+            _ => Err(FsError::NotFound),
+        }
+    }
 }
 
-fn err(code: i32) -> Errno {
-    Errno::from_i32(code)
+fn convert(error: BlockFileError) -> FsError {
+    match error {
+        BlockFileError::BeyondEnd { .. } | BlockFileError::Device(BlockError::NoSpace { .. }) => {
+            FsError::NoSpace
+        }
+        BlockFileError::Device(BlockError::OutOfRange { .. } | BlockError::Empty) => {
+            FsError::Invalid(error.to_string())
+        }
+        other => FsError::Io(other.to_string()),
+    }
 }
 
-fn file_err(error: &BlockFileError) -> Errno {
-    err(errno::of_block_file(error))
+fn fixed(what: &str) -> FsError {
+    FsError::Unsupported(format!("{what}: block-file mode holds exactly one file"))
 }
 
-impl<D: BlockDevice + Send + 'static> Filesystem for BlockFs<D> {
-    fn destroy(&mut self) {
-        // Unmounting makes everything durable, as a clean shutdown of the device would.
-        let _ = self.file().sync();
+impl<D: BlockDevice + Send + 'static> InodeFs for DiskTree<D> {
+    fn root(&self) -> Ino {
+        ROOT
     }
 
-    fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
-        if parent != INodeNo::ROOT {
-            return reply.error(err(e::ENOTDIR));
-        }
-        match (name == DISK_FILE_NAME)
-            .then(|| self.attr(DISK_INO))
-            .flatten()
-        {
-            Some(attr) => reply.entry(&TTL, &attr, Generation(0)),
-            None => reply.error(err(e::ENOENT)),
+    fn lookup(&mut self, parent: Ino, name: &[u8]) -> Result<Attr, FsError> {
+        match (parent, name == DISK_FILE_NAME.as_bytes()) {
+            (ROOT, true) => self.attr(DISK),
+            (ROOT, false) => Err(FsError::NotFound),
+            _ => Err(FsError::NotDir),
         }
     }
 
-    fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
-        match self.attr(ino) {
-            Some(attr) => reply.attr(&TTL, &attr),
-            None => reply.error(err(e::ENOENT)),
+    fn getattr(&mut self, ino: Ino) -> Result<Attr, FsError> {
+        self.attr(ino)
+    }
+
+    fn set_size(&mut self, ino: Ino, size: u64) -> Result<Attr, FsError> {
+        Self::disk(ino)?;
+        // The device's size is fixed: only a no-op truncate is accepted.
+        match size == self.file.size_bytes() {
+            true => self.attr(ino),
+            false => Err(FsError::TooLarge(format!(
+                "disk.img stays {} bytes",
+                self.file.size_bytes()
+            ))),
         }
     }
 
-    fn setattr(
-        &self,
-        _req: &Request,
-        ino: INodeNo,
-        _mode: Option<u32>,
-        _uid: Option<u32>,
-        _gid: Option<u32>,
-        size: Option<u64>,
-        _atime: Option<fuser::TimeOrNow>,
-        _mtime: Option<fuser::TimeOrNow>,
-        _ctime: Option<std::time::SystemTime>,
-        _fh: Option<FileHandle>,
-        _crtime: Option<std::time::SystemTime>,
-        _chgtime: Option<std::time::SystemTime>,
-        _bkuptime: Option<std::time::SystemTime>,
-        _flags: Option<fuser::BsdFileFlags>,
-        reply: ReplyAttr,
-    ) {
-        let Some(attr) = self.attr(ino) else {
-            return reply.error(err(e::ENOENT));
-        };
-        // The device's size is fixed: only a no-op truncate (as O_TRUNC-free tools send)
-        // is accepted; times and modes are not stored.
-        match size {
-            Some(s) if s != attr.size => reply.error(err(e::EFBIG)),
-            _ => reply.attr(&TTL, &attr),
+    fn set_perm(&mut self, ino: Ino, _perm: u16) -> Result<Attr, FsError> {
+        self.attr(ino)
+    }
+
+    fn create(&mut self, _parent: Ino, _name: &[u8], _perm: u16) -> Result<Attr, FsError> {
+        Err(fixed("create"))
+    }
+
+    fn mkdir(&mut self, _parent: Ino, _name: &[u8], _perm: u16) -> Result<Attr, FsError> {
+        Err(fixed("mkdir"))
+    }
+
+    fn unlink(&mut self, _parent: Ino, _name: &[u8]) -> Result<(), FsError> {
+        Err(fixed("unlink"))
+    }
+
+    fn rmdir(&mut self, _parent: Ino, _name: &[u8]) -> Result<(), FsError> {
+        Err(fixed("rmdir"))
+    }
+
+    fn rename(&mut self, _: Ino, _: &[u8], _: Ino, _: &[u8]) -> Result<(), FsError> {
+        Err(fixed("rename"))
+    }
+
+    fn link(&mut self, _ino: Ino, _parent: Ino, _name: &[u8]) -> Result<Attr, FsError> {
+        Err(fixed("link"))
+    }
+
+    fn read(&mut self, ino: Ino, offset: u64, out: &mut [u8]) -> Result<usize, FsError> {
+        Self::disk(ino)?;
+        self.file.read_at(offset, out).map_err(convert)
+    }
+
+    fn write(&mut self, ino: Ino, offset: u64, data: &[u8]) -> Result<usize, FsError> {
+        Self::disk(ino)?;
+        self.file.write_at(offset, data).map_err(convert)
+    }
+
+    fn fsync(&mut self, _ino: Ino, _data_only: bool) -> Result<(), FsError> {
+        self.file.sync().map_err(convert)
+    }
+
+    fn readdir(&mut self, dir: Ino) -> Result<Vec<(Ino, Kind, Vec<u8>)>, FsError> {
+        match dir {
+            ROOT => Ok(vec![(DISK, Kind::File, DISK_FILE_NAME.as_bytes().to_vec())]),
+            DISK => Err(FsError::NotDir),
+            _ => Err(FsError::NotFound),
         }
     }
 
-    fn open(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
-        if ino != DISK_INO {
-            return reply.error(err(e::EISDIR));
-        }
-        // Direct I/O: no kernel page cache between the loop device and the FTL, so every
-        // read, write and flush reaches the device as such.
-        reply.opened(FileHandle(0), FopenFlags::FOPEN_DIRECT_IO);
+    fn statfs(&mut self) -> Result<FsStats, FsError> {
+        Ok(FsStats {
+            blocks: self.file.size_bytes() / LBA_SIZE as u64,
+            blocks_free: 0,
+            files: 2,
+            files_free: 0,
+        })
     }
 
-    fn read(
-        &self,
-        _req: &Request,
-        ino: INodeNo,
-        _fh: FileHandle,
-        offset: u64,
-        size: u32,
-        _flags: OpenFlags,
-        _lock_owner: Option<LockOwner>,
-        reply: ReplyData,
-    ) {
-        if ino != DISK_INO {
-            return reply.error(err(e::EISDIR));
-        }
-        let mut buffer = vec![0u8; size as usize];
-        match self.file().read_at(offset, &mut buffer) {
-            Ok(n) => reply.data(&buffer[..n]),
-            Err(error) => reply.error(file_err(&error)),
-        }
+    fn sync(&mut self) -> Result<(), FsError> {
+        self.file.sync().map_err(convert)
     }
 
-    fn write(
-        &self,
-        _req: &Request,
-        ino: INodeNo,
-        _fh: FileHandle,
-        offset: u64,
-        data: &[u8],
-        _write_flags: WriteFlags,
-        _flags: OpenFlags,
-        _lock_owner: Option<LockOwner>,
-        reply: ReplyWrite,
-    ) {
-        if ino != DISK_INO {
-            return reply.error(err(e::EISDIR));
-        }
-        match self.file().write_at(offset, data) {
-            Ok(n) => reply.written(n as u32),
-            Err(error) => reply.error(file_err(&error)),
-        }
-    }
-
-    fn flush(
-        &self,
-        _req: &Request,
-        _ino: INodeNo,
-        _fh: FileHandle,
-        _lock_owner: LockOwner,
-        reply: ReplyEmpty,
-    ) {
-        // close(): nothing is buffered above the device, so nothing to do.
-        reply.ok();
-    }
-
-    fn fsync(
-        &self,
-        _req: &Request,
-        _ino: INodeNo,
-        _fh: FileHandle,
-        _datasync: bool,
-        reply: ReplyEmpty,
-    ) {
-        match self.file().sync() {
-            Ok(()) => reply.ok(),
-            Err(error) => reply.error(file_err(&error)),
-        }
-    }
-
-    fn fallocate(
-        &self,
-        _req: &Request,
-        ino: INodeNo,
-        _fh: FileHandle,
-        offset: u64,
-        length: u64,
-        mode: i32,
-        reply: ReplyEmpty,
-    ) {
-        if ino != DISK_INO {
-            return reply.error(err(e::EISDIR));
-        }
-        // The loop driver turns discards into hole punches: they reach the FTL as TRIM.
-        let result = match mode {
-            m if m == FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE => {
-                self.file().discard(offset, length)
-            }
-            // Preallocation within the fixed size changes nothing.
-            0 | FALLOC_FL_KEEP_SIZE => Ok(()),
-            _ => return reply.error(err(e::EOPNOTSUPP)),
-        };
-        match result {
-            Ok(()) => reply.ok(),
-            Err(error) => reply.error(file_err(&error)),
-        }
-    }
-
-    fn readdir(
-        &self,
-        _req: &Request,
-        ino: INodeNo,
-        _fh: FileHandle,
-        offset: u64,
-        mut reply: ReplyDirectory,
-    ) {
-        if ino != INodeNo::ROOT {
-            return reply.error(err(e::ENOTDIR));
-        }
-        let entries = [
-            (INodeNo::ROOT, FileType::Directory, "."),
-            (INodeNo::ROOT, FileType::Directory, ".."),
-            (DISK_INO, FileType::RegularFile, DISK_FILE_NAME),
-        ];
-        for (i, (ino, kind, name)) in entries.iter().enumerate().skip(offset as usize) {
-            if reply.add(*ino, i as u64 + 1, *kind, name) {
-                break;
+    /// The loop driver turns discards into hole punches: they reach the FTL as TRIM.
+    /// Preallocation within the fixed size changes nothing.
+    fn fallocate(&mut self, ino: Ino, how: Fallocate) -> Result<(), FsError> {
+        Self::disk(ino)?;
+        match how {
+            Fallocate::PunchHole { offset, len } => self.file.discard(offset, len).map_err(convert),
+            Fallocate::Preallocate { offset, len } => {
+                match offset
+                    .checked_add(len)
+                    .is_some_and(|end| end <= self.file.size_bytes())
+                {
+                    true => Ok(()),
+                    false => Err(FsError::NoSpace),
+                }
             }
         }
-        reply.ok();
-    }
-
-    fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {
-        let blocks = self.file().size_bytes() / LBA_SIZE as u64;
-        reply.statfs(blocks, 0, 0, 2, 0, LBA_SIZE as u32, 255, LBA_SIZE as u32);
     }
 }

@@ -4,7 +4,7 @@
 //! time on an emulated device (the F2FS stack), or [`MemTree`], the in-memory reference
 //! the adapter is tested against.
 //!
-//! Block-file mode ([`BlockFs`]) exposes an emulated device as a single file, `disk.img`,
+//! Block-file mode ([`DiskTree`]) exposes an emulated device as a single file, `disk.img`,
 //! so that `losetup`, `mkfs.ext4` (or btrfs, xfs) and `mount` put a real kernel file system
 //! on the emulated FTL and NAND, and the FTL techniques are measured under that file
 //! system's traffic. All semantics live in [`BlockFile`], which is tested without FUSE; the
@@ -30,8 +30,8 @@ mod treefs;
 
 pub use blockfile::{BlockFile, BlockFileCounters, BlockFileError};
 pub use f2fs_tree::F2fsTree;
-pub use fs::{BlockFs, DISK_FILE_NAME};
+pub use fs::{DiskTree, DISK_FILE_NAME};
 pub use image::ImageBacked;
 pub use memtree::MemTree;
-pub use tree::{Attr, FsError, FsStats, Ino, InodeFs, Kind};
+pub use tree::{Attr, Fallocate, FsError, FsStats, Ino, InodeFs, Kind};
 pub use treefs::TreeFs;

@@ -41,6 +41,15 @@ pub struct FsStats {
     pub files_free: u64,
 }
 
+/// What `fallocate` asks for (the modes a mount passes on; others are refused).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fallocate {
+    /// `FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE`: the range reads as zeros afterwards.
+    PunchHole { offset: u64, len: u64 },
+    /// Mode 0 or `FALLOC_FL_KEEP_SIZE`: reserve space for the range.
+    Preallocate { offset: u64, len: u64 },
+}
+
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
 pub enum FsError {
     #[error("no such file or directory")]
@@ -59,6 +68,8 @@ pub enum FsError {
     NameTooLong,
     #[error("invalid argument: {0}")]
     Invalid(String),
+    #[error("file too large: {0}")]
+    TooLarge(String),
     #[error("not supported: {0}")]
     Unsupported(String),
     #[error("I/O error: {0}")]
@@ -96,4 +107,7 @@ pub trait InodeFs: Send + 'static {
     fn statfs(&mut self) -> Result<FsStats, FsError>;
     /// Makes everything durable and consistent (unmount, `sync`).
     fn sync(&mut self) -> Result<(), FsError>;
+    fn fallocate(&mut self, _ino: Ino, how: Fallocate) -> Result<(), FsError> {
+        Err(FsError::Unsupported(format!("{how:?}")))
+    }
 }

@@ -15,10 +15,13 @@ use fuser::{
 };
 
 use crate::errno::{self, libc_consts as e};
-use crate::tree::{Attr, FsError, InodeFs, Kind};
+use crate::tree::{Attr, Fallocate, FsError, InodeFs, Kind};
 
 /// Nothing is cached in the kernel: the core is the only truth.
 const TTL: Duration = Duration::ZERO;
+/// `fallocate` mode bits (Linux): keep the size, punch a hole.
+const FALLOC_FL_KEEP_SIZE: i32 = 0x01;
+const FALLOC_FL_PUNCH_HOLE: i32 = 0x02;
 /// `renameat2` flags (Linux).
 const RENAME_NOREPLACE: u32 = 1;
 const RENAME_EXCHANGE: u32 = 2;
@@ -361,6 +364,31 @@ impl<F: InodeFs> Filesystem for TreeFs<F> {
     ) {
         let ino = self.to_core(ino);
         empty(self.core().fsync(ino, datasync), reply);
+    }
+
+    fn fallocate(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        offset: u64,
+        length: u64,
+        mode: i32,
+        reply: ReplyEmpty,
+    ) {
+        let how = match mode {
+            m if m == FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE => Fallocate::PunchHole {
+                offset,
+                len: length,
+            },
+            0 | FALLOC_FL_KEEP_SIZE => Fallocate::Preallocate {
+                offset,
+                len: length,
+            },
+            _ => return reply.error(Errno::from_i32(e::EOPNOTSUPP)),
+        };
+        let ino = self.to_core(ino);
+        empty(self.core().fallocate(ino, how), reply);
     }
 
     fn readdir(
