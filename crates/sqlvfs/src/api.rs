@@ -125,4 +125,11 @@ pub trait FileApi: Send {
     fn delete(&mut self, now: Nanos, path: &str, sync_dir: bool) -> Result<Nanos, FileError>;
     /// Whether a file named `path` exists.
     fn exists(&mut self, now: Nanos, path: &str) -> Result<(bool, Nanos), FileError>;
+    /// Renames `from` to `to`, atomically replacing any file named `to` (POSIX `rename`).
+    /// A namespace change: durable as the trait's doc says, and all or nothing across a
+    /// power cut (after it, exactly one of the two names refers to the file).
+    fn rename(&mut self, now: Nanos, from: &str, to: &str) -> Result<Nanos, FileError>;
+    /// Creates the directory `path` (its parent must exist on file systems with
+    /// directories; a flat file system only records it). `AlreadyExists` if it exists.
+    fn mkdir(&mut self, now: Nanos, path: &str) -> Result<Nanos, FileError>;
 }

@@ -31,6 +31,10 @@ pub enum CallOp {
     Delete,
     /// `exists`.
     Exists,
+    /// `rename` (`path` is the old name).
+    Rename,
+    /// `mkdir`.
+    Mkdir,
 }
 
 /// One logged file-level call.
@@ -100,6 +104,8 @@ struct Inode {
 enum NsOp {
     Link(String, u64),
     Unlink(String),
+    /// `from`, `to`, the inode: one op, so a cut keeps all of a rename or none of it.
+    Rename(String, String, u64),
 }
 
 #[derive(Debug, Clone)]
@@ -117,6 +123,8 @@ struct Inner {
     inodes: BTreeMap<u64, Inode>,
     names: BTreeMap<String, u64>,
     durable_names: BTreeMap<String, u64>,
+    /// Directories made by `mkdir` (a flat namespace: only recorded).
+    dirs: std::collections::BTreeSet<String>,
     pending_ns: Vec<NsOp>,
     handles: BTreeMap<FileId, Handle>,
     next_ino: u64,
@@ -148,6 +156,7 @@ impl MemFs {
                 inodes: BTreeMap::new(),
                 names: BTreeMap::new(),
                 durable_names: BTreeMap::new(),
+                dirs: std::collections::BTreeSet::new(),
                 pending_ns: Vec::new(),
                 handles: BTreeMap::new(),
                 next_ino: 1,
@@ -238,6 +247,10 @@ impl Inner {
                 NsOp::Unlink(p) => {
                     self.durable_names.remove(&p);
                 }
+                NsOp::Rename(from, to, ino) => {
+                    self.durable_names.remove(&from);
+                    self.durable_names.insert(to, ino);
+                }
             }
         }
         self.names = self.durable_names.clone();
@@ -317,7 +330,7 @@ impl Inner {
             || self
                 .pending_ns
                 .iter()
-                .any(|op| matches!(op, NsOp::Link(_, i) if *i == ino));
+                .any(|op| matches!(op, NsOp::Link(_, i) | NsOp::Rename(_, _, i) if *i == ino));
         if !referenced {
             self.inodes.remove(&ino);
         }
@@ -335,6 +348,14 @@ impl Inner {
                 }
                 NsOp::Unlink(p) => {
                     if let Some(old) = self.durable_names.remove(&p) {
+                        touched.push(old);
+                    }
+                }
+                NsOp::Rename(from, to, ino) => {
+                    if let Some(old) = self.durable_names.remove(&from) {
+                        touched.push(old);
+                    }
+                    if let Some(old) = self.durable_names.insert(to, ino) {
                         touched.push(old);
                     }
                 }
@@ -557,6 +578,34 @@ impl FileApi for MemFs {
         g.record(now, done, CallOp::Exists, path, 0, 0);
         Ok((e, done))
     }
+
+    fn rename(&mut self, now: Nanos, from: &str, to: &str) -> Result<Nanos, FileError> {
+        let mut g = self.lock();
+        g.begin()?;
+        let Some(ino) = g.names.remove(from) else {
+            return Err(FileError::NotFound(from.to_owned()));
+        };
+        let replaced = g.names.insert(to.to_owned(), ino);
+        g.pending_ns
+            .push(NsOp::Rename(from.to_owned(), to.to_owned(), ino));
+        if let Some(old) = replaced {
+            g.collect(old);
+        }
+        let done = now + g.config.call_ns;
+        g.record(now, done, CallOp::Rename, from, 0, 0);
+        Ok(done)
+    }
+
+    fn mkdir(&mut self, now: Nanos, path: &str) -> Result<Nanos, FileError> {
+        let mut g = self.lock();
+        g.begin()?;
+        if g.names.contains_key(path) || !g.dirs.insert(path.to_owned()) {
+            return Err(FileError::AlreadyExists(path.to_owned()));
+        }
+        let done = now + g.config.call_ns;
+        g.record(now, done, CallOp::Mkdir, path, 0, 0);
+        Ok(done)
+    }
 }
 
 #[cfg(test)]
@@ -612,6 +661,41 @@ mod tests {
             assert!(fs.contents("/b").is_none());
         }
         assert!(vanished);
+    }
+
+    #[test]
+    fn rename_is_all_or_nothing_across_a_cut() {
+        let (mut old_seen, mut new_seen) = (false, false);
+        for seed in 0..32 {
+            let mut fs = MemFs::new(seed, MemFsConfig::default());
+            let (f, t) = fs.open(0, "/prefs.xml.tmp", create()).unwrap();
+            let t = fs.write_at(t, f, 0, b"v2").unwrap();
+            let t = fs.sync(t, f, false).unwrap();
+            fs.close(t, f).unwrap();
+            fs.rename(t, "/prefs.xml.tmp", "/prefs.xml").unwrap();
+            assert_eq!(fs.contents("/prefs.xml").unwrap(), b"v2");
+            fs.power_cut();
+            fs.power_on();
+            let old = fs.contents("/prefs.xml.tmp");
+            let new = fs.contents("/prefs.xml");
+            assert!(
+                old.is_some() != new.is_some(),
+                "seed {seed}: exactly one name"
+            );
+            old_seen |= old.is_some();
+            new_seen |= new.is_some();
+        }
+        assert!(old_seen && new_seen);
+    }
+
+    #[test]
+    fn mkdir_twice_is_an_error() {
+        let mut fs = MemFs::new(1, MemFsConfig::default());
+        fs.mkdir(0, "/data").unwrap();
+        assert_eq!(
+            fs.mkdir(0, "/data"),
+            Err(FileError::AlreadyExists("/data".into()))
+        );
     }
 
     #[test]
