@@ -1,0 +1,1 @@
+//! App personas (work in progress).

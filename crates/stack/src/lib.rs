@@ -1,0 +1,1 @@
+//! The assembled stack (work in progress).
