@@ -4,7 +4,7 @@
 //! a loop device.
 
 use std::fs::File;
-use std::io::{Read, Seek, SeekFrom, Write};
+use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -16,7 +16,9 @@ use flashstack_block::BlockDevice;
 use flashstack_block::LBA_SIZE;
 use flashstack_f2fs::{mkfs, F2fs, MkfsOptions};
 use flashstack_ftl::Ftl;
-use flashstack_fuse::{BlockFile, DiskTree, F2fsTree, ImageBacked, TreeFs, DISK_FILE_NAME};
+use flashstack_fuse::{
+    BlockFile, DiskTree, F2fsTree, ImageBacked, InodeFs, Recording, TreeFs, DISK_FILE_NAME,
+};
 use flashstack_report::{render_json, render_table, ReportOptions, RunInfo, RunReport};
 
 use crate::device;
@@ -40,6 +42,10 @@ pub struct MountArgs {
     /// Write the run's metrics as JSON at unmount.
     #[arg(long, value_name = "FILE")]
     metrics: Option<PathBuf>,
+    /// Record everything the mounted programs do as a file-level trace (format:
+    /// docs/file-traces.md; writes carry their bytes), replayable on any stack.
+    #[arg(long, value_name = "TRACE", conflicts_with = "block")]
+    record: Option<PathBuf>,
     #[arg(long, default_value_t = 1)]
     seed: u64,
 }
@@ -161,7 +167,38 @@ fn serve_f2fs<D: BlockDevice + Send + 'static>(
     args: &MountArgs,
     name: &str,
 ) -> Result<D> {
-    let tree = Arc::new(Mutex::new(F2fsTree::new(fs)));
+    let tree = F2fsTree::new(fs);
+    let tree = match &args.record {
+        None => serve(tree, args, name)?,
+        Some(path) => {
+            let out = File::create(path)
+                .with_context(|| format!("cannot create the trace {}", path.display()))?;
+            let recording = Recording::new(tree, Box::new(BufWriter::new(out)))
+                .with_context(|| format!("cannot write the trace {}", path.display()))?;
+            let (tree, stats, flushed) = serve(recording, args, name)?.finish();
+            flushed.with_context(|| format!("writing the trace {}", path.display()))?;
+            eprintln!(
+                "{}: recorded {} operations ({} bytes written{})",
+                path.display(),
+                stats.ops,
+                stats.write_bytes,
+                if stats.unnamed > 0 {
+                    format!(", {} under /.ino-N names", stats.unnamed)
+                } else {
+                    String::new()
+                }
+            );
+            tree
+        }
+    };
+    let fs = tree.into_inner();
+    println!("f2fs: {:?}", fs.metrics());
+    fs.unmount().context("unmount checkpoint")
+}
+
+/// Serves `core` with FUSE until the mount is unmounted; returns the core.
+fn serve<T: InodeFs>(core: T, args: &MountArgs, name: &str) -> Result<T> {
+    let tree = Arc::new(Mutex::new(core));
     let (uid, gid) = current_ids();
     let session = start(&args.mountpoint, TreeFs::new(Arc::clone(&tree), uid, gid))?;
     eprintln!(
@@ -170,13 +207,10 @@ fn serve_f2fs<D: BlockDevice + Send + 'static>(
         args.mountpoint.display()
     );
     wait_for_unmount(session, &args.mountpoint)?;
-    let tree = Arc::try_unwrap(tree)
+    Ok(Arc::try_unwrap(tree)
         .map_err(|_| anyhow::anyhow!("the file system is still in use after unmount"))?
         .into_inner()
-        .unwrap_or_else(|p| p.into_inner());
-    let fs = tree.into_inner();
-    println!("f2fs: {:?}", fs.metrics());
-    fs.unmount().context("unmount checkpoint")
+        .unwrap_or_else(|p| p.into_inner()))
 }
 
 /// An existing, empty directory: mounting over files would hide them.

@@ -188,7 +188,14 @@ fn sqlite_on_the_f2fs_mount_survives_unmount_and_remount() {
     let metrics = dir.with_extension("json");
     let _ = std::fs::remove_file(&image);
     let image_arg = ["--image", image.to_str().unwrap()];
-    let daemon = Daemon::start_with(&dir, &metrics, &image_arg);
+    let trace = dir.with_extension("fst");
+    let recorded_args = [
+        image_arg[0],
+        image_arg[1],
+        "--record",
+        trace.to_str().unwrap(),
+    ];
+    let daemon = Daemon::start_with(&dir, &metrics, &recorded_args);
     let d = dir.display();
     let mut script = String::from("CREATE TABLE m(id INTEGER PRIMARY KEY, body TEXT);\n");
     for t in 0..100 {
@@ -221,6 +228,8 @@ fn sqlite_on_the_f2fs_mount_survives_unmount_and_remount() {
     }
     let table = daemon.stop();
     assert!(table.contains("NAND page programs"), "{table}");
+    check_recorded_trace(&trace);
+    let _ = std::fs::remove_file(&trace);
     if let Some(fsck) = f2fs_tool("fsck.f2fs") {
         let copy = dir.with_extension("fsck.img");
         std::fs::copy(&image, &copy).unwrap();
@@ -239,6 +248,43 @@ fn sqlite_on_the_f2fs_mount_survives_unmount_and_remount() {
     );
     assert_eq!(sh(&format!("cat {d}/dir/b")), "hello");
     daemon.stop();
+}
+
+/// `--record` wrote a valid file-level trace of the session: sqlite3's database and
+/// journal traffic with its fsyncs, and the shell's rename, with the paths seen on the mount.
+fn check_recorded_trace(trace: &Path) {
+    let text = std::fs::read_to_string(trace).expect("the trace was written");
+    assert!(text.starts_with("#flashstack-filetrace 1\n"));
+    assert!(
+        text.contains(" open 3 /app.db rdwr|creat"),
+        "sqlite3 created /app.db"
+    );
+    assert!(
+        text.contains(" /app.db-journal "),
+        "the rollback journal appears"
+    );
+    assert!(text.contains(" rename /dir/a /dir/b"), "the shell's mv");
+    let out = Command::new(env!("CARGO_BIN_EXE_flashstack"))
+        .args(["workload", "analyze", "--json"])
+        .arg(trace)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let fsyncs =
+        summary["fsync_count"].as_u64().unwrap() + summary["fdatasync_count"].as_u64().unwrap();
+    assert!(
+        fsyncs >= 200,
+        "100 transactions sync journal and database: {summary}"
+    );
+    assert!(
+        summary["write_bytes"].as_u64().unwrap() > 4 << 20,
+        "fio's 4 MiB at least"
+    );
 }
 
 fn missing_tool(tool: &str) -> Option<String> {

@@ -73,6 +73,10 @@ fn convert(e: F2fsFsError) -> FsError {
 }
 
 impl<D: BlockDevice + Send + 'static> InodeFs for F2fsTree<D> {
+    fn now_ns(&self) -> u64 {
+        self.fs().now_ns()
+    }
+
     fn root(&self) -> Ino {
         flashstack_f2fs::consts::ROOT_INO as Ino
     }

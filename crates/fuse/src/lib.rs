@@ -25,6 +25,7 @@ mod f2fs_tree;
 mod fs;
 mod image;
 mod memtree;
+mod record;
 pub mod tree;
 mod treefs;
 
@@ -33,5 +34,6 @@ pub use f2fs_tree::F2fsTree;
 pub use fs::{DiskTree, DISK_FILE_NAME};
 pub use image::ImageBacked;
 pub use memtree::MemTree;
-pub use tree::{Attr, Fallocate, FsError, FsStats, Ino, InodeFs, Kind};
+pub use record::{RecordStats, Recording, OPEN_HANDLES_MAX, PATHS_MAX};
+pub use tree::{Attr, Fallocate, FsError, FsStats, Ino, InodeFs, Kind, OpenHow};
 pub use treefs::TreeFs;

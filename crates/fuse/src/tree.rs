@@ -76,6 +76,16 @@ pub enum FsError {
     Io(String),
 }
 
+/// How a file was opened (the flags of `open(2)` that change what reaches storage).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OpenHow {
+    pub read: bool,
+    pub write: bool,
+    pub create: bool,
+    pub exclusive: bool,
+    pub append: bool,
+}
+
 /// A file system as a FUSE mount drives it. Names are raw bytes (no encoding assumed).
 pub trait InodeFs: Send + 'static {
     fn root(&self) -> Ino;
@@ -109,5 +119,14 @@ pub trait InodeFs: Send + 'static {
     fn sync(&mut self) -> Result<(), FsError>;
     fn fallocate(&mut self, _ino: Ino, how: Fallocate) -> Result<(), FsError> {
         Err(FsError::Unsupported(format!("{how:?}")))
+    }
+    /// The mount opened (or created) `ino` as handle `fh` (unique per mount). Reads and
+    /// writes name the inode, not the handle; cores that keep per-open state use this.
+    fn opened(&mut self, _ino: Ino, _fh: u64, _how: OpenHow) {}
+    /// The last user of handle `fh` closed it.
+    fn released(&mut self, _fh: u64) {}
+    /// The core's virtual clock (nanoseconds), for recording; 0 if it keeps none.
+    fn now_ns(&self) -> u64 {
+        0
     }
 }

@@ -5,6 +5,7 @@
 
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -15,7 +16,7 @@ use fuser::{
 };
 
 use crate::errno::{self, libc_consts as e};
-use crate::tree::{Attr, Fallocate, FsError, InodeFs, Kind};
+use crate::tree::{Attr, Fallocate, FsError, InodeFs, Kind, OpenHow};
 
 /// Nothing is cached in the kernel: the core is the only truth.
 const TTL: Duration = Duration::ZERO;
@@ -32,11 +33,22 @@ pub struct TreeFs<F: InodeFs> {
     core: Arc<Mutex<F>>,
     uid: u32,
     gid: u32,
+    /// The next file handle: unique per mount, so a core can tell opens apart.
+    next_fh: AtomicU64,
 }
 
 impl<F: InodeFs> TreeFs<F> {
     pub fn new(core: Arc<Mutex<F>>, uid: u32, gid: u32) -> Self {
-        TreeFs { core, uid, gid }
+        TreeFs {
+            core,
+            uid,
+            gid,
+            next_fh: AtomicU64::new(1),
+        }
+    }
+
+    fn new_fh(&self) -> u64 {
+        self.next_fh.fetch_add(1, Ordering::Relaxed)
     }
 
     fn core(&self) -> MutexGuard<'_, F> {
@@ -252,11 +264,14 @@ impl<F: InodeFs> Filesystem for TreeFs<F> {
         self.entry(result, reply);
     }
 
-    fn open(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
+    fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
         let ino = self.to_core(ino);
-        match self.core().getattr(ino) {
+        let mut core = self.core();
+        match core.getattr(ino) {
             Ok(a) if a.kind == Kind::File => {
-                reply.opened(FileHandle(0), FopenFlags::FOPEN_DIRECT_IO)
+                let fh = self.new_fh();
+                core.opened(ino, fh, open_how(flags.0, false));
+                reply.opened(FileHandle(fh), FopenFlags::FOPEN_DIRECT_IO)
             }
             Ok(_) => reply.error(Errno::from_i32(e::EISDIR)),
             Err(error) => reply.error(fs_err(&error)),
@@ -270,7 +285,7 @@ impl<F: InodeFs> Filesystem for TreeFs<F> {
         name: &OsStr,
         mode: u32,
         umask: u32,
-        _flags: i32,
+        flags: i32,
         reply: ReplyCreate,
     ) {
         let parent = self.to_core(parent);
@@ -278,13 +293,15 @@ impl<F: InodeFs> Filesystem for TreeFs<F> {
         let root = core.root();
         match core.create(parent, name.as_bytes(), perm_of(mode, umask)) {
             Ok(a) => {
+                let fh = self.new_fh();
+                core.opened(a.ino, fh, open_how(flags, true));
                 drop(core);
                 let attr = self.file_attr(root, &a);
                 reply.created(
                     &TTL,
                     &attr,
                     Generation(0),
-                    FileHandle(0),
+                    FileHandle(fh),
                     FopenFlags::FOPEN_DIRECT_IO,
                 )
             }
@@ -339,6 +356,20 @@ impl<F: InodeFs> Filesystem for TreeFs<F> {
         reply: ReplyEmpty,
     ) {
         // close() does not make data durable on Linux file systems either.
+        reply.ok();
+    }
+
+    fn release(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        _flush: bool,
+        reply: ReplyEmpty,
+    ) {
+        self.core().released(fh.0);
         reply.ok();
     }
 
@@ -442,5 +473,24 @@ impl<F: InodeFs> Filesystem for TreeFs<F> {
             ),
             Err(error) => reply.error(fs_err(&error)),
         }
+    }
+}
+
+/// `open(2)` flags (Linux values) as [`OpenHow`]. `O_TRUNC` is left out: the kernel sends
+/// it to the core as a separate size change.
+fn open_how(flags: i32, created: bool) -> OpenHow {
+    const O_ACCMODE: i32 = 0o3;
+    const O_WRONLY: i32 = 0o1;
+    const O_RDWR: i32 = 0o2;
+    const O_CREAT: i32 = 0o100;
+    const O_EXCL: i32 = 0o200;
+    const O_APPEND: i32 = 0o2000;
+    let access = flags & O_ACCMODE;
+    OpenHow {
+        read: access != O_WRONLY,
+        write: access == O_WRONLY || access == O_RDWR,
+        create: created || flags & O_CREAT != 0,
+        exclusive: flags & O_EXCL != 0,
+        append: flags & O_APPEND != 0,
     }
 }
