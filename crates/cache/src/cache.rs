@@ -165,6 +165,11 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
         &mut self.backing
     }
 
+    /// Gives the file system below back (after a crash, to remount it).
+    pub fn into_backing(self) -> B {
+        self.backing
+    }
+
     pub fn dirty_bytes(&self) -> u64 {
         self.dirty_page_count * PAGE_BYTES
     }

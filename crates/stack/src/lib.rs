@@ -1,1 +1,13 @@
-//! The assembled stack (work in progress).
+//! The assembled stack: a page cache ([`flashstack_cache::PageCache`]) over F2FS
+//! ([`flashstack_f2fs::F2fs`]) over the FTL and NAND, behind [`flashstack_sqlvfs::FileApi`].
+//!
+//! Time rule: every call carries the virtual time it is issued at; each layer is advanced to
+//! that time, runs the operation, and hands its completion time back up.
+
+mod backing;
+mod config;
+mod stack;
+
+pub use backing::F2fsBacking;
+pub use config::{ConfigError, StackConfig};
+pub use stack::{SharedStack, Stack, StackError, StackMetrics};

@@ -1,0 +1,123 @@
+//! The cache's [`Backing`] over the project's F2FS.
+
+use flashstack_block::BlockDevice;
+use flashstack_cache::{Backing, BackingError, Ino, Page, PAGE_SIZE_BYTES};
+use flashstack_f2fs::{F2fs, FsError};
+use flashstack_sim::Nanos;
+
+/// F2FS below the page cache. Each call advances F2FS's clock to `now_ns`, runs the
+/// operation and returns F2FS's clock. Durability is F2FS's: written pages are volatile
+/// until `fsync` (roll-forward) or a checkpoint (`sync_all`).
+pub struct F2fsBacking<D: BlockDevice> {
+    fs: F2fs<D>,
+}
+
+impl<D: BlockDevice> F2fsBacking<D> {
+    pub fn new(fs: F2fs<D>) -> Self {
+        Self { fs }
+    }
+    pub fn fs(&self) -> &F2fs<D> {
+        &self.fs
+    }
+    pub fn fs_mut(&mut self) -> &mut F2fs<D> {
+        &mut self.fs
+    }
+    pub fn into_fs(self) -> F2fs<D> {
+        self.fs
+    }
+
+    fn timed<T>(
+        &mut self,
+        now_ns: Nanos,
+        ino: Ino,
+        op: impl FnOnce(&mut F2fs<D>, u32) -> Result<T, FsError>,
+    ) -> Result<(T, Nanos), BackingError> {
+        let ino32 = u32::try_from(ino).map_err(|_| BackingError::Io {
+            ino,
+            reason: "inode number exceeds 32 bits".into(),
+        })?;
+        self.fs.advance_to(now_ns);
+        let value = op(&mut self.fs, ino32).map_err(|e| BackingError::Io {
+            ino,
+            reason: e.to_string(),
+        })?;
+        Ok((value, self.fs.now_ns().max(now_ns)))
+    }
+}
+
+impl<D: BlockDevice> Backing for F2fsBacking<D> {
+    fn read_page(
+        &mut self,
+        now_ns: Nanos,
+        ino: Ino,
+        page_index: u64,
+        page: &mut Page,
+    ) -> Result<Nanos, BackingError> {
+        let (block, done) = self.timed(now_ns, ino, |fs, i| fs.read_page(i, page_index))?;
+        page.copy_from_slice(&block[..PAGE_SIZE_BYTES]);
+        Ok(done)
+    }
+
+    fn write_pages(
+        &mut self,
+        now_ns: Nanos,
+        ino: Ino,
+        first_page_index: u64,
+        pages: &[&Page],
+        file_size_bytes: u64,
+        _sync: bool,
+    ) -> Result<Nanos, BackingError> {
+        let ((), done) = self.timed(now_ns, ino, |fs, i| {
+            for (k, page) in pages.iter().enumerate() {
+                let index = first_page_index + k as u64;
+                let start = index * PAGE_SIZE_BYTES as u64;
+                let valid = file_size_bytes
+                    .saturating_sub(start)
+                    .min(PAGE_SIZE_BYTES as u64);
+                fs.write_page(i, index, page, valid as usize)?;
+            }
+            // The cache's size is the truth: a hole past the last page grows the file.
+            if fs.stat_ino(i)?.size_bytes != file_size_bytes {
+                fs.truncate(i, file_size_bytes)?;
+            }
+            Ok(())
+        })?;
+        Ok(done)
+    }
+
+    fn fsync(&mut self, now_ns: Nanos, ino: Ino, data_only: bool) -> Result<Nanos, BackingError> {
+        let ((), done) = self.timed(now_ns, ino, |fs, i| {
+            if data_only {
+                fs.fdatasync(i)
+            } else {
+                fs.fsync(i)
+            }
+        })?;
+        Ok(done)
+    }
+
+    fn sync_all(&mut self, now_ns: Nanos) -> Result<Nanos, BackingError> {
+        let ((), done) = self.timed(now_ns, 0, |fs, _| fs.sync())?;
+        Ok(done)
+    }
+
+    fn truncate(
+        &mut self,
+        now_ns: Nanos,
+        ino: Ino,
+        size_bytes: u64,
+    ) -> Result<Nanos, BackingError> {
+        let ((), done) = self.timed(now_ns, ino, |fs, i| fs.truncate(i, size_bytes))?;
+        Ok(done)
+    }
+
+    /// The name is removed by the stack (F2FS `unlink`), and the inode freed at its last
+    /// close; nothing to do here.
+    fn unlink(&mut self, now_ns: Nanos, _ino: Ino) -> Result<Nanos, BackingError> {
+        Ok(now_ns.max(self.fs.now_ns()))
+    }
+
+    fn file_size(&mut self, now_ns: Nanos, ino: Ino) -> Result<(u64, Nanos), BackingError> {
+        self.timed(now_ns, ino, |fs, i| Ok(fs.stat_ino(i)?.size_bytes))
+    }
+}

@@ -1,0 +1,93 @@
+//! One struct holding every layer's configuration, with TOML and named presets.
+
+use flashstack_cache::CacheConfig;
+use flashstack_ftl::DeviceConfig;
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+#[derive(Debug, Error)]
+pub enum ConfigError {
+    #[error("unknown stack preset '{0}' (known: default, ldc-emmc, ufs31)")]
+    UnknownPreset(String),
+    #[error("{file}: {reason}")]
+    Parse { file: String, reason: String },
+    #[error("cache: {0}")]
+    Cache(String),
+}
+
+/// F2FS format options a stack config may set (the rest are mkfs's deterministic defaults).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct FsConfig {
+    /// Overprovision ratio in percent; `None` lets mkfs pick.
+    pub overprovision_percent: Option<f64>,
+}
+
+impl Default for FsConfig {
+    fn default() -> Self {
+        Self {
+            overprovision_percent: None,
+        }
+    }
+}
+
+/// The whole stack: device, file system, page cache, seed.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StackConfig {
+    pub name: String,
+    pub seed: u64,
+    pub device: DeviceConfig,
+    #[serde(default)]
+    pub fs: FsConfig,
+    pub cache: CacheConfig,
+    /// A call arriving this long after the previous one first lets idle work run.
+    pub idle_gap_ns: u64,
+}
+
+impl StackConfig {
+    /// A named preset: `default` (the ldc-emmc device, a phone page cache), `ldc-emmc`,
+    /// `ufs31`.
+    pub fn preset(name: &str) -> Result<Self, ConfigError> {
+        let device_name = match name {
+            "default" | "ldc-emmc" => "ldc-emmc",
+            "ufs31" => "ufs31",
+            other => return Err(ConfigError::UnknownPreset(other.to_string())),
+        };
+        let device = flashstack_ftl::presets::preset(device_name)
+            .ok_or_else(|| ConfigError::UnknownPreset(device_name.to_string()))?;
+        Ok(Self {
+            name: name.to_string(),
+            seed: 1,
+            device,
+            fs: FsConfig::default(),
+            cache: CacheConfig::phone_4gib(),
+            idle_gap_ns: 1_000_000_000,
+        })
+    }
+
+    pub fn from_toml_str(text: &str, file: &str) -> Result<Self, ConfigError> {
+        let config: Self = toml::from_str(text).map_err(|e| ConfigError::Parse {
+            file: file.to_string(),
+            reason: e.to_string(),
+        })?;
+        config
+            .cache
+            .validate()
+            .map_err(|e| ConfigError::Cache(e.to_string()))?;
+        Ok(config)
+    }
+
+    pub fn from_toml_file(path: &std::path::Path) -> Result<Self, ConfigError> {
+        let name = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| ConfigError::Parse {
+            file: name.clone(),
+            reason: e.to_string(),
+        })?;
+        Self::from_toml_str(&text, &name)
+    }
+
+    pub fn to_toml_string(&self) -> String {
+        toml::to_string(self).unwrap_or_default()
+    }
+}

@@ -1,0 +1,591 @@
+//! [`Stack`]: the file API over the page cache over F2FS over the FTL.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use flashstack_block::BlockDevice;
+use flashstack_cache::{CacheError, PageCache};
+use flashstack_f2fs::{mkfs, F2fs, FsError, MkfsOptions};
+use flashstack_ftl::Ftl;
+use flashstack_sim::{LatencyHistogram, Nanos};
+use flashstack_sqlvfs::{FileApi, FileError, FileId, OpenFlags};
+use serde::Serialize;
+use thiserror::Error;
+
+use crate::{F2fsBacking, StackConfig};
+
+/// Most handles open at once.
+const OPEN_HANDLES_MAX: usize = 65_536;
+
+#[derive(Debug, Error)]
+pub enum StackError {
+    #[error("device: {0}")]
+    Device(String),
+    #[error("mkfs: {0}")]
+    Mkfs(String),
+    #[error("mount: {0}")]
+    Mount(String),
+    #[error("cache: {0}")]
+    Cache(String),
+    #[error("the stack is powered off; call recover()")]
+    PoweredOff,
+}
+
+struct Handle {
+    ino: u32,
+    path: String,
+    read_only: bool,
+    delete_on_close: bool,
+}
+
+/// Per-operation counts, bytes and latencies of the file API.
+#[derive(Default)]
+struct OpStats {
+    count: u64,
+    bytes: u64,
+    latency: LatencyHistogram,
+}
+
+/// Figures of every layer, deterministic.
+#[derive(Clone, Debug, Serialize)]
+pub struct StackMetrics {
+    pub now_ns: Nanos,
+    pub ops: BTreeMap<String, OpMetrics>,
+    pub cache: flashstack_cache::CacheMetrics,
+    pub f2fs: flashstack_f2fs::Metrics,
+    pub ftl: flashstack_ftl::FtlCounters,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct OpMetrics {
+    pub count: u64,
+    pub bytes: u64,
+    pub latency: flashstack_sim::LatencySummary,
+}
+
+type Cache = PageCache<F2fsBacking<Ftl>>;
+
+/// The assembled stack. Data goes through the page cache; namespace operations go straight
+/// to F2FS. After [`power_cut`](Stack::power_cut) every call fails until
+/// [`recover`](Stack::recover).
+pub struct Stack {
+    config: StackConfig,
+    cache: Option<Cache>,
+    handles: BTreeMap<FileId, Handle>,
+    next_handle: FileId,
+    now_ns: Nanos,
+    /// Namespace changes since the last checkpoint: a later fsync checkpoints (what F2FS
+    /// does when roll-forward cannot recover the change, `need_do_checkpoint`).
+    namespace_dirty: bool,
+    ops: BTreeMap<&'static str, OpStats>,
+}
+
+fn io<E: std::fmt::Display>(e: E) -> FileError {
+    FileError::Io(e.to_string())
+}
+
+fn fs_err(path: &str, e: FsError) -> FileError {
+    match e {
+        FsError::NotFound(_) => FileError::NotFound(path.to_string()),
+        FsError::Exists(_) => FileError::AlreadyExists(path.to_string()),
+        other => FileError::Io(format!("{path}: {other}")),
+    }
+}
+
+fn cache_err(e: CacheError) -> FileError {
+    let text = e.to_string();
+    if text.contains("power") {
+        FileError::PowerLost
+    } else {
+        FileError::Io(text)
+    }
+}
+
+impl Stack {
+    /// Builds the device, formats it and mounts F2FS under an empty page cache.
+    pub fn new(config: StackConfig) -> Result<Stack, StackError> {
+        let mut ftl = Ftl::new(config.device.clone(), true, config.seed)
+            .map_err(|e| StackError::Device(e.to_string()))?;
+        let opts = MkfsOptions {
+            overprovision: config.fs.overprovision_percent,
+            ..MkfsOptions::default()
+        };
+        mkfs(&mut ftl, &opts).map_err(|e| StackError::Mkfs(e.to_string()))?;
+        let fs = F2fs::mount(ftl).map_err(|e| StackError::Mount(e.to_string()))?;
+        let now_ns = fs.now_ns();
+        let cache = PageCache::new(config.cache.clone(), F2fsBacking::new(fs))
+            .map_err(|e| StackError::Cache(e.to_string()))?;
+        Ok(Stack {
+            config,
+            cache: Some(cache),
+            handles: BTreeMap::new(),
+            next_handle: 1,
+            now_ns,
+            namespace_dirty: false,
+            ops: BTreeMap::new(),
+        })
+    }
+
+    pub fn config(&self) -> &StackConfig {
+        &self.config
+    }
+
+    /// The current virtual time (the latest completion seen).
+    pub fn now_ns(&self) -> Nanos {
+        self.now_ns
+    }
+
+    fn cache(&mut self) -> Result<&mut Cache, FileError> {
+        self.cache.as_mut().ok_or(FileError::PowerLost)
+    }
+
+    fn fs(&mut self) -> Result<&mut F2fs<Ftl>, FileError> {
+        Ok(self.cache()?.backing_mut().fs_mut())
+    }
+
+    /// Lets background work run until `t`: the cache's flusher (expired dirty pages).
+    pub fn idle_until(&mut self, t: Nanos) -> Result<Nanos, FileError> {
+        let t = t.max(self.now_ns);
+        self.cache()?.advance_to(t).map_err(cache_err)?;
+        self.now_ns = t;
+        Ok(t)
+    }
+
+    /// Entry of every call: time never goes back; a gap first runs idle work.
+    fn enter(&mut self, now: Nanos) -> Result<Nanos, FileError> {
+        let now = now.max(self.now_ns);
+        if self.cache.is_none() {
+            return Err(FileError::PowerLost);
+        }
+        if now >= self.now_ns + self.config.idle_gap_ns {
+            self.idle_until(now)?;
+        }
+        Ok(now)
+    }
+
+    fn done(&mut self, op: &'static str, start: Nanos, end: Nanos, bytes: u64) -> Nanos {
+        let end = end.max(start);
+        self.now_ns = self.now_ns.max(end);
+        let stats = self.ops.entry(op).or_default();
+        stats.count += 1;
+        stats.bytes += bytes;
+        stats.latency.record(end - start);
+        end
+    }
+
+    fn handle(&self, file: FileId) -> Result<&Handle, FileError> {
+        self.handles.get(&file).ok_or(FileError::BadHandle(file))
+    }
+
+    fn open_count(&self, ino: u32) -> usize {
+        self.handles.values().filter(|h| h.ino == ino).count()
+    }
+
+    /// Writes every dirty page back and checkpoints (`sync(2)`).
+    pub fn sync_all(&mut self, now: Nanos) -> Result<Nanos, FileError> {
+        let start = self.enter(now)?;
+        let end = self.cache()?.sync_all(start).map_err(cache_err)?;
+        self.namespace_dirty = false;
+        Ok(self.done("sync_all", start, end, 0))
+    }
+
+    /// `sync_all`, the state a clean unmount leaves (a checkpoint).
+    pub fn unmount(&mut self, now: Nanos) -> Result<Nanos, FileError> {
+        self.sync_all(now)
+    }
+
+    /// Cuts power now: the page cache and every handle are lost, the NAND tears nothing
+    /// further (use [`arm_power_cut`](Stack::arm_power_cut) to tear a later operation).
+    pub fn power_cut(&mut self) {
+        if let Some(cache) = self.cache.as_mut() {
+            cache.crash();
+            cache
+                .backing_mut()
+                .fs_mut()
+                .device_mut()
+                .nand_mut()
+                .cut_power();
+        }
+    }
+
+    /// Arms a power cut at the `ops`-th NAND operation from now (at least 1).
+    pub fn arm_power_cut(&mut self, ops: u64) -> Result<(), FileError> {
+        let ops = ops.max(1);
+        self.fs()?.device_mut().nand_mut().arm_power_cut(ops);
+        Ok(())
+    }
+
+    /// Whether the NAND has lost power.
+    pub fn is_powered_off(&self) -> bool {
+        self.cache
+            .as_ref()
+            .is_none_or(|c| !c.backing().fs().device().nand().is_powered())
+    }
+
+    /// After a power cut: FTL power cycle (scan), F2FS remount with roll-forward, an empty
+    /// cache. Handles are gone.
+    pub fn recover(&mut self) -> Result<Nanos, StackError> {
+        let cache = self.cache.take().ok_or(StackError::PoweredOff)?;
+        let mut ftl = cache.into_backing().into_fs().into_device();
+        ftl.nand_mut().cut_power();
+        let at = ftl.busy_until_ns().max(self.now_ns);
+        let completion = ftl
+            .power_cycle(at)
+            .map_err(|e| StackError::Device(e.to_string()))?;
+        let at = completion.complete_ns.max(at);
+        let fs = F2fs::mount_at(ftl, at).map_err(|e| StackError::Mount(e.to_string()))?;
+        self.now_ns = fs.now_ns().max(at);
+        let cache = PageCache::new(self.config.cache.clone(), F2fsBacking::new(fs))
+            .map_err(|e| StackError::Cache(e.to_string()))?;
+        self.cache = Some(cache);
+        self.handles.clear();
+        self.namespace_dirty = false;
+        Ok(self.now_ns)
+    }
+
+    /// The logical device image (every LBA, 4 KiB each) as of now, for fsck.f2fs.
+    pub fn export_image(&mut self) -> Result<Vec<u8>, FileError> {
+        let now = self.now_ns;
+        let dev = self.fs()?.device_mut();
+        let blocks = dev.capacity_lbas();
+        let mut image = vec![0u8; (blocks * 4096) as usize];
+        for lba in 0..blocks {
+            let start = (lba * 4096) as usize;
+            dev.read(now, lba, 1, Some(&mut image[start..start + 4096]))
+                .map_err(io)?;
+        }
+        Ok(image)
+    }
+
+    /// Every layer's figures.
+    pub fn metrics(&self) -> Option<StackMetrics> {
+        let cache = self.cache.as_ref()?;
+        let fs = cache.backing().fs();
+        let ops = self
+            .ops
+            .iter()
+            .map(|(name, s)| {
+                (
+                    name.to_string(),
+                    OpMetrics {
+                        count: s.count,
+                        bytes: s.bytes,
+                        latency: s.latency.summary(),
+                    },
+                )
+            })
+            .collect();
+        Some(StackMetrics {
+            now_ns: self.now_ns,
+            ops,
+            cache: cache.metrics().clone(),
+            f2fs: fs.metrics().clone(),
+            ftl: fs.device().counters().clone(),
+        })
+    }
+
+    fn remove_inode_if_unused(&mut self, ino: u32, now: Nanos) -> Result<Nanos, FileError> {
+        let end = self.cache()?.unlink(now, ino as u64).map_err(cache_err)?;
+        Ok(end)
+    }
+}
+
+impl FileApi for Stack {
+    fn open(
+        &mut self,
+        now: Nanos,
+        path: &str,
+        flags: OpenFlags,
+    ) -> Result<(FileId, Nanos), FileError> {
+        let start = self.enter(now)?;
+        if self.handles.len() >= OPEN_HANDLES_MAX {
+            return Err(FileError::TableFull {
+                table: "open handles",
+                limit: OPEN_HANDLES_MAX,
+            });
+        }
+        let fs = self.fs()?;
+        fs.advance_to(start);
+        let exists = match fs.lookup(path) {
+            Ok(_) => true,
+            Err(FsError::NotFound(_)) => false,
+            Err(e) => return Err(fs_err(path, e)),
+        };
+        if exists && flags.create && flags.exclusive {
+            return Err(FileError::AlreadyExists(path.to_string()));
+        }
+        if !exists {
+            if !flags.create {
+                return Err(FileError::NotFound(path.to_string()));
+            }
+            fs.create(path).map_err(|e| fs_err(path, e))?;
+        }
+        let ino = fs.open(path).map_err(|e| fs_err(path, e))?;
+        let end = fs.now_ns();
+        if !exists {
+            self.namespace_dirty = true;
+        }
+        let id = self.next_handle;
+        self.next_handle += 1;
+        self.handles.insert(
+            id,
+            Handle {
+                ino,
+                path: path.to_string(),
+                read_only: flags.read_only,
+                delete_on_close: flags.delete_on_close,
+            },
+        );
+        Ok((id, self.done("open", start, end, 0)))
+    }
+
+    fn close(&mut self, now: Nanos, file: FileId) -> Result<Nanos, FileError> {
+        let start = self.enter(now)?;
+        let handle = self
+            .handles
+            .remove(&file)
+            .ok_or(FileError::BadHandle(file))?;
+        let mut end = start;
+        if handle.delete_on_close {
+            let fs = self.fs()?;
+            if fs.lookup(&handle.path).ok() == Some(handle.ino) {
+                fs.unlink(&handle.path)
+                    .map_err(|e| fs_err(&handle.path, e))?;
+                self.namespace_dirty = true;
+            }
+        }
+        let last = self.open_count(handle.ino) == 0;
+        let fs = self.fs()?;
+        let orphan = last
+            && fs
+                .stat_ino(handle.ino)
+                .map(|s| s.links == 0)
+                .unwrap_or(true);
+        if orphan {
+            end = self.remove_inode_if_unused(handle.ino, start)?;
+        }
+        let fs = self.fs()?;
+        fs.advance_to(end);
+        fs.close(handle.ino).map_err(|e| fs_err(&handle.path, e))?;
+        let end = fs.now_ns().max(end);
+        Ok(self.done("close", start, end, 0))
+    }
+
+    fn read_at(
+        &mut self,
+        now: Nanos,
+        file: FileId,
+        offset: u64,
+        buf: &mut [u8],
+    ) -> Result<(usize, Nanos), FileError> {
+        let start = self.enter(now)?;
+        let ino = self.handle(file)?.ino;
+        let (n, end) = self
+            .cache()?
+            .read(start, ino as u64, offset, buf)
+            .map_err(cache_err)?;
+        Ok((n, self.done("read", start, end, n as u64)))
+    }
+
+    fn write_at(
+        &mut self,
+        now: Nanos,
+        file: FileId,
+        offset: u64,
+        data: &[u8],
+    ) -> Result<Nanos, FileError> {
+        let start = self.enter(now)?;
+        let handle = self.handle(file)?;
+        if handle.read_only {
+            return Err(FileError::ReadOnly(file));
+        }
+        let ino = handle.ino;
+        let end = self
+            .cache()?
+            .write(start, ino as u64, offset, data)
+            .map_err(cache_err)?;
+        Ok(self.done("write", start, end, data.len() as u64))
+    }
+
+    fn truncate(&mut self, now: Nanos, file: FileId, size_bytes: u64) -> Result<Nanos, FileError> {
+        let start = self.enter(now)?;
+        let handle = self.handle(file)?;
+        if handle.read_only {
+            return Err(FileError::ReadOnly(file));
+        }
+        let ino = handle.ino;
+        let end = self
+            .cache()?
+            .truncate(start, ino as u64, size_bytes)
+            .map_err(cache_err)?;
+        Ok(self.done("truncate", start, end, 0))
+    }
+
+    fn size(&mut self, now: Nanos, file: FileId) -> Result<(u64, Nanos), FileError> {
+        let start = self.enter(now)?;
+        let ino = self.handle(file)?.ino;
+        let (size, end) = self
+            .cache()?
+            .file_size(start, ino as u64)
+            .map_err(cache_err)?;
+        Ok((size, self.done("size", start, end, 0)))
+    }
+
+    /// fsync through the cache; if names changed since the last checkpoint, a checkpoint
+    /// makes them durable too (the trait's promise, F2FS's `need_do_checkpoint` path).
+    fn sync(&mut self, now: Nanos, file: FileId, data_only: bool) -> Result<Nanos, FileError> {
+        let start = self.enter(now)?;
+        let ino = self.handle(file)?.ino as u64;
+        let cache = self.cache()?;
+        let mut end = if data_only {
+            cache.fdatasync(start, ino)
+        } else {
+            cache.fsync(start, ino)
+        }
+        .map_err(cache_err)?;
+        if self.namespace_dirty {
+            let fs = self.fs()?;
+            fs.advance_to(end);
+            fs.sync().map_err(io)?;
+            end = fs.now_ns().max(end);
+            self.namespace_dirty = false;
+        }
+        Ok(self.done(if data_only { "fdatasync" } else { "fsync" }, start, end, 0))
+    }
+
+    fn delete(&mut self, now: Nanos, path: &str, sync_dir: bool) -> Result<Nanos, FileError> {
+        let start = self.enter(now)?;
+        let fs = self.fs()?;
+        fs.advance_to(start);
+        let ino = fs.lookup(path).map_err(|e| fs_err(path, e))?;
+        fs.unlink(path).map_err(|e| fs_err(path, e))?;
+        let mut end = fs.now_ns();
+        self.namespace_dirty = true;
+        if self.open_count(ino) == 0 {
+            end = self.remove_inode_if_unused(ino, end)?;
+        }
+        if sync_dir {
+            let fs = self.fs()?;
+            fs.advance_to(end);
+            fs.sync().map_err(io)?;
+            end = fs.now_ns();
+            self.namespace_dirty = false;
+        }
+        Ok(self.done("delete", start, end, 0))
+    }
+
+    fn exists(&mut self, now: Nanos, path: &str) -> Result<(bool, Nanos), FileError> {
+        let start = self.enter(now)?;
+        let fs = self.fs()?;
+        fs.advance_to(start);
+        let found = match fs.lookup(path) {
+            Ok(_) => true,
+            Err(FsError::NotFound(_)) => false,
+            Err(e) => return Err(fs_err(path, e)),
+        };
+        let end = fs.now_ns();
+        Ok((found, self.done("exists", start, end, 0)))
+    }
+
+    fn rename(&mut self, now: Nanos, from: &str, to: &str) -> Result<Nanos, FileError> {
+        let start = self.enter(now)?;
+        let fs = self.fs()?;
+        fs.advance_to(start);
+        let replaced = fs.lookup(to).ok();
+        fs.rename(from, to).map_err(|e| fs_err(from, e))?;
+        let mut end = fs.now_ns();
+        self.namespace_dirty = true;
+        for h in self.handles.values_mut() {
+            if h.path == from {
+                h.path = to.to_string();
+            }
+        }
+        if let Some(ino) = replaced {
+            if self.open_count(ino) == 0 {
+                end = self.remove_inode_if_unused(ino, end)?;
+            }
+        }
+        Ok(self.done("rename", start, end, 0))
+    }
+
+    fn mkdir(&mut self, now: Nanos, path: &str) -> Result<Nanos, FileError> {
+        let start = self.enter(now)?;
+        let fs = self.fs()?;
+        fs.advance_to(start);
+        fs.mkdir(path).map_err(|e| fs_err(path, e))?;
+        let end = fs.now_ns();
+        self.namespace_dirty = true;
+        Ok(self.done("mkdir", start, end, 0))
+    }
+}
+
+/// A [`Stack`] shared between a [`flashstack_sqlvfs::SimVfs`] (which owns its `FileApi`)
+/// and the test or persona that cuts power and inspects it.
+#[derive(Clone)]
+pub struct SharedStack(pub Arc<Mutex<Stack>>);
+
+impl SharedStack {
+    pub fn new(stack: Stack) -> Self {
+        Self(Arc::new(Mutex::new(stack)))
+    }
+    pub fn lock(&self) -> std::sync::MutexGuard<'_, Stack> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+impl FileApi for SharedStack {
+    fn open(
+        &mut self,
+        now: Nanos,
+        path: &str,
+        flags: OpenFlags,
+    ) -> Result<(FileId, Nanos), FileError> {
+        self.lock().open(now, path, flags)
+    }
+    fn close(&mut self, now: Nanos, file: FileId) -> Result<Nanos, FileError> {
+        self.lock().close(now, file)
+    }
+    fn read_at(
+        &mut self,
+        now: Nanos,
+        file: FileId,
+        offset: u64,
+        buf: &mut [u8],
+    ) -> Result<(usize, Nanos), FileError> {
+        self.lock().read_at(now, file, offset, buf)
+    }
+    fn write_at(
+        &mut self,
+        now: Nanos,
+        file: FileId,
+        offset: u64,
+        data: &[u8],
+    ) -> Result<Nanos, FileError> {
+        self.lock().write_at(now, file, offset, data)
+    }
+    fn truncate(&mut self, now: Nanos, file: FileId, size_bytes: u64) -> Result<Nanos, FileError> {
+        self.lock().truncate(now, file, size_bytes)
+    }
+    fn size(&mut self, now: Nanos, file: FileId) -> Result<(u64, Nanos), FileError> {
+        self.lock().size(now, file)
+    }
+    fn sync(&mut self, now: Nanos, file: FileId, data_only: bool) -> Result<Nanos, FileError> {
+        self.lock().sync(now, file, data_only)
+    }
+    fn delete(&mut self, now: Nanos, path: &str, sync_dir: bool) -> Result<Nanos, FileError> {
+        self.lock().delete(now, path, sync_dir)
+    }
+    fn exists(&mut self, now: Nanos, path: &str) -> Result<(bool, Nanos), FileError> {
+        self.lock().exists(now, path)
+    }
+    fn rename(&mut self, now: Nanos, from: &str, to: &str) -> Result<Nanos, FileError> {
+        self.lock().rename(now, from, to)
+    }
+    fn mkdir(&mut self, now: Nanos, path: &str) -> Result<Nanos, FileError> {
+        self.lock().mkdir(now, path)
+    }
+}
+
+/// Keeps `BlockDevice` in scope for `export_image`'s reads.
+#[allow(dead_code)]
+fn _uses_block_device<D: BlockDevice>(_: &D) {}
