@@ -257,6 +257,28 @@ impl Stack {
         Ok(image)
     }
 
+    /// Writes the logical device image to `path` as a sparse file (zero blocks skipped), for
+    /// `fsck.f2fs`. Returns the non-zero blocks written.
+    pub fn write_image(&mut self, path: &std::path::Path) -> Result<u64, FileError> {
+        use std::io::{Seek, SeekFrom, Write};
+        let now = self.now_ns;
+        let dev = self.fs()?.device_mut();
+        let blocks = dev.capacity_lbas();
+        let mut file = std::fs::File::create(path).map_err(io)?;
+        file.set_len(blocks * 4096).map_err(io)?;
+        let mut block = vec![0u8; 4096];
+        let mut written = 0;
+        for lba in 0..blocks {
+            dev.read(now, lba, 1, Some(&mut block)).map_err(io)?;
+            if block.iter().any(|&b| b != 0) {
+                file.seek(SeekFrom::Start(lba * 4096)).map_err(io)?;
+                file.write_all(&block).map_err(io)?;
+                written += 1;
+            }
+        }
+        Ok(written)
+    }
+
     /// Every layer's figures.
     pub fn metrics(&self) -> Option<StackMetrics> {
         let cache = self.cache.as_ref()?;
