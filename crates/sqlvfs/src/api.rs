@@ -81,11 +81,15 @@ pub enum FileError {
 ///   `sync(data_only = true)` (fdatasync) makes its data and the metadata needed to read
 ///   it back (the size) durable, but may leave e.g. timestamps volatile.
 /// - Namespace changes (a file created by [`open`](Self::open), a name removed by
-///   [`delete`](Self::delete)) are ordered among themselves; they are durable after the
-///   next completed `sync` of any file (as with a journaling file system's metadata
-///   commit, or the directory fsync SQLite's unix VFS issues after creating a journal),
-///   or at once for `delete(.., sync_dir = true)`. Before that, the newest of them may be
-///   lost (a prefix of them survives).
+///   [`delete`](Self::delete), [`rename`](Self::rename), [`mkdir`](Self::mkdir)) are
+///   durable after the next completed `sync` of any file, or at once for
+///   `delete(.., sync_dir = true)`. A journaling file system gives this through its
+///   metadata commit; F2FS does not (its fsync rolls forward only the synced file's own
+///   dentry), so the assembled stack (`flashstack-stack`) keeps the promise the way F2FS
+///   itself does when roll-forward cannot cover a change: that `sync` writes a
+///   checkpoint. Before that, any subset of the unsynced namespace changes may be lost
+///   (F2FS checkpoints them all at once, so in practice all or none since the last
+///   checkpoint).
 /// - Locks are not part of this trait: the VFS serves a single connection in a single
 ///   process, so SQLite's locks are kept in the VFS and never reach the file system.
 pub trait FileApi: Send {
