@@ -172,3 +172,39 @@ fn config_toml_round_trip_and_errors() {
     assert!(err.to_string().contains("bad.toml"), "{err}");
     assert!(StackConfig::preset("nope").is_err());
 }
+
+/// Golden counters: the fixed workload of `workload_json` gives exactly these F2FS blocks
+/// by kind and NAND programs/erases. A change here is a change in modelled behaviour:
+/// update the figures only with a reason in the commit message.
+#[test]
+fn golden_counters() {
+    let json: serde_json::Value = serde_json::from_str(&workload_json()).unwrap();
+    let f = &json["f2fs"];
+    let d = &json["ftl"];
+    let got = [
+        ("data_blocks", f["data_blocks"].as_u64().unwrap()),
+        ("node_blocks", f["node_blocks"].as_u64().unwrap()),
+        (
+            "checkpoint_blocks",
+            f["checkpoint_blocks"].as_u64().unwrap(),
+        ),
+        ("fsyncs", f["fsyncs"].as_u64().unwrap()),
+        ("checkpoints", f["checkpoints"].as_u64().unwrap()),
+        ("host_write_lbas", d["host_write_lbas"].as_u64().unwrap()),
+        ("page_programs", d["page_programs"].as_u64().unwrap()),
+        ("erases_gc", d["erases_gc"].as_u64().unwrap()),
+    ];
+    println!("{got:?}");
+    assert_eq!(got, GOLDEN);
+}
+
+const GOLDEN: [(&str, u64); 8] = [
+    ("data_blocks", 48),
+    ("node_blocks", 16),
+    ("checkpoint_blocks", 20),
+    ("fsyncs", 7),
+    ("checkpoints", 4),
+    ("host_write_lbas", 9832),
+    ("page_programs", 9832),
+    ("erases_gc", 0),
+];
