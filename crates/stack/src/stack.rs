@@ -611,3 +611,52 @@ impl FileApi for SharedStack {
 /// Keeps `BlockDevice` in scope for `export_image`'s reads.
 #[allow(dead_code)]
 fn _uses_block_device<D: BlockDevice>(_: &D) {}
+
+impl StackMetrics {
+    /// A terminal table: one row per file operation, then each layer's headline figures.
+    pub fn render_table(&self) -> String {
+        let mut out = format!(
+            "{:<10} {:>8} {:>12} {:>10} {:>10} {:>10} {:>10} {:>10}\n",
+            "op", "count", "bytes", "p50_ns", "p90_ns", "p99_ns", "p99.9_ns", "max_ns"
+        );
+        for (name, op) in &self.ops {
+            let l = &op.latency;
+            out += &format!(
+                "{:<10} {:>8} {:>12} {:>10} {:>10} {:>10} {:>10} {:>10}\n",
+                name,
+                op.count,
+                op.bytes,
+                l.latency_ns_p50,
+                l.latency_ns_p90,
+                l.latency_ns_p99,
+                l.latency_ns_p999,
+                l.latency_ns_max
+            );
+        }
+        let f = &self.f2fs;
+        out += &format!(
+            "f2fs: data {} node {} checkpoint {} nat {} sit {} ssa {} gc-moved {}+{} blocks; \
+             {} fsyncs, {} checkpoints, {} cleaning cycles\n",
+            f.data_blocks,
+            f.node_blocks,
+            f.checkpoint_blocks,
+            f.nat_blocks,
+            f.sit_blocks,
+            f.ssa_blocks,
+            f.gc_data_blocks,
+            f.gc_node_blocks,
+            f.fsyncs,
+            f.checkpoints,
+            f.gc_cycles
+        );
+        let d = &self.ftl;
+        out += &format!(
+            "ftl: host writes {} LBAs, page programs {}, erases (gc) {}, WA(programs/host) {:.3}\n",
+            d.host_write_lbas,
+            d.page_programs,
+            d.erases_gc,
+            d.page_programs as f64 / d.host_write_lbas.max(1) as f64
+        );
+        out
+    }
+}

@@ -164,6 +164,18 @@ fn same_seed_same_metrics_bytes() {
 }
 
 #[test]
+fn table_names_every_op() {
+    let mut s = stack();
+    let (f, t) = s.open(0, "/x", CREATE).unwrap();
+    let t = s.write_at(t, f, 0, b"abc").unwrap();
+    s.sync(t, f, false).unwrap();
+    let table = s.metrics().unwrap().render_table();
+    for op in ["open", "write", "fsync", "f2fs:", "ftl:"] {
+        assert!(table.contains(op), "{op} missing:\n{table}");
+    }
+}
+
+#[test]
 fn config_toml_round_trip_and_errors() {
     let c = StackConfig::preset("default").unwrap();
     let text = c.to_toml_string();
