@@ -16,19 +16,11 @@ pub enum ConfigError {
 }
 
 /// F2FS format options a stack config may set (the rest are mkfs's deterministic defaults).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct FsConfig {
     /// Overprovision ratio in percent; `None` lets mkfs pick.
     pub overprovision_percent: Option<f64>,
-}
-
-impl Default for FsConfig {
-    fn default() -> Self {
-        Self {
-            overprovision_percent: None,
-        }
-    }
 }
 
 /// The whole stack: device, file system, page cache, seed.

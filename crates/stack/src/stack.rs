@@ -243,7 +243,8 @@ impl Stack {
         Ok(self.now_ns)
     }
 
-    /// The logical device image (every LBA, 4 KiB each) as of now, for fsck.f2fs.
+    /// The logical device image (every LBA, 4 KiB each) as of now, in memory: the size of
+    /// the device, so prefer [`write_image`](Stack::write_image) for large devices.
     pub fn export_image(&mut self) -> Result<Vec<u8>, FileError> {
         let now = self.now_ns;
         let dev = self.fs()?.device_mut();
