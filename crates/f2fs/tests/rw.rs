@@ -490,3 +490,36 @@ fn dump_and_compare(dump_bin: &std::path::Path, opts: &MkfsOptions, test: &str, 
         );
     }
 }
+
+#[test]
+fn hinted_page_writes_set_the_size_and_read_back() {
+    use flashstack_f2fs::WriteHint;
+    let mut fs = fresh(128 * MIB, &MkfsOptions::default());
+    let ino = fs.create("/pages").unwrap();
+    let pages: Vec<[u8; 4096]> = (0..3u8).map(|i| [i + 1; 4096]).collect();
+    let refs: Vec<&[u8; 4096]> = pages.iter().collect();
+    let hint = WriteHint {
+        inode_dirty_pages: 3,
+        fsync: false,
+    };
+    fs.write_pages_hinted(ino, 2, &refs, 2 * 4096 + 2 * 4096 + 10, hint)
+        .unwrap();
+    assert_eq!(fs.stat_ino(ino).unwrap().size_bytes, 4 * 4096 + 10);
+    fs.write_pages_hinted(ino, 0, &refs[..1], 100, hint)
+        .unwrap();
+    assert_eq!(fs.stat_ino(ino).unwrap().size_bytes, 4 * 4096 + 10);
+    let data = fs.read(ino, 0, 1 << 20).unwrap();
+    assert_eq!(data.len(), 4 * 4096 + 10);
+    assert!(data[..4096].iter().all(|&b| b == 1));
+    assert!(data[4096..8192].iter().all(|&b| b == 0));
+    assert!(data[8192..12288].iter().all(|&b| b == 1));
+    assert!(data[16384..].iter().all(|&b| b == 3));
+    let small = fs.create("/small").unwrap();
+    fs.write_pages_hinted(small, 0, &refs[1..2], 50, hint)
+        .unwrap();
+    assert_eq!(fs.read(small, 0, 100).unwrap(), vec![2; 50]);
+    let before = fs.now_ns();
+    fs.idle(before + 1_000_000_000).unwrap();
+    assert!(fs.now_ns() >= before + 1_000_000_000);
+    check_image(&fs.unmount().unwrap(), "hinted");
+}

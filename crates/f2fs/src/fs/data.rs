@@ -31,7 +31,7 @@ pub(crate) const FADVISE_HOT: u8 = 0x20;
 
 const PER_BLOCK: u64 = ADDRS_PER_BLOCK as u64;
 /// Pages a long write takes between two chances for cleaning.
-const BALANCE_EVERY_PAGES: u32 = 64;
+pub(crate) const BALANCE_EVERY_PAGES: u32 = 64;
 
 /// Where an inode's addresses and inline bytes are.
 #[derive(Clone, Copy, Debug)]
@@ -187,6 +187,16 @@ impl<D: BlockDevice> F2fs<D> {
         } else {
             CURSEG_WARM_DATA
         })
+    }
+
+    /// The data log for a writeback that came with a page-cache hint.
+    pub(crate) fn data_log_hinted(
+        &mut self,
+        ino: u32,
+        hint: super::WriteHint,
+    ) -> Result<usize, FsError> {
+        let _ = hint;
+        self.data_log(ino)
     }
 
     /// Finds (with `create`, builds) the node holding block `index`'s address.

@@ -17,6 +17,7 @@ mod hash;
 mod metrics;
 mod nat;
 mod ops;
+mod policy;
 mod seg;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -28,6 +29,7 @@ pub use error::FsError;
 pub use hash::{dentry_hash, has_extension};
 pub use metrics::{BlockKind, Metrics};
 pub use ops::{DirEntryInfo, FileKind, Stat};
+pub use policy::WriteHint;
 
 use crate::checkpoint::Checkpoint;
 use crate::codec::{le32_at, put_le32_at, zero_block, Block, Reader};
@@ -270,6 +272,14 @@ impl<D: BlockDevice> F2fs<D> {
     /// one completed); never backwards.
     pub fn advance_to(&mut self, now_ns: Nanos) {
         self.now_ns = self.now_ns.max(now_ns);
+    }
+
+    /// The device is idle until `until_ns`: the background work the kernel does in such
+    /// a gap runs here, and the clock ends at `until_ns` at least (later only if the
+    /// work took longer, as requests are never preempted).
+    pub fn idle(&mut self, until_ns: Nanos) -> Result<(), FsError> {
+        self.advance_to(until_ns);
+        Ok(())
     }
 
     /// Latency percentiles per file operation ("create", "write", "fsync", ...).

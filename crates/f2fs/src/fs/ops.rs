@@ -5,7 +5,7 @@ use flashstack_block::BlockDevice;
 use super::data::*;
 use super::dir::Area;
 use super::hash::has_extension;
-use super::{corrupt, F2fs, FsError};
+use super::{corrupt, F2fs, FsError, WriteHint};
 use crate::codec::{le32_at, put_le32_at, Block};
 use crate::consts::*;
 use crate::node::{ExtraAttr, Inode, NodeFooter};
@@ -254,6 +254,60 @@ impl<D: BlockDevice> F2fs<D> {
         let log = self.data_log(ino)?;
         self.store_page(ino, index, page, log, super::BlockKind::Data)?;
         self.grow_size(ino, offset + valid as u64)
+    }
+
+    /// Writes whole consecutive pages from `first_index` as the page cache's writeback
+    /// does, with what it knows about the file (`hint`); the size grows to cover
+    /// `size_bytes`, clipped to the end of the last page (as `write_page`'s
+    /// `valid_bytes`); it never shrinks.
+    pub fn write_pages_hinted(
+        &mut self,
+        ino: u32,
+        first_index: u64,
+        pages: &[&Block],
+        size_bytes: u64,
+        hint: WriteHint,
+    ) -> Result<(), FsError> {
+        self.check_file(ino)?;
+        self.balanced("write_pages", |fs| {
+            fs.write_pages_op(ino, first_index, pages, size_bytes, hint)
+        })
+    }
+
+    fn write_pages_op(
+        &mut self,
+        ino: u32,
+        first_index: u64,
+        pages: &[&Block],
+        size_bytes: u64,
+        hint: WriteHint,
+    ) -> Result<(), FsError> {
+        let end_bytes = first_index
+            .checked_add(pages.len() as u64)
+            .and_then(|e| e.checked_mul(BLOCK_SIZE as u64))
+            .filter(|&e| e <= MAX_FILE_BYTES)
+            .ok_or_else(|| FsError::TooLarge(format!("pages from {first_index}")))?;
+        if pages.is_empty() {
+            return Ok(());
+        }
+        let size = size_bytes.min(end_bytes);
+        if self.has_inline(ino, F2FS_INLINE_DATA)? {
+            let geo = self.geometry(ino)?;
+            if first_index == 0 && pages.len() == 1 && size <= geo.inline_bytes as u64 {
+                return self.write_at(ino, 0, &pages[0][..size as usize]);
+            }
+            self.convert_inline_data(ino)?;
+        }
+        let log = self.data_log_hinted(ino, hint)?;
+        for (i, page) in pages.iter().enumerate() {
+            // Cleaning gets its chance between batches, as in `write_at`.
+            if i > 0 && i.is_multiple_of(BALANCE_EVERY_PAGES as usize) {
+                self.balance()?;
+            }
+            let index = first_index + i as u64;
+            self.store_page(ino, index, page, log, super::BlockKind::Data)?;
+        }
+        self.grow_size(ino, size)
     }
 
     /// Sets a file's size (shrinking frees blocks; growing leaves a hole).
