@@ -88,7 +88,9 @@ pub mod superblock;
 
 pub use error::{Corruption, F2fsError};
 pub use features::Features;
-pub use fs::{DirEntryInfo, F2fs, FileKind, FsError, Metrics, Stat, WriteHint};
+pub use fs::{
+    DirEntryInfo, F2fs, F2fsConfig, FileKind, FsError, IpuPolicy, Metrics, Stat, WriteHint,
+};
 pub use layout::Layout;
 pub use memdev::MemDevice;
 pub use mkfs::{mkfs, mkfs_timed, MkfsOptions};

@@ -27,6 +27,7 @@ impl<D: BlockDevice> F2fs<D> {
         let released = std::mem::take(&mut self.nat.released);
         self.nat.free.extend(released);
         self.metrics.checkpoints += 1;
+        self.clock.last_checkpoint_ns = self.now_ns;
         self.shrink_caches();
         Ok(())
     }
@@ -235,7 +236,7 @@ impl<D: BlockDevice> F2fs<D> {
         cp.valid_node_count = self.valid_node_count;
         cp.valid_inode_count = self.valid_inode_count;
         cp.next_free_nid = self.nat.free.first().copied().unwrap_or(cp.next_free_nid);
-        cp.elapsed_time = cp.elapsed_time.max(self.now_ns / 1_000_000_000);
+        cp.elapsed_time = cp.elapsed_time.max(self.clock.mtime_secs(self.now_ns));
         cp.checksum_offset = CP_CHKSUM_OFFSET;
         cp.tail = self.bitmap_tail();
         cp

@@ -4,7 +4,8 @@
 
 use flashstack_block::BlockDevice;
 
-use super::{corrupt, le64_at, put_le64_at, put_word, word, F2fs, FsError};
+use super::policy::{self, WriteHint};
+use super::{corrupt, le64_at, put_le64_at, put_word, word, BlockKind, F2fs, FsError};
 use crate::codec::{zero_block, Block};
 use crate::consts::*;
 use crate::layout::*;
@@ -32,6 +33,23 @@ pub(crate) const FADVISE_HOT: u8 = 0x20;
 const PER_BLOCK: u64 = ADDRS_PER_BLOCK as u64;
 /// Pages a long write takes between two chances for cleaning.
 pub(crate) const BALANCE_EVERY_PAGES: u32 = 64;
+
+/// How a file's pages are written back.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Writeback {
+    pub log: usize,
+    /// `FI_NEED_IPU`: the fsync path asked for in-place updates.
+    pub need_ipu: bool,
+}
+
+impl Writeback {
+    pub fn out_of_place(log: usize) -> Writeback {
+        Writeback {
+            log,
+            need_ipu: false,
+        }
+    }
+}
 
 /// Where an inode's addresses and inline bytes are.
 #[derive(Clone, Copy, Debug)]
@@ -173,30 +191,48 @@ impl<D: BlockDevice> F2fs<D> {
         Ok(self.inode_byte(ino, OFF_INLINE)? & flag != 0)
     }
 
-    /// The data log of an inode's blocks (`__get_segment_type_6`): directories hot, then
-    /// the extension-derived temperature, else warm.
-    pub(crate) fn data_log(&mut self, ino: u32) -> Result<usize, FsError> {
-        if self.is_dir_inode(ino)? {
-            return Ok(CURSEG_HOT_DATA);
-        }
+    /// How an inode's pages are written back: the log (`__get_segment_type_6`, see
+    /// [`policy::data_log`]) from the extension-derived temperature and, with a page-cache
+    /// hint, `FI_HOT_DATA`; and whether the fsync path asked for in-place updates.
+    pub(crate) fn writeback_plan(
+        &mut self,
+        ino: u32,
+        hint: Option<WriteHint>,
+    ) -> Result<Writeback, FsError> {
         let advise = self.inode_byte(ino, OFF_ADVISE)?;
-        Ok(if advise & FADVISE_COLD != 0 {
-            CURSEG_COLD_DATA
-        } else if advise & FADVISE_HOT != 0 {
-            CURSEG_HOT_DATA
-        } else {
-            CURSEG_WARM_DATA
+        let t = policy::DataTemperature {
+            gc_moving: false,
+            cold_file: advise & FADVISE_COLD != 0,
+            hot_file: advise & FADVISE_HOT != 0,
+            hot_data: hint.is_some_and(|h| policy::hot_data_at_writeback(&h, &self.cfg)),
+            dir: self.is_dir_inode(ino)?,
+        };
+        Ok(Writeback {
+            log: policy::data_log(t),
+            need_ipu: hint.is_some_and(|h| policy::need_ipu_for_fsync(&h, &self.cfg)),
         })
     }
 
-    /// The data log for a writeback that came with a page-cache hint.
-    pub(crate) fn data_log_hinted(
-        &mut self,
-        ino: u32,
-        hint: super::WriteHint,
-    ) -> Result<usize, FsError> {
-        let _ = hint;
-        self.data_log(ino)
+    /// The data log of a write without a page-cache hint.
+    pub(crate) fn data_log(&mut self, ino: u32) -> Result<usize, FsError> {
+        Ok(self.writeback_plan(ino, None)?.log)
+    }
+
+    /// Whether an overwrite of an existing block of `ino` goes in place
+    /// ([`policy::update_in_place`]).
+    fn in_place_ok(&mut self, ino: u32, need_ipu: bool) -> Result<bool, FsError> {
+        let p = self.cfg.ipu_policy;
+        let q = policy::IpuQuery {
+            has_block: true,
+            dir: self.is_dir_inode(ino)?,
+            gc_moving: false,
+            cold_file: self.inode_byte(ino, OFF_ADVISE)? & FADVISE_COLD != 0,
+            need_ipu,
+            // Counting free segments scans the SIT: only when a policy bit asks.
+            ssr_needed: (p.ssr || p.ssr_util) && self.ssr_needed(),
+            utilization_percent: self.utilization_percent(),
+        };
+        Ok(policy::update_in_place(&q, &self.cfg))
     }
 
     /// Finds (with `create`, builds) the node holding block `index`'s address.
@@ -270,15 +306,19 @@ impl<D: BlockDevice> F2fs<D> {
         self.read_block(addr as u64)
     }
 
-    /// Writes page `index` of a file out of place to `log`.
+    /// Writes page `index` of a file: in place over its existing block when the policy
+    /// allows (the address, the node and the SIT stay as they are), else out of place to
+    /// the plan's log.
     pub(crate) fn store_page(
         &mut self,
         ino: u32,
         index: u64,
         page: &Block,
-        log: usize,
-        kind: super::BlockKind,
+        wb: Writeback,
     ) -> Result<u32, FsError> {
+        if let Some(addr) = self.try_in_place(ino, index, page, wb)? {
+            return Ok(addr);
+        }
         self.ensure_space()?;
         let d = self
             .dnode(ino, index, true)?
@@ -289,14 +329,10 @@ impl<D: BlockDevice> F2fs<D> {
             version: 0,
             ofs_in_node: d.ofs_in_node,
         };
-        let addr = self.alloc_block(log, sum)?;
-        self.write_blocks(
-            addr as u64,
-            &page[..],
-            Some(super::log_temperature(log)),
-            kind,
-        )?;
-        self.metrics.per_log_blocks[log] += 1;
+        let addr = self.alloc_block(wb.log, sum)?;
+        let temp = Some(super::log_temperature(wb.log));
+        self.write_blocks(addr as u64, &page[..], temp, BlockKind::Data)?;
+        self.metrics.per_log_blocks[wb.log] += 1;
         put_word(self.node(d.nid)?, d.word, addr);
         self.dirty_nodes.insert(d.nid);
         if self.in_main(old) {
@@ -307,6 +343,27 @@ impl<D: BlockDevice> F2fs<D> {
         Ok(addr)
     }
 
+    /// The in-place update (`f2fs_inplace_write_data`), if the page has a valid block
+    /// and the policy says so; returns the address written.
+    fn try_in_place(
+        &mut self,
+        ino: u32,
+        index: u64,
+        page: &Block,
+        wb: Writeback,
+    ) -> Result<Option<u32>, FsError> {
+        let Some(d) = self.dnode(ino, index, false)? else {
+            return Ok(None);
+        };
+        let old = word(self.node(d.nid)?, d.word);
+        if !self.segs.is_valid(old) || !self.in_place_ok(ino, wb.need_ipu)? {
+            return Ok(None);
+        }
+        let temp = Some(super::log_temperature(wb.log));
+        self.write_blocks(old as u64, &page[..], temp, BlockKind::DataInPlace)?;
+        Ok(Some(old))
+    }
+
     /// Moves inline data to block 0 (`f2fs_convert_inline_inode`); the converted page is
     /// written hot, as the kernel marks the inode `FI_HOT_DATA` for it.
     pub(crate) fn convert_inline_data(&mut self, ino: u32) -> Result<(), FsError> {
@@ -315,7 +372,7 @@ impl<D: BlockDevice> F2fs<D> {
         self.clear_inline_area(ino, F2FS_INLINE_DATA | F2FS_DATA_EXIST)?;
         self.metrics.inline_conversions += 1;
         if size > 0 {
-            self.store_page(ino, 0, &page, CURSEG_HOT_DATA, super::BlockKind::Data)?;
+            self.store_page(ino, 0, &page, Writeback::out_of_place(CURSEG_HOT_DATA))?;
         }
         Ok(())
     }
@@ -347,7 +404,7 @@ impl<D: BlockDevice> F2fs<D> {
             }
             self.convert_inline_data(ino)?;
         }
-        let log = self.data_log(ino)?;
+        let wb = self.writeback_plan(ino, None)?;
         let mut pos = offset;
         let mut rest = data;
         let mut pages = 0u32;
@@ -366,7 +423,7 @@ impl<D: BlockDevice> F2fs<D> {
                 self.load_page(ino, index)?
             };
             page[within..within + n].copy_from_slice(&rest[..n]);
-            self.store_page(ino, index, &page, log, super::BlockKind::Data)?;
+            self.store_page(ino, index, &page, wb)?;
             pos += n as u64;
             rest = &rest[n..];
         }
@@ -459,8 +516,8 @@ impl<D: BlockDevice> F2fs<D> {
         if within != 0 && self.block_addr(ino, size / bs)? != NULL_ADDR {
             let mut page = self.load_page(ino, size / bs)?;
             page[within..].fill(0);
-            let log = self.data_log(ino)?;
-            self.store_page(ino, size / bs, &page, log, super::BlockKind::Data)?;
+            let wb = self.writeback_plan(ino, None)?;
+            self.store_page(ino, size / bs, &page, wb)?;
         }
         Ok(())
     }

@@ -295,7 +295,12 @@ impl<D: BlockDevice> F2fs<D> {
                     continue;
                 };
                 BLOCK_AREA.put(&mut page[..], slot, ino, name, file_type);
-                self.store_page(dir, index, &page, CURSEG_HOT_DATA, super::BlockKind::Data)?;
+                self.store_page(
+                    dir,
+                    index,
+                    &page,
+                    super::data::Writeback::out_of_place(CURSEG_HOT_DATA),
+                )?;
                 return self.grow_size(dir, (index + 1) * BLOCK_SIZE as u64);
             }
         }
@@ -311,7 +316,12 @@ impl<D: BlockDevice> F2fs<D> {
         put_le32_at(&mut self.node(dir)?[..], OFF_DEPTH, 1);
         self.set_inode_u64(dir, OFF_SIZE, 0)?;
         self.metrics.inline_conversions += 1;
-        self.store_page(dir, 0, &page, CURSEG_HOT_DATA, super::BlockKind::Data)?;
+        self.store_page(
+            dir,
+            0,
+            &page,
+            super::data::Writeback::out_of_place(CURSEG_HOT_DATA),
+        )?;
         self.grow_size(dir, BLOCK_SIZE as u64)
     }
 
@@ -336,7 +346,12 @@ impl<D: BlockDevice> F2fs<D> {
                 if BLOCK_AREA.is_empty(&page[..]) {
                     self.punch_block(dir, *index)?;
                 } else {
-                    self.store_page(dir, *index, &page, CURSEG_HOT_DATA, super::BlockKind::Data)?;
+                    self.store_page(
+                        dir,
+                        *index,
+                        &page,
+                        super::data::Writeback::out_of_place(CURSEG_HOT_DATA),
+                    )?;
                 }
             }
         }

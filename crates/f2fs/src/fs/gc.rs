@@ -6,6 +6,7 @@
 use flashstack_block::BlockDevice;
 
 use super::data::ADDR_WORD;
+use super::policy::{self, VictimInfo};
 use super::{corrupt, put_word, word, BlockKind, F2fs, FsError};
 use crate::consts::*;
 use crate::layout::CURSEG_COLD_DATA;
@@ -14,6 +15,8 @@ use crate::summary::{Summary, SummaryBlock};
 
 /// Segments cleaned at most per foreground pass (a bound, not a target).
 const GC_MAX_VICTIMS_PER_PASS: u32 = 16;
+/// `DEF_MAX_VICTIM_SEARCH`: dirty segments a background search looks at.
+const MAX_VICTIM_SEARCH: usize = 4096;
 
 impl<D: BlockDevice> F2fs<D> {
     /// Refuses a block past the user-visible capacity (`inc_valid_block_count`).
@@ -37,6 +40,7 @@ impl<D: BlockDevice> F2fs<D> {
         self.timed(name, |fs| {
             let out = op(fs)?;
             fs.balance()?;
+            fs.balance_fs_bg(false)?;
             Ok(out)
         })
     }
@@ -52,6 +56,7 @@ impl<D: BlockDevice> F2fs<D> {
         let out = op(self);
         let took = self.now_ns.saturating_sub(start);
         self.op_latency.entry(name).or_default().record(took);
+        self.clock.last_request_ns = self.now_ns;
         out
     }
 
@@ -88,6 +93,85 @@ impl<D: BlockDevice> F2fs<D> {
             self.checkpoint(false)?;
         }
         Ok(())
+    }
+
+    /// Background cleaning of one section (`f2fs_gc` with `BG_GC`): when free sections
+    /// are short it becomes foreground cleaning; otherwise the cost-benefit victim is
+    /// cleaned, its blocks moved to the cold logs, and no checkpoint follows (the victim
+    /// turns pre-free, reusable after the next one). Returns whether a victim was found.
+    pub(crate) fn background_gc(&mut self) -> Result<bool, FsError> {
+        if self.in_gc {
+            return Ok(false);
+        }
+        if self.needs_cleaning() {
+            let before = self.metrics.gc_cycles;
+            self.balance()?;
+            return Ok(self.metrics.gc_cycles > before);
+        }
+        let Some(victim) = self.pick_bg_victim() else {
+            return Ok(false);
+        };
+        self.in_gc = true;
+        let result = self.clean_segment(victim);
+        self.in_gc = false;
+        result?;
+        self.metrics.bg_gc_cycles += 1;
+        Ok(true)
+    }
+
+    /// Cost-benefit over at most `MAX_VICTIM_SEARCH` dirty segments from where the last
+    /// search ended (`get_victim_by_default` with `GC_CB`).
+    fn pick_bg_victim(&mut self) -> Option<u32> {
+        let total = self.segs.info.len() as u32;
+        let mut candidates = Vec::new();
+        let mut searched_to = self.clock.last_victim;
+        for i in 0..total {
+            let segno = (self.clock.last_victim + i) % total;
+            searched_to = segno + 1;
+            if let Some(v) = self.victim_info(segno) {
+                candidates.push(v);
+                if candidates.len() >= MAX_VICTIM_SEARCH {
+                    break;
+                }
+            }
+        }
+        self.clock.last_victim = searched_to % total.max(1);
+        for v in &candidates {
+            self.clock.min_mtime = self.clock.min_mtime.min(v.mtime);
+        }
+        let newest = candidates.iter().map(|v| v.mtime).max().unwrap_or(0);
+        let max_mtime = self.segs.now_secs.max(newest);
+        policy::pick_cb_victim(&candidates, BLOCKS_PER_SEG, self.clock.min_mtime, max_mtime)
+    }
+
+    /// A dirty segment: not current, some but not all blocks valid.
+    fn victim_info(&self, segno: u32) -> Option<VictimInfo> {
+        let info = &self.segs.info[segno as usize];
+        let valid = info.valid_blocks as u32;
+        (valid > 0 && valid < BLOCKS_PER_SEG && !self.segs.is_current(segno)).then_some(
+            VictimInfo {
+                segno,
+                valid_blocks: valid,
+                mtime: info.mtime,
+            },
+        )
+    }
+
+    /// `utilization`: valid blocks as a share of the user blocks, in percent.
+    pub(crate) fn utilization_percent(&self) -> u64 {
+        self.segs.valid_blocks * 100 / self.cp.user_block_count.max(1)
+    }
+
+    /// `f2fs_need_SSR` from the free and reserved segments and the dirty nodes.
+    pub(crate) fn ssr_needed(&self) -> bool {
+        let node_segs = (self.dirty_nodes.len() as u64).div_ceil(BLOCKS_PER_SEG as u64);
+        policy::need_ssr(
+            self.segs.free_segments() as u64,
+            node_segs,
+            0,
+            self.cp.rsvd_segment_count as u64,
+            &self.cfg,
+        )
     }
 
     /// Greedy: the non-current segment with the fewest valid blocks (`get_victim_by_default`
@@ -149,7 +233,11 @@ impl<D: BlockDevice> F2fs<D> {
         }
         let page = self.read_block(blkaddr as u64)?;
         let log = CURSEG_COLD_DATA;
-        let addr = self.alloc_block(log, sum)?;
+        let written_secs = self
+            .segs
+            .segno_of(blkaddr)
+            .map_or(0, |(s, _)| self.segs.info[s as usize].mtime);
+        let addr = self.alloc_block_aged(log, sum, written_secs)?;
         let temp = Some(super::log_temperature(log));
         self.write_blocks(addr as u64, &page[..], temp, BlockKind::GcData)?;
         self.metrics.per_log_blocks[log] += 1;

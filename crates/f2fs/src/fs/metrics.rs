@@ -9,6 +9,8 @@ use crate::consts::NR_CURSEG_TYPE;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BlockKind {
     Data,
+    /// A data block overwritten in place (IPU).
+    DataInPlace,
     Node,
     Checkpoint,
     Nat,
@@ -31,12 +33,19 @@ pub struct Metrics {
     pub ssa_blocks: u64,
     pub gc_data_blocks: u64,
     pub gc_node_blocks: u64,
+    /// Data blocks overwritten in place (not in `data_blocks` nor in any log).
+    pub ipu_data_blocks: u64,
     pub per_log_blocks: [u64; NR_CURSEG_TYPE],
     pub inline_writes: u64,
     pub inline_conversions: u64,
     pub fsyncs: u64,
     pub checkpoints: u64,
+    /// Segments cleaned, in the foreground and by the background thread.
     pub gc_cycles: u64,
+    /// Of `gc_cycles`, segments cleaned by the background thread in idle time.
+    pub bg_gc_cycles: u64,
+    /// Of `checkpoints`, those forced by a threshold or the periodic interval.
+    pub bg_checkpoints: u64,
     /// Blocks discarded (TRIM) once their segment was freed by a checkpoint.
     pub discarded_blocks: u64,
     pub blocks_read: u64,
@@ -46,6 +55,7 @@ impl Metrics {
     pub(crate) fn count(&mut self, kind: BlockKind, blocks: u64) {
         let slot = match kind {
             BlockKind::Data => &mut self.data_blocks,
+            BlockKind::DataInPlace => &mut self.ipu_data_blocks,
             BlockKind::Node => &mut self.node_blocks,
             BlockKind::Checkpoint => &mut self.checkpoint_blocks,
             BlockKind::Nat => &mut self.nat_blocks,
@@ -67,5 +77,6 @@ impl Metrics {
             + self.ssa_blocks
             + self.gc_data_blocks
             + self.gc_node_blocks
+            + self.ipu_data_blocks
     }
 }

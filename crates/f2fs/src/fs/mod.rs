@@ -14,10 +14,11 @@ mod error;
 mod fsync;
 mod gc;
 mod hash;
+mod idle;
 mod metrics;
 mod nat;
 mod ops;
-mod policy;
+pub mod policy;
 mod seg;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -29,7 +30,7 @@ pub use error::FsError;
 pub use hash::{dentry_hash, has_extension};
 pub use metrics::{BlockKind, Metrics};
 pub use ops::{DirEntryInfo, FileKind, Stat};
-pub use policy::WriteHint;
+pub use policy::{F2fsConfig, IpuPolicy, WriteHint};
 
 use crate::checkpoint::Checkpoint;
 use crate::codec::{le32_at, put_le32_at, zero_block, Block, Reader};
@@ -80,6 +81,9 @@ pub struct F2fs<D: BlockDevice> {
     recovered_inodes: usize,
     /// Virtual latency per file operation.
     op_latency: BTreeMap<&'static str, LatencyHistogram>,
+    cfg: F2fsConfig,
+    /// Background timing: requests, checkpoints and the GC thread.
+    clock: idle::BackgroundClock,
 }
 
 /// Temperature of each log, for the block-interface hint.
@@ -97,8 +101,14 @@ impl<D: BlockDevice> F2fs<D> {
         F2fs::mount_at(dev, 0)
     }
 
-    /// Mounts read-write with the first request arriving at `start_ns`.
-    pub fn mount_at(mut dev: D, start_ns: Nanos) -> Result<F2fs<D>, FsError> {
+    /// Mounts read-write with the first request arriving at `start_ns`, with the
+    /// kernel's default options.
+    pub fn mount_at(dev: D, start_ns: Nanos) -> Result<F2fs<D>, FsError> {
+        F2fs::mount_with(dev, start_ns, F2fsConfig::default())
+    }
+
+    /// Mounts read-write with the given options (policies and tunables).
+    pub fn mount_with(mut dev: D, start_ns: Nanos, cfg: F2fsConfig) -> Result<F2fs<D>, FsError> {
         let (m, now_ns) = mount_at(&mut dev, start_ns)?;
         check_supported(&m.superblock, &m.checkpoint)?;
         let sb = m.superblock.clone();
@@ -133,6 +143,8 @@ impl<D: BlockDevice> F2fs<D> {
             since_cp: Default::default(),
             recovered_inodes: 0,
             op_latency: BTreeMap::new(),
+            clock: idle::BackgroundClock::new(now_ns, m.checkpoint.elapsed_time, &cfg),
+            cfg,
             cp_pack: m.cp_pack,
             sb,
             cp,
@@ -140,6 +152,7 @@ impl<D: BlockDevice> F2fs<D> {
         fs.segs.now_secs = fs.cp.elapsed_time;
         fs.load_sit_bitmap()?;
         fs.load_sit(&m.sit_journal)?;
+        fs.clock.min_mtime = fs.segs.info.iter().map(|s| s.mtime).min().unwrap_or(0);
         fs.load_logs(&m.data_summaries, &m.node_summaries);
         if !fs.cp.has_flag(CP_UMOUNT_FLAG) {
             fs.restore_node_summaries()?;
@@ -272,14 +285,18 @@ impl<D: BlockDevice> F2fs<D> {
     /// one completed); never backwards.
     pub fn advance_to(&mut self, now_ns: Nanos) {
         self.now_ns = self.now_ns.max(now_ns);
+        self.sync_mtime_clock();
     }
 
-    /// The device is idle until `until_ns`: the background work the kernel does in such
-    /// a gap runs here, and the clock ends at `until_ns` at least (later only if the
-    /// work took longer, as requests are never preempted).
-    pub fn idle(&mut self, until_ns: Nanos) -> Result<(), FsError> {
-        self.advance_to(until_ns);
-        Ok(())
+    /// SIT `mtime`s count seconds of file-system life (`get_mtime`): the checkpointed
+    /// elapsed time at mount plus the virtual time since.
+    fn sync_mtime_clock(&mut self) {
+        self.segs.now_secs = self.clock.mtime_secs(self.now_ns);
+    }
+
+    /// The options this file system was mounted with.
+    pub fn config(&self) -> &F2fsConfig {
+        &self.cfg
     }
 
     /// Latency percentiles per file operation ("create", "write", "fsync", ...).
@@ -328,6 +345,7 @@ impl<D: BlockDevice> F2fs<D> {
             .write(self.now_ns, blkaddr, Payload::Bytes(data), hints)
             .map_err(crate::F2fsError::from)?;
         self.now_ns = done.complete_ns;
+        self.sync_mtime_clock();
         self.metrics.count(kind, (data.len() / BLOCK_SIZE) as u64);
         Ok(())
     }
@@ -546,10 +564,21 @@ impl<D: BlockDevice> F2fs<D> {
     /// Takes a block in `log`, moving the log to a new segment when it fills (the old
     /// segment's summary goes to the SSA).
     fn alloc_block(&mut self, log: usize, sum: Summary) -> Result<u32, FsError> {
+        self.alloc_block_aged(log, sum, 0)
+    }
+
+    /// [`F2fs::alloc_block`] for data first written at `written_secs` (0: now), so a
+    /// moved block keeps its age in the SIT mtime.
+    fn alloc_block_aged(
+        &mut self,
+        log: usize,
+        sum: Summary,
+        written_secs: u64,
+    ) -> Result<u32, FsError> {
         if !self.segs.has_room(log) {
             self.advance_log(log)?;
         }
-        let addr = self.segs.alloc(log, sum);
+        let addr = self.segs.alloc_aged(log, sum, written_secs);
         if !self.segs.has_room(log) {
             // Best effort now: with no free segment the next allocation retries.
             let _ = self.advance_log(log);

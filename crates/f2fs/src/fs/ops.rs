@@ -251,8 +251,8 @@ impl<D: BlockDevice> F2fs<D> {
         if self.has_inline(ino, F2FS_INLINE_DATA)? {
             return self.write_at(ino, offset, &page[..valid]);
         }
-        let log = self.data_log(ino)?;
-        self.store_page(ino, index, page, log, super::BlockKind::Data)?;
+        let wb = self.writeback_plan(ino, None)?;
+        self.store_page(ino, index, page, wb)?;
         self.grow_size(ino, offset + valid as u64)
     }
 
@@ -298,14 +298,14 @@ impl<D: BlockDevice> F2fs<D> {
             }
             self.convert_inline_data(ino)?;
         }
-        let log = self.data_log_hinted(ino, hint)?;
+        let wb = self.writeback_plan(ino, Some(hint))?;
         for (i, page) in pages.iter().enumerate() {
             // Cleaning gets its chance between batches, as in `write_at`.
             if i > 0 && i.is_multiple_of(BALANCE_EVERY_PAGES as usize) {
                 self.balance()?;
             }
             let index = first_index + i as u64;
-            self.store_page(ino, index, page, log, super::BlockKind::Data)?;
+            self.store_page(ino, index, page, wb)?;
         }
         self.grow_size(ino, size)
     }

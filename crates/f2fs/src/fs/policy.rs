@@ -1,8 +1,16 @@
-//! Policies: what the page cache tells the file system at writeback, and the named,
-//! configurable decisions (temperature, in-place update, cleaning, checkpoints) the
-//! mechanisms in the other modules carry out.
+//! Policies: what the page cache tells the file system at writeback, the mount options
+//! that tune behaviour ([`F2fsConfig`], kernel defaults), and the named decisions
+//! (temperature, in-place update, victim cost, GC thread sleep, checkpoint triggers, SSR)
+//! as pure functions. The mechanisms in the other modules gather the inputs and carry the
+//! answers out. Kernel citations are to Linux v6.12 `fs/f2fs/`.
 
 use serde::{Deserialize, Serialize};
+
+use flashstack_sim::Nanos;
+
+use crate::layout::{CURSEG_COLD_DATA, CURSEG_HOT_DATA, CURSEG_WARM_DATA};
+
+const SEC_NS: Nanos = 1_000_000_000;
 
 /// What the page cache knows when it writes a file's pages back.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -10,6 +18,556 @@ pub struct WriteHint {
     /// Dirty pages the inode has in the page cache at this writeback (the kernel's
     /// `get_dirty_pages(inode)`).
     pub inode_dirty_pages: u64,
-    /// The writeback comes from fsync/fdatasync (`FI_NEED_IPU`-style fsync path).
+    /// The writeback comes from fsync/fdatasync (`f2fs_do_sync_file`).
     pub fsync: bool,
+}
+
+/// The `ipu_policy` bits (`segment.h`, `F2FS_IPU_*`): when an overwrite of an existing
+/// block may go in place. All false is `F2FS_IPU_DISABLE`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct IpuPolicy {
+    /// `F2FS_IPU_FORCE`: every eligible overwrite.
+    pub force: bool,
+    /// `F2FS_IPU_SSR`: while SSR is needed.
+    pub ssr: bool,
+    /// `F2FS_IPU_UTIL`: while utilisation exceeds `min_ipu_util_percent`.
+    pub util: bool,
+    /// `F2FS_IPU_SSR_UTIL`: both of the above.
+    pub ssr_util: bool,
+    /// `F2FS_IPU_FSYNC`: writeback of an fsync with at most `min_fsync_blocks` dirty
+    /// pages (the kernel default, `segment.c` `f2fs_build_segment_manager`).
+    pub fsync: bool,
+}
+
+impl IpuPolicy {
+    /// `BIT(F2FS_IPU_FSYNC)`, the default on volumes above 16 GB.
+    pub const KERNEL_DEFAULT: IpuPolicy = IpuPolicy {
+        force: false,
+        ssr: false,
+        util: false,
+        ssr_util: false,
+        fsync: true,
+    };
+    /// `F2FS_IPU_DISABLE`.
+    pub const OFF: IpuPolicy = IpuPolicy {
+        force: false,
+        ssr: false,
+        util: false,
+        ssr_util: false,
+        fsync: false,
+    };
+}
+
+impl Default for IpuPolicy {
+    fn default() -> IpuPolicy {
+        IpuPolicy::KERNEL_DEFAULT
+    }
+}
+
+/// Mount options and tunables, with the kernel's defaults (`F2fsConfig::default()`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct F2fsConfig {
+    /// `mode=lfs`: every write out of place (no IPU at all, no SSR). Default `adaptive`.
+    pub lfs_mode: bool,
+    pub ipu_policy: IpuPolicy,
+    /// `min_fsync_blocks` (8): the dirty-page bound for `F2FS_IPU_FSYNC`.
+    pub min_fsync_blocks: u64,
+    /// `min_ipu_util` (70 %).
+    pub min_ipu_util_percent: u64,
+    /// `min_hot_blocks` (`DEF_MIN_HOT_BLOCKS` 16): a writeback of at most this many dirty
+    /// pages marks the file hot (`FI_HOT_DATA`, `data.c` `f2fs_write_cache_pages`).
+    pub hot_data_dirty_pages_max: u64,
+    /// `cp_interval` (`DEF_CP_INTERVAL`, 60 s): a checkpoint is due this long after the
+    /// last one, taken once the file system is idle.
+    pub cp_interval_ns: Nanos,
+    /// `idle_interval` (`DEF_IDLE_INTERVAL`, 5 s): no request for this long is idle
+    /// (`is_idle`, `f2fs_time_over` of `REQ_TIME`/`GC_TIME`).
+    pub idle_interval_ns: Nanos,
+    /// `background_gc=on` (default) or `off`.
+    pub bg_gc: bool,
+    /// GC thread sleeps (`gc.h`: `DEF_GC_THREAD_MIN/MAX/NOGC_SLEEP_TIME`).
+    pub gc_min_sleep_ns: Nanos,
+    pub gc_max_sleep_ns: Nanos,
+    pub gc_no_gc_sleep_ns: Nanos,
+    /// `DEF_DIRTY_NAT_RATIO_THRESHOLD` (10 % of the node ids dirty forces a checkpoint).
+    pub dirty_nat_ratio_percent: u64,
+    /// `DEF_MAX_RECLAIM_PREFREE_SEGMENTS` ratio (5 % of main segments pre-free forces a
+    /// checkpoint; capped at 4096 segments).
+    pub prefree_ratio_percent: u64,
+    /// Slack space recycling when free sections run short (`f2fs_need_SSR`); off in LFS
+    /// mode.
+    pub ssr: bool,
+}
+
+impl Default for F2fsConfig {
+    fn default() -> F2fsConfig {
+        F2fsConfig {
+            lfs_mode: false,
+            ipu_policy: IpuPolicy::KERNEL_DEFAULT,
+            min_fsync_blocks: 8,
+            min_ipu_util_percent: 70,
+            hot_data_dirty_pages_max: 16,
+            cp_interval_ns: 60 * SEC_NS,
+            idle_interval_ns: 5 * SEC_NS,
+            bg_gc: true,
+            gc_min_sleep_ns: 30 * SEC_NS,
+            gc_max_sleep_ns: 60 * SEC_NS,
+            gc_no_gc_sleep_ns: 300 * SEC_NS,
+            dirty_nat_ratio_percent: 10,
+            prefree_ratio_percent: 5,
+            ssr: true,
+        }
+    }
+}
+
+impl F2fsConfig {
+    /// `mode=lfs`: pure log-structured writes, no in-place update, no SSR.
+    pub fn pure_lfs() -> F2fsConfig {
+        F2fsConfig {
+            lfs_mode: true,
+            ipu_policy: IpuPolicy::OFF,
+            ssr: false,
+            ..F2fsConfig::default()
+        }
+    }
+
+    /// What the write path of the version before these policies did: pure LFS, no
+    /// background work.
+    pub fn legacy() -> F2fsConfig {
+        F2fsConfig {
+            bg_gc: false,
+            ..F2fsConfig::pure_lfs()
+        }
+    }
+}
+
+// ----- temperature -----
+
+/// What decides a data block's log (`__get_segment_type_6`).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct DataTemperature {
+    /// The block is moved by cleaning.
+    pub gc_moving: bool,
+    /// `file_is_cold`: the name matched the cold (media) extension list.
+    pub cold_file: bool,
+    /// `file_is_hot`: the name matched the hot extension list.
+    pub hot_file: bool,
+    /// `FI_HOT_DATA`: few dirty pages at writeback, or an inline conversion.
+    pub hot_data: bool,
+    /// Directory data (dentry blocks).
+    pub dir: bool,
+}
+
+/// `FI_HOT_DATA` from a writeback hint (`data.c` `f2fs_write_cache_pages`: at most
+/// `min_hot_blocks` dirty pages).
+pub fn hot_data_at_writeback(hint: &WriteHint, cfg: &F2fsConfig) -> bool {
+    hint.inode_dirty_pages <= cfg.hot_data_dirty_pages_max
+}
+
+/// The data log, in the kernel's order: GC-moved cold, then cold files, then hot files
+/// and `FI_HOT_DATA`, else warm. Directory dentry blocks count as hot data (they reach
+/// writeback with few dirty pages, which is how the kernel makes them hot).
+pub fn data_log(t: DataTemperature) -> usize {
+    if t.gc_moving || t.cold_file {
+        CURSEG_COLD_DATA
+    } else if t.hot_file || t.hot_data || t.dir {
+        CURSEG_HOT_DATA
+    } else {
+        CURSEG_WARM_DATA
+    }
+}
+
+// ----- in-place update -----
+
+/// What `need_inplace_update` (`data.c`) looks at for one data page.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct IpuQuery {
+    /// The page already has a valid block (`__is_valid_data_blkaddr(old_blkaddr)`).
+    pub has_block: bool,
+    pub dir: bool,
+    pub gc_moving: bool,
+    pub cold_file: bool,
+    /// `FI_NEED_IPU`: set by the fsync path (see [`need_ipu_for_fsync`]).
+    pub need_ipu: bool,
+    pub ssr_needed: bool,
+    pub utilization_percent: u64,
+}
+
+/// `FI_NEED_IPU` (`file.c` `f2fs_do_sync_file`): an fsync writeback with at most
+/// `min_fsync_blocks` dirty pages.
+pub fn need_ipu_for_fsync(hint: &WriteHint, cfg: &F2fsConfig) -> bool {
+    hint.fsync && hint.inode_dirty_pages <= cfg.min_fsync_blocks
+}
+
+/// Whether an overwrite goes in place: never without an existing block; never when
+/// `f2fs_should_update_outplace` holds (LFS mode, directories, GC moves); always for cold
+/// files ("overwrite to avoid fragmentation"); else `check_inplace_update_policy`.
+pub fn update_in_place(q: &IpuQuery, cfg: &F2fsConfig) -> bool {
+    if !q.has_block || cfg.lfs_mode || q.dir || q.gc_moving {
+        return false;
+    }
+    q.cold_file || ipu_policy_allows(q, cfg)
+}
+
+/// `check_inplace_update_policy`, bit by bit.
+fn ipu_policy_allows(q: &IpuQuery, cfg: &F2fsConfig) -> bool {
+    let p = &cfg.ipu_policy;
+    let busy = q.utilization_percent > cfg.min_ipu_util_percent;
+    p.force
+        || (p.ssr && q.ssr_needed)
+        || (p.util && busy)
+        || (p.ssr_util && q.ssr_needed && busy)
+        || (p.fsync && q.need_ipu)
+}
+
+// ----- cleaning -----
+
+/// One candidate segment for cost-benefit selection.
+#[derive(Clone, Copy, Debug)]
+pub struct VictimInfo {
+    pub segno: u32,
+    pub valid_blocks: u32,
+    /// SIT `mtime` (seconds).
+    pub mtime: u64,
+}
+
+/// `get_cb_cost` (`gc.c`): lower is better. `u` is the utilisation in percent, `age`
+/// 0–100 with 100 the oldest between `min_mtime` and `max_mtime`; the cost is
+/// `UINT_MAX − 100·(100−u)·age/(100+u)`.
+pub fn cb_cost(v: &VictimInfo, blocks_per_seg: u32, min_mtime: u64, max_mtime: u64) -> u32 {
+    let u = (v.valid_blocks as u64 * 100 / blocks_per_seg.max(1) as u64).min(100);
+    let (lo, hi) = (min_mtime.min(v.mtime), max_mtime.max(v.mtime));
+    let age = if hi == lo {
+        0
+    } else {
+        100 - 100 * (v.mtime - lo) / (hi - lo)
+    };
+    u32::MAX - (100 * (100 - u) * age / (100 + u)) as u32
+}
+
+/// The background victim: the lowest cost-benefit cost, ties to the lowest segment.
+pub fn pick_cb_victim(
+    candidates: &[VictimInfo],
+    blocks_per_seg: u32,
+    min_mtime: u64,
+    max_mtime: u64,
+) -> Option<u32> {
+    candidates
+        .iter()
+        .map(|v| (cb_cost(v, blocks_per_seg, min_mtime, max_mtime), v.segno))
+        .min()
+        .map(|(_, s)| s)
+}
+
+/// `has_enough_invalid_blocks` (`gc.h`): reclaimable user blocks above 40 % of the user
+/// blocks while free user blocks (beyond over-provisioning) are under 40 % of them.
+pub fn has_enough_invalid_blocks(
+    user_blocks: u64,
+    valid_blocks: u64,
+    free_segments: u64,
+    ovp_segments: u64,
+    blocks_per_seg: u64,
+) -> bool {
+    const LIMIT_INVALID_BLOCK: u64 = 40;
+    const LIMIT_FREE_BLOCK: u64 = 40;
+    let reclaimable = user_blocks.saturating_sub(valid_blocks);
+    let free_user = free_segments.saturating_sub(ovp_segments) * blocks_per_seg;
+    reclaimable > user_blocks * LIMIT_INVALID_BLOCK / 100
+        && free_user < reclaimable * LIMIT_FREE_BLOCK / 100
+}
+
+/// The GC thread's next sleep after an idle wake (`gc_thread_func`): shorter while
+/// invalid blocks pile up (`decrease_sleep_time`), longer otherwise
+/// (`increase_sleep_time`); `no_gc_sleep` after a wake that found no victim, back to
+/// `min_sleep` after one that found one.
+pub fn next_gc_sleep(
+    current_ns: Nanos,
+    enough_invalid: bool,
+    found_victim: bool,
+    cfg: &F2fsConfig,
+) -> Nanos {
+    let adjusted = if enough_invalid {
+        decrease_sleep(current_ns, cfg)
+    } else {
+        increase_sleep(current_ns, cfg)
+    };
+    if !found_victim {
+        cfg.gc_no_gc_sleep_ns
+    } else if adjusted == cfg.gc_no_gc_sleep_ns {
+        cfg.gc_min_sleep_ns
+    } else {
+        adjusted
+    }
+}
+
+/// `increase_sleep_time`; also what a wake that found the device busy does.
+pub fn increase_sleep(current_ns: Nanos, cfg: &F2fsConfig) -> Nanos {
+    if current_ns == cfg.gc_no_gc_sleep_ns {
+        return current_ns;
+    }
+    (current_ns + cfg.gc_min_sleep_ns).min(cfg.gc_max_sleep_ns)
+}
+
+fn decrease_sleep(current_ns: Nanos, cfg: &F2fsConfig) -> Nanos {
+    let from = if current_ns == cfg.gc_no_gc_sleep_ns {
+        cfg.gc_max_sleep_ns
+    } else {
+        current_ns
+    };
+    if from.saturating_sub(cfg.gc_min_sleep_ns) < cfg.gc_min_sleep_ns {
+        cfg.gc_min_sleep_ns
+    } else {
+        from - cfg.gc_min_sleep_ns
+    }
+}
+
+// ----- checkpoints -----
+
+/// What `f2fs_balance_fs_bg` (`segment.c`) weighs before forcing a checkpoint.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CheckpointQuery {
+    /// Anything to write (`SBI_IS_DIRTY`); a clean file system skips the checkpoint.
+    pub dirty: bool,
+    pub dirty_nat_entries: u64,
+    /// Node ids the NAT can hold (`max_nid`).
+    pub max_nid: u64,
+    pub prefree_segments: u64,
+    pub main_segments: u64,
+    /// Dirty node blocks in memory.
+    pub dirty_node_blocks: u64,
+    pub blocks_per_seg: u64,
+    pub since_checkpoint_ns: Nanos,
+    pub since_request_ns: Nanos,
+}
+
+/// Why a checkpoint is forced.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum CheckpointReason {
+    /// `excess_dirty_nats` (`node.h`).
+    DirtyNats,
+    /// `excess_prefree_segs` (`segment.h`).
+    PrefreeSegments,
+    /// `excess_dirty_threshold` for node pages (`segment.c`).
+    DirtyNodes,
+    /// `cp_interval` over while idle (`f2fs_time_over(CP_TIME)`).
+    Interval,
+}
+
+/// The threshold triggers, checked whenever the kernel's `f2fs_balance_fs_bg` would
+/// run (after operations here, as node writeback calls it).
+pub fn checkpoint_threshold(q: &CheckpointQuery, cfg: &F2fsConfig) -> Option<CheckpointReason> {
+    // `DEFAULT_DIRTY_THRESHOLD` (4 segments) × factor 2, the factor outside a checkpoint.
+    const DIRTY_NODE_SEGMENTS: u64 = 4 * 2;
+    const MAX_RECLAIM_PREFREE_SEGMENTS: u64 = 4096;
+    if !q.dirty {
+        return None;
+    }
+    let prefree_limit =
+        (q.main_segments * cfg.prefree_ratio_percent / 100).min(MAX_RECLAIM_PREFREE_SEGMENTS);
+    if q.dirty_nat_entries >= q.max_nid * cfg.dirty_nat_ratio_percent / 100 {
+        Some(CheckpointReason::DirtyNats)
+    } else if q.prefree_segments > prefree_limit {
+        Some(CheckpointReason::PrefreeSegments)
+    } else if q.dirty_node_blocks > DIRTY_NODE_SEGMENTS * q.blocks_per_seg {
+        Some(CheckpointReason::DirtyNodes)
+    } else {
+        None
+    }
+}
+
+/// The periodic checkpoint: dirty, `cp_interval` since the last one, and idle.
+pub fn checkpoint_due(q: &CheckpointQuery, cfg: &F2fsConfig) -> Option<CheckpointReason> {
+    checkpoint_threshold(q, cfg).or_else(|| {
+        (q.dirty
+            && q.since_checkpoint_ns >= cfg.cp_interval_ns
+            && q.since_request_ns >= cfg.idle_interval_ns)
+            .then_some(CheckpointReason::Interval)
+    })
+}
+
+/// When the periodic checkpoint falls due, given when the last checkpoint and the last
+/// request ended: both intervals must have passed.
+pub fn checkpoint_due_at_ns(last_cp_ns: Nanos, last_request_ns: Nanos, cfg: &F2fsConfig) -> Nanos {
+    last_cp_ns
+        .saturating_add(cfg.cp_interval_ns)
+        .max(last_request_ns.saturating_add(cfg.idle_interval_ns))
+}
+
+// ----- SSR -----
+
+/// `f2fs_need_SSR` (`segment.h`): not LFS, and free sections at or under what dirty
+/// nodes and dentries need plus the SSR minimum (`min_ssr_sections`, the reserved count)
+/// plus the reserve.
+pub fn need_ssr(
+    free_sections: u64,
+    node_sections: u64,
+    dent_sections: u64,
+    reserved_sections: u64,
+    cfg: &F2fsConfig,
+) -> bool {
+    cfg.ssr
+        && !cfg.lfs_mode
+        && free_sections <= node_sections + 2 * dent_sections + 2 * reserved_sections
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn temperature_follows_the_kernel_order() {
+        let cold_small = DataTemperature {
+            cold_file: true,
+            hot_data: true,
+            ..Default::default()
+        };
+        assert_eq!(data_log(cold_small), CURSEG_COLD_DATA);
+        let small = DataTemperature {
+            hot_data: true,
+            ..Default::default()
+        };
+        assert_eq!(data_log(small), CURSEG_HOT_DATA);
+        assert_eq!(data_log(DataTemperature::default()), CURSEG_WARM_DATA);
+        let cfg = F2fsConfig::default();
+        let hint = |n| WriteHint {
+            inode_dirty_pages: n,
+            fsync: false,
+        };
+        assert!(hot_data_at_writeback(&hint(16), &cfg));
+        assert!(!hot_data_at_writeback(&hint(17), &cfg));
+    }
+
+    #[test]
+    fn ipu_needs_a_block_and_the_fsync_bound() {
+        let cfg = F2fsConfig::default();
+        let fsync = |n| WriteHint {
+            inode_dirty_pages: n,
+            fsync: true,
+        };
+        let q = |need_ipu, has_block| IpuQuery {
+            has_block,
+            need_ipu,
+            ..Default::default()
+        };
+        assert!(need_ipu_for_fsync(&fsync(8), &cfg));
+        assert!(!need_ipu_for_fsync(&fsync(9), &cfg));
+        assert!(update_in_place(&q(true, true), &cfg));
+        assert!(!update_in_place(&q(true, false), &cfg));
+        assert!(!update_in_place(&q(false, true), &cfg));
+        assert!(!update_in_place(&q(true, true), &F2fsConfig::pure_lfs()));
+        let cold = IpuQuery {
+            has_block: true,
+            cold_file: true,
+            ..Default::default()
+        };
+        assert!(update_in_place(&cold, &cfg));
+        let util = F2fsConfig {
+            ipu_policy: IpuPolicy {
+                util: true,
+                ..IpuPolicy::OFF
+            },
+            ..cfg
+        };
+        let busy = IpuQuery {
+            has_block: true,
+            utilization_percent: 71,
+            ..Default::default()
+        };
+        assert!(update_in_place(&busy, &util));
+    }
+
+    #[test]
+    fn cost_benefit_prefers_old_and_empty() {
+        let v = |segno, valid_blocks, mtime| VictimInfo {
+            segno,
+            valid_blocks,
+            mtime,
+        };
+        // Same utilisation: the older wins; same age: the emptier wins.
+        assert_eq!(
+            pick_cb_victim(&[v(1, 100, 50), v(2, 100, 10)], 512, 0, 100),
+            Some(2)
+        );
+        assert_eq!(
+            pick_cb_victim(&[v(1, 300, 10), v(2, 100, 10)], 512, 0, 100),
+            Some(2)
+        );
+        // A young empty-ish segment loses to an old half-full one.
+        assert_eq!(
+            pick_cb_victim(&[v(1, 50, 100), v(2, 256, 0)], 512, 0, 100),
+            Some(2)
+        );
+        assert_eq!(cb_cost(&v(1, 512, 0), 512, 0, 100), u32::MAX);
+    }
+
+    #[test]
+    fn gc_sleep_adapts_between_the_bounds() {
+        let cfg = F2fsConfig::default();
+        let s = |n: u64| n * SEC_NS;
+        assert_eq!(next_gc_sleep(s(30), false, true, &cfg), s(60));
+        assert_eq!(next_gc_sleep(s(60), false, true, &cfg), s(60));
+        assert_eq!(next_gc_sleep(s(60), true, true, &cfg), s(30));
+        assert_eq!(next_gc_sleep(s(30), true, true, &cfg), s(30));
+        assert_eq!(next_gc_sleep(s(30), true, false, &cfg), s(300));
+        assert_eq!(next_gc_sleep(s(300), false, true, &cfg), s(30));
+        assert_eq!(next_gc_sleep(s(300), true, true, &cfg), s(30));
+    }
+
+    #[test]
+    fn checkpoints_by_threshold_and_interval() {
+        let cfg = F2fsConfig::default();
+        let base = CheckpointQuery {
+            dirty: true,
+            max_nid: 1000,
+            main_segments: 100,
+            blocks_per_seg: 512,
+            ..Default::default()
+        };
+        assert_eq!(checkpoint_due(&base, &cfg), None);
+        let nats = CheckpointQuery {
+            dirty_nat_entries: 100,
+            ..base
+        };
+        assert_eq!(
+            checkpoint_due(&nats, &cfg),
+            Some(CheckpointReason::DirtyNats)
+        );
+        let prefree = CheckpointQuery {
+            prefree_segments: 6,
+            ..base
+        };
+        assert_eq!(
+            checkpoint_due(&prefree, &cfg),
+            Some(CheckpointReason::PrefreeSegments)
+        );
+        let old = CheckpointQuery {
+            since_checkpoint_ns: 60 * SEC_NS,
+            since_request_ns: 5 * SEC_NS,
+            ..base
+        };
+        assert_eq!(checkpoint_due(&old, &cfg), Some(CheckpointReason::Interval));
+        let busy = CheckpointQuery {
+            since_request_ns: SEC_NS,
+            ..old
+        };
+        assert_eq!(checkpoint_due(&busy, &cfg), None);
+        let clean = CheckpointQuery {
+            dirty: false,
+            ..old
+        };
+        assert_eq!(checkpoint_due(&clean, &cfg), None);
+        assert_eq!(checkpoint_due_at_ns(0, 100 * SEC_NS, &cfg), 105 * SEC_NS);
+    }
+
+    #[test]
+    fn config_defaults_round_trip_through_serde() {
+        let cfg = F2fsConfig::default();
+        let json = serde_json::to_string(&cfg).unwrap();
+        let back: F2fsConfig = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, cfg);
+        let partial: F2fsConfig = serde_json::from_str(r#"{"lfs_mode": true}"#).unwrap();
+        assert!(partial.lfs_mode && partial.bg_gc);
+    }
 }

@@ -27,6 +27,18 @@ impl SegInfo {
         }
     }
 
+    /// `update_segment_mtime`: the segment's mtime is the average time its blocks were
+    /// written or invalidated, weighted by the valid blocks (so one update does not make
+    /// an old segment look young to cost-benefit cleaning).
+    fn age_by(&mut self, secs: u64) {
+        let valid = self.valid_blocks as u64;
+        self.mtime = if self.mtime == 0 {
+            secs
+        } else {
+            (self.mtime * valid + secs) / (valid + 1)
+        };
+    }
+
     pub fn to_entry(&self) -> SitEntry {
         SitEntry {
             vblocks: ((self.seg_type as u16) << SIT_VBLOCKS_SHIFT)
@@ -90,9 +102,9 @@ impl Segs {
         if seg.map[byte] & mask == 0 {
             return;
         }
+        seg.age_by(self.now_secs);
         seg.map[byte] &= !mask;
         seg.valid_blocks -= 1;
-        seg.mtime = self.now_secs;
         self.valid_blocks -= 1;
         self.dirty.insert(segno);
         if seg.valid_blocks == 0 && !self.is_current(segno) {
@@ -100,12 +112,18 @@ impl Segs {
         }
     }
 
-    fn mark_valid(&mut self, segno: u32, off: u32, seg_type: u8) {
+    /// `written_secs`: when the block's data was written (a block moved by cleaning
+    /// keeps its old segment's age), 0 for now.
+    fn mark_valid(&mut self, segno: u32, off: u32, seg_type: u8, written_secs: u64) {
         let seg = &mut self.info[segno as usize];
+        seg.age_by(if written_secs == 0 {
+            self.now_secs
+        } else {
+            written_secs
+        });
         set_bit_msb(&mut seg.map, off as usize);
         seg.valid_blocks += 1;
         seg.seg_type = seg_type;
-        seg.mtime = self.now_secs;
         self.valid_blocks += 1;
         self.dirty.insert(segno);
     }
@@ -142,11 +160,12 @@ impl Segs {
 
     /// Takes the next block of log `log` for `sum`; returns its address. When the
     /// segment fills, the caller must call [`Segs::take_full`] to seal it.
-    pub fn alloc(&mut self, log: usize, sum: Summary) -> u32 {
+    /// The block's data dates from `written_secs` (0: now).
+    pub fn alloc_aged(&mut self, log: usize, sum: Summary, written_secs: u64) -> u32 {
         let (segno, off) = (self.logs[log].segno, self.logs[log].blkoff as u32);
         self.logs[log].sum.entries[off as usize] = sum;
         self.logs[log].blkoff += 1;
-        self.mark_valid(segno, off, log as u8);
+        self.mark_valid(segno, off, log as u8, written_secs);
         self.main_blkaddr + segno * BLOCKS_PER_SEG + off
     }
 
@@ -171,7 +190,7 @@ impl Segs {
         }
         let keep_type = self.info[segno as usize].valid_blocks > 0;
         let old_type = self.info[segno as usize].seg_type;
-        self.mark_valid(segno, off, if keep_type { old_type } else { seg_type });
+        self.mark_valid(segno, off, if keep_type { old_type } else { seg_type }, 0);
         self.prefree.remove(&segno);
     }
 
