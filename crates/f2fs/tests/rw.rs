@@ -266,12 +266,17 @@ fn blocks_go_to_the_logs_by_temperature() {
 
 /// Blocks written by kind for the primitive operations (printed with --nocapture; the
 /// table in docs/f2fs.md comes from here), pinned so a change in write behaviour shows.
+/// Writes go through `write_pages_hinted` as a page cache's writeback issues them (an
+/// fsync's writeback says so and how many pages were dirty); mount options are the
+/// kernel defaults (`IPU_FSYNC`, `min_fsync_blocks` 8, `min_hot_blocks` 16).
 #[test]
 fn primitive_operation_costs() {
-    use flashstack_f2fs::Metrics;
-    fn delta(a: &Metrics, b: &Metrics) -> [u64; 7] {
+    use flashstack_f2fs::{Metrics, WriteHint};
+    type Row = [u64; 8];
+    fn delta(a: &Metrics, b: &Metrics) -> Row {
         [
             b.data_blocks - a.data_blocks,
+            b.ipu_data_blocks - a.ipu_data_blocks,
             b.node_blocks - a.node_blocks,
             b.checkpoint_blocks - a.checkpoint_blocks,
             b.nat_blocks - a.nat_blocks,
@@ -280,29 +285,53 @@ fn primitive_operation_costs() {
             b.checkpoints - a.checkpoints,
         ]
     }
+    fn writeback(fs: &mut F2fs<MemDevice>, ino: u32, first: u64, pages: u64, fsync: bool) {
+        let page = [0x5a; 4096];
+        let refs: Vec<&[u8; 4096]> = (0..pages).map(|_| &page).collect();
+        let size = fs
+            .stat_ino(ino)
+            .unwrap()
+            .size_bytes
+            .max((first + pages) * 4096);
+        let hint = WriteHint {
+            inode_dirty_pages: pages,
+            fsync,
+        };
+        fs.write_pages_hinted(ino, first, &refs, size, hint)
+            .unwrap();
+        if fsync {
+            fs.fsync(ino).unwrap();
+        }
+    }
     let mut fs = fresh(128 * MIB, &MkfsOptions::default());
     fs.mkdir("/d").unwrap();
     let small = fs.create("/d/small").unwrap();
     fs.write(small, 0, &pattern(3 * 4096, 1)).unwrap();
+    let big = fs.create("/d/big").unwrap();
+    fs.write(big, 0, &pattern(40 * 4096, 1)).unwrap();
     fs.sync().unwrap();
-    let mut rows = Vec::new();
+    let mut rows: Vec<Row> = Vec::new();
     let mut measure = |name: &str, fs: &mut F2fs<MemDevice>, f: &dyn Fn(&mut F2fs<MemDevice>)| {
         let before = fs.metrics().clone();
         f(fs);
         let d = delta(&before, fs.metrics());
         eprintln!(
-            "{name:<32} data {} node {} cp {} nat {} sit {} ssa {} checkpoints {}",
-            d[0], d[1], d[2], d[3], d[4], d[5], d[6]
+            "{name:<36} data {} in-place {} node {} cp {} nat {} sit {} ssa {} checkpoints {}",
+            d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7]
         );
         rows.push(d);
     };
     measure("4 KiB overwrite + fsync", &mut fs, &|fs| {
-        fs.write(small, 4096, &pattern(4096, 2)).unwrap();
-        fs.fsync(small).unwrap();
+        writeback(fs, small, 1, 1, true)
     });
     measure("4 KiB append + fsync", &mut fs, &|fs| {
-        fs.write(small, 3 * 4096, &pattern(4096, 3)).unwrap();
-        fs.fsync(small).unwrap();
+        writeback(fs, small, 3, 1, true)
+    });
+    measure("4 KiB overwrite, background writeback", &mut fs, &|fs| {
+        writeback(fs, small, 0, 1, false)
+    });
+    measure("20-page overwrite + fsync", &mut fs, &|fs| {
+        writeback(fs, big, 0, 20, true)
     });
     measure("create + 100 B write + fsync", &mut fs, &|fs| {
         let ino = fs.create("/d/new").unwrap();
@@ -314,24 +343,48 @@ fn primitive_operation_costs() {
     measure("checkpoint, nothing dirty", &mut fs, &|fs| {
         fs.sync().unwrap()
     });
+    measure("write, then idle 70 s", &mut fs, &|fs| {
+        writeback(fs, small, 0, 1, false);
+        let until = fs.now_ns() + 70_000_000_000;
+        fs.idle(until).unwrap();
+    });
     assert_eq!(
         rows[0],
-        [1, 1, 0, 0, 0, 0, 0],
-        "overwrite: data + inode with the fsync mark"
+        [0, 1, 1, 0, 0, 0, 0, 0],
+        "overwrite: data in place (IPU_FSYNC) + inode with the fsync mark"
     );
-    assert_eq!(rows[1], [1, 1, 0, 0, 0, 0, 0], "append: data + inode");
-    // The parent is an inline directory: its dentry is rebuilt from the dentry mark.
+    assert_eq!(
+        rows[1],
+        [1, 0, 1, 0, 0, 0, 0, 0],
+        "append: new data + inode"
+    );
     assert_eq!(
         rows[2],
-        [0, 1, 0, 0, 0, 0, 0],
+        [1, 0, 0, 0, 0, 0, 0, 0],
+        "background writeback: out of place, no node yet"
+    );
+    assert_eq!(
+        rows[3],
+        [20, 0, 1, 0, 0, 0, 0, 0],
+        "more than min_fsync_blocks dirty: out of place + the inode"
+    );
+    // The parent is an inline directory: its dentry is rebuilt from the dentry mark.
+    assert_eq!(
+        rows[4],
+        [0, 0, 1, 0, 0, 0, 0, 0],
         "create: the inline inode only"
     );
     // Unlinking a file fsync'd since the checkpoint checkpoints (no resurrection).
-    assert_eq!(rows[3][6], 1, "unlink of an fsync'd file");
+    assert_eq!(rows[5][7], 1, "unlink of an fsync'd file");
     assert_eq!(
-        rows[5],
-        [0, 0, 5, 0, 0, 0, 1],
+        rows[7],
+        [0, 0, 0, 5, 0, 0, 0, 1],
         "an idle checkpoint: the pack only"
+    );
+    assert_eq!(
+        rows[8],
+        [1, 0, 1, 5, 0, 0, 0, 1],
+        "cp_interval: one periodic checkpoint, writing the inode"
     );
 }
 
