@@ -12,7 +12,11 @@
 //!   directories, direct/indirect node trees; six logs with the kernel's temperature rules
 //!   and every block sent with its temperature hint; checkpoints on sync and unmount;
 //!   fsync by roll-forward (fsync/dentry marks on the warm node chain, replayed at mount)
-//!   or by checkpoint where the kernel forces one; foreground greedy cleaning; counters of
+//!   or by checkpoint where the kernel forces one; in-place updates by the kernel's IPU
+//!   policy; foreground greedy cleaning, and in idle time ([`F2fs::idle`]) background
+//!   cost-benefit cleaning and periodic checkpoints; the policies as pure functions
+//!   ([`fs::policy`]) tuned by [`F2fsConfig`] (kernel defaults; [`F2fs::mount_with`]); page-
+//!   cache writeback with [`WriteHint`]s; counters of
 //!   blocks written by kind and per log ([`Metrics`]). Errors are [`FsError`], mapped to
 //!   errno in one place ([`FsError::errno`]). `docs/f2fs.md` gives the write path step by
 //!   step and what is not implemented.
