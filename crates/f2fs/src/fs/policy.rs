@@ -562,6 +562,19 @@ mod tests {
     }
 
     #[test]
+    fn background_gc_and_ssr_conditions() {
+        // 1000 user blocks, 100 valid: 900 reclaimable (> 400); free beyond OP must be
+        // under 360 blocks.
+        assert!(has_enough_invalid_blocks(1000, 100, 2, 1, 256));
+        assert!(!has_enough_invalid_blocks(1000, 100, 4, 1, 256));
+        assert!(!has_enough_invalid_blocks(1000, 700, 1, 1, 256));
+        let cfg = F2fsConfig::default();
+        assert!(need_ssr(10, 1, 0, 5, &cfg));
+        assert!(!need_ssr(12, 1, 0, 5, &cfg));
+        assert!(!need_ssr(10, 1, 0, 5, &F2fsConfig::pure_lfs()));
+    }
+
+    #[test]
     fn config_defaults_round_trip_through_serde() {
         let cfg = F2fsConfig::default();
         let json = serde_json::to_string(&cfg).unwrap();
