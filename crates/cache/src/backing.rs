@@ -7,7 +7,7 @@ use flashstack_sim::Nanos;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use crate::{Ino, Page, PAGE_SIZE_BYTES};
+use crate::{Ino, Page, WritebackReason, PAGE_SIZE_BYTES};
 
 /// Errors a file system below the cache reports.
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
@@ -64,6 +64,30 @@ pub trait Backing {
         sync: bool,
     ) -> Result<Nanos, BackingError>;
 
+    /// As [`write_pages`](Backing::write_pages), with what the cache knows about this
+    /// writeback. A file system whose placement depends on it overrides this (F2FS: a
+    /// writeback of at most 16 dirty pages marks the file's data hot, and an fsync's
+    /// writeback of few pages may update in place); the default ignores the hint. Same
+    /// durability as `write_pages`: volatile until a barrier.
+    fn write_pages_hinted(
+        &mut self,
+        now_ns: Nanos,
+        ino: Ino,
+        first_page_index: u64,
+        pages: &[&Page],
+        file_size_bytes: u64,
+        hint: WritebackHint,
+    ) -> Result<Nanos, BackingError> {
+        self.write_pages(
+            now_ns,
+            ino,
+            first_page_index,
+            pages,
+            file_size_bytes,
+            hint.sync,
+        )
+    }
+
     /// The barrier for one inode (`data_only` for fdatasync).
     fn fsync(&mut self, now_ns: Nanos, ino: Ino, data_only: bool) -> Result<Nanos, BackingError>;
 
@@ -80,6 +104,25 @@ pub trait Backing {
     /// The file's size as the file system knows it (0 for an unknown inode) and the
     /// completion time of the query.
     fn file_size(&mut self, now_ns: Nanos, ino: Ino) -> Result<(u64, Nanos), BackingError>;
+}
+
+/// What the cache tells the file system about one writeback (one contiguous run of pages).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WritebackHint {
+    /// Why the pages are written back.
+    pub reason: WritebackReason,
+    /// The caller waits for the write (the `sync` flag of `write_pages`).
+    pub sync: bool,
+    /// Dirty pages the inode had in the cache when this writeback of it began (the
+    /// kernel's `get_dirty_pages(inode)` at `f2fs_write_cache_pages`), all runs included.
+    pub inode_dirty_pages: u64,
+}
+
+impl WritebackHint {
+    /// The writeback comes from fsync or fdatasync of this inode.
+    pub fn is_fsync(&self) -> bool {
+        self.reason == WritebackReason::Fsync
+    }
 }
 
 /// One call the cache made, as [`MemBacking`] records it.

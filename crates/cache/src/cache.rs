@@ -9,8 +9,8 @@ use thiserror::Error;
 
 use crate::policy::{DirtyView, FlusherDecision, FsyncDecision, WriterDecision};
 use crate::{
-    Backing, BackingError, CacheConfig, ConfigError, Ino, LinuxPolicy, Page, WritebackPolicy,
-    WritebackReason, PAGE_SIZE_BYTES,
+    Backing, BackingError, CacheConfig, ConfigError, Ino, LinuxPolicy, Page, WritebackHint,
+    WritebackPolicy, WritebackReason, PAGE_SIZE_BYTES,
 };
 
 const PAGE_BYTES: u64 = PAGE_SIZE_BYTES as u64;
@@ -370,7 +370,7 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
         self.enter(now_ns)?;
         let mut t = now_ns + self.config.call_overhead_ns;
         while let Some(&(_, ino)) = self.dirty_inodes.first() {
-            t = self.write_back_batch(t, ino, WritebackReason::Sync, true)?;
+            t = self.write_back_file(t, ino, WritebackReason::Sync)?;
         }
         t = self.backing.sync_all(t)?;
         self.record(CallKind::Sync, now_ns, t);
@@ -395,13 +395,7 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
         self.enter(now_ns)?;
         let mut t = now_ns + self.config.call_overhead_ns;
         if self.policy.fsync(ino, data_only) == FsyncDecision::WriteBackAndSync {
-            while self
-                .files
-                .get(&ino)
-                .is_some_and(|file| !file.dirty_pages.is_empty())
-            {
-                t = self.write_back_batch(t, ino, WritebackReason::Fsync, true)?;
-            }
+            t = self.write_back_file(t, ino, WritebackReason::Fsync)?;
             t = self.backing.fsync(t, ino, data_only)?;
         }
         let kind = if data_only {
@@ -455,8 +449,32 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
         Ok(())
     }
 
-    /// Writes back up to one batch of `ino`'s dirty pages in page-index order, one
-    /// `write_pages` call per contiguous run. Returns the completion time.
+    /// A waited-for writeback of every dirty page of `ino` (fsync, sync), batch by batch.
+    /// The kernel does this in one `writepages` call, so every batch carries the dirty-page
+    /// count the file had when it began.
+    fn write_back_file(
+        &mut self,
+        now_ns: Nanos,
+        ino: Ino,
+        reason: WritebackReason,
+    ) -> Result<Nanos, CacheError> {
+        let mut t = now_ns;
+        let dirty_at_start = self
+            .files
+            .get(&ino)
+            .map_or(0, |f| f.dirty_pages.len() as u64);
+        while self
+            .files
+            .get(&ino)
+            .is_some_and(|file| !file.dirty_pages.is_empty())
+        {
+            t = self.write_back_pages(t, ino, reason, true, Some(dirty_at_start))?;
+        }
+        Ok(t)
+    }
+
+    /// One asynchronous-style batch (flusher, throttle, pressure): the hint counts the
+    /// file's dirty pages now.
     fn write_back_batch(
         &mut self,
         now_ns: Nanos,
@@ -464,10 +482,28 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
         reason: WritebackReason,
         sync: bool,
     ) -> Result<Nanos, CacheError> {
+        self.write_back_pages(now_ns, ino, reason, sync, None)
+    }
+
+    /// Writes back up to one batch of `ino`'s dirty pages in page-index order, one
+    /// `write_pages_hinted` call per contiguous run. Returns the completion time.
+    fn write_back_pages(
+        &mut self,
+        now_ns: Nanos,
+        ino: Ino,
+        reason: WritebackReason,
+        sync: bool,
+        inode_dirty_pages: Option<u64>,
+    ) -> Result<Nanos, CacheError> {
         let Some(file) = self.files.get(&ino) else {
             return Ok(now_ns);
         };
         let size_bytes = file.size_bytes;
+        let hint = WritebackHint {
+            reason,
+            sync,
+            inode_dirty_pages: inode_dirty_pages.unwrap_or(file.dirty_pages.len() as u64),
+        };
         let batch: Vec<u64> = file
             .dirty_pages
             .iter()
@@ -488,7 +524,7 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
                 .collect();
             t = self
                 .backing
-                .write_pages(t, ino, run[0], &pages, size_bytes, sync)?;
+                .write_pages_hinted(t, ino, run[0], &pages, size_bytes, hint)?;
             self.metrics.write_back_calls += 1;
             *self.metrics.pages_written_back.entry(reason).or_default() += run.len() as u64;
             run_start = run_end;

@@ -16,7 +16,7 @@ mod policy;
 #[cfg(test)]
 mod tests;
 
-pub use backing::{Backing, BackingCall, BackingError, MemBacking, MemBackingCosts};
+pub use backing::{Backing, BackingCall, BackingError, MemBacking, MemBackingCosts, WritebackHint};
 pub use cache::{CacheError, CacheMetrics, CallKind, CallLatency, PageCache};
 pub use config::{CacheConfig, ConfigError};
 pub use policy::{

@@ -600,3 +600,113 @@ fn call_latency_in_virtual_time() {
         "a throttled write waits for a page program"
     );
 }
+
+/// Records the hint of every writeback and forwards everything to a [`MemBacking`].
+struct HintSpy {
+    inner: MemBacking,
+    hints: Vec<(u64, u64, crate::WritebackHint)>,
+}
+
+impl crate::Backing for HintSpy {
+    fn read_page(
+        &mut self,
+        now_ns: Nanos,
+        ino: Ino,
+        page_index: u64,
+        page: &mut crate::Page,
+    ) -> Result<Nanos, crate::BackingError> {
+        self.inner.read_page(now_ns, ino, page_index, page)
+    }
+    fn write_pages(
+        &mut self,
+        _: Nanos,
+        _: Ino,
+        _: u64,
+        _: &[&crate::Page],
+        _: u64,
+        _: bool,
+    ) -> Result<Nanos, crate::BackingError> {
+        panic!("the cache must call write_pages_hinted")
+    }
+    fn write_pages_hinted(
+        &mut self,
+        now_ns: Nanos,
+        ino: Ino,
+        first_page_index: u64,
+        pages: &[&crate::Page],
+        file_size_bytes: u64,
+        hint: crate::WritebackHint,
+    ) -> Result<Nanos, crate::BackingError> {
+        self.hints
+            .push((first_page_index, pages.len() as u64, hint));
+        self.inner.write_pages(
+            now_ns,
+            ino,
+            first_page_index,
+            pages,
+            file_size_bytes,
+            hint.sync,
+        )
+    }
+    fn fsync(
+        &mut self,
+        now_ns: Nanos,
+        ino: Ino,
+        data_only: bool,
+    ) -> Result<Nanos, crate::BackingError> {
+        self.inner.fsync(now_ns, ino, data_only)
+    }
+    fn sync_all(&mut self, now_ns: Nanos) -> Result<Nanos, crate::BackingError> {
+        self.inner.sync_all(now_ns)
+    }
+    fn truncate(
+        &mut self,
+        now_ns: Nanos,
+        ino: Ino,
+        size_bytes: u64,
+    ) -> Result<Nanos, crate::BackingError> {
+        self.inner.truncate(now_ns, ino, size_bytes)
+    }
+    fn unlink(&mut self, now_ns: Nanos, ino: Ino) -> Result<Nanos, crate::BackingError> {
+        self.inner.unlink(now_ns, ino)
+    }
+    fn file_size(&mut self, now_ns: Nanos, ino: Ino) -> Result<(u64, Nanos), crate::BackingError> {
+        self.inner.file_size(now_ns, ino)
+    }
+}
+
+/// Every run of one writeback carries the inode's dirty-page count at the start of that
+/// writeback (not the run's length), the reason and the sync flag.
+#[test]
+fn writeback_hint_carries_inode_dirty_pages() {
+    let spy = HintSpy {
+        inner: MemBacking::new(MemBackingCosts::default()),
+        hints: Vec::new(),
+    };
+    // Batches of two pages: the fsync's writeback takes three batches, four runs.
+    let mut cache = PageCache::new(roomy(), spy).unwrap();
+    assert_eq!(cache.config().writeback_batch_pages_max, 2);
+    let page = [5u8; PAGE_SIZE_BYTES];
+    // Two runs: pages 0..3 and 10..12, five dirty pages in all.
+    for index in [0u64, 1, 2, 10, 11] {
+        cache
+            .write(0, 7, index * PAGE_SIZE_BYTES as u64, &page)
+            .unwrap();
+    }
+    cache.fsync(NS_PER_MS, 7).unwrap();
+    let hints = &cache.backing().hints;
+    let runs: Vec<(u64, u64)> = hints.iter().map(|h| (h.0, h.1)).collect();
+    assert_eq!(runs, vec![(0, 2), (2, 1), (10, 1), (11, 1)]);
+    for (_, _, hint) in hints {
+        assert_eq!(hint.inode_dirty_pages, 5);
+        assert_eq!(hint.reason, WritebackReason::Fsync);
+        assert!(hint.sync && hint.is_fsync());
+    }
+    // The flusher's expiry writeback is asynchronous and not an fsync.
+    cache.write(2 * NS_PER_MS, 7, 0, &page).unwrap();
+    cache.advance_to(60 * NS_PER_SEC).unwrap();
+    let last = cache.backing().hints.last().unwrap().2;
+    assert_eq!(last.inode_dirty_pages, 1);
+    assert_eq!(last.reason, WritebackReason::Expiry);
+    assert!(!last.sync && !last.is_fsync());
+}

@@ -1,8 +1,8 @@
 //! The cache's [`Backing`] over the project's F2FS.
 
 use flashstack_block::BlockDevice;
-use flashstack_cache::{Backing, BackingError, Ino, Page, PAGE_SIZE_BYTES};
-use flashstack_f2fs::{F2fs, FsError};
+use flashstack_cache::{Backing, BackingError, Ino, Page, WritebackHint, PAGE_SIZE_BYTES};
+use flashstack_f2fs::{F2fs, FsError, WriteHint};
 use flashstack_sim::Nanos;
 
 /// F2FS below the page cache. Each call advances F2FS's clock to `now_ns`, runs the
@@ -77,6 +77,34 @@ impl<D: BlockDevice> Backing for F2fsBacking<D> {
                 fs.write_page(i, index, page, valid as usize)?;
             }
             // The cache's size is the truth: a hole past the last page grows the file.
+            if fs.stat_ino(i)?.size_bytes != file_size_bytes {
+                fs.truncate(i, file_size_bytes)?;
+            }
+            Ok(())
+        })?;
+        Ok(done)
+    }
+
+    /// The cache's writeback with its hint, through F2FS's `write_pages_hinted`: the
+    /// inode's dirty-page count drives the hot-data rule (at most 16 → hot log) and the
+    /// fsync flag the in-place-update rule (`F2FS_IPU_FSYNC`).
+    fn write_pages_hinted(
+        &mut self,
+        now_ns: Nanos,
+        ino: Ino,
+        first_page_index: u64,
+        pages: &[&Page],
+        file_size_bytes: u64,
+        hint: WritebackHint,
+    ) -> Result<Nanos, BackingError> {
+        let fs_hint = WriteHint {
+            inode_dirty_pages: hint.inode_dirty_pages,
+            fsync: hint.is_fsync(),
+        };
+        let ((), done) = self.timed(now_ns, ino, |fs, i| {
+            fs.write_pages_hinted(i, first_page_index, pages, file_size_bytes, fs_hint)?;
+            // The cache's size is the truth: F2FS only grows to the end of the last page
+            // written, so a size inside a hole past it (or a smaller one) is set here.
             if fs.stat_ino(i)?.size_bytes != file_size_bytes {
                 fs.truncate(i, file_size_bytes)?;
             }

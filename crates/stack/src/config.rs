@@ -1,6 +1,7 @@
 //! One struct holding every layer's configuration, with TOML and named presets.
 
 use flashstack_cache::CacheConfig;
+use flashstack_f2fs::F2fsConfig;
 use flashstack_ftl::DeviceConfig;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
@@ -15,12 +16,15 @@ pub enum ConfigError {
     Cache(String),
 }
 
-/// F2FS format options a stack config may set (the rest are mkfs's deterministic defaults).
+/// F2FS options a stack config may set: the format (the rest are mkfs's deterministic
+/// defaults) and the mount options and tunables (kernel defaults unless given).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct FsConfig {
     /// Overprovision ratio in percent; `None` lets mkfs pick.
     pub overprovision_percent: Option<f64>,
+    /// Mount options (`mode=lfs`, `ipu_policy`, `background_gc`, `cp_interval`, ...).
+    pub mount: F2fsConfig,
 }
 
 /// The whole stack: device, file system, page cache, seed.

@@ -111,7 +111,8 @@ impl Stack {
             ..MkfsOptions::default()
         };
         mkfs(&mut ftl, &opts).map_err(|e| StackError::Mkfs(e.to_string()))?;
-        let fs = F2fs::mount(ftl).map_err(|e| StackError::Mount(e.to_string()))?;
+        let fs = F2fs::mount_with(ftl, 0, config.fs.mount.clone())
+            .map_err(|e| StackError::Mount(e.to_string()))?;
         let now_ns = fs.now_ns();
         let cache = PageCache::new(config.cache.clone(), F2fsBacking::new(fs))
             .map_err(|e| StackError::Cache(e.to_string()))?;
@@ -143,12 +144,34 @@ impl Stack {
         Ok(self.cache()?.backing_mut().fs_mut())
     }
 
-    /// Lets background work run until `t`: the cache's flusher (expired dirty pages).
+    /// Lets background work run until `t` (no request arrives before it): the cache's
+    /// flusher writes expired and over-threshold dirty pages, and F2FS's idle work runs
+    /// (the GC thread cleaning by cost-benefit, the periodic checkpoint). Returns the time
+    /// the stack is free again: `t`, or later if background work was still running
+    /// (requests never preempt it).
     pub fn idle_until(&mut self, t: Nanos) -> Result<Nanos, FileError> {
-        let t = t.max(self.now_ns);
-        self.cache()?.advance_to(t).map_err(cache_err)?;
-        self.now_ns = t;
-        Ok(t)
+        let mut at = self.now_ns;
+        let t = t.max(at);
+        let step_ns = self.config.cache.dirty_writeback_interval_ns.max(1);
+        // While the cache holds dirty pages the two interleave in steps of the flusher's
+        // wake period, so F2FS sees the flusher's writes as requests at their own times
+        // (its idle test is "no request for idle_interval").
+        while at < t && self.cache()?.dirty_bytes() > 0 {
+            let step = at.saturating_add(step_ns).min(t);
+            self.cache()?.advance_to(step).map_err(cache_err)?;
+            at = self.fs_idle(step)?;
+        }
+        self.cache()?.advance_to(at.max(t)).map_err(cache_err)?;
+        let end = self.fs_idle(t)?.max(t);
+        self.now_ns = self.now_ns.max(end);
+        Ok(end)
+    }
+
+    fn fs_idle(&mut self, until_ns: Nanos) -> Result<Nanos, FileError> {
+        let fs = self.fs()?;
+        let until_ns = until_ns.max(fs.now_ns());
+        fs.idle(until_ns).map_err(|e| fs_err("(idle)", e))?;
+        Ok(fs.now_ns())
     }
 
     /// Entry of every call: time never goes back; a gap first runs idle work.
@@ -157,8 +180,9 @@ impl Stack {
         if self.cache.is_none() {
             return Err(FileError::PowerLost);
         }
-        if now >= self.now_ns + self.config.idle_gap_ns {
-            self.idle_until(now)?;
+        if now >= self.now_ns.saturating_add(self.config.idle_gap_ns) {
+            // Background work still running when the call arrives delays it.
+            return self.idle_until(now);
         }
         Ok(now)
     }
@@ -233,7 +257,8 @@ impl Stack {
             .power_cycle(at)
             .map_err(|e| StackError::Device(e.to_string()))?;
         let at = completion.complete_ns.max(at);
-        let fs = F2fs::mount_at(ftl, at).map_err(|e| StackError::Mount(e.to_string()))?;
+        let fs = F2fs::mount_with(ftl, at, self.config.fs.mount.clone())
+            .map_err(|e| StackError::Mount(e.to_string()))?;
         self.now_ns = fs.now_ns().max(at);
         let cache = PageCache::new(self.config.cache.clone(), F2fsBacking::new(fs))
             .map_err(|e| StackError::Cache(e.to_string()))?;

@@ -51,7 +51,8 @@ fn op() -> impl Strategy<Value = Op> {
         3 => (0..4u8, any::<bool>()).prop_map(|(file, data_only)| Op::Sync { file, data_only }),
         1 => (0..4u8).prop_map(|file| Op::Delete { file }),
         1 => (0..4u8, 0..4u8).prop_map(|(from, to)| Op::Rename { from, to }),
-        1 => (1..40u8).prop_map(|secs| Op::Idle { secs }),
+        // Up to four minutes: long enough for F2FS's GC wakes and periodic checkpoints.
+        1 => (1..250u8).prop_map(|secs| Op::Idle { secs }),
         1 => (1..60u8).prop_map(|after_ops| Op::Cut { after_ops }),
     ]
 }
@@ -190,7 +191,7 @@ fn recover_and_check(s: &mut Stack, m: &mut BTreeMap<String, ModelFile>) {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
     #[test]
     fn stack_matches_model(ops in prop::collection::vec(op(), 1..40)) {
         let mut s = Stack::new(StackConfig::preset("default").unwrap()).unwrap();

@@ -158,6 +158,13 @@ fn workload_json() -> String {
         };
         t = s.close(t3, f).unwrap() + 2_000_000_000;
     }
+    // 25 dirty pages at once: more than the 16 of the hot rule, so warm data.
+    let (f, t1) = s.open(t, "/big", CREATE).unwrap();
+    let t2 = s.write_at(t1, f, 0, &[0xb1; 25 * 4096]).unwrap();
+    let t3 = s.sync(t2, f, false).unwrap();
+    let t = s.close(t3, f).unwrap();
+    // Two minutes of think time: the flusher's expiry writeback, then F2FS's idle work.
+    let t = s.idle_until(t + 120_000_000_000).unwrap();
     s.sync_all(t).unwrap();
     serde_json::to_string(&s.metrics().unwrap()).unwrap()
 }
@@ -190,7 +197,10 @@ fn config_toml_round_trip_and_errors() {
 }
 
 /// Golden counters: the fixed workload of `workload_json` gives exactly these F2FS blocks
-/// by kind and NAND programs/erases. A change here is a change in modelled behaviour:
+/// by kind and NAND programs/erases. The cache's writeback hint is visible here: small
+/// files (at most 16 dirty pages) land in the hot data log, the 25-page file in the warm
+/// one, small fsync'd overwrites go in place (`ipu_data_blocks`), and the two idle
+/// minutes give one background checkpoint. A change here is a change in modelled behaviour:
 /// update the figures only with a reason in the commit message.
 #[test]
 fn golden_counters() {
@@ -204,8 +214,18 @@ fn golden_counters() {
             "checkpoint_blocks",
             f["checkpoint_blocks"].as_u64().unwrap(),
         ),
+        ("ipu_data_blocks", f["ipu_data_blocks"].as_u64().unwrap()),
+        (
+            "hot_data_log_blocks",
+            f["per_log_blocks"][0].as_u64().unwrap(),
+        ),
+        (
+            "warm_data_log_blocks",
+            f["per_log_blocks"][1].as_u64().unwrap(),
+        ),
         ("fsyncs", f["fsyncs"].as_u64().unwrap()),
         ("checkpoints", f["checkpoints"].as_u64().unwrap()),
+        ("bg_checkpoints", f["bg_checkpoints"].as_u64().unwrap()),
         ("host_write_lbas", d["host_write_lbas"].as_u64().unwrap()),
         ("page_programs", d["page_programs"].as_u64().unwrap()),
         ("erases_gc", d["erases_gc"].as_u64().unwrap()),
@@ -214,14 +234,18 @@ fn golden_counters() {
     assert_eq!(got, GOLDEN);
 }
 
-const GOLDEN: [(&str, u64); 8] = [
-    ("data_blocks", 48),
-    ("node_blocks", 16),
-    ("checkpoint_blocks", 20),
-    ("fsyncs", 7),
-    ("checkpoints", 4),
-    ("host_write_lbas", 9832),
-    ("page_programs", 9832),
+const GOLDEN: [(&str, u64); 12] = [
+    ("data_blocks", 69),
+    ("node_blocks", 18),
+    ("checkpoint_blocks", 30),
+    ("ipu_data_blocks", 5),
+    ("hot_data_log_blocks", 44),
+    ("warm_data_log_blocks", 25),
+    ("fsyncs", 8),
+    ("checkpoints", 6),
+    ("bg_checkpoints", 1),
+    ("host_write_lbas", 9870),
+    ("page_programs", 9870),
     ("erases_gc", 0),
 ];
 
