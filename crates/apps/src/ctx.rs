@@ -1,0 +1,447 @@
+//! The persona's world while it runs: one file system, one virtual clock, one SQLite
+//! connection (the foreground app's), the seeded PRNG, and per-operation latencies.
+
+use std::collections::BTreeMap;
+use std::rc::Rc;
+
+use flashstack_content::{ContentClass, ContentMix, ContentModel, PAGE_SIZE};
+use flashstack_sim::{LatencyHistogram, Nanos, Rng};
+use flashstack_sqlvfs::{FileApi, FileId, OpenFlags, SimDb, SimVfs, SqliteConfig};
+
+use crate::error::AppError;
+use crate::recorder::{BoxedApi, Recorder};
+use crate::shared::Shared;
+
+/// The file system as the persona sees it: shared with SQLite, recorded on demand.
+pub type AppFs = Shared<Recorder<BoxedApi>>;
+
+/// Most distinct operation names a run keeps latencies for.
+const OP_NAMES_MAX: usize = 256;
+/// Most witnesses (one per table written) a run remembers.
+const WITNESSES_MAX: usize = 1024;
+/// SQLite allows the main database plus ten attached ones.
+pub const DATABASES_MAX: usize = 10;
+
+/// Evidence that a committed transaction is durable: after it committed, `max(rowid)` of
+/// `schema_path`'s `table` was at least `rowid_min`. Rows are only ever deleted oldest
+/// first, never the newest, so the value can only grow while the persona runs.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Witness {
+    /// The database file.
+    pub db_path: String,
+    /// The table.
+    pub table: String,
+    /// The newest rowid committed.
+    pub rowid_min: i64,
+}
+
+/// One attached database of the foreground app.
+#[derive(Clone, Debug)]
+struct DbSlot {
+    schema: String,
+    path: String,
+}
+
+/// Everything a persona touches while it runs.
+pub struct Ctx {
+    vfs: Rc<SimVfs>,
+    fs: AppFs,
+    db: Option<SimDb>,
+    slots: Vec<DbSlot>,
+    /// The persona's seeded PRNG (its own stream; SQLite's comes from the VFS).
+    pub rng: Rng,
+    content: ContentModel,
+    latencies: BTreeMap<String, LatencyHistogram>,
+    witnesses: BTreeMap<(String, String), i64>,
+    commits: u64,
+    user_ops: u64,
+    app_cpu_ns_per_call: Nanos,
+    /// Counter for unique file names and content-model addresses.
+    seq: u64,
+    /// Every database path a run opened, in order of first use.
+    databases: Vec<String>,
+    /// Version of each state-file page (see `Step::State`).
+    state_versions: BTreeMap<u64, u32>,
+}
+
+impl std::fmt::Debug for Ctx {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ctx")
+            .field("vfs", &self.vfs)
+            .field("commits", &self.commits)
+            .finish()
+    }
+}
+
+impl Ctx {
+    pub(crate) fn new(vfs: Rc<SimVfs>, fs: AppFs, seed: u64, app_cpu_ns_per_call: Nanos) -> Self {
+        let mut rng = Rng::new(seed);
+        let content = ContentModel::new(rng.next_u64(), ContentMix::only(ContentClass::Media));
+        Self {
+            vfs,
+            fs,
+            db: None,
+            slots: Vec::new(),
+            rng: rng.fork(1),
+            content,
+            latencies: BTreeMap::new(),
+            witnesses: BTreeMap::new(),
+            commits: 0,
+            user_ops: 0,
+            app_cpu_ns_per_call,
+            seq: 0,
+            databases: Vec::new(),
+            state_versions: BTreeMap::new(),
+        }
+    }
+
+    /// The next version of state-file page `page` (1 on its first patch).
+    pub fn state_version(&mut self, page: u64) -> u32 {
+        let v = self.state_versions.entry(page).or_insert(0);
+        *v = v.saturating_add(1);
+        *v
+    }
+
+    /// The seed of the run's content model.
+    pub fn content_seed(&self) -> u64 {
+        self.content.seed()
+    }
+
+    /// Forgets the latencies and operation count of the setup phase.
+    pub(crate) fn reset_ops(&mut self) {
+        self.latencies.clear();
+        self.user_ops = 0;
+    }
+
+    // ---- time -----------------------------------------------------------------------
+
+    /// The virtual time now.
+    pub fn now(&self) -> Nanos {
+        self.vfs.now_ns()
+    }
+
+    /// Idle time (the user reads, thinks, or the phone sits in a pocket).
+    pub fn think(&mut self, ns: Nanos) {
+        let t = self.now().saturating_add(ns);
+        self.vfs.advance_to(t);
+    }
+
+    /// Charges CPU time of the app itself (decoding, rendering) to the clock.
+    pub fn cpu(&mut self, ns: Nanos) {
+        self.think(ns);
+    }
+
+    /// Runs one user operation and records its latency (completion − start, virtual)
+    /// under `name`.
+    pub fn user_op<T>(
+        &mut self,
+        name: &str,
+        f: impl FnOnce(&mut Self) -> Result<T, AppError>,
+    ) -> Result<T, AppError> {
+        let start = self.now();
+        let out = f(self)?;
+        let latency = self.now() - start;
+        if !self.latencies.contains_key(name) && self.latencies.len() >= OP_NAMES_MAX {
+            return Err(AppError::TableFull {
+                table: "operation names",
+                limit: OP_NAMES_MAX,
+            });
+        }
+        self.latencies
+            .entry(name.to_owned())
+            .or_default()
+            .record(latency);
+        self.user_ops += 1;
+        Ok(out)
+    }
+
+    pub(crate) fn latencies(&self) -> &BTreeMap<String, LatencyHistogram> {
+        &self.latencies
+    }
+
+    pub(crate) fn user_ops(&self) -> u64 {
+        self.user_ops
+    }
+
+    /// A fresh number for unique names.
+    pub fn next_seq(&mut self) -> u64 {
+        self.seq += 1;
+        self.seq
+    }
+
+    // ---- databases ------------------------------------------------------------------
+
+    /// Makes an app's databases the open ones: closes the previous app's connection (one
+    /// connection per process: `SimDb` serialises connections), opens the first database
+    /// as `main` and attaches the others under their schema names, each configured by
+    /// `config` (journal mode, synchronous, ...).
+    pub fn open_app(
+        &mut self,
+        dbs: &[(&str, String)],
+        config: &SqliteConfig,
+        extra_pragmas: &[&str],
+    ) -> Result<(), AppError> {
+        self.close_app()?;
+        if dbs.is_empty() || dbs.len() > DATABASES_MAX {
+            return Err(AppError::TableFull {
+                table: "databases per app",
+                limit: DATABASES_MAX,
+            });
+        }
+        let db = SimDb::open(&self.vfs, &dbs[0].1, config)?;
+        self.slots = vec![DbSlot {
+            schema: "main".to_owned(),
+            path: dbs[0].1.clone(),
+        }];
+        for (schema, path) in &dbs[1..] {
+            db.execute("ATTACH DATABASE ?1 AS ?2", (path.as_str(), *schema))?;
+            for pragma in config.pragmas() {
+                let qualified = pragma.replacen("PRAGMA ", &format!("PRAGMA {schema}."), 1);
+                run_pragma(&db, &qualified)?;
+            }
+            self.slots.push(DbSlot {
+                schema: (*schema).to_owned(),
+                path: path.clone(),
+            });
+        }
+        for pragma in extra_pragmas {
+            run_pragma(&db, pragma)?;
+        }
+        for slot in &self.slots {
+            if !self.databases.contains(&slot.path) {
+                self.databases.push(slot.path.clone());
+            }
+        }
+        self.db = Some(db);
+        Ok(())
+    }
+
+    /// Closes the foreground app's connection, if any.
+    pub fn close_app(&mut self) -> Result<(), AppError> {
+        if let Some(db) = self.db.take() {
+            db.close()?;
+        }
+        self.slots.clear();
+        Ok(())
+    }
+
+    /// The open connection.
+    pub fn db(&self) -> Result<&SimDb, AppError> {
+        self.db
+            .as_ref()
+            .ok_or(AppError::Sql(rusqlite::Error::InvalidQuery))
+    }
+
+    /// The schema name of the app's database whose file name ends with `name`
+    /// (`main` for the first).
+    pub fn schema(&self, name: &str) -> Result<String, AppError> {
+        self.slots
+            .iter()
+            .find(|s| s.path.ends_with(name) || s.schema == name)
+            .map(|s| s.schema.clone())
+            .ok_or_else(|| AppError::Analyze(format!("no open database named '{name}'")))
+    }
+
+    fn path_of_schema(&self, schema: &str) -> String {
+        self.slots
+            .iter()
+            .find(|s| s.schema == schema)
+            .map_or_else(String::new, |s| s.path.clone())
+    }
+
+    /// Runs `f` inside `BEGIN IMMEDIATE` … `COMMIT` (rolled back on error). After the
+    /// commit returns, the transaction is durable (synchronous FULL), so the newest
+    /// rowids it wrote become witnesses for the power-cut tests.
+    pub fn txn<T>(
+        &mut self,
+        f: impl FnOnce(&rusqlite::Connection, &mut Rng) -> Result<(T, Vec<(String, String)>), AppError>,
+    ) -> Result<T, AppError> {
+        let mut rng = self.rng.fork(self.seq);
+        self.seq += 1;
+        let db = self
+            .db
+            .as_ref()
+            .ok_or(AppError::Sql(rusqlite::Error::InvalidQuery))?;
+        db.execute_batch("BEGIN IMMEDIATE")?;
+        let result = f(db, &mut rng);
+        let (out, written) = match result {
+            Ok(v) => v,
+            Err(e) => {
+                let _ = db.execute_batch("ROLLBACK");
+                return Err(e);
+            }
+        };
+        // The newest rowid of each written table, read before COMMIT from the page cache.
+        let mut maxima = Vec::with_capacity(written.len());
+        for (schema, table) in &written {
+            let max: Option<i64> = db.query_row(
+                &format!("SELECT max(rowid) FROM {schema}.{table}"),
+                [],
+                |r| r.get(0),
+            )?;
+            maxima.push((schema.clone(), table.clone(), max.unwrap_or(0)));
+        }
+        db.execute_batch("COMMIT")?;
+        self.commits += 1;
+        for (schema, table, max) in maxima {
+            let key = (self.path_of_schema(&schema), table);
+            if !self.witnesses.contains_key(&key) && self.witnesses.len() >= WITNESSES_MAX {
+                continue;
+            }
+            let w = self.witnesses.entry(key).or_insert(0);
+            *w = (*w).max(max);
+        }
+        Ok(out)
+    }
+
+    /// Transactions committed so far.
+    pub fn commits(&self) -> u64 {
+        self.commits
+    }
+
+    pub(crate) fn witnesses(&self) -> Vec<Witness> {
+        self.witnesses
+            .iter()
+            .map(|((db_path, table), &rowid_min)| Witness {
+                db_path: db_path.clone(),
+                table: table.clone(),
+                rowid_min,
+            })
+            .collect()
+    }
+
+    pub(crate) fn databases(&self) -> &[String] {
+        &self.databases
+    }
+
+    // ---- files ----------------------------------------------------------------------
+
+    /// The shared file system (for recording control).
+    pub(crate) fn fs(&self) -> &AppFs {
+        &self.fs
+    }
+
+    /// Issues one file call at the current time plus the app's CPU cost per call, and
+    /// moves the clock to its completion.
+    fn call<T>(
+        &mut self,
+        call: &'static str,
+        path: &str,
+        f: impl FnOnce(&mut AppFs, Nanos) -> Result<(T, Nanos), flashstack_sqlvfs::FileError>,
+    ) -> Result<T, AppError> {
+        let now = self.now() + self.app_cpu_ns_per_call;
+        let (v, done) = f(&mut self.fs, now).map_err(|e| AppError::file(call, path, e))?;
+        self.vfs.advance_to(done.max(now));
+        Ok(v)
+    }
+
+    /// Opens `path`, creating it if `create`.
+    pub fn open(&mut self, path: &str, create: bool) -> Result<FileId, AppError> {
+        let flags = OpenFlags {
+            create,
+            ..OpenFlags::default()
+        };
+        self.call("open", path, |fs, now| fs.open(now, path, flags))
+    }
+
+    pub fn close(&mut self, file: FileId, path: &str) -> Result<(), AppError> {
+        self.call("close", path, |fs, now| {
+            fs.close(now, file).map(|t| ((), t))
+        })
+    }
+
+    pub fn write_at(
+        &mut self,
+        file: FileId,
+        path: &str,
+        offset: u64,
+        data: &[u8],
+    ) -> Result<(), AppError> {
+        self.call("write_at", path, |fs, now| {
+            fs.write_at(now, file, offset, data).map(|t| ((), t))
+        })
+    }
+
+    pub fn read_at(
+        &mut self,
+        file: FileId,
+        path: &str,
+        offset: u64,
+        len: usize,
+    ) -> Result<Vec<u8>, AppError> {
+        let mut buf = vec![0; len];
+        let n = self.call("read_at", path, |fs, now| {
+            fs.read_at(now, file, offset, &mut buf)
+        })?;
+        buf.truncate(n);
+        Ok(buf)
+    }
+
+    pub fn fsync(&mut self, file: FileId, path: &str) -> Result<(), AppError> {
+        self.call("sync", path, |fs, now| {
+            fs.sync(now, file, false).map(|t| ((), t))
+        })
+    }
+
+    pub fn truncate(&mut self, file: FileId, path: &str, size: u64) -> Result<(), AppError> {
+        self.call("truncate", path, |fs, now| {
+            fs.truncate(now, file, size).map(|t| ((), t))
+        })
+    }
+
+    pub fn size(&mut self, file: FileId, path: &str) -> Result<u64, AppError> {
+        self.call("size", path, |fs, now| fs.size(now, file))
+    }
+
+    pub fn exists(&mut self, path: &str) -> Result<bool, AppError> {
+        self.call("exists", path, |fs, now| fs.exists(now, path))
+    }
+
+    pub fn delete(&mut self, path: &str) -> Result<(), AppError> {
+        self.call("delete", path, |fs, now| {
+            fs.delete(now, path, false).map(|t| ((), t))
+        })
+    }
+
+    pub fn rename(&mut self, from: &str, to: &str) -> Result<(), AppError> {
+        self.call("rename", from, |fs, now| {
+            fs.rename(now, from, to).map(|t| ((), t))
+        })
+    }
+
+    pub fn mkdir(&mut self, path: &str) -> Result<(), AppError> {
+        self.call("mkdir", path, |fs, now| {
+            fs.mkdir(now, path).map(|t| ((), t))
+        })
+    }
+
+    /// Fills `out` with incompressible media bytes (JPEG-like first page) for file `file_no`.
+    pub fn media_bytes(&self, file_no: u64, out: &mut [u8]) {
+        let mut page = [0u8; PAGE_SIZE];
+        for (i, chunk) in out.chunks_mut(PAGE_SIZE).enumerate() {
+            // Each file gets its own range of content-model addresses.
+            let lba = (file_no << 20) + i as u64;
+            self.content
+                .fill_class(ContentClass::Media, lba, 0, &mut page);
+            chunk.copy_from_slice(&page[..chunk.len()]);
+        }
+    }
+
+    /// Text-class bytes from the content model (logs, JSON caches) for address `lba`.
+    pub fn text_page(&self, lba: u64, version: u32) -> Vec<u8> {
+        let mut page = vec![0u8; PAGE_SIZE];
+        self.content
+            .fill_class(ContentClass::Text, lba, version, &mut page);
+        page
+    }
+}
+
+fn run_pragma(db: &SimDb, sql: &str) -> Result<(), AppError> {
+    // Some PRAGMAs return a row (journal_mode, locking_mode), others none.
+    db.query_row(sql, [], |_| Ok(()))
+        .or_else(|e| match e {
+            rusqlite::Error::QueryReturnedNoRows => Ok(()),
+            e => Err(e),
+        })
+        .map_err(AppError::Sql)
+}

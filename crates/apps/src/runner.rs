@@ -1,0 +1,214 @@
+//! Running a persona on any file system: setup (unrecorded), the recorded task, the report.
+
+use std::collections::BTreeMap;
+
+use flashstack_sim::{LatencySummary, Nanos, NS_PER_SEC};
+use flashstack_sqlvfs::{FileApi, SimVfs};
+use flashstack_workload::{analyze, FileTrace, TraceSummary};
+use serde::Serialize;
+
+use crate::ctx::{Ctx, Witness};
+use crate::error::AppError;
+use crate::persona::{MedfsRow, Persona};
+use crate::recorder::{BoxedApi, Recorder, RecorderConfig};
+use crate::shared::Shared;
+
+/// How a run is carried out.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RunOptions {
+    /// Record the task phase as a file-level trace (and analyse it in the report).
+    pub record: bool,
+    /// Limits of the recorder.
+    pub recorder: RecorderConfig,
+    /// SQLite's own CPU cost charged before each of its file calls.
+    pub sqlite_cpu_ns_per_call: Nanos,
+    /// The app's CPU cost charged before each of its own file calls.
+    pub app_cpu_ns_per_call: Nanos,
+    /// Skip the setup phase (the file system already holds the app's data).
+    pub skip_setup: bool,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        Self {
+            record: true,
+            recorder: RecorderConfig::default(),
+            sqlite_cpu_ns_per_call: 20_000,
+            app_cpu_ns_per_call: 10_000,
+            skip_setup: false,
+        }
+    }
+}
+
+/// Latency of one kind of user operation.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct OpReport {
+    /// The operation ("launch app", "send 100 characters", ...).
+    pub name: String,
+    /// Percentiles over its occurrences (virtual ns).
+    #[serde(flatten)]
+    pub latency: LatencySummary,
+}
+
+/// What a run produced.
+#[derive(Clone, Debug, Serialize)]
+pub struct PersonaReport {
+    /// Persona name.
+    pub persona: String,
+    /// The seed.
+    pub seed: u64,
+    /// User operations performed in the task phase.
+    pub user_ops: u64,
+    /// SQLite transactions committed (setup and task).
+    pub commits: u64,
+    /// Virtual time the setup phase took.
+    pub setup_ns: Nanos,
+    /// Virtual time the task phase took (think time included).
+    pub task_ns: Nanos,
+    /// Latency per user operation of the task phase, by name.
+    pub ops: Vec<OpReport>,
+    /// The recorded trace's MedFS columns and file-type breakdown (when recording).
+    pub trace: Option<TraceSummary>,
+    /// The published row the persona is calibrated to, if any.
+    pub target: Option<MedfsRow>,
+}
+
+impl PersonaReport {
+    /// Simulated app-hours of the task phase.
+    pub fn task_hours(&self) -> f64 {
+        self.task_ns as f64 / (3600.0 * NS_PER_SEC as f64)
+    }
+}
+
+/// Everything a run leaves behind, also when it failed (e.g. at a power cut).
+#[derive(Debug)]
+pub struct RunOutput {
+    /// The report (partial if `error` is set).
+    pub report: PersonaReport,
+    /// The recorded trace of the task phase (what was recorded before any failure).
+    pub trace: Option<FileTrace>,
+    /// Why the run stopped early.
+    pub error: Option<AppError>,
+    /// Per table written, the newest rowid a returned COMMIT made durable.
+    pub witnesses: Vec<Witness>,
+    /// Every database file the persona opened.
+    pub databases: Vec<String>,
+}
+
+/// Runs `persona` on `api` with default options; errors if the run fails.
+pub fn run(
+    persona: &dyn Persona,
+    api: Box<dyn FileApi>,
+    seed: u64,
+) -> Result<PersonaReport, AppError> {
+    let out = run_with(persona, api, seed, &RunOptions::default());
+    match out.error {
+        Some(e) => Err(e),
+        None => Ok(out.report),
+    }
+}
+
+/// Runs `persona` on `api`: setup (unrecorded), then the task, recorded if asked.
+pub fn run_with(
+    persona: &dyn Persona,
+    api: Box<dyn FileApi>,
+    seed: u64,
+    options: &RunOptions,
+) -> RunOutput {
+    let fs = Shared::new(Recorder::new(BoxedApi(api), options.recorder));
+    let mut report = PersonaReport {
+        persona: persona.name(),
+        seed,
+        user_ops: 0,
+        commits: 0,
+        setup_ns: 0,
+        task_ns: 0,
+        ops: Vec::new(),
+        trace: None,
+        target: persona.target(),
+    };
+    let vfs = match SimVfs::register(
+        Box::new(fs.clone()),
+        seed ^ 0x5eed_5117,
+        options.sqlite_cpu_ns_per_call,
+    ) {
+        Ok(v) => v,
+        Err(e) => return failed(report, e.into()),
+    };
+    let mut ctx = Ctx::new(vfs, fs.clone(), seed, options.app_cpu_ns_per_call);
+    let (trace, error) = phases(persona, &mut ctx, options, &mut report);
+    if let Some(t) = &trace {
+        match analyze(t) {
+            Ok(summary) => report.trace = Some(summary),
+            Err(e) => {
+                return finish(
+                    report,
+                    &ctx,
+                    trace,
+                    Some(error.unwrap_or(AppError::Analyze(format!("{}: {}", e.field, e.message)))),
+                )
+            }
+        }
+    }
+    finish(report, &ctx, trace, error)
+}
+
+fn phases(
+    persona: &dyn Persona,
+    ctx: &mut Ctx,
+    options: &RunOptions,
+    report: &mut PersonaReport,
+) -> (Option<FileTrace>, Option<AppError>) {
+    if !options.skip_setup {
+        if let Err(e) = persona.setup(ctx) {
+            return (None, Some(e));
+        }
+    }
+    report.setup_ns = ctx.now();
+    ctx.reset_ops();
+    let start = ctx.now();
+    if options.record {
+        if let Err(e) = ctx.fs().with(|r| r.start(start)) {
+            return (None, Some(AppError::file("record", "-", e)));
+        }
+    }
+    let result = persona.run(ctx).and_then(|()| ctx.close_app());
+    report.task_ns = ctx.now() - start;
+    let trace = options.record.then(|| ctx.fs().with(|r| r.stop()));
+    (trace, result.err())
+}
+
+fn finish(
+    mut report: PersonaReport,
+    ctx: &Ctx,
+    trace: Option<FileTrace>,
+    error: Option<AppError>,
+) -> RunOutput {
+    report.user_ops = ctx.user_ops();
+    report.commits = ctx.commits();
+    let by_name: BTreeMap<_, _> = ctx.latencies().iter().collect();
+    report.ops = by_name
+        .into_iter()
+        .map(|(name, h)| OpReport {
+            name: name.clone(),
+            latency: h.summary(),
+        })
+        .collect();
+    RunOutput {
+        report,
+        trace,
+        error,
+        witnesses: ctx.witnesses(),
+        databases: ctx.databases().to_vec(),
+    }
+}
+
+fn failed(report: PersonaReport, error: AppError) -> RunOutput {
+    RunOutput {
+        report,
+        trace: None,
+        error: Some(error),
+        witnesses: Vec::new(),
+        databases: Vec::new(),
+    }
+}

@@ -1,0 +1,130 @@
+use flashstack_apps::*;
+use flashstack_sqlvfs::{MemFs, MemFsConfig};
+
+static DBS: [DbSpec; 1] = [DbSpec {
+    file: "cache4.db",
+    kind: Kind::Chat,
+    setup_rows: 3000,
+    body_bytes: 80,
+    threads: 40,
+}];
+
+fn app(j: Journal) -> &'static AppSpec {
+    Box::leak(Box::new(AppSpec {
+        name: "probe",
+        package: "org.probe",
+        journal: j,
+        pragmas: &[],
+        dbs: &DBS,
+        prefs: &["main"],
+        prefs_entries: 20,
+        state: Some(("mmkv.default", 64 * 1024)),
+        log: Some("app.log"),
+        media_dir: "cache/images",
+        media_ext: "jpg",
+    }))
+}
+
+fn show(label: &str, j: Journal, steps: Vec<Step>) {
+    let p = TaskPersona {
+        name: label.into(),
+        description: String::new(),
+        calibration: String::new(),
+        app: app(j),
+        warmup: vec![UserOp {
+            name: "w",
+            steps: steps.clone(),
+            repeat: 3,
+            think_ms: 1000,
+        }],
+        ops: vec![UserOp {
+            name: "op",
+            steps,
+            repeat: 5,
+            think_ms: 1000,
+        }],
+        target: None,
+    };
+    let fs = MemFs::new(1, MemFsConfig::default());
+    let r = run(&p, Box::new(fs), 1).unwrap();
+    let t = r.trace.unwrap();
+    println!(
+        "{label:40} vol {:8.3} MB small {:5.1} UR {:5.1} UD {:5.1} (n {}) ",
+        t.write_bytes as f64 / 1e6,
+        t.small_write_share.unwrap_or(0.0) * 100.0,
+        t.update_ratio.unwrap_or(0.0) * 100.0,
+        t.update_difference.unwrap_or(0.0) * 100.0,
+        t.ud_measured_updates
+    );
+}
+
+#[test]
+#[ignore]
+fn probe() {
+    for j in [
+        Journal::Persist,
+        Journal::Truncate,
+        Journal::Wal,
+        Journal::WalNormal,
+    ] {
+        let n = format!("{j:?}");
+        show(
+            &format!("{n} add1"),
+            j,
+            vec![Step::Add {
+                db: 0,
+                txns: 1,
+                rows: 1,
+                body: 100,
+            }],
+        );
+        show(
+            &format!("{n} add10"),
+            j,
+            vec![Step::Add {
+                db: 0,
+                txns: 1,
+                rows: 10,
+                body: 100,
+            }],
+        );
+        show(
+            &format!("{n} touch4"),
+            j,
+            vec![Step::Touch {
+                db: 0,
+                txns: 1,
+                rows: 4,
+            }],
+        );
+    }
+    show(
+        "media",
+        Journal::Persist,
+        vec![Step::Media {
+            files: 1,
+            kib: 200,
+            fsync: false,
+        }],
+    );
+    show(
+        "prefs",
+        Journal::Persist,
+        vec![Step::Prefs { file: 0, writes: 1 }],
+    );
+    show("log", Journal::Persist, vec![Step::Log { bytes: 2000 }]);
+    show(
+        "state 10%",
+        Journal::Persist,
+        vec![Step::State {
+            writes: 1,
+            kib: 64,
+            change_pct: 10,
+        }],
+    );
+    show(
+        "temp",
+        Journal::Persist,
+        vec![Step::Temp { files: 1, kib: 100 }],
+    );
+}
