@@ -58,8 +58,8 @@ pub struct Ctx {
     app_cpu_ns_per_call: Nanos,
     /// Counter for unique file names and content-model addresses.
     seq: u64,
-    /// Every database path a run opened, in order of first use.
-    databases: Vec<String>,
+    /// Every database a run opened (path and configuration), in order of first use.
+    databases: Vec<(String, SqliteConfig)>,
     /// Version of each state-file page (see `Step::State`).
     state_versions: BTreeMap<u64, u32>,
 }
@@ -173,43 +173,47 @@ impl Ctx {
 
     /// Makes an app's databases the open ones: closes the previous app's connection (one
     /// connection per process: `SimDb` serialises connections), opens the first database
-    /// as `main` and attaches the others under their schema names, each configured by
-    /// `config` (journal mode, synchronous, ...).
+    /// as `main` and attaches the others under their schema names, each configured by its
+    /// own `SqliteConfig` (journal mode, synchronous, ...). Attaching rather than opening
+    /// more connections gives each database its own file, journal and page cache, as
+    /// separate connections would, while SQLite's process-global PRNG stays seeded.
     pub fn open_app(
         &mut self,
-        dbs: &[(&str, String)],
-        config: &SqliteConfig,
+        dbs: &[(String, String, SqliteConfig)],
         extra_pragmas: &[&str],
     ) -> Result<(), AppError> {
         self.close_app()?;
-        if dbs.is_empty() || dbs.len() > DATABASES_MAX {
+        let Some((_, first_path, first_config)) = dbs.first() else {
+            return Ok(());
+        };
+        if dbs.len() > DATABASES_MAX {
             return Err(AppError::TableFull {
                 table: "databases per app",
                 limit: DATABASES_MAX,
             });
         }
-        let db = SimDb::open(&self.vfs, &dbs[0].1, config)?;
+        let db = SimDb::open(&self.vfs, first_path, first_config)?;
         self.slots = vec![DbSlot {
             schema: "main".to_owned(),
-            path: dbs[0].1.clone(),
+            path: first_path.clone(),
         }];
-        for (schema, path) in &dbs[1..] {
-            db.execute("ATTACH DATABASE ?1 AS ?2", (path.as_str(), *schema))?;
+        for (schema, path, config) in &dbs[1..] {
+            db.execute("ATTACH DATABASE ?1 AS ?2", (path.as_str(), schema.as_str()))?;
             for pragma in config.pragmas() {
                 let qualified = pragma.replacen("PRAGMA ", &format!("PRAGMA {schema}."), 1);
                 run_pragma(&db, &qualified)?;
             }
             self.slots.push(DbSlot {
-                schema: (*schema).to_owned(),
+                schema: schema.clone(),
                 path: path.clone(),
             });
         }
         for pragma in extra_pragmas {
             run_pragma(&db, pragma)?;
         }
-        for slot in &self.slots {
-            if !self.databases.contains(&slot.path) {
-                self.databases.push(slot.path.clone());
+        for (_, path, config) in dbs {
+            if !self.databases.iter().any(|(p, _)| p == path) {
+                self.databases.push((path.clone(), config.clone()));
             }
         }
         self.db = Some(db);
@@ -310,7 +314,7 @@ impl Ctx {
             .collect()
     }
 
-    pub(crate) fn databases(&self) -> &[String] {
+    pub(crate) fn databases(&self) -> &[(String, SqliteConfig)] {
         &self.databases
     }
 

@@ -12,21 +12,30 @@
 //!
 //! `docs/personas.md` lists the personas, their calibration targets and measured values.
 
+mod catalog;
 mod ctx;
 mod error;
 mod files;
+pub mod ldc;
+pub mod medfs;
+mod mix;
 pub mod persona;
 mod recorder;
+mod replay;
 mod runner;
 mod schema;
 mod shared;
 mod task;
 mod text;
 
+pub use catalog::{catalog, persona, CatalogEntry};
 pub use ctx::{Ctx, Witness, DATABASES_MAX};
 pub use error::AppError;
+pub use medfs::MedfsTask;
+pub use mix::{Mix, SqlWork};
 pub use persona::{AppSpec, DbSpec, Journal, MedfsRow, Persona, Step, UserOp};
 pub use recorder::{BoxedApi, Recorder, RecorderConfig};
+pub use replay::{replay, replay_at, ReplayReport};
 pub use runner::{run, run_with, OpReport, PersonaReport, RunOptions, RunOutput};
 pub use schema::Kind;
 pub use shared::Shared;

@@ -77,6 +77,8 @@ pub struct DbSpec {
     pub body_bytes: usize,
     /// Conversations, dialogs or authors the rows spread over.
     pub threads: i64,
+    /// The database's journal mode if not the app's.
+    pub journal: Option<Journal>,
 }
 
 /// An app: package, SQLite settings, databases and other files.
@@ -131,11 +133,13 @@ impl AppSpec {
 
     /// Opens the app's databases (the first as `main`, the rest attached as `db1`, ...).
     pub fn open(&self, ctx: &mut Ctx) -> Result<(), AppError> {
-        let dbs: Vec<(String, String)> = (0..self.dbs.len())
-            .map(|i| (Self::schema_name(i), self.db_path(i)))
+        let dbs: Vec<(String, String, SqliteConfig)> = (0..self.dbs.len())
+            .map(|i| {
+                let journal = self.dbs[i].journal.unwrap_or(self.journal);
+                (Self::schema_name(i), self.db_path(i), journal.config())
+            })
             .collect();
-        let refs: Vec<(&str, String)> = dbs.iter().map(|(s, p)| (s.as_str(), p.clone())).collect();
-        ctx.open_app(&refs, &self.journal.config(), self.pragmas)
+        ctx.open_app(&dbs, self.pragmas)
     }
 
     /// Installs the app and brings it to its used state: directories, schemas, rows,

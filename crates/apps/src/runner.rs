@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use flashstack_sim::{LatencySummary, Nanos, NS_PER_SEC};
-use flashstack_sqlvfs::{FileApi, SimVfs};
+use flashstack_sqlvfs::{FileApi, SimVfs, SqliteConfig};
 use flashstack_workload::{analyze, FileTrace, TraceSummary};
 use serde::Serialize;
 
@@ -26,6 +26,8 @@ pub struct RunOptions {
     pub app_cpu_ns_per_call: Nanos,
     /// Skip the setup phase (the file system already holds the app's data).
     pub skip_setup: bool,
+    /// Run the setup phase only (e.g. to lay down the state a trace starts from).
+    pub setup_only: bool,
 }
 
 impl Default for RunOptions {
@@ -36,6 +38,7 @@ impl Default for RunOptions {
             sqlite_cpu_ns_per_call: 20_000,
             app_cpu_ns_per_call: 10_000,
             skip_setup: false,
+            setup_only: false,
         }
     }
 }
@@ -91,8 +94,9 @@ pub struct RunOutput {
     pub error: Option<AppError>,
     /// Per table written, the newest rowid a returned COMMIT made durable.
     pub witnesses: Vec<Witness>,
-    /// Every database file the persona opened.
-    pub databases: Vec<String>,
+    /// Every database file the persona opened, with the configuration it was opened with
+    /// (to reopen it after a power cut).
+    pub databases: Vec<(String, SqliteConfig)>,
 }
 
 /// Runs `persona` on `api` with default options; errors if the run fails.
@@ -166,15 +170,22 @@ fn phases(
     }
     report.setup_ns = ctx.now();
     ctx.reset_ops();
+    if options.setup_only {
+        return (None, ctx.close_app().err());
+    }
     let start = ctx.now();
     if options.record {
         if let Err(e) = ctx.fs().with(|r| r.start(start)) {
             return (None, Some(AppError::file("record", "-", e)));
         }
     }
-    let result = persona.run(ctx).and_then(|()| ctx.close_app());
+    let result = persona.run(ctx);
     report.task_ns = ctx.now() - start;
     let trace = options.record.then(|| ctx.fs().with(|r| r.stop()));
+    // The app closes its databases after the task, outside the recorded window: the
+    // studies trace the task, not the app's shutdown (in WAL mode a close checkpoints
+    // the whole log into the database).
+    let result = result.and_then(|()| ctx.close_app());
     (trace, result.err())
 }
 

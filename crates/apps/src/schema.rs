@@ -298,7 +298,7 @@ pub fn touch(
         let id = top - back;
         let sql = match kind {
             Kind::Mail => {
-                format!("UPDATE {s}.messages SET flags = flags | 1, labels = '^i' WHERE _id = ?1")
+                format!("UPDATE {s}.messages SET flags = flags | 1, labels = '^i' WHERE _id = ?1 AND ?2 > 0")
             }
             Kind::Chat => format!(
                 "UPDATE {s}.messages SET read_state = 1, send_state = ?2 % 3 WHERE mid = ?1"
