@@ -253,7 +253,7 @@ impl Ctx {
             .map_or_else(String::new, |s| s.path.clone())
     }
 
-    /// Runs `f` inside `BEGIN IMMEDIATE` … `COMMIT` (rolled back on error). After the
+    /// Runs `f` inside `BEGIN` … `COMMIT` (rolled back on error). After the
     /// commit returns, the transaction is durable (synchronous FULL), so the newest
     /// rowids it wrote become witnesses for the power-cut tests.
     pub fn txn<T>(
@@ -266,7 +266,10 @@ impl Ctx {
             .db
             .as_ref()
             .ok_or(AppError::Sql(rusqlite::Error::InvalidQuery))?;
-        db.execute_batch("BEGIN IMMEDIATE")?;
+        // DEFERRED, not Android's EXCLUSIVE: on one connection with attached databases an
+        // EXCLUSIVE or IMMEDIATE transaction write-locks every database, and COMMIT then
+        // writes a super-journal (`-mj…`) that separate connections never would.
+        db.execute_batch("BEGIN")?;
         let result = f(db, &mut rng);
         let (out, written) = match result {
             Ok(v) => v,

@@ -7,6 +7,7 @@ static DBS: [DbSpec; 1] = [DbSpec {
     setup_rows: 3000,
     body_bytes: 80,
     threads: 40,
+    journal: None,
 }];
 
 fn app(j: Journal) -> &'static AppSpec {
@@ -127,4 +128,33 @@ fn probe() {
         Journal::Persist,
         vec![Step::Temp { files: 1, kib: 100 }],
     );
+}
+
+#[test]
+#[ignore]
+fn render() {
+    let name = std::env::var("P").unwrap_or("gmail:send-text".into());
+    let p = flashstack_apps::persona(&name).unwrap();
+    let r = run(
+        p.as_ref(),
+        Box::new(MemFs::new(1, MemFsConfig::default())),
+        1,
+    )
+    .unwrap();
+    println!("{}", r.trace.unwrap().render());
+}
+
+#[test]
+#[ignore]
+fn trace_text() {
+    let name = std::env::var("P").unwrap_or("gmail:send-text".into());
+    let p = flashstack_apps::persona(&name).unwrap();
+    let fs = MemFs::new(1, MemFsConfig::default());
+    let out = run_with(p.as_ref(), Box::new(fs), 1, &RunOptions::default());
+    let text = flashstack_workload::text::to_text(&out.trace.unwrap());
+    for l in text.lines().take(400) {
+        let mut l = l.to_string();
+        l.truncate(160);
+        println!("{l}");
+    }
 }

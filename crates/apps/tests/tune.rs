@@ -1,12 +1,20 @@
 //! Calibration search (not a test): `TUNE=gmail:launch cargo test -p flashstack-apps
-//! --release --test tune -- --ignored --nocapture` searches the task's counts so that its
-//! recorded trace matches its MedFS row, and prints the result.
+//! --release --test tune -- --ignored --nocapture` adjusts the task's counts so that its
+//! recorded trace matches its MedFS row, and prints them.
+//!
+//! The trace's additive totals (bytes written, bytes to small files, update bytes, the sum
+//! and count of measured update differences) are nearly linear in the counts, and the
+//! row's four columns are linear conditions on those totals, so a damped Gauss-Newton
+//! step with finite-difference columns converges in a few runs.
 
 use flashstack_apps::medfs::{tasks, MedfsTask};
 use flashstack_apps::{run, Mix};
 use flashstack_sqlvfs::{MemFs, MemFsConfig};
 
-fn measure(task: &MedfsTask, mix: &Mix) -> Option<[f64; 4]> {
+/// Bytes written, to small files, updates; sum and count of measured differences.
+type Totals = [f64; 5];
+
+fn totals(task: &MedfsTask, mix: &Mix) -> Option<Totals> {
     let p = task.persona_with(mix);
     let r = match run(&p, Box::new(MemFs::new(1, MemFsConfig::default())), 1) {
         Ok(r) => r,
@@ -16,99 +24,197 @@ fn measure(task: &MedfsTask, mix: &Mix) -> Option<[f64; 4]> {
         }
     };
     let t = r.trace?;
+    let n = (t.ud_measured_updates + t.ud_declared_updates) as f64;
     Some([
-        t.write_bytes as f64 / 1e6,
-        t.small_write_share.unwrap_or(0.0),
-        t.update_ratio.unwrap_or(0.0),
-        t.update_difference.unwrap_or(0.0),
+        t.write_bytes as f64,
+        t.small_file_write_bytes as f64,
+        t.update_bytes as f64,
+        t.update_difference.unwrap_or(0.0) * n,
+        n,
     ])
 }
 
-fn error(task: &MedfsTask, m: &[f64; 4]) -> f64 {
-    let p = [task.row.vol_mb, task.row.small, task.row.ur, task.row.ud];
-    (0..4)
-        .map(|i| ((m[i] - p[i]) / p[i]).abs())
-        .fold(0.0, f64::max)
+fn measured(t: &Totals) -> [f64; 4] {
+    let v = t[0].max(1.0);
+    [t[0] / 1e6, t[1] / v, t[2] / v, t[3] / t[4].max(1.0)]
 }
 
-fn cost(task: &MedfsTask, m: &[f64; 4]) -> f64 {
-    let p = [task.row.vol_mb, task.row.small, task.row.ur, task.row.ud];
-    (0..4).map(|i| ((m[i] - p[i]) / p[i]).powi(2)).sum::<f64>() + error(task, m).powi(2)
+fn target(task: &MedfsTask) -> [f64; 4] {
+    [task.row.vol_mb, task.row.small, task.row.ur, task.row.ud]
 }
 
-fn show(task: &MedfsTask, m: &[f64; 4]) -> String {
+/// Relative errors of the four columns.
+fn resid(task: &MedfsTask, t: &Totals) -> [f64; 4] {
+    let (m, p) = (measured(t), target(task));
+    [0, 1, 2, 3].map(|i| (m[i] - p[i]) / p[i])
+}
+
+fn cost(r: &[f64; 4]) -> f64 {
+    r.iter().map(|x| x * x).sum()
+}
+
+fn show(task: &MedfsTask, t: &Totals) -> String {
+    let (m, p) = (measured(t), target(task));
+    let e = resid(task, t).iter().fold(0.0f64, |a, x| a.max(x.abs()));
     format!(
-        "{:28} vol {:7.2}/{:7.2} small {:5.1}/{:5.1} UR {:5.1}/{:5.1} UD {:5.2}/{:5.2} err {:.3}",
+        "{:26} vol {:7.2}/{:7.2} small {:5.1}/{:5.1} UR {:5.1}/{:5.1} UD {:5.2}/{:5.2} err {:.3}",
         task.key,
         m[0],
-        task.row.vol_mb,
+        p[0],
         m[1] * 100.0,
-        task.row.small * 100.0,
+        p[1] * 100.0,
         m[2] * 100.0,
-        task.row.ur * 100.0,
+        p[2] * 100.0,
         m[3] * 100.0,
-        task.row.ud * 100.0,
-        error(task, m)
+        p[3] * 100.0,
+        e
     )
+}
+
+fn apply(base: &[u32], idx: &[usize], x: &[f64]) -> Vec<u32> {
+    let mut k = base.to_vec();
+    for (j, &i) in idx.iter().enumerate() {
+        k[i] = x[j].max(0.0).round() as u32;
+    }
+    k
+}
+
+/// Solves min |J d + r|^2 + lambda |d|^2 over the free columns (Gaussian elimination).
+fn solve(j: &[[f64; 4]], r: &[f64; 4], free: &[bool], lambda: f64) -> Vec<f64> {
+    let cols: Vec<usize> = (0..j.len()).filter(|&c| free[c]).collect();
+    let n = cols.len();
+    let mut a = vec![vec![0.0; n + 1]; n];
+    for (p, &cp) in cols.iter().enumerate() {
+        for (q, &cq) in cols.iter().enumerate() {
+            a[p][q] = (0..4).map(|e| j[cp][e] * j[cq][e]).sum::<f64>();
+        }
+        a[p][p] += lambda;
+        a[p][n] = -(0..4).map(|e| j[cp][e] * r[e]).sum::<f64>();
+    }
+    for c in 0..n {
+        let piv = (c..n)
+            .max_by(|&x, &y| a[x][c].abs().total_cmp(&a[y][c].abs()))
+            .unwrap();
+        a.swap(c, piv);
+        if a[c][c].abs() < 1e-18 {
+            continue;
+        }
+        for r2 in 0..n {
+            if r2 != c {
+                let f = a[r2][c] / a[c][c];
+                for k in c..=n {
+                    a[r2][k] -= f * a[c][k];
+                }
+            }
+        }
+    }
+    let mut d = vec![0.0; j.len()];
+    for (p, &cp) in cols.iter().enumerate() {
+        if a[p][p].abs() > 1e-18 {
+            d[cp] = a[p][n] / a[p][p];
+        }
+    }
+    d
+}
+
+fn tune_task(task: &MedfsTask, idx: &[usize], iters: usize) {
+    let base = task.mix.knobs();
+    let mut x: Vec<f64> = idx.iter().map(|&i| f64::from(base[i])).collect();
+    let Some(mut t) = totals(task, &task.mix) else {
+        return;
+    };
+    println!("start {}", show(task, &t));
+    for _ in 0..iters {
+        let r = resid(task, &t);
+        if r.iter().all(|e| e.abs() < 0.05) {
+            break;
+        }
+        let mut jac = vec![[0.0; 4]; idx.len()];
+        for c in 0..idx.len() {
+            let h = (x[c] * 0.3).max(1.0);
+            let mut x2 = x.clone();
+            x2[c] += h;
+            let Some(t2) = totals(task, &task.mix.with_knobs(&apply(&base, idx, &x2))) else {
+                continue;
+            };
+            let r2 = resid(task, &t2);
+            for e in 0..4 {
+                jac[c][e] = (r2[e] - r[e]) / h;
+            }
+        }
+        // Scale columns so that the damping treats knobs of different units alike.
+        let scale: Vec<f64> = x.iter().map(|v| v.max(1.0)).collect();
+        let js: Vec<[f64; 4]> = jac
+            .iter()
+            .zip(&scale)
+            .map(|(c, s)| c.map(|v| v * s))
+            .collect();
+        let mut free = vec![true; idx.len()];
+        let mut d = vec![0.0; idx.len()];
+        for _ in 0..idx.len() {
+            let ds = solve(&js, &r, &free, 1e-3);
+            d = ds.iter().zip(&scale).map(|(a, s)| a * s).collect();
+            let mut changed = false;
+            for c in 0..idx.len() {
+                if free[c] && x[c] + d[c] < 0.0 {
+                    free[c] = false;
+                    changed = true;
+                }
+            }
+            if !changed {
+                break;
+            }
+            for c in 0..idx.len() {
+                if !free[c] {
+                    d[c] = -x[c];
+                }
+            }
+        }
+        let mut accepted = false;
+        for step in [1.0, 0.5, 0.25, 0.1] {
+            let xn: Vec<f64> = x
+                .iter()
+                .zip(&d)
+                .map(|(a, b)| (a + step * b).max(0.0))
+                .collect();
+            if let Some(tn) = totals(task, &task.mix.with_knobs(&apply(&base, idx, &xn))) {
+                if cost(&resid(task, &tn)) < cost(&r) {
+                    x = xn;
+                    t = tn;
+                    accepted = true;
+                    break;
+                }
+            }
+        }
+        println!("      {}", show(task, &t));
+        if !accepted {
+            break;
+        }
+    }
+    println!("best  {}", show(task, &t));
+    println!("KNOBS {} {:?}", task.key, apply(&base, idx, &x));
 }
 
 #[test]
 #[ignore]
 fn tune() {
     let want = std::env::var("TUNE").unwrap_or_default();
-    let rounds: usize = std::env::var("ROUNDS")
+    let iters: usize = std::env::var("ITERS")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(6);
+        .unwrap_or(8);
     for task in tasks() {
         if !want.is_empty() && !want.split(',').any(|w| task.key.starts_with(w)) {
             continue;
         }
-        let mut best_k = task.mix.knobs();
-        let mut best_m = measure(&task, &task.mix).expect("runs");
-        let mut best_e = cost(&task, &best_m);
-        println!("start {}", show(&task, &best_m));
-        for _ in 0..rounds {
-            if error(&task, &best_m) < 0.03 || want.is_empty() {
-                break;
-            }
-            let mut improved = false;
-            for i in 0..best_k.len() {
-                if i == 8 && best_k[6] == 0 {
-                    continue;
-                }
-                let v = best_k[i];
-                let mut cands: Vec<u32> = [0.0, 0.5, 0.75, 0.9, 1.1, 1.33, 2.0]
-                    .iter()
-                    .map(|f| (v as f64 * f).round() as u32)
-                    .chain([v.saturating_sub(1), v + 1])
-                    .chain(if v == 0 { vec![2, 5, 20, 100] } else { vec![] })
-                    .filter(|&c| c != v)
-                    .collect();
-                if i == 0 {
-                    cands.retain(|&c| c > 0);
-                }
-                cands.dedup();
-                for c in cands {
-                    let mut k = best_k.clone();
-                    k[i] = c;
-                    let mix = task.mix.with_knobs(&k);
-                    if let Some(m) = measure(&task, &mix) {
-                        let e = cost(&task, &m);
-                        if e < best_e - 1e-4 {
-                            best_e = e;
-                            best_k = k;
-                            best_m = m;
-                            improved = true;
-                        }
-                    }
-                }
-            }
-            println!("      {}", show(&task, &best_m));
-            if !improved {
-                break;
-            }
+        // Media KiB, log bytes, patch writes, and the transactions on each database.
+        let mut idx = vec![2, 5, 6];
+        idx.extend((0..task.mix.sql.len()).map(|i| 9 + 4 * i));
+        if want.is_empty() {
+            let t = totals(&task, &task.mix).expect("runs");
+            println!("{}", show(&task, &t));
+        } else {
+            tune_task(&task, &idx, iters);
         }
-        println!("best  {}\n      knobs {:?}", show(&task, &best_m), best_k);
     }
 }
