@@ -53,23 +53,6 @@ pub fn append(ctx: &mut Ctx, path: &str, data: &[u8]) -> Result<(), AppError> {
     ctx.close(f, path)
 }
 
-/// Overwrites bytes of an existing file in place, optionally synced (memory-mapped
-/// key-value stores flush dirty pages with `msync`; state files are patched in place).
-pub fn overwrite(
-    ctx: &mut Ctx,
-    path: &str,
-    offset: u64,
-    data: &[u8],
-    fsync: bool,
-) -> Result<(), AppError> {
-    let f = ctx.open(path, true)?;
-    ctx.write_at(f, path, offset, data)?;
-    if fsync {
-        ctx.fsync(f, path)?;
-    }
-    ctx.close(f, path)
-}
-
 /// Reads a whole file (up to `max_bytes`), as an app loads a cached image or its prefs.
 pub fn read_file(ctx: &mut Ctx, path: &str, max_bytes: usize) -> Result<Vec<u8>, AppError> {
     if !ctx.exists(path)? {
@@ -89,12 +72,4 @@ pub fn read_file(ctx: &mut Ctx, path: &str, max_bytes: usize) -> Result<Vec<u8>,
     }
     ctx.close(f, path)?;
     Ok(out)
-}
-
-/// Removes a file if it exists.
-pub fn remove(ctx: &mut Ctx, path: &str) -> Result<(), AppError> {
-    if ctx.exists(path)? {
-        ctx.delete(path)?;
-    }
-    Ok(())
 }
