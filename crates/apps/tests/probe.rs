@@ -166,7 +166,12 @@ fn ud_by_file() {
     use std::collections::BTreeMap;
     let name = std::env::var("P").unwrap_or("gmail:send-text".into());
     let p = flashstack_apps::persona(&name).unwrap();
-    let out = run_with(p.as_ref(), Box::new(MemFs::new(1, MemFsConfig::default())), 1, &RunOptions::default());
+    let out = run_with(
+        p.as_ref(),
+        Box::new(MemFs::new(1, MemFsConfig::default())),
+        1,
+        &RunOptions::default(),
+    );
     let trace = out.trace.unwrap();
     let mut fds: BTreeMap<u32, String> = BTreeMap::new();
     let mut known: BTreeMap<(String, u64), u8> = BTreeMap::new();
@@ -176,28 +181,47 @@ fn ud_by_file() {
         match &op.kind {
             OpKind::Open { fd, path, flags } => {
                 fds.insert(*fd, path.clone());
-                if flags.create { known.retain(|k, _| &k.0 != path); }
+                if flags.create {
+                    known.retain(|k, _| &k.0 != path);
+                }
             }
             OpKind::Ftruncate { fd, len_bytes } => {
                 let path = fds[fd].clone();
                 known.retain(|k, _| k.0 != path || k.1 < *len_bytes);
             }
-            OpKind::Pwrite { fd, offset_bytes, data: Data::Bytes(b), .. } => {
+            OpKind::Pwrite {
+                fd,
+                offset_bytes,
+                data: Data::Bytes(b),
+                ..
+            } => {
                 let path = fds[fd].clone();
                 let (mut ch, mut cmp) = (0u64, 0u64);
                 for (i, &x) in b.iter().enumerate() {
                     let k = (path.clone(), offset_bytes + i as u64);
-                    if let Some(&old) = known.get(&k) { cmp += 1; ch += u64::from(old != x); }
+                    if let Some(&old) = known.get(&k) {
+                        cmp += 1;
+                        ch += u64::from(old != x);
+                    }
                     known.insert(k, x);
                 }
-                let s = stats.entry(path.rsplit('/').next().unwrap().to_string()).or_default();
-                s.2 += b.len() as u64; s.3 += 1;
-                if cmp > 0 { s.0 += 1; s.1 += ch as f64 / cmp as f64; }
+                let s = stats
+                    .entry(path.rsplit('/').next().unwrap().to_string())
+                    .or_default();
+                s.2 += b.len() as u64;
+                s.3 += 1;
+                if cmp > 0 {
+                    s.0 += 1;
+                    s.1 += ch as f64 / cmp as f64;
+                }
             }
             _ => {}
         }
     }
     for (p, (n, sum, bytes, w)) in stats {
-        println!("{p:50} writes {w:6} bytes {bytes:10} compared {n:6} meanUD {:6.2}%", if n > 0 { sum / n as f64 * 100.0 } else { 0.0 });
+        println!(
+            "{p:50} writes {w:6} bytes {bytes:10} compared {n:6} meanUD {:6.2}%",
+            if n > 0 { sum / n as f64 * 100.0 } else { 0.0 }
+        );
     }
 }

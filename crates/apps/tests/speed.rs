@@ -18,7 +18,12 @@ fn simulated_operations_per_second() {
         let started = Instant::now();
         for entry in catalog() {
             let p = persona(&entry.name).expect("catalogued");
-            let out = run_with(p.as_ref(), Box::new(MemFs::new(1, MemFsConfig::default())), 1, &options);
+            let out = run_with(
+                p.as_ref(),
+                Box::new(MemFs::new(1, MemFsConfig::default())),
+                1,
+                &options,
+            );
             assert!(out.error.is_none(), "{}: {:?}", entry.name, out.error);
             ops += out.report.user_ops;
             task_ns += out.report.task_ns;

@@ -254,7 +254,9 @@ fn box_lsq(a: &[[f64; 4]], c0: &[f64; 4], lo: &[f64], hi: &[f64], x0: &[f64]) ->
 fn tune_linear(task: &MedfsTask, idx: &[usize], iters: usize) {
     let base = task.mix.knobs();
     let mut x: Vec<f64> = idx.iter().map(|&i| f64::from(base[i])).collect();
-    let Some(mut t) = totals(task, &task.mix) else { return };
+    let Some(mut t) = totals(task, &task.mix) else {
+        return;
+    };
     println!("start {}", show(task, &t));
     for _ in 0..iters {
         if resid(task, &t).iter().all(|e| e.abs() < 0.04) {
@@ -267,7 +269,9 @@ fn tune_linear(task: &MedfsTask, idx: &[usize], iters: usize) {
             let h = (x[c] * 0.5).max(2.0);
             let mut x2 = x.clone();
             x2[c] += h;
-            let Some(t2) = totals(task, &task.mix.with_knobs(&apply(&base, idx, &x2))) else { continue };
+            let Some(t2) = totals(task, &task.mix.with_knobs(&apply(&base, idx, &x2))) else {
+                continue;
+            };
             let c2 = conditions(task, &t2, n_ref);
             for e in 0..4 {
                 a[c][e] = (c2[e] - c0[e]) / h;
@@ -318,7 +322,10 @@ fn tune() {
             idx.extend([9 + 4 * i, 10 + 4 * i, 12 + 4 * i]);
         }
         if let Ok(k) = std::env::var("KNOBS") {
-            let k: Vec<u32> = k.split(',').map(|v| v.trim().parse().expect("number")).collect();
+            let k: Vec<u32> = k
+                .split(',')
+                .map(|v| v.trim().parse().expect("number"))
+                .collect();
             let t = totals(&task, &task.mix.with_knobs(&k)).expect("runs");
             println!("try   {}", show(&task, &t));
         } else if want.is_empty() {
@@ -328,7 +335,11 @@ fn tune() {
             if std::env::var("MODE").as_deref() == Ok("gn") {
                 tune_task(&task, &idx, iters);
             } else {
-                let lin: Vec<usize> = idx.iter().copied().filter(|&i| i < 9 || (i - 9) % 4 == 0).collect();
+                let lin: Vec<usize> = idx
+                    .iter()
+                    .copied()
+                    .filter(|&i| i < 9 || (i - 9) % 4 == 0)
+                    .collect();
                 tune_linear(&task, &lin, iters);
             }
         }
