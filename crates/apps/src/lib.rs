@@ -36,7 +36,7 @@ pub use mix::{Mix, SqlWork};
 pub use persona::{AppSpec, DbSpec, Journal, MedfsRow, Persona, Step, UserOp};
 pub use recorder::{BoxedApi, Recorder, RecorderConfig};
 pub use replay::{replay, replay_at, ReplayReport};
-pub use runner::{run, run_with, OpReport, PersonaReport, RunOptions, RunOutput};
+pub use runner::{run, run_with, run_with_hook, OpReport, PersonaReport, RunOptions, RunOutput};
 pub use schema::Kind;
 pub use shared::Shared;
 pub use task::{run_ops, TaskPersona};

@@ -176,6 +176,7 @@ impl AppSpec {
         }
         if let Some((name, bytes)) = self.state {
             let path = format!("{dir}/files/{name}");
+            mkdir_parent(ctx, &path)?;
             let model = state_model(ctx, 0.0)?;
             let mut data = Vec::with_capacity(bytes as usize);
             for page in 0..bytes.div_ceil(PAGE_SIZE as u64) {
@@ -187,6 +188,7 @@ impl AppSpec {
             files::write_file(ctx, &path, &data, true)?;
         }
         if let Some(log) = self.log {
+            mkdir_parent(ctx, &format!("{dir}/files/{log}"))?;
             let mut lines = String::new();
             for _ in 0..64 {
                 let now = ctx.now();
@@ -198,14 +200,30 @@ impl AppSpec {
     }
 }
 
-fn mkdir_quiet(ctx: &mut Ctx, path: &str) -> Result<(), AppError> {
-    match ctx.mkdir(path) {
-        Err(AppError::File {
-            source: flashstack_sqlvfs::FileError::AlreadyExists(_),
-            ..
-        }) => Ok(()),
-        other => other,
+/// `mkdir -p` of the directory `path` is in.
+fn mkdir_parent(ctx: &mut Ctx, path: &str) -> Result<(), AppError> {
+    match path.rsplit_once('/') {
+        Some((parent, _)) if !parent.is_empty() => mkdir_quiet(ctx, parent),
+        _ => Ok(()),
     }
+}
+
+/// `mkdir -p`: every missing directory on the way to `path`.
+fn mkdir_quiet(ctx: &mut Ctx, path: &str) -> Result<(), AppError> {
+    let mut at = String::new();
+    for part in path.split('/').filter(|p| !p.is_empty()) {
+        at.push('/');
+        at.push_str(part);
+        match ctx.mkdir(&at) {
+            Err(AppError::File {
+                source: flashstack_sqlvfs::FileError::AlreadyExists(_),
+                ..
+            })
+            | Ok(()) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 fn write_prefs(ctx: &mut Ctx, app: &AppSpec, i: usize) -> Result<(), AppError> {

@@ -233,10 +233,12 @@ impl Replayer<'_> {
             delete_on_close: false,
         };
         let opened = match self.api.open(self.now, path, api_flags) {
-            Err(FileError::NotFound(_)) if !flags.create => {
-                // The file existed before the trace began; here it starts empty.
+            Err(FileError::NotFound(_)) => {
+                // The file, or its directory, existed before the trace began; here the
+                // directories are made and the file starts empty.
+                self.make_parents(path)?;
                 api_flags.create = true;
-                api_flags.read_only = false;
+                api_flags.read_only &= flags.create;
                 self.api.open(self.now, path, api_flags)
             }
             other => other,
@@ -256,6 +258,24 @@ impl Replayer<'_> {
                 append: flags.append,
             },
         );
+        Ok(())
+    }
+
+    /// `mkdir -p` of the directories above `path`.
+    fn make_parents(&mut self, path: &str) -> Result<(), String> {
+        let Some((parent, _)) = path.rsplit_once('/') else {
+            return Ok(());
+        };
+        let mut at = String::new();
+        for part in parent.split('/').filter(|p| !p.is_empty()) {
+            at.push('/');
+            at.push_str(part);
+            match self.api.mkdir(self.now, &at) {
+                Ok(t) => self.done(t),
+                Err(FileError::AlreadyExists(_)) => {}
+                Err(e) => return Err(err(e)),
+            }
+        }
         Ok(())
     }
 

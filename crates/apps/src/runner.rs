@@ -119,6 +119,19 @@ pub fn run_with(
     seed: u64,
     options: &RunOptions,
 ) -> RunOutput {
+    run_with_hook(persona, api, seed, options, &mut Ok)
+}
+
+/// [`run_with`], calling `task_start` with the virtual time between the setup and the
+/// task (a stack settles and starts its measurement there); the task starts at the time
+/// it returns (never earlier). An error from it stops the run.
+pub fn run_with_hook(
+    persona: &dyn Persona,
+    api: Box<dyn FileApi>,
+    seed: u64,
+    options: &RunOptions,
+    task_start: &mut dyn FnMut(Nanos) -> Result<Nanos, AppError>,
+) -> RunOutput {
     let fs = Shared::new(Recorder::new(BoxedApi(api), options.recorder));
     let mut report = PersonaReport {
         persona: persona.name(),
@@ -140,7 +153,7 @@ pub fn run_with(
         Err(e) => return failed(report, e.into()),
     };
     let mut ctx = Ctx::new(vfs, fs.clone(), seed, options.app_cpu_ns_per_call);
-    let (trace, error) = phases(persona, &mut ctx, options, &mut report);
+    let (trace, error) = phases(persona, &mut ctx, options, &mut report, task_start);
     if let Some(t) = &trace {
         match analyze(t) {
             Ok(summary) => report.trace = Some(summary),
@@ -162,6 +175,7 @@ fn phases(
     ctx: &mut Ctx,
     options: &RunOptions,
     report: &mut PersonaReport,
+    task_start: &mut dyn FnMut(Nanos) -> Result<Nanos, AppError>,
 ) -> (Option<FileTrace>, Option<AppError>) {
     if !options.skip_setup {
         if let Err(e) = persona.setup(ctx) {
@@ -172,6 +186,10 @@ fn phases(
     ctx.reset_ops();
     if options.setup_only {
         return (None, ctx.close_app().err());
+    }
+    match task_start(ctx.now()) {
+        Ok(t) => ctx.think(t.saturating_sub(ctx.now())),
+        Err(e) => return (None, Some(e)),
     }
     let start = ctx.now();
     if options.record {

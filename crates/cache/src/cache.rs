@@ -157,6 +157,11 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
         &self.metrics
     }
 
+    /// Starts a measurement phase: counters restart, cached pages are kept.
+    pub fn reset_metrics(&mut self) {
+        self.metrics = CacheMetrics::default();
+    }
+
     pub fn backing(&self) -> &B {
         &self.backing
     }

@@ -30,8 +30,12 @@ pub struct ImportArgs {
 
 #[derive(Args)]
 pub struct AnalyzeArgs {
-    /// A file-level trace (`#flashstack-filetrace 1`).
+    /// A file-level trace (`#flashstack-filetrace 1`) or a persona's name (its task is
+    /// run and recorded; `workload list` names them).
     file: PathBuf,
+    /// Seed of a persona's run.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
@@ -57,7 +61,12 @@ pub fn import(args: ImportArgs) -> Result<()> {
 }
 
 pub fn analyze_file(args: AnalyzeArgs) -> Result<()> {
-    let trace = text::read_file(&args.file)?;
+    let name = args.file.to_string_lossy().into_owned();
+    let (trace, what) = if !args.file.exists() && flashstack_apps::persona(&name).is_ok() {
+        (persona_trace(&name, args.seed)?, "persona task, recorded")
+    } else {
+        (text::read_file(&args.file)?, "file-level trace")
+    };
     let summary = analyze(&trace).map_err(|e| {
         anyhow::anyhow!(
             "{}: field '{}': {}",
@@ -69,10 +78,28 @@ pub fn analyze_file(args: AnalyzeArgs) -> Result<()> {
     if args.json {
         println!("{}", serde_json::to_string_pretty(&summary)?);
     } else {
-        println!("{}: file-level trace", args.file.display());
+        println!("{}: {what}", args.file.display());
         print!("{}", summary.render());
     }
     Ok(())
+}
+
+/// A persona's task as recorded on the in-memory file system: the app's file calls do not
+/// depend on the file system below, only their times do.
+fn persona_trace(name: &str, seed: u64) -> Result<flashstack_workload::FileTrace> {
+    let persona = flashstack_apps::persona(name)?;
+    let fs = flashstack_sqlvfs::MemFs::new(seed, flashstack_sqlvfs::MemFsConfig::default());
+    let out = flashstack_apps::run_with(
+        persona.as_ref(),
+        Box::new(fs),
+        seed,
+        &flashstack_apps::RunOptions::default(),
+    );
+    if let Some(e) = out.error {
+        anyhow::bail!("persona '{name}': {e}");
+    }
+    out.trace
+        .ok_or_else(|| anyhow::anyhow!("persona '{name}': nothing recorded"))
 }
 
 #[cfg(test)]
@@ -102,12 +129,14 @@ mod tests {
         analyze_file(AnalyzeArgs {
             file: out.clone(),
             json: true,
+            seed: 1,
         })
         .unwrap();
         std::fs::remove_file(&out).unwrap();
         let missing = analyze_file(AnalyzeArgs {
             file: sample("no-such-file.fst"),
             json: false,
+            seed: 1,
         })
         .unwrap_err();
         assert!(format!("{missing:#}").contains("no-such-file.fst"));

@@ -8,6 +8,7 @@ mod fs;
 mod mount;
 mod progress;
 mod run;
+mod stackrun;
 mod workload;
 
 use std::path::PathBuf;

@@ -16,6 +16,7 @@ use flashstack_trace::{
 
 use crate::device;
 use crate::progress::Bar;
+use crate::stackrun;
 
 /// The workload `flashstack run` uses when given none: a phone-like mix of small random
 /// writes concentrated on a hot fifth of the data, reads, and a flush (fsync) every 8
@@ -44,72 +45,82 @@ pub struct TraceInput {
 pub struct RunArgs {
     /// Device preset, TOML file, or either with +key=value overrides.
     #[arg(long, value_name = "PRESET|FILE.toml")]
-    device: Option<String>,
+    pub(crate) device: Option<String>,
     /// Compare devices side by side: comma-separated device specifications.
     #[arg(long, value_name = "SPEC,SPEC,...", value_delimiter = ',')]
-    compare: Vec<String>,
+    pub(crate) compare: Vec<String>,
     /// Block trace to replay.
     #[arg(long, value_name = "FILE", conflicts_with_all = ["synthetic", "workload"])]
-    trace: Option<PathBuf>,
+    pub(crate) trace: Option<PathBuf>,
     #[command(flatten)]
-    input: TraceInput,
-    /// Synthetic workload, e.g. "uniform,count=1e6,read=0.3,size=4k".
+    pub(crate) input: TraceInput,
+    /// Synthetic block workload, e.g. "uniform,count=1e6,read=0.3,size=4k"; "default" is
+    /// the phone-like mix `run` uses with block-level options and no workload.
     #[arg(long, value_name = "SPEC", conflicts_with = "workload")]
-    synthetic: Option<String>,
-    /// Built-in workload, e.g. ldc:fb (list: `flashstack workload list`). Lays down its own
-    /// existing data instead of preconditioning.
-    #[arg(long, value_name = "NAME")]
-    workload: Option<Builtin>,
+    pub(crate) synthetic: Option<String>,
+    /// A built-in block workload (ldc:fb, ...: lays down its own existing data instead of
+    /// preconditioning), an app persona (gmail:send-image, mix, ...) or a file-level trace
+    /// (FILE.fst); personas and file traces run on the whole stack (page cache, F2FS, FTL,
+    /// NAND). List: `flashstack workload list`.
+    #[arg(long, value_name = "NAME|FILE")]
+    pub(crate) workload: Option<String>,
+    /// The stack a persona or file trace runs on: a preset (default, ldc-emmc, ufs31) or a
+    /// stack TOML file; --device/--compare then swap its device.
+    #[arg(long, value_name = "PRESET|FILE.toml")]
+    pub(crate) stack: Option<String>,
+    /// Write the persona's recorded task as a file-level trace (first configuration).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) record: Option<PathBuf>,
     /// Replay the workload N times back to back (the LDC paper replays each 3 times).
     #[arg(long, value_name = "N", default_value_t = 1,
           value_parser = clap::value_parser!(u32).range(1..))]
-    repeat: u32,
+    pub(crate) repeat: u32,
     #[arg(long, default_value_t = 1)]
-    seed: u64,
+    pub(crate) seed: u64,
     /// Override a device field on every device (repeatable), e.g. ftl.gc.policy=cost-benefit.
     #[arg(long = "set", value_name = "KEY=VALUE")]
-    overrides: Vec<String>,
+    pub(crate) overrides: Vec<String>,
     /// Fill to this fraction of the user capacity and age to steady state before measuring
     /// [default: 0.5].
     #[arg(long, value_name = "FRACTION")]
-    precondition: Option<f64>,
+    pub(crate) precondition: Option<f64>,
     /// Upper bound on aging writes, as a multiple of the filled LBAs.
     #[arg(long, value_name = "FACTOR", default_value_t = 2.0)]
-    aging_max: f64,
+    pub(crate) aging_max: f64,
     /// Measure from an empty device (no preconditioning, no existing data).
     #[arg(long, conflicts_with = "precondition")]
-    no_precondition: bool,
+    pub(crate) no_precondition: bool,
     /// Start from a logical device image (raw, 4 KiB blocks; e.g. from --image-out or
     /// `flashstack fs mkfs`): its non-zero blocks are the existing data, in place of
     /// preconditioning (implies --contents).
     #[arg(long, value_name = "FILE", conflicts_with_all = ["precondition", "workload", "no_precondition"])]
-    image: Option<PathBuf>,
+    pub(crate) image: Option<PathBuf>,
     /// Write the logical device image after the run (implies --contents). With several
     /// devices, device N writes FILE with "-N" before its extension.
     #[arg(long, value_name = "FILE")]
-    image_out: Option<PathBuf>,
+    pub(crate) image_out: Option<PathBuf>,
     /// Store page contents (memory = bytes written) with bytes from the content model.
     #[arg(long)]
-    contents: bool,
+    pub(crate) contents: bool,
     /// Content classes and weights, e.g. "sqlite:40,text:10,media:50" (implies --contents).
     #[arg(long, value_name = "MIX")]
-    content_mix: Option<ContentMix>,
+    pub(crate) content_mix: Option<ContentMix>,
     /// Read back every host read and compare it with what was written (implies --contents).
     #[arg(long)]
-    verify: bool,
+    pub(crate) verify: bool,
     /// Fold addresses beyond the device into it instead of failing.
     #[arg(long)]
-    wrap: bool,
+    pub(crate) wrap: bool,
     /// Drive writes per day to assume in the lifetime projection (default: measured).
     #[arg(long)]
-    dwpd: Option<f64>,
+    pub(crate) dwpd: Option<f64>,
     #[arg(long, value_name = "FILE")]
-    json: Option<PathBuf>,
+    pub(crate) json: Option<PathBuf>,
     #[arg(long, value_name = "FILE")]
-    csv: Option<PathBuf>,
+    pub(crate) csv: Option<PathBuf>,
     /// No progress bar.
     #[arg(long, short)]
-    quiet: bool,
+    pub(crate) quiet: bool,
 }
 
 pub fn load_trace(path: &Path, input: &TraceInput) -> Result<Trace> {
@@ -204,19 +215,26 @@ impl Input {
             let name = format!("{} ({})", trace.name, trace.format);
             return Ok((Input::Trace(trace), name));
         }
-        if let Some(builtin) = args.workload {
+        if let Some(builtin) = args.workload.as_deref().map(str::parse::<Builtin>) {
+            let builtin = builtin.map_err(|e| anyhow!("--workload: {e}"))?;
             return Ok((Input::Builtin(builtin), builtin.to_string()));
         }
-        let text = args
-            .synthetic
-            .clone()
-            .unwrap_or_else(|| DEFAULT_SYNTHETIC.to_string());
+        let text = match args.synthetic.as_deref() {
+            None | Some("default") => DEFAULT_SYNTHETIC.to_string(),
+            Some(spec) => spec.to_string(),
+        };
         let spec = text.parse().map_err(|e| anyhow!("--synthetic: {e}"))?;
         Ok((Input::Synthetic(spec), text))
     }
 }
 
 pub fn run(args: RunArgs) -> Result<()> {
+    if let Some(name) = stackrun::whole_stack_workload(&args) {
+        return stackrun::run(&args, &name);
+    }
+    if args.stack.is_some() || args.record.is_some() {
+        bail!("--stack and --record apply to personas and file-level traces (--workload)");
+    }
     let (input, mut workload_name) = Input::from_args(&args)?;
     if args.repeat > 1 {
         workload_name = format!("{workload_name} x{}", args.repeat);
@@ -256,7 +274,7 @@ fn numbered(path: &Path, index: usize, devices: usize) -> PathBuf {
     path.with_file_name(name)
 }
 
-fn write_output(path: &Path, text: &str) -> Result<()> {
+pub(crate) fn write_output(path: &Path, text: &str) -> Result<()> {
     if path == Path::new("-") {
         print!("{text}");
         return Ok(());

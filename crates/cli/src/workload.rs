@@ -50,5 +50,16 @@ pub fn list(args: ListArgs) -> Result<()> {
         "Each is one pass; `run --workload NAME --repeat 3` replays it three times, as the \
          paper (and `reproduce ldc`) does."
     );
+    println!();
+    println!(
+        "App personas (whole stack: real SQLite and app files over page cache, F2FS, FTL, \
+         NAND; `run --workload NAME`, `workload analyze NAME`):"
+    );
+    let entries = flashstack_apps::catalog();
+    let width = entries.iter().map(|e| e.name.len()).max().unwrap_or(0);
+    for e in entries {
+        println!("{:<width$}  {}", e.name, e.description);
+        println!("{:<width$}    calibrated to: {}", "", e.calibration);
+    }
     Ok(())
 }

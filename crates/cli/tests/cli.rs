@@ -68,6 +68,7 @@ fn same_command_twice_gives_byte_identical_json_and_csv() {
 
 #[test]
 fn default_run_works_without_arguments() {
+    // The main job: the multi-app persona mix on the default whole stack.
     let out = flashstack(&["run", "--quiet"]);
     assert!(
         out.status.success(),
@@ -75,8 +76,101 @@ fn default_run_works_without_arguments() {
         String::from_utf8_lossy(&out.stderr)
     );
     let table = String::from_utf8(out.stdout).unwrap();
+    assert!(table.contains("workload: mix"), "{table}");
+    assert!(table.contains("user op 'take a picture'"), "{table}");
+    assert!(table.contains("F2FS blocks written"), "{table}");
     assert!(table.contains("write amplification"), "{table}");
-    assert!(table.contains("ldc-emmc"), "{table}");
+    // With a block-level option and no workload, the default synthetic block workload.
+    let out = flashstack(&["run", "--quiet", "--no-precondition"]);
+    assert!(out.status.success());
+    let table = String::from_utf8(out.stdout).unwrap();
+    assert!(table.contains("workload: hotcold:0.2:0.8"), "{table}");
+}
+
+#[test]
+fn persona_runs_on_whole_stacks_deterministically() {
+    let mut outputs = Vec::new();
+    for run in 0..2 {
+        let json = temp(&format!("persona{run}.json"));
+        let trace = temp(&format!("persona{run}.fst"));
+        let out = flashstack(&[
+            "run",
+            "--quiet",
+            "--workload",
+            "gmail:launch",
+            "--compare",
+            "ldc-emmc-pm,ldc-emmc-ldc",
+            "--json",
+            json.to_str().unwrap(),
+            "--record",
+            trace.to_str().unwrap(),
+        ]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        outputs.push((
+            out.stdout,
+            std::fs::read(&json).unwrap(),
+            std::fs::read(&trace).unwrap(),
+        ));
+    }
+    assert_eq!(outputs[0], outputs[1]);
+    let json: serde_json::Value = serde_json::from_slice(&outputs[0].1).unwrap();
+    let runs = json.as_array().expect("one entry per stack");
+    assert_eq!(runs.len(), 2);
+    let programs = |r: &serde_json::Value| r["device"]["nand"]["page_programs"].as_u64().unwrap();
+    // Same file-system traffic, fewer programs with in-device compression.
+    assert_eq!(runs[0]["fs"], runs[1]["fs"]);
+    assert!(programs(&runs[1]) < programs(&runs[0]));
+    assert_eq!(runs[0]["user_ops"][0]["name"], "launch app");
+    // The recorded task replays on the whole stack as a file-level trace.
+    let trace = temp("persona0.fst");
+    let out = flashstack(&["run", "--quiet", "--workload", trace.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let table = String::from_utf8(out.stdout).unwrap();
+    assert!(table.contains("F2FS blocks written"), "{table}");
+    // And analyses like the persona itself.
+    let by_name = flashstack(&["workload", "analyze", "gmail:launch"]);
+    let by_file = flashstack(&["workload", "analyze", trace.to_str().unwrap()]);
+    assert!(by_name.status.success() && by_file.status.success());
+    let vol = |o: &Output| {
+        String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .find(|l| l.starts_with("Vol"))
+            .map(str::to_string)
+    };
+    assert_eq!(vol(&by_name), vol(&by_file));
+}
+
+#[test]
+fn persona_errors_are_clear() {
+    let out = flashstack(&["run", "--quiet", "--workload", "gmail:fly"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        err.contains("unknown persona 'gmail:fly'") && err.contains("gmail:launch"),
+        "{err}"
+    );
+    let out = flashstack(&[
+        "run",
+        "--quiet",
+        "--workload",
+        "mix",
+        "--precondition",
+        "0.5",
+    ]);
+    assert!(!out.status.success());
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        err.contains("--precondition applies to block-level workloads"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -199,7 +293,14 @@ fn compressing_devices_read_back_what_was_written() {
         assert!(table.contains("host +"), "{table}");
     }
     // Compression without contents is a clear configuration error.
-    let out = flashstack(&["run", "--quiet", "--device", "ldc-emmc-ldc"]);
+    let out = flashstack(&[
+        "run",
+        "--quiet",
+        "--device",
+        "ldc-emmc-ldc",
+        "--synthetic",
+        "default",
+    ]);
     assert!(!out.status.success());
     let err = String::from_utf8(out.stderr).unwrap();
     assert!(

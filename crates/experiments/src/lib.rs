@@ -1,4 +1,5 @@
 //! Reproductions of the seed papers' experiments: each runs the paper's baselines on
 //! flashstack, on the same workloads, and sets the paper's stated figures beside ours.
 
+pub mod fullstack;
 pub mod ldc;

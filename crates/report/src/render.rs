@@ -2,6 +2,7 @@
 //! per run (dotted column names, pandas-friendly).
 
 use flashstack_sim::units::{format_bytes, format_count as count, format_ns};
+use serde::Serialize;
 use serde_json::Value;
 
 use crate::RunReport;
@@ -152,26 +153,10 @@ const ROWS: &[Row] = &[
 
 /// One column per run, headed by the device name.
 pub fn render_table(reports: &[RunReport]) -> String {
-    let label_width = ROWS
+    let headers: Vec<String> = reports.iter().map(|r| r.run.device.clone()).collect();
+    let rows: Vec<(String, Vec<String>)> = ROWS
         .iter()
-        .map(|(l, _)| l.chars().count())
-        .max()
-        .unwrap_or(0);
-    let cells: Vec<Vec<String>> = reports
-        .iter()
-        .map(|r| ROWS.iter().map(|(_, f)| f(r)).collect())
-        .collect();
-    let widths: Vec<usize> = reports
-        .iter()
-        .zip(&cells)
-        .map(|(r, column)| {
-            column
-                .iter()
-                .map(|c| c.chars().count())
-                .chain([r.run.device.chars().count()])
-                .max()
-                .unwrap_or(0)
-        })
+        .map(|(label, f)| (label.to_string(), reports.iter().map(f).collect()))
         .collect();
     let mut out = String::new();
     if let Some(first) = reports.first() {
@@ -179,24 +164,49 @@ pub fn render_table(reports: &[RunReport]) -> String {
             out.push_str(&format!("workload: {}\n", first.run.workload));
         }
     }
-    out.push_str(&format!("{:label_width$}", ""));
-    for (r, w) in reports.iter().zip(&widths) {
-        out.push_str(&format!("  {:>w$}", r.run.device));
+    out.push_str(&render_columns(&headers, &rows));
+    out
+}
+
+/// A table with a label column and one right-aligned column per header: each row is a
+/// label and one cell per column.
+pub fn render_columns(headers: &[String], rows: &[(String, Vec<String>)]) -> String {
+    let label_width = rows
+        .iter()
+        .map(|(l, _)| l.chars().count())
+        .max()
+        .unwrap_or(0);
+    let widths: Vec<usize> = headers
+        .iter()
+        .enumerate()
+        .map(|(i, h)| {
+            rows.iter()
+                .filter_map(|(_, cells)| cells.get(i))
+                .map(|c| c.chars().count())
+                .chain([h.chars().count()])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = format!("{:label_width$}", "");
+    for (h, w) in headers.iter().zip(&widths) {
+        out.push_str(&format!("  {h:>w$}"));
     }
     out.push('\n');
-    for (i, (label, _)) in ROWS.iter().enumerate() {
-        let pad = label_width - label.chars().count();
+    for (label, cells) in rows {
         out.push_str(label);
-        out.push_str(&" ".repeat(pad));
-        for (column, w) in cells.iter().zip(&widths) {
-            out.push_str(&format!("  {:>w$}", column[i]));
+        out.push_str(&" ".repeat(label_width - label.chars().count()));
+        for (i, w) in widths.iter().enumerate() {
+            let cell = cells.get(i).map_or("", String::as_str);
+            out.push_str(&format!("  {cell:>w$}"));
         }
         out.push('\n');
     }
     out
 }
 
-pub fn render_json(reports: &[RunReport]) -> String {
+/// One object for one run, an array for several.
+pub fn render_json<T: Serialize>(reports: &[T]) -> String {
     let mut text = if reports.len() == 1 {
         serde_json::to_string_pretty(&reports[0])
     } else {
@@ -248,8 +258,8 @@ fn csv_cell(text: &str) -> String {
     }
 }
 
-/// A header row and one row per run.
-pub fn render_csv(reports: &[RunReport]) -> String {
+/// A header row and one row per run (the first run's fields name the columns).
+pub fn render_csv<T: Serialize>(reports: &[T]) -> String {
     let mut out = String::new();
     for (i, report) in reports.iter().enumerate() {
         let value = serde_json::to_value(report).expect("reports serialise");

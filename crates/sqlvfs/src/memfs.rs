@@ -277,6 +277,15 @@ impl Inner {
         self.inodes = inodes;
     }
 
+    /// Whether the directory `path` is created in exists, as a real file system requires:
+    /// a name with no directory part, or directly under `/`, lives in the root.
+    fn parent_exists(&self, path: &str) -> bool {
+        match path.rsplit_once('/') {
+            None | Some(("", _)) => true,
+            Some((parent, _)) => self.dirs.contains(parent),
+        }
+    }
+
     fn begin(&mut self) -> Result<(), FileError> {
         if !self.powered {
             return Err(FileError::PowerLost);
@@ -393,7 +402,7 @@ impl FileApi for MemFs {
                 ino
             }
             None => {
-                if !flags.create {
+                if !flags.create || !g.parent_exists(path) {
                     return Err(FileError::NotFound(path.to_owned()));
                 }
                 if g.inodes.len() >= g.config.max_files {
@@ -582,6 +591,9 @@ impl FileApi for MemFs {
     fn rename(&mut self, now: Nanos, from: &str, to: &str) -> Result<Nanos, FileError> {
         let mut g = self.lock();
         g.begin()?;
+        if !g.parent_exists(to) {
+            return Err(FileError::NotFound(to.to_owned()));
+        }
         let Some(ino) = g.names.remove(from) else {
             return Err(FileError::NotFound(from.to_owned()));
         };
@@ -599,6 +611,9 @@ impl FileApi for MemFs {
     fn mkdir(&mut self, now: Nanos, path: &str) -> Result<Nanos, FileError> {
         let mut g = self.lock();
         g.begin()?;
+        if !g.parent_exists(path) {
+            return Err(FileError::NotFound(path.to_owned()));
+        }
         if g.names.contains_key(path) || !g.dirs.insert(path.to_owned()) {
             return Err(FileError::AlreadyExists(path.to_owned()));
         }

@@ -305,6 +305,23 @@ impl Stack {
         Ok(written)
     }
 
+    /// Starts a measurement phase (after an unmeasured setup): every layer's counters and
+    /// latency histograms restart; data, wear, free space and cached pages are kept.
+    pub fn reset_measurement(&mut self) -> Result<(), FileError> {
+        self.ops.clear();
+        let cache = self.cache()?;
+        cache.reset_metrics();
+        let fs = cache.backing_mut().fs_mut();
+        fs.reset_metrics();
+        fs.device_mut().reset_measurement();
+        Ok(())
+    }
+
+    /// The device under the file system (`None` while powered off).
+    pub fn device(&self) -> Option<&Ftl> {
+        Some(self.cache.as_ref()?.backing().fs().device())
+    }
+
     /// Every layer's figures.
     pub fn metrics(&self) -> Option<StackMetrics> {
         let cache = self.cache.as_ref()?;

@@ -276,6 +276,13 @@ impl<D: BlockDevice> F2fs<D> {
         &self.metrics
     }
 
+    /// Starts a measurement phase: counters and per-operation latencies restart; the file
+    /// system's state is kept.
+    pub fn reset_metrics(&mut self) {
+        self.metrics = Metrics::default();
+        self.op_latency.clear();
+    }
+
     /// Virtual time after the last request completed.
     pub fn now_ns(&self) -> Nanos {
         self.now_ns

@@ -1,0 +1,334 @@
+//! Workloads on whole-stack configurations: an app persona or a file-level trace runs on
+//! the page cache over F2FS over the FTL and NAND, and every layer's figures come back in
+//! one report, one column per configuration.
+//!
+//! Measurement window: a persona's setup (the app installed and used before) runs
+//! unmeasured, then the stack syncs (every dirty page written, a checkpoint) and every
+//! layer's counters restart. After the task the stack idles for the cache's dirty expiry
+//! plus one flusher period, so the task's dirty pages reach flash as they would on a phone
+//! left alone, and F2FS's idle work (background cleaning, the periodic checkpoint) runs;
+//! then the figures are taken. A trace starts on a freshly formatted stack.
+
+use std::collections::BTreeMap;
+
+use flashstack_apps::{
+    run_with_hook, AppError, OpReport, Persona, PersonaReport, ReplayReport, RunOptions,
+};
+use flashstack_cache::CacheMetrics;
+use flashstack_report::{render_columns, ReportOptions, RunInfo, RunReport};
+use flashstack_sim::units::{format_bytes, format_count, format_ns};
+use flashstack_sim::Nanos;
+use flashstack_sqlvfs::FileApi;
+use flashstack_stack::{OpMetrics, SharedStack, Stack, StackConfig};
+use flashstack_workload::{FileTrace, TraceSummary};
+use serde::Serialize;
+use thiserror::Error;
+
+#[derive(Debug, Error)]
+pub enum FullStackError {
+    #[error("stack '{stack}': {message}")]
+    Stack { stack: String, message: String },
+    /// The persona or trace failed (the message carries the workload error's whole chain).
+    #[error("stack '{stack}': {message}")]
+    Workload { stack: String, message: String },
+}
+
+/// What runs on the stack.
+pub enum StackWorkload<'a> {
+    /// An app persona: unmeasured setup, then its task.
+    Persona(&'a dyn Persona),
+    /// A file-level trace, replayed from an empty file system.
+    Trace { name: String, trace: &'a FileTrace },
+}
+
+impl StackWorkload<'_> {
+    pub fn name(&self) -> String {
+        match self {
+            StackWorkload::Persona(p) => p.name(),
+            StackWorkload::Trace { name, .. } => name.clone(),
+        }
+    }
+}
+
+/// Options of a whole-stack run.
+#[derive(Clone, Debug)]
+pub struct FullStackOptions {
+    pub seed: u64,
+    /// Drive writes per day assumed by the lifetime projection (default: measured).
+    pub dwpd: Option<f64>,
+    /// Keep the persona's task as a file-level trace (returned beside the report).
+    pub record: bool,
+}
+
+impl Default for FullStackOptions {
+    fn default() -> Self {
+        Self {
+            seed: 1,
+            dwpd: None,
+            record: true,
+        }
+    }
+}
+
+/// Every layer's figures of one run.
+#[derive(Clone, Debug, Serialize)]
+pub struct StackRun {
+    /// The configuration's name (the column header).
+    pub stack: String,
+    pub workload: String,
+    /// User-perceived latency per user operation (personas).
+    pub user_ops: Vec<OpReport>,
+    /// The persona's own report: operations, commits, phases, the trace's MedFS columns.
+    pub persona: Option<PersonaReport>,
+    /// What a trace replay did.
+    pub replay: Option<ReplayReport>,
+    /// File-API calls reaching the stack: counts, bytes, latency percentiles.
+    pub file_ops: BTreeMap<String, OpMetrics>,
+    /// Blocks F2FS wrote by kind, fsyncs, checkpoints, cleaning.
+    pub fs: flashstack_f2fs::Metrics,
+    pub cache: CacheMetrics,
+    /// The device's figures: host requests as F2FS issued them, NAND, WA, GC, latency,
+    /// energy, lifetime.
+    pub device: RunReport,
+}
+
+/// A run's report, and the recorded task when asked for.
+pub struct StackRunOutput {
+    pub run: StackRun,
+    pub trace: Option<FileTrace>,
+}
+
+/// Runs `workload` on a new stack built from `config`.
+pub fn run(
+    config: &StackConfig,
+    workload: &StackWorkload,
+    options: &FullStackOptions,
+) -> Result<StackRunOutput, FullStackError> {
+    let stack_err = |message: String| FullStackError::Stack {
+        stack: config.name.clone(),
+        message,
+    };
+    let mut config = config.clone();
+    config.seed = options.seed;
+    let stack = Stack::new(config.clone()).map_err(|e| stack_err(e.to_string()))?;
+    let shared = SharedStack::new(stack);
+    let workload_err = |e: AppError| FullStackError::Workload {
+        stack: config.name.clone(),
+        message: e.to_string(),
+    };
+    let (persona, replayed, trace) = match workload {
+        StackWorkload::Persona(p) => {
+            let (report, trace) = run_persona(&shared, *p, options).map_err(workload_err)?;
+            (Some(report), None, trace)
+        }
+        StackWorkload::Trace { trace, .. } => {
+            let report = replay_trace(&shared, trace, options.seed).map_err(workload_err)?;
+            (None, Some(report), None)
+        }
+    };
+    let mut stack = shared.lock();
+    settle(&mut stack).map_err(|e| stack_err(format!("settling after the run: {e}")))?;
+    let metrics = stack
+        .metrics()
+        .ok_or_else(|| stack_err("powered off".into()))?;
+    let ftl = stack.device().expect("a stack with metrics has a device");
+    let info = RunInfo {
+        device: config.name.clone(),
+        gc_policy: ftl.policy_name().to_string(),
+        workload: workload.name(),
+        seed: options.seed,
+        contents_stored: true,
+        user_capacity_bytes: ftl.user_capacity_bytes(),
+        raw_capacity_bytes: ftl.config().nand.geometry.raw_bytes(),
+        precondition: match workload {
+            StackWorkload::Persona(_) => Some("the persona's app setup, synced".into()),
+            StackWorkload::Trace { .. } => None,
+        },
+    };
+    let device = RunReport::from_device(ftl, info, &ReportOptions { dwpd: options.dwpd });
+    let run = StackRun {
+        stack: config.name.clone(),
+        workload: workload.name(),
+        user_ops: persona.as_ref().map(|p| p.ops.clone()).unwrap_or_default(),
+        persona,
+        replay: replayed,
+        file_ops: metrics.ops,
+        fs: metrics.f2fs,
+        cache: metrics.cache,
+        device,
+    };
+    Ok(StackRunOutput { run, trace })
+}
+
+fn run_persona(
+    shared: &SharedStack,
+    persona: &dyn Persona,
+    options: &FullStackOptions,
+) -> Result<(PersonaReport, Option<FileTrace>), AppError> {
+    let run_options = RunOptions {
+        record: options.record,
+        ..RunOptions::default()
+    };
+    let hook_stack = shared.clone();
+    let mut start_measuring = move |now: Nanos| -> Result<Nanos, AppError> {
+        let mut stack = hook_stack.lock();
+        let end = stack
+            .sync_all(now)
+            .map_err(|e| AppError::file("sync_all", "/", e))?;
+        stack
+            .reset_measurement()
+            .map_err(|e| AppError::file("sync_all", "/", e))?;
+        Ok(end)
+    };
+    let out = run_with_hook(
+        persona,
+        Box::new(shared.clone()),
+        options.seed,
+        &run_options,
+        &mut start_measuring,
+    );
+    match out.error {
+        Some(e) => Err(e),
+        None => Ok((out.report, out.trace)),
+    }
+}
+
+fn replay_trace(
+    shared: &SharedStack,
+    trace: &FileTrace,
+    seed: u64,
+) -> Result<ReplayReport, AppError> {
+    {
+        let mut stack = shared.lock();
+        stack
+            .reset_measurement()
+            .map_err(|e| AppError::file("reset", "/", e))?;
+    }
+    let mut api = shared.clone();
+    let start = shared.lock().now_ns();
+    flashstack_apps::replay_at(trace, &mut api as &mut dyn FileApi, seed, start)
+}
+
+/// Idles past the cache's dirty expiry plus one flusher period: what a phone left alone
+/// writes back.
+fn settle(stack: &mut Stack) -> Result<Nanos, flashstack_sqlvfs::FileError> {
+    let cache = &stack.config().cache;
+    let settle_ns = cache.dirty_expire_ns + cache.dirty_writeback_interval_ns;
+    let until = stack.now_ns().saturating_add(settle_ns);
+    stack.idle_until(until)
+}
+
+fn op_cell(run: &StackRun, name: &str, pick: fn(&OpReport) -> Nanos) -> String {
+    run.user_ops
+        .iter()
+        .find(|o| o.name == name)
+        .map_or("-".into(), |o| format_ns(pick(o)))
+}
+
+/// One column per run: user operations, the file API, F2FS, the cache, then the device's
+/// table.
+pub fn render(runs: &[StackRun]) -> String {
+    let headers: Vec<String> = runs.iter().map(|r| r.stack.clone()).collect();
+    let mut rows: Vec<(String, Vec<String>)> = Vec::new();
+    let mut row = |label: String, f: &dyn Fn(&StackRun) -> String| {
+        rows.push((label, runs.iter().map(f).collect()));
+    };
+    let mut op_names: Vec<String> = runs
+        .iter()
+        .flat_map(|r| r.user_ops.iter().map(|o| o.name.clone()))
+        .collect();
+    op_names.sort();
+    op_names.dedup();
+    for name in &op_names {
+        let count = runs
+            .iter()
+            .find_map(|r| r.user_ops.iter().find(|o| &o.name == name))
+            .map_or(0, |o| o.latency.count);
+        row(format!("user op '{name}' ×{count} p50"), &|r| {
+            op_cell(r, name, |o| o.latency.latency_ns_p50)
+        });
+        row("  p99 / max".into(), &|r| {
+            format!(
+                "{} / {}",
+                op_cell(r, name, |o| o.latency.latency_ns_p99),
+                op_cell(r, name, |o| o.latency.latency_ns_max)
+            )
+        });
+    }
+    row("app writes (trace)".into(), &|r| {
+        r.persona
+            .as_ref()
+            .and_then(|p| p.trace.as_ref())
+            .map_or("-".into(), trace_cell)
+    });
+    for op in ["write", "read", "fsync", "fdatasync"] {
+        row(
+            format!("file {op} calls / p99"),
+            &|r| match r.file_ops.get(op) {
+                Some(m) => format!(
+                    "{} / {}",
+                    format_count(m.count),
+                    format_ns(m.latency.latency_ns_p99)
+                ),
+                None => "-".into(),
+            },
+        );
+    }
+    row("F2FS blocks written".into(), &|r| {
+        format_count(r.fs.total_blocks())
+    });
+    row("  data / in place / node".into(), &|r| {
+        format!(
+            "{} / {} / {}",
+            format_count(r.fs.data_blocks),
+            format_count(r.fs.ipu_data_blocks),
+            format_count(r.fs.node_blocks)
+        )
+    });
+    row("  checkpoint / NAT / SIT / SSA".into(), &|r| {
+        format!(
+            "{} / {} / {} / {}",
+            r.fs.checkpoint_blocks, r.fs.nat_blocks, r.fs.sit_blocks, r.fs.ssa_blocks
+        )
+    });
+    row("  cleaning moved data / node".into(), &|r| {
+        format!("{} / {}", r.fs.gc_data_blocks, r.fs.gc_node_blocks)
+    });
+    row("F2FS fsyncs / checkpoints".into(), &|r| {
+        format!("{} / {}", r.fs.fsyncs, r.fs.checkpoints)
+    });
+    row("F2FS cleaning fg / bg".into(), &|r| {
+        format!(
+            "{} / {}",
+            r.fs.gc_cycles - r.fs.bg_gc_cycles,
+            r.fs.bg_gc_cycles
+        )
+    });
+    row("cache pages written back".into(), &|r| {
+        format_count(r.cache.pages_written_back_total())
+    });
+    row("cache read hits / misses".into(), &|r| {
+        format!(
+            "{} / {}",
+            format_count(r.cache.read_hits),
+            format_count(r.cache.read_misses)
+        )
+    });
+    let mut out = format!("workload: {}\n", runs.first().map_or("", |r| &r.workload));
+    out.push_str(&render_columns(&headers, &rows));
+    out.push_str("device (the block requests F2FS issued):\n");
+    let devices: Vec<RunReport> = runs.iter().map(|r| r.device.clone()).collect();
+    let table = flashstack_report::render_table(&devices);
+    // The workload line is already printed above.
+    out.push_str(table.split_once('\n').map_or(&table[..], |(_, rest)| rest));
+    out
+}
+
+fn trace_cell(t: &TraceSummary) -> String {
+    format!(
+        "{}, UR {:.1}%, UD {:.1}%",
+        format_bytes(t.write_bytes),
+        t.update_ratio.unwrap_or(0.0) * 100.0,
+        t.update_difference.unwrap_or(0.0) * 100.0
+    )
+}
