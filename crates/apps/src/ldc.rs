@@ -394,7 +394,7 @@ pub fn chrome() -> TaskPersona {
         Step::State {
             writes: 1,
             kib: 16,
-            change_pct: 10,
+            change_permille: 100,
         },
     ];
     scenario(

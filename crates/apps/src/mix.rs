@@ -38,10 +38,10 @@ pub struct Mix {
     pub prefs: u32,
     /// Log bytes appended per operation.
     pub log_bytes: u32,
-    /// State-file patches per operation, KiB each, percent of bytes changed.
+    /// State-file patches per operation, KiB each, bytes changed per thousand.
     pub patch_writes: u32,
     pub patch_kib: u32,
-    pub patch_pct: u32,
+    pub patch_permille: u32,
     /// Recent media files read back (shown) per operation.
     pub show: u32,
 }
@@ -99,7 +99,7 @@ impl Mix {
             steps.push(Step::State {
                 writes: self.patch_writes,
                 kib: self.patch_kib,
-                change_pct: self.patch_pct,
+                change_permille: self.patch_permille,
             });
         }
         vec![UserOp {
@@ -121,7 +121,7 @@ impl Mix {
             self.log_bytes,
             self.patch_writes,
             self.patch_kib,
-            self.patch_pct,
+            self.patch_permille,
         ];
         for w in &self.sql {
             k.extend_from_slice(&[w.txns, w.rows, w.body, w.touch]);
@@ -141,7 +141,7 @@ impl Mix {
         m.log_bytes = get(5);
         m.patch_writes = get(6);
         m.patch_kib = get(7);
-        m.patch_pct = get(8).min(100);
+        m.patch_permille = get(8).min(1000);
         for (i, w) in m.sql.iter_mut().enumerate() {
             w.txns = get(9 + 4 * i);
             w.rows = get(10 + 4 * i);

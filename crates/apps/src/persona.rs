@@ -261,11 +261,11 @@ pub enum Step {
     /// Appends `bytes` of log lines.
     Log { bytes: u32 },
     /// Patches the state file in place `writes` times: `kib` KiB from the start, of which
-    /// `change_pct` percent of the bytes differ from before, then msync (fsync).
+    /// `change_permille` per thousand of the bytes differ from before, then msync (fsync).
     State {
         writes: u32,
         kib: u32,
-        change_pct: u32,
+        change_permille: u32,
     },
     /// Idle time inside the operation (waiting for the network).
     Wait { ms: u32 },
@@ -386,8 +386,8 @@ fn exec_step(ctx: &mut Ctx, app: &AppSpec, step: Step) -> Result<(), AppError> {
         Step::State {
             writes,
             kib,
-            change_pct,
-        } => patch_state(ctx, app, writes, kib, change_pct)?,
+            change_permille,
+        } => patch_state(ctx, app, writes, kib, change_permille)?,
         Step::Wait { ms } => ctx.think(u64::from(ms) * NS_PER_MS),
     }
     Ok(())
@@ -406,13 +406,13 @@ fn patch_state(
     app: &AppSpec,
     writes: u32,
     kib: u32,
-    change_pct: u32,
+    change_permille: u32,
 ) -> Result<(), AppError> {
     let Some((name, size)) = app.state else {
         return Ok(());
     };
     let path = format!("{}/files/{name}", app.data_dir());
-    let ratio = f64::from(change_pct.min(100)) / 100.0;
+    let ratio = f64::from(change_permille.min(1000)) / 1000.0;
     let model = state_model(ctx, ratio)?;
     let pages = (u64::from(kib) * 1024).min(size).div_ceil(PAGE_SIZE as u64);
     let f = ctx.open(&path, true)?;

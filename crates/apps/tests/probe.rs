@@ -120,7 +120,7 @@ fn probe() {
         vec![Step::State {
             writes: 1,
             kib: 64,
-            change_pct: 10,
+            change_permille: 100,
         }],
     );
     show(
