@@ -1,7 +1,7 @@
 //! `flashstack mount`: the emulated stack as a FUSE file system. The default mode mounts
-//! F2FS (the project's, in its real on-disk format) on the emulated FTL and NAND; block-file
-//! mode (`--block`) exposes the device as `MOUNTPOINT/disk.img` for a kernel file system on
-//! a loop device.
+//! the whole stack of a `StackConfig` (page cache over the project's F2FS, in its real
+//! on-disk format, over the emulated FTL and NAND); block-file mode (`--block`) exposes the
+//! device as `MOUNTPOINT/disk.img` for a kernel file system on a loop device.
 
 use std::fs::File;
 use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
@@ -17,11 +17,14 @@ use flashstack_block::LBA_SIZE;
 use flashstack_f2fs::{mkfs, F2fs, MkfsOptions};
 use flashstack_ftl::Ftl;
 use flashstack_fuse::{
-    BlockFile, DiskTree, F2fsTree, ImageBacked, InodeFs, Recording, TreeFs, DISK_FILE_NAME,
+    BlockFile, DiskTree, F2fsTree, F2fsTreeMetrics, ImageBacked, InodeFs, Recording, TreeFs,
+    DISK_FILE_NAME,
 };
 use flashstack_report::{render_json, render_table, ReportOptions, RunInfo, RunReport};
+use flashstack_stack::StackConfig;
 
 use crate::device;
+use crate::stackrun::resolve_stack;
 
 #[derive(Args, Debug)]
 pub struct MountArgs {
@@ -31,9 +34,14 @@ pub struct MountArgs {
     /// instead of mounting F2FS.
     #[arg(long)]
     block: bool,
-    /// Device preset, TOML file, or either with +key=value overrides.
-    #[arg(long, value_name = "PRESET|FILE.toml", default_value = "ldc-emmc")]
-    device: String,
+    /// The stack to mount (F2FS mode): a preset (default, ldc-emmc, ufs31) or a stack TOML
+    /// file, giving the device, F2FS's format and mount options and the page cache.
+    #[arg(long, value_name = "PRESET|FILE.toml", conflicts_with = "block")]
+    stack: Option<String>,
+    /// Device preset, TOML file, or either with +key=value overrides. In F2FS mode it
+    /// replaces the stack's device; block-file mode's default is ldc-emmc.
+    #[arg(long, value_name = "PRESET|FILE.toml")]
+    device: Option<String>,
     /// Logical device image: loaded at mount if it exists (else a fresh F2FS is made in
     /// it). F2FS mode keeps it current at every device flush, so it survives the daemon
     /// being killed; block-file mode writes it back at unmount.
@@ -46,9 +54,13 @@ pub struct MountArgs {
     /// docs/file-traces.md; writes carry their bytes), replayable on any stack.
     #[arg(long, value_name = "TRACE", conflicts_with = "block")]
     record: Option<PathBuf>,
-    #[arg(long, default_value_t = 1)]
-    seed: u64,
+    /// Seed of the device's randomness (default: the stack's seed; 1 in block-file mode).
+    #[arg(long)]
+    seed: Option<u64>,
 }
+
+/// Block-file mode's device when --device is not given.
+const BLOCK_DEVICE_DEFAULT: &str = "ldc-emmc";
 
 pub fn mount(args: MountArgs) -> Result<()> {
     check_mountpoint(&args.mountpoint)?;
@@ -56,10 +68,11 @@ pub fn mount(args: MountArgs) -> Result<()> {
     if !args.block {
         return mount_f2fs(&args);
     }
-    let config = device::resolve(&args.device)?;
+    let spec = args.device.as_deref().unwrap_or(BLOCK_DEVICE_DEFAULT);
+    let config = device::resolve(spec)?;
     let name = config.name.clone();
-    let ftl = Ftl::new(config.clone(), true, args.seed)
-        .with_context(|| format!("device '{}'", args.device))?;
+    let seed = args.seed.unwrap_or(1);
+    let ftl = Ftl::new(config.clone(), true, seed).with_context(|| format!("device '{spec}'"))?;
     let mut file = BlockFile::new(ftl);
     if let Some(path) = args.image.as_deref().filter(|p| p.exists()) {
         let blocks = load_image(&mut file, path)?;
@@ -78,7 +91,7 @@ pub fn mount(args: MountArgs) -> Result<()> {
     wait_for_unmount(session, &args.mountpoint)?;
     let mut tree = tree.lock().unwrap_or_else(|p| p.into_inner());
     let file = tree.file_mut();
-    let report = report(file, &config, args.seed, "FUSE block file");
+    let report = report(file, &config, seed, "FUSE block file");
     print!("{}", render_table(std::slice::from_ref(&report)));
     let c = file.counters();
     println!(
@@ -104,40 +117,80 @@ pub fn mount(args: MountArgs) -> Result<()> {
     Ok(())
 }
 
-/// F2FS on the emulated device: made fresh (or loaded from `--image`), mounted, and at
-/// unmount checkpointed and reported. With `--image` the device's durable state is mirrored
-/// into the image at every flush, so the image survives the daemon being killed (the next
-/// mount recovers fsync'd files by roll-forward).
+/// The stack `--stack` names (default: the `default` preset), its device replaced by
+/// `--device` if given.
+fn stack_config(args: &MountArgs) -> Result<StackConfig> {
+    let spec = args.stack.as_deref().unwrap_or("default");
+    let mut config = resolve_stack(spec, &StackConfig::preset("default")?)
+        .with_context(|| format!("--stack {spec}"))?;
+    if let Some(device) = &args.device {
+        config.device = device::resolve(device)?;
+        config.name = format!("{} with {device}", config.name);
+    }
+    if let Some(seed) = args.seed {
+        config.seed = seed;
+    }
+    Ok(config)
+}
+
+/// The whole stack on the emulated device: F2FS made fresh (or loaded from `--image`) and
+/// mounted under a page cache, all configured by the stack; at unmount every dirty page is
+/// written back, F2FS checkpoints, and the device, cache and F2FS figures are reported.
+/// With `--image` the device's durable state is mirrored into the image at every flush, so
+/// the image survives the daemon being killed (the next mount recovers fsync'd files by
+/// roll-forward; what was only in the page cache is lost, as at a power cut).
 fn mount_f2fs(args: &MountArgs) -> Result<()> {
-    let config = device::resolve(&args.device)?;
-    let ftl = Ftl::new(config.clone(), true, args.seed)
-        .with_context(|| format!("device '{}'", args.device))?;
-    let ftl = match &args.image {
+    let stack = stack_config(args)?;
+    let ftl = Ftl::new(stack.device.clone(), true, stack.seed)
+        .with_context(|| format!("device '{}'", stack.device.name))?;
+    let format = MkfsOptions {
+        overprovision: stack.fs.overprovision_percent,
+        ..MkfsOptions::default()
+    };
+    let (ftl, metrics) = match &args.image {
         Some(path) => {
-            let backed = image_backed(ftl, path)?;
-            let fs = F2fs::mount(backed).context("mounting F2FS")?;
-            serve_f2fs(fs, args, &config.name)?.into_inner()
+            let backed = image_backed(ftl, path, &format)?;
+            let (backed, metrics) = serve_f2fs(backed, &stack, args)?;
+            (backed.into_inner(), metrics)
         }
         None => {
             let mut ftl = ftl;
-            mkfs(&mut ftl, &MkfsOptions::default()).context("mkfs")?;
-            let fs = F2fs::mount(ftl).context("mounting F2FS")?;
-            serve_f2fs(fs, args, &config.name)?
+            mkfs(&mut ftl, &format).context("mkfs")?;
+            serve_f2fs(ftl, &stack, args)?
         }
     };
     let file = BlockFile::new(ftl);
-    let report = report(&file, &config, args.seed, "FUSE F2FS mount");
+    let report = report(&file, &stack.device, stack.seed, "FUSE F2FS mount");
     print!("{}", render_table(std::slice::from_ref(&report)));
+    print!("{}", metrics.render_table());
     if let Some(path) = &args.metrics {
-        std::fs::write(path, render_json(std::slice::from_ref(&report)))
+        std::fs::write(path, mount_json(&report, &stack, &metrics)?)
             .with_context(|| format!("cannot write {}", path.display()))?;
     }
     Ok(())
 }
 
+/// The `--metrics` JSON of an F2FS mount: the device report's fields, then `stack` (its
+/// name), `requests`, `cache` and `f2fs`.
+fn mount_json(report: &RunReport, stack: &StackConfig, m: &F2fsTreeMetrics) -> Result<String> {
+    let mut json = serde_json::to_value(report)?;
+    let object = json
+        .as_object_mut()
+        .context("the device report is a JSON object")?;
+    object.insert("stack".into(), stack.name.clone().into());
+    object.insert("virtual_time_ns".into(), m.now_ns.into());
+    object.insert("requests".into(), serde_json::to_value(&m.requests)?);
+    object.insert("cache".into(), serde_json::to_value(&m.cache)?);
+    object.insert("f2fs".into(), serde_json::to_value(&m.f2fs)?);
+    object.insert("writeback_pages_lost".into(), m.writeback_pages_lost.into());
+    let mut text = serde_json::to_string_pretty(&json)?;
+    text.push('\n');
+    Ok(text)
+}
+
 /// The device mirrored into `path`: an existing image is loaded first; a new one is made
 /// by mkfs through the mirror.
-fn image_backed(ftl: Ftl, path: &Path) -> Result<ImageBacked<Ftl>> {
+fn image_backed(ftl: Ftl, path: &Path, format: &MkfsOptions) -> Result<ImageBacked<Ftl>> {
     let existed = path.exists();
     let mut file = BlockFile::new(ftl);
     if existed {
@@ -154,28 +207,29 @@ fn image_backed(ftl: Ftl, path: &Path) -> Result<ImageBacked<Ftl>> {
     image.set_len(file.size_bytes())?;
     let mut backed = ImageBacked::new(file.into_inner(), image);
     if !existed {
-        mkfs(&mut backed, &MkfsOptions::default()).context("mkfs")?;
+        mkfs(&mut backed, format).context("mkfs")?;
         backed.flush(0).context("writing the new image")?;
     }
     Ok(backed)
 }
 
-/// Mounts `fs` with FUSE until it is unmounted; returns the device after the unmount
-/// checkpoint.
+/// Mounts F2FS on `dev` under the stack's page cache and serves it with FUSE until it is
+/// unmounted; returns the device after F2FS's unmount checkpoint, and the mount's figures.
 fn serve_f2fs<D: BlockDevice + Send + 'static>(
-    fs: F2fs<D>,
+    dev: D,
+    stack: &StackConfig,
     args: &MountArgs,
-    name: &str,
-) -> Result<D> {
-    let tree = F2fsTree::new(fs);
+) -> Result<(D, F2fsTreeMetrics)> {
+    let fs = F2fs::mount_with(dev, 0, stack.fs.mount.clone()).context("mounting F2FS")?;
+    let tree = F2fsTree::new(fs, stack.cache.clone()).context("the page cache")?;
     let tree = match &args.record {
-        None => serve(tree, args, name)?,
+        None => serve(tree, args, &stack.name)?,
         Some(path) => {
             let out = File::create(path)
                 .with_context(|| format!("cannot create the trace {}", path.display()))?;
             let recording = Recording::new(tree, Box::new(BufWriter::new(out)))
                 .with_context(|| format!("cannot write the trace {}", path.display()))?;
-            let (tree, stats, flushed) = serve(recording, args, name)?.finish();
+            let (tree, stats, flushed) = serve(recording, args, &stack.name)?.finish();
             flushed.with_context(|| format!("writing the trace {}", path.display()))?;
             eprintln!(
                 "{}: recorded {} operations ({} bytes written{})",
@@ -191,9 +245,11 @@ fn serve_f2fs<D: BlockDevice + Send + 'static>(
             tree
         }
     };
-    let fs = tree.into_inner();
-    println!("f2fs: {:?}", fs.metrics());
-    fs.unmount().context("unmount checkpoint")
+    // Taken before F2FS's own unmount checkpoint (the device report includes it).
+    let metrics = tree.metrics();
+    let fs = tree.into_inner().context("writing the page cache back")?;
+    let dev = fs.unmount().context("unmount checkpoint")?;
+    Ok((dev, metrics))
 }
 
 /// Serves `core` with FUSE until the mount is unmounted; returns the core.
@@ -202,7 +258,7 @@ fn serve<T: InodeFs>(core: T, args: &MountArgs, name: &str) -> Result<T> {
     let (uid, gid) = current_ids();
     let session = start(&args.mountpoint, TreeFs::new(Arc::clone(&tree), uid, gid))?;
     eprintln!(
-        "{name}: F2FS mounted on {}. Unmount with `umount {}` or Ctrl-C.",
+        "{name}: page cache + F2FS mounted on {}. Unmount with `umount {}` or Ctrl-C.",
         args.mountpoint.display(),
         args.mountpoint.display()
     );

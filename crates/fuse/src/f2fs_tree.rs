@@ -1,50 +1,92 @@
-//! [`F2fsTree`]: the F2FS stack (F2FS on an emulated device) as an [`InodeFs`] core, so that
-//! `flashstack mount` puts real programs on it. Everything it does is F2FS's own API;
-//! this file only converts names, attributes and errors.
+//! [`F2fsTree`]: the page cache over F2FS on an emulated device as an [`InodeFs`] core, so
+//! that `flashstack mount` puts real programs on the same stack the app personas use.
+//!
+//! - **Data** (read, write, truncate, fsync, fdatasync, the size `stat` shows) goes through
+//!   the page cache ([`PageCache`]) by inode; the cache writes back to F2FS through
+//!   [`MountBacking`] (F2FS's [`F2fsBacking`](flashstack_stack::F2fsBacking) keeping
+//!   writeback errors for the file's next fsync, as Linux does).
+//! - **Names** (lookup, create, mkdir, unlink, rmdir, rename, link, readdir) go to F2FS
+//!   directly, by parent inode and name. When an inode is freed its cached pages are
+//!   dropped without writeback. A file whose last name goes while it is open stays alive
+//!   (an F2FS orphan) until its last handle is released, as POSIX requires.
+//! - **fsync** writes the file's dirty pages back and runs F2FS's fsync (roll-forward
+//!   recovers it); if any name changed since the last checkpoint it also checkpoints, so
+//!   the names are durable too (the assembled stack's rule, `docs/stack.md`).
+//! - **sync** (and so unmount) writes every dirty page back and checkpoints.
+//!
+//! # Virtual time
+//!
+//! One clock: each request arrives when the previous one completed (the rule of every
+//! mount, see the crate documentation), runs through the cache and F2FS, and completes at
+//! the later of the cache's completion and F2FS's clock (which includes work the cache's
+//! flusher handed to F2FS meanwhile). Real time between requests is ignored, so there are
+//! no idle periods: the flusher's expiry and F2FS's idle-time cleaning and periodic
+//! checkpoints happen only as request service time accumulates.
+//!
+//! # What survives a crash
+//!
+//! Exactly what F2FS made durable: a file's data once its `fsync` (or `sync`) completed;
+//! data still in the page cache is lost, like on a phone that loses power.
+
+use std::collections::{BTreeMap, BTreeSet};
 
 use flashstack_block::BlockDevice;
-use flashstack_f2fs::{F2fs, FileKind, FsError as F2fsFsError};
+use flashstack_cache::{CacheConfig, CacheError, PageCache};
+use flashstack_f2fs::consts::{
+    ADDRS_PER_BLOCK, ADDRS_PER_INODE, BLOCK_SIZE, NIDS_PER_BLOCK, ROOT_INO,
+};
+use flashstack_f2fs::{F2fs, FileKind, FsError as F2fsFsError, Stat};
+use flashstack_sim::{LatencyHistogram, Nanos};
+use flashstack_stack::OpMetrics;
 
 use crate::tree::{Attr, FsError, FsStats, Ino, InodeFs, Kind};
+use crate::tree_metrics::F2fsTreeMetrics;
+use crate::writeback::{MountBacking, WritebackError};
 
-/// F2FS mounted read-write on a device `D`.
-pub struct F2fsTree<D: BlockDevice + Send + 'static> {
-    fs: Option<F2fs<D>>,
+/// The page cache over F2FS on `D`.
+pub type MountCache<D> = PageCache<MountBacking<D>>;
+
+/// Largest file F2FS's node tree addresses (direct, two single-, two double-, one
+/// triple-indirect tree); writes past it are refused at once (EFBIG) rather than lost at
+/// writeback.
+const MAX_FILE_BYTES: u64 = (ADDRS_PER_INODE as u64
+    + 2 * ADDRS_PER_BLOCK as u64
+    + 2 * ADDRS_PER_BLOCK as u64 * NIDS_PER_BLOCK as u64
+    + ADDRS_PER_BLOCK as u64 * (NIDS_PER_BLOCK as u64).pow(2))
+    * BLOCK_SIZE as u64;
+
+/// Longest directory chain followed when naming a path.
+const DEPTH_MAX: usize = 4096;
+
+/// Count, bytes and latency of one kind of request.
+#[derive(Default)]
+struct OpStats {
+    count: u64,
+    bytes: u64,
+    latency: LatencyHistogram,
 }
 
-impl<D: BlockDevice + Send + 'static> F2fsTree<D> {
-    pub fn new(fs: F2fs<D>) -> Self {
-        F2fsTree { fs: Some(fs) }
-    }
-
-    /// The file system, for its metrics and device.
-    pub fn fs(&self) -> &F2fs<D> {
-        self.fs.as_ref().expect("present until into_inner")
-    }
-
-    pub fn into_inner(mut self) -> F2fs<D> {
-        self.fs.take().expect("present until into_inner")
-    }
-
-    fn f(&mut self) -> &mut F2fs<D> {
-        self.fs.as_mut().expect("present until into_inner")
-    }
-
-    fn attr(&mut self, ino: Ino) -> Result<Attr, FsError> {
-        let ino32 = to_u32(ino)?;
-        let s = self.f().stat_ino(ino32).map_err(convert)?;
-        Ok(Attr {
-            ino,
-            kind: match s.kind {
-                FileKind::Dir => Kind::Dir,
-                _ => Kind::File,
-            },
-            size: s.size_bytes,
-            nlink: s.links,
-            perm: s.mode & 0o7777,
-            mtime_ns: s.mtime_secs.saturating_mul(1_000_000_000),
-        })
-    }
+/// F2FS mounted read-write on a device `D`, under a page cache.
+pub struct F2fsTree<D: BlockDevice + Send + 'static> {
+    cache: MountCache<D>,
+    /// The one clock: the latest completion of any request.
+    now_ns: Nanos,
+    /// Open handles (FUSE file handle → inode) and the count per inode.
+    handles: BTreeMap<u64, Ino>,
+    open_counts: BTreeMap<Ino, u32>,
+    /// Inodes held open in F2FS by this core because their last name went while they were
+    /// open: F2FS keeps them as orphans until the last handle is released.
+    pinned: BTreeSet<Ino>,
+    /// Every directory the kernel has seen: inode → (parent, name), to name a path for
+    /// F2FS's path-based `open`.
+    dirs: BTreeMap<Ino, (Ino, String)>,
+    /// Last write or size change through the cache, by inode (F2FS's mtime follows only
+    /// at writeback).
+    changed_ns: BTreeMap<Ino, Nanos>,
+    /// Names changed since the last checkpoint: the next fsync checkpoints too (the
+    /// assembled stack's rule, `docs/stack.md`).
+    namespace_dirty: bool,
+    ops: BTreeMap<&'static str, OpStats>,
 }
 
 fn to_u32(ino: Ino) -> Result<u32, FsError> {
@@ -72,28 +114,451 @@ fn convert(e: F2fsFsError) -> FsError {
     }
 }
 
+/// The cache's errors: F2FS's failures below it arrive as text.
+fn convert_cache(e: CacheError) -> FsError {
+    match e {
+        CacheError::Backing(flashstack_cache::BackingError::Io { reason, .. })
+            if reason == F2fsFsError::NoSpace.to_string() =>
+        {
+            FsError::NoSpace
+        }
+        CacheError::RangeOverflow { .. } => FsError::TooLarge(e.to_string()),
+        other => FsError::Io(other.to_string()),
+    }
+}
+
+fn convert_writeback(e: WritebackError) -> FsError {
+    match e {
+        WritebackError::NoSpace => FsError::NoSpace,
+        WritebackError::Io(reason) => FsError::Io(format!("writeback failed: {reason}")),
+    }
+}
+
+fn kind_of(stat: &Stat) -> Kind {
+    match stat.kind {
+        FileKind::Dir => Kind::Dir,
+        _ => Kind::File,
+    }
+}
+
+impl<D: BlockDevice + Send + 'static> F2fsTree<D> {
+    /// Puts an empty page cache configured by `cache` over the mounted `fs`.
+    pub fn new(fs: F2fs<D>, cache: CacheConfig) -> Result<Self, FsError> {
+        let now_ns = fs.now_ns();
+        let cache = PageCache::new(cache, MountBacking::new(fs))
+            .map_err(|e| FsError::Invalid(format!("page cache: {e}")))?;
+        Ok(F2fsTree {
+            cache,
+            now_ns,
+            handles: BTreeMap::new(),
+            open_counts: BTreeMap::new(),
+            pinned: BTreeSet::new(),
+            dirs: BTreeMap::new(),
+            changed_ns: BTreeMap::new(),
+            namespace_dirty: false,
+            ops: BTreeMap::new(),
+        })
+    }
+
+    /// The file system, for its metrics and device.
+    pub fn fs(&self) -> &F2fs<D> {
+        self.cache.backing().fs()
+    }
+
+    /// The page cache.
+    pub fn cache(&self) -> &MountCache<D> {
+        &self.cache
+    }
+
+    /// Every layer's figures (the device's are the caller's: [`F2fsTree::fs`]`.device()`).
+    pub fn metrics(&self) -> F2fsTreeMetrics {
+        F2fsTreeMetrics {
+            now_ns: self.now_ns,
+            requests: self
+                .ops
+                .iter()
+                .map(|(name, s)| {
+                    let metrics = OpMetrics {
+                        count: s.count,
+                        bytes: s.bytes,
+                        latency: s.latency.summary(),
+                    };
+                    (name.to_string(), metrics)
+                })
+                .collect(),
+            cache: self.cache.metrics().clone(),
+            f2fs: self.fs().metrics().clone(),
+            writeback_pages_lost: self.cache.backing().pages_lost(),
+        }
+    }
+
+    /// The file system after a clean stop: orphans still held are released, every dirty
+    /// page written back (no checkpoint here if the cache is already clean: F2FS's
+    /// `unmount` writes one).
+    pub fn into_inner(mut self) -> Result<F2fs<D>, FsError> {
+        let fhs: Vec<u64> = self.handles.keys().copied().collect();
+        for fh in fhs {
+            self.released(fh);
+        }
+        if self.cache.dirty_bytes() > 0 {
+            self.sync()?;
+        }
+        Ok(self.cache.into_backing().into_fs())
+    }
+
+    /// A power cut: the page cache is dropped (dirty pages lost) and the device given back
+    /// as it is, without writing anything.
+    pub fn power_cut(mut self) -> D {
+        self.cache.crash();
+        self.cache.into_backing().into_fs().into_device()
+    }
+
+    // ----- time -----
+
+    fn fs_mut(&mut self) -> &mut F2fs<D> {
+        self.cache.backing_mut().fs_mut()
+    }
+
+    /// Runs `op` on F2FS at the mount's clock; the clock moves to F2FS's.
+    fn on_fs<T>(
+        &mut self,
+        op: impl FnOnce(&mut F2fs<D>) -> Result<T, F2fsFsError>,
+    ) -> Result<T, FsError> {
+        let now = self.now_ns;
+        let fs = self.fs_mut();
+        fs.advance_to(now);
+        let result = op(fs);
+        let done = fs.now_ns();
+        self.now_ns = self.now_ns.max(done);
+        result.map_err(convert)
+    }
+
+    /// Runs `op` on the cache at the mount's clock; the clock moves to the later of its
+    /// completion and F2FS's clock.
+    fn on_cache<T>(
+        &mut self,
+        op: impl FnOnce(&mut MountCache<D>, Nanos) -> Result<(T, Nanos), CacheError>,
+    ) -> Result<T, FsError> {
+        let result = op(&mut self.cache, self.now_ns);
+        let fs_now = self.cache.backing().fs().now_ns();
+        self.now_ns = self.now_ns.max(fs_now);
+        let (value, done) = result.map_err(convert_cache)?;
+        self.now_ns = self.now_ns.max(done);
+        Ok(value)
+    }
+
+    /// Records a request that arrived at `start` and completed at the clock now.
+    fn record<T>(
+        &mut self,
+        op: &'static str,
+        start: Nanos,
+        result: Result<T, FsError>,
+        bytes: impl FnOnce(&T) -> u64,
+    ) -> Result<T, FsError> {
+        let stats = self.ops.entry(op).or_default();
+        stats.count += 1;
+        if let Ok(value) = &result {
+            stats.bytes += bytes(value);
+        }
+        stats.latency.record(self.now_ns - start);
+        result
+    }
+
+    // ----- inodes -----
+
+    fn stat(&mut self, ino: Ino) -> Result<Stat, FsError> {
+        let ino32 = to_u32(ino)?;
+        self.on_fs(|fs| fs.stat_ino(ino32))
+    }
+
+    fn attr(&mut self, ino: Ino) -> Result<Attr, FsError> {
+        let s = self.stat(ino)?;
+        let kind = kind_of(&s);
+        let size = match kind {
+            // The cache's size: writes not yet written back count.
+            Kind::File => self.on_cache(|c, t| c.file_size(t, ino))?,
+            Kind::Dir => s.size_bytes,
+        };
+        let mtime_ns = s
+            .mtime_secs
+            .saturating_mul(1_000_000_000)
+            .max(self.changed_ns.get(&ino).copied().unwrap_or(0));
+        Ok(Attr {
+            ino,
+            kind,
+            size,
+            nlink: s.links,
+            perm: s.mode & 0o7777,
+            mtime_ns,
+        })
+    }
+
+    /// Remembers a directory the kernel now knows, to name paths through it later.
+    fn saw(&mut self, attr: &Attr, parent: Ino, name: &str) {
+        if attr.kind == Kind::Dir {
+            self.dirs.insert(attr.ino, (parent, name.to_string()));
+        }
+    }
+
+    /// The path of `name` in directory `dir`, from the directories seen.
+    fn path_of(&self, mut dir: Ino, name: &str) -> Option<String> {
+        let mut parts = vec![name];
+        while dir != ROOT_INO as Ino {
+            let (parent, dir_name) = self.dirs.get(&dir)?;
+            parts.push(dir_name);
+            dir = *parent;
+            if parts.len() > DEPTH_MAX {
+                return None;
+            }
+        }
+        parts.reverse();
+        Some(format!("/{}", parts.join("/")))
+    }
+
+    /// Before the last name of `ino` (`name` in `dir`) is removed: if it is open, F2FS is
+    /// told so (its path-based `open`), so it keeps the inode as an orphan until released.
+    fn pin_if_open(&mut self, ino: Ino, dir: Ino, name: &str) -> Result<(), FsError> {
+        if !self.open_counts.contains_key(&ino) || self.pinned.contains(&ino) {
+            return Ok(());
+        }
+        // Every directory reached through the mount was looked up first, so the path is
+        // known; if not, the inode is freed at once (it was before orphans were kept).
+        if let Some(path) = self.path_of(dir, name) {
+            self.on_fs(|fs| fs.open(&path))?;
+            self.pinned.insert(ino);
+        }
+        Ok(())
+    }
+
+    /// The last name of `ino` is gone: unless it is pinned open, F2FS freed it.
+    fn last_name_gone(&mut self, ino: Ino) -> Result<(), FsError> {
+        if self.pinned.contains(&ino) {
+            return Ok(());
+        }
+        self.freed(ino)
+    }
+
+    /// F2FS freed `ino`: its cached pages go without writeback.
+    fn freed(&mut self, ino: Ino) -> Result<(), FsError> {
+        self.on_cache(|c, t| c.unlink(t, ino).map(|done| ((), done)))?;
+        let backing = self.cache.backing_mut();
+        backing.forget(ino);
+        backing.space_freed();
+        self.changed_ns.remove(&ino);
+        self.dirs.remove(&ino);
+        Ok(())
+    }
+
+    // ----- requests (each arrives at `self.now_ns`) -----
+
+    fn do_lookup(&mut self, parent: Ino, name: &[u8]) -> Result<Attr, FsError> {
+        let (dir, name) = (to_u32(parent)?, name_str(name)?);
+        let ino = self.on_fs(|fs| fs.lookup_in(dir, name))?;
+        let attr = self.attr(ino as Ino)?;
+        self.saw(&attr, parent, name);
+        Ok(attr)
+    }
+
+    fn do_set_size(&mut self, ino: Ino, size: u64) -> Result<Attr, FsError> {
+        if kind_of(&self.stat(ino)?) == Kind::Dir {
+            return Err(FsError::IsDir);
+        }
+        if size > MAX_FILE_BYTES {
+            return Err(FsError::TooLarge(format!("{size} bytes")));
+        }
+        self.on_cache(|c, t| c.truncate(t, ino, size).map(|done| ((), done)))?;
+        self.cache.backing_mut().space_freed();
+        self.changed_ns.insert(ino, self.now_ns);
+        self.attr(ino)
+    }
+
+    fn do_create(&mut self, parent: Ino, name: &[u8], dir: bool) -> Result<Attr, FsError> {
+        let (parent32, name) = (to_u32(parent)?, name_str(name)?);
+        let ino = self.on_fs(|fs| match dir {
+            true => fs.mkdir_in(parent32, name),
+            false => fs.create_in(parent32, name),
+        })?;
+        self.namespace_dirty = true;
+        let attr = self.attr(ino as Ino)?;
+        self.saw(&attr, parent, name);
+        Ok(attr)
+    }
+
+    fn do_unlink(&mut self, parent: Ino, name: &[u8]) -> Result<(), FsError> {
+        let (dir, name) = (to_u32(parent)?, name_str(name)?);
+        let ino = self.on_fs(|fs| fs.lookup_in(dir, name))?;
+        let last = self.stat(ino as Ino)?.links <= 1;
+        if last {
+            self.pin_if_open(ino as Ino, parent, name)?;
+        }
+        let result = self.on_fs(|fs| fs.unlink_in(dir, name));
+        // F2FS may fail after the change (cleaning on the way out): what counts is
+        // whether the name is gone.
+        if result.is_ok() || !self.names(dir, name, ino) {
+            self.namespace_dirty = true;
+            if last {
+                self.last_name_gone(ino as Ino)?;
+            }
+        }
+        result
+    }
+
+    fn do_rmdir(&mut self, parent: Ino, name: &[u8]) -> Result<(), FsError> {
+        let (dir, name) = (to_u32(parent)?, name_str(name)?);
+        let ino = self.on_fs(|fs| fs.lookup_in(dir, name))?;
+        let result = self.on_fs(|fs| fs.rmdir_in(dir, name));
+        if result.is_ok() || !self.names(dir, name, ino) {
+            self.namespace_dirty = true;
+            self.freed(ino as Ino)?;
+        }
+        result
+    }
+
+    /// Whether `name` in `dir` names `ino` now.
+    fn names(&mut self, dir: u32, name: &str, ino: u32) -> bool {
+        self.on_fs(|fs| fs.lookup_in(dir, name)).ok() == Some(ino)
+    }
+
+    fn do_rename(
+        &mut self,
+        parent: Ino,
+        name: &[u8],
+        new_parent: Ino,
+        new_name: &[u8],
+    ) -> Result<(), FsError> {
+        let (src, name) = (to_u32(parent)?, name_str(name)?);
+        let (dst, new_name) = (to_u32(new_parent)?, name_str(new_name)?);
+        let ino = self.on_fs(|fs| fs.lookup_in(src, name))? as Ino;
+        let moved_dir = kind_of(&self.stat(ino)?) == Kind::Dir;
+        // The inode an existing target names is replaced: freed with its last name.
+        let victim = match self.on_fs(|fs| fs.lookup_in(dst, new_name)) {
+            Ok(v) if v as Ino != ino => {
+                let s = self.stat(v as Ino)?;
+                Some((v as Ino, kind_of(&s), s.links))
+            }
+            _ => None,
+        };
+        if let Some((v, Kind::File, 1)) = victim {
+            self.pin_if_open(v, new_parent, new_name)?;
+        }
+        let result = self.on_fs(|fs| fs.rename_in(src, name, dst, new_name));
+        if result.is_err() && !self.names(dst, new_name, ino as u32) {
+            return result;
+        }
+        self.namespace_dirty = true;
+        if moved_dir {
+            self.dirs.insert(ino, (new_parent, new_name.to_string()));
+        }
+        match victim {
+            Some((v, Kind::Dir, _)) => self.freed(v)?,
+            Some((v, Kind::File, links)) if links <= 1 => self.last_name_gone(v)?,
+            _ => {}
+        }
+        result
+    }
+
+    fn do_read(&mut self, ino: Ino, offset: u64, out: &mut [u8]) -> Result<usize, FsError> {
+        self.on_cache(|c, t| c.read(t, ino, offset, out))
+    }
+
+    fn do_write(&mut self, ino: Ino, offset: u64, data: &[u8]) -> Result<usize, FsError> {
+        let end = offset
+            .checked_add(data.len() as u64)
+            .filter(|&end| end <= MAX_FILE_BYTES)
+            .ok_or_else(|| FsError::TooLarge(format!("write ending past {MAX_FILE_BYTES}")))?;
+        // After a writeback found F2FS full, growing files is refused at once (as F2FS's
+        // block reservation at write time would) until something is freed.
+        if self.cache.backing().out_of_space() {
+            let size = self.on_cache(|c, t| c.file_size(t, ino))?;
+            if end > size {
+                return Err(FsError::NoSpace);
+            }
+        }
+        self.on_cache(|c, t| c.write(t, ino, offset, data).map(|done| ((), done)))?;
+        self.changed_ns.insert(ino, self.now_ns);
+        Ok(data.len())
+    }
+
+    /// The file's dirty pages are written back and F2FS fsyncs it (roll-forward recovers
+    /// it); if names changed since the last checkpoint, a checkpoint follows, so that the
+    /// names the file depends on are durable too (the stack's rule, as F2FS checkpoints
+    /// when roll-forward cannot cover a change).
+    fn do_fsync(&mut self, ino: Ino, data_only: bool) -> Result<(), FsError> {
+        self.on_cache(|c, t| {
+            match data_only {
+                true => c.fdatasync(t, ino),
+                false => c.fsync(t, ino),
+            }
+            .map(|done| ((), done))
+        })?;
+        let error = self.cache.backing_mut().take_error(ino);
+        if self.namespace_dirty {
+            self.on_fs(|fs| fs.sync())?;
+            self.namespace_dirty = false;
+        }
+        match error {
+            Some(e) => Err(convert_writeback(e)),
+            None => Ok(()),
+        }
+    }
+
+    fn do_sync(&mut self) -> Result<(), FsError> {
+        self.on_cache(|c, t| c.sync_all(t).map(|done| ((), done)))?;
+        self.namespace_dirty = false;
+        match self.cache.backing_mut().take_any_error() {
+            Some(e) => Err(convert_writeback(e)),
+            None => Ok(()),
+        }
+    }
+
+    fn do_release(&mut self, fh: u64) -> Result<(), FsError> {
+        let Some(ino) = self.handles.remove(&fh) else {
+            return Ok(());
+        };
+        let count = self.open_counts.entry(ino).or_default();
+        *count = count.saturating_sub(1);
+        if *count > 0 {
+            return Ok(());
+        }
+        self.open_counts.remove(&ino);
+        if !self.pinned.remove(&ino) {
+            return Ok(());
+        }
+        let orphan = self.stat(ino)?.links == 0;
+        if orphan {
+            // Dropped before F2FS frees the inode, so nothing is written back to it.
+            self.freed(ino)?;
+        }
+        let ino32 = to_u32(ino)?;
+        self.on_fs(|fs| fs.close(ino32))
+    }
+}
+
 impl<D: BlockDevice + Send + 'static> InodeFs for F2fsTree<D> {
     fn now_ns(&self) -> u64 {
-        self.fs().now_ns()
+        self.now_ns
     }
 
     fn root(&self) -> Ino {
-        flashstack_f2fs::consts::ROOT_INO as Ino
+        ROOT_INO as Ino
     }
 
     fn lookup(&mut self, parent: Ino, name: &[u8]) -> Result<Attr, FsError> {
-        let (dir, name) = (to_u32(parent)?, name_str(name)?);
-        let ino = self.f().lookup_in(dir, name).map_err(convert)?;
-        self.attr(ino as Ino)
+        let start = self.now_ns;
+        let result = self.do_lookup(parent, name);
+        self.record("lookup", start, result, |_| 0)
     }
 
     fn getattr(&mut self, ino: Ino) -> Result<Attr, FsError> {
-        self.attr(ino)
+        let start = self.now_ns;
+        let result = self.attr(ino);
+        self.record("getattr", start, result, |_| 0)
     }
 
     fn set_size(&mut self, ino: Ino, size: u64) -> Result<Attr, FsError> {
-        self.f().truncate(to_u32(ino)?, size).map_err(convert)?;
-        self.attr(ino)
+        let start = self.now_ns;
+        let result = self.do_set_size(ino, size);
+        self.record("truncate", start, result, |_| 0)
     }
 
     fn set_perm(&mut self, ino: Ino, _perm: u16) -> Result<Attr, FsError> {
@@ -103,25 +568,27 @@ impl<D: BlockDevice + Send + 'static> InodeFs for F2fsTree<D> {
     }
 
     fn create(&mut self, parent: Ino, name: &[u8], _perm: u16) -> Result<Attr, FsError> {
-        let (dir, name) = (to_u32(parent)?, name_str(name)?);
-        let ino = self.f().create_in(dir, name).map_err(convert)?;
-        self.attr(ino as Ino)
+        let start = self.now_ns;
+        let result = self.do_create(parent, name, false);
+        self.record("create", start, result, |_| 0)
     }
 
     fn mkdir(&mut self, parent: Ino, name: &[u8], _perm: u16) -> Result<Attr, FsError> {
-        let (dir, name) = (to_u32(parent)?, name_str(name)?);
-        let ino = self.f().mkdir_in(dir, name).map_err(convert)?;
-        self.attr(ino as Ino)
+        let start = self.now_ns;
+        let result = self.do_create(parent, name, true);
+        self.record("mkdir", start, result, |_| 0)
     }
 
     fn unlink(&mut self, parent: Ino, name: &[u8]) -> Result<(), FsError> {
-        let (dir, name) = (to_u32(parent)?, name_str(name)?);
-        self.f().unlink_in(dir, name).map_err(convert)
+        let start = self.now_ns;
+        let result = self.do_unlink(parent, name);
+        self.record("unlink", start, result, |_| 0)
     }
 
     fn rmdir(&mut self, parent: Ino, name: &[u8]) -> Result<(), FsError> {
-        let (dir, name) = (to_u32(parent)?, name_str(name)?);
-        self.f().rmdir_in(dir, name).map_err(convert)
+        let start = self.now_ns;
+        let result = self.do_rmdir(parent, name);
+        self.record("rmdir", start, result, |_| 0)
     }
 
     fn rename(
@@ -131,60 +598,65 @@ impl<D: BlockDevice + Send + 'static> InodeFs for F2fsTree<D> {
         new_parent: Ino,
         new_name: &[u8],
     ) -> Result<(), FsError> {
-        let (src, name) = (to_u32(parent)?, name_str(name)?);
-        let (dst, new_name) = (to_u32(new_parent)?, name_str(new_name)?);
-        self.f()
-            .rename_in(src, name, dst, new_name)
-            .map_err(convert)
+        let start = self.now_ns;
+        let result = self.do_rename(parent, name, new_parent, new_name);
+        self.record("rename", start, result, |_| 0)
     }
 
     fn link(&mut self, ino: Ino, new_parent: Ino, new_name: &[u8]) -> Result<Attr, FsError> {
-        let (file, dir, name) = (to_u32(ino)?, to_u32(new_parent)?, name_str(new_name)?);
-        self.f().link_in(file, dir, name).map_err(convert)?;
-        self.attr(ino)
+        let start = self.now_ns;
+        let result = (|| {
+            let (file, dir, name) = (to_u32(ino)?, to_u32(new_parent)?, name_str(new_name)?);
+            self.on_fs(|fs| fs.link_in(file, dir, name))?;
+            self.namespace_dirty = true;
+            self.attr(ino)
+        })();
+        self.record("link", start, result, |_| 0)
     }
 
     fn read(&mut self, ino: Ino, offset: u64, out: &mut [u8]) -> Result<usize, FsError> {
-        let bytes = self
-            .f()
-            .read(to_u32(ino)?, offset, out.len())
-            .map_err(convert)?;
-        out[..bytes.len()].copy_from_slice(&bytes);
-        Ok(bytes.len())
+        let start = self.now_ns;
+        let result = self.do_read(ino, offset, out);
+        self.record("read", start, result, |&n| n as u64)
     }
 
     fn write(&mut self, ino: Ino, offset: u64, data: &[u8]) -> Result<usize, FsError> {
-        self.f()
-            .write(to_u32(ino)?, offset, data)
-            .map_err(convert)?;
-        Ok(data.len())
+        let start = self.now_ns;
+        let result = self.do_write(ino, offset, data);
+        self.record("write", start, result, |&n| n as u64)
     }
 
     fn fsync(&mut self, ino: Ino, data_only: bool) -> Result<(), FsError> {
-        let ino = to_u32(ino)?;
-        match data_only {
-            true => self.f().fdatasync(ino),
-            false => self.f().fsync(ino),
-        }
-        .map_err(convert)
+        let start = self.now_ns;
+        let result = self.do_fsync(ino, data_only);
+        let op = if data_only { "fdatasync" } else { "fsync" };
+        self.record(op, start, result, |_| 0)
     }
 
     fn readdir(&mut self, dir: Ino) -> Result<Vec<(Ino, Kind, Vec<u8>)>, FsError> {
-        let entries = self.f().readdir_ino(to_u32(dir)?).map_err(convert)?;
-        Ok(entries
-            .into_iter()
-            .map(|e| {
-                let kind = match e.kind {
-                    FileKind::Dir => Kind::Dir,
-                    _ => Kind::File,
-                };
-                (e.ino as Ino, kind, e.name.into_bytes())
-            })
-            .collect())
+        let start = self.now_ns;
+        let result = (|| {
+            let dir32 = to_u32(dir)?;
+            let entries = self.on_fs(|fs| fs.readdir_ino(dir32))?;
+            Ok(entries
+                .into_iter()
+                .map(|e| {
+                    let kind = match e.kind {
+                        FileKind::Dir => Kind::Dir,
+                        _ => Kind::File,
+                    };
+                    if kind == Kind::Dir {
+                        self.dirs.insert(e.ino as Ino, (dir, e.name.clone()));
+                    }
+                    (e.ino as Ino, kind, e.name.into_bytes())
+                })
+                .collect())
+        })();
+        self.record("readdir", start, result, |_| 0)
     }
 
     fn statfs(&mut self) -> Result<FsStats, FsError> {
-        let (blocks, free) = self.f().capacity_blocks();
+        let (blocks, free) = self.fs().capacity_blocks();
         Ok(FsStats {
             blocks,
             blocks_free: free,
@@ -194,6 +666,22 @@ impl<D: BlockDevice + Send + 'static> InodeFs for F2fsTree<D> {
     }
 
     fn sync(&mut self) -> Result<(), FsError> {
-        self.f().sync().map_err(convert)
+        let start = self.now_ns;
+        let result = self.do_sync();
+        self.record("sync", start, result, |_| 0)
+    }
+
+    fn opened(&mut self, ino: Ino, fh: u64, _how: crate::tree::OpenHow) {
+        self.handles.insert(fh, ino);
+        *self.open_counts.entry(ino).or_default() += 1;
+    }
+
+    fn released(&mut self, fh: u64) {
+        let start = self.now_ns;
+        let result = self.do_release(fh);
+        if let Err(error) = self.record("release", start, result, |_| 0) {
+            // Nothing to reply to: the kernel does not wait for release's outcome.
+            eprintln!("flashstack: release of handle {fh}: {error}");
+        }
     }
 }

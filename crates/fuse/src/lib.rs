@@ -1,8 +1,8 @@
 //! Thin FUSE adapters over flashstack's core.
 //!
-//! File-system mode ([`TreeFs`]) mounts any [`InodeFs`] core: a file system in simulated
-//! time on an emulated device (the F2FS stack), or [`MemTree`], the in-memory reference
-//! the adapter is tested against.
+//! File-system mode ([`TreeFs`]) mounts any [`InodeFs`] core: [`F2fsTree`], the page cache
+//! over F2FS over an emulated device (the stack the app personas use), or [`MemTree`], the
+//! in-memory reference the adapter is tested against.
 //!
 //! Block-file mode ([`DiskTree`]) exposes an emulated device as a single file, `disk.img`,
 //! so that `losetup`, `mkfs.ext4` (or btrfs, xfs) and `mount` put a real kernel file system
@@ -27,13 +27,17 @@ mod image;
 mod memtree;
 mod record;
 pub mod tree;
+mod tree_metrics;
 mod treefs;
+mod writeback;
 
 pub use blockfile::{BlockFile, BlockFileCounters, BlockFileError};
-pub use f2fs_tree::F2fsTree;
+pub use f2fs_tree::{F2fsTree, MountCache};
 pub use fs::{DiskTree, DISK_FILE_NAME};
 pub use image::ImageBacked;
 pub use memtree::MemTree;
 pub use record::{RecordStats, Recording, OPEN_HANDLES_MAX, PATHS_MAX};
 pub use tree::{Attr, Fallocate, FsError, FsStats, Ino, InodeFs, Kind, OpenHow};
+pub use tree_metrics::F2fsTreeMetrics;
 pub use treefs::TreeFs;
+pub use writeback::{MountBacking, WritebackError};
