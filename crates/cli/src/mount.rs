@@ -35,7 +35,8 @@ pub struct MountArgs {
     #[arg(long)]
     block: bool,
     /// The stack to mount (F2FS mode): a preset (default, ldc-emmc, ufs31) or a stack TOML
-    /// file, giving the device, F2FS's format and mount options and the page cache.
+    /// file, giving the device, F2FS's format and mount options and the page cache (a
+    /// device specification is put under the default stack). Default: default.
     #[arg(long, value_name = "PRESET|FILE.toml", conflicts_with = "block")]
     stack: Option<String>,
     /// Device preset, TOML file, or either with +key=value overrides. In F2FS mode it
@@ -64,10 +65,12 @@ const BLOCK_DEVICE_DEFAULT: &str = "ldc-emmc";
 
 pub fn mount(args: MountArgs) -> Result<()> {
     check_mountpoint(&args.mountpoint)?;
-    check_fuse_device()?;
     if !args.block {
-        return mount_f2fs(&args);
+        let stack = stack_config(&args)?;
+        check_fuse_device()?;
+        return mount_f2fs(&args, stack);
     }
+    check_fuse_device()?;
     let spec = args.device.as_deref().unwrap_or(BLOCK_DEVICE_DEFAULT);
     let config = device::resolve(spec)?;
     let name = config.name.clone();
@@ -139,8 +142,7 @@ fn stack_config(args: &MountArgs) -> Result<StackConfig> {
 /// With `--image` the device's durable state is mirrored into the image at every flush, so
 /// the image survives the daemon being killed (the next mount recovers fsync'd files by
 /// roll-forward; what was only in the page cache is lost, as at a power cut).
-fn mount_f2fs(args: &MountArgs) -> Result<()> {
-    let stack = stack_config(args)?;
+fn mount_f2fs(args: &MountArgs, stack: StackConfig) -> Result<()> {
     let ftl = Ftl::new(stack.device.clone(), true, stack.seed)
         .with_context(|| format!("device '{}'", stack.device.name))?;
     let format = MkfsOptions {

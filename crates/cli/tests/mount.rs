@@ -228,6 +228,30 @@ fn sqlite_on_the_f2fs_mount_survives_unmount_and_remount() {
     }
     let table = daemon.stop();
     assert!(table.contains("NAND page programs"), "{table}");
+    // The page cache's and F2FS's figures beside the device's, in the table and the JSON.
+    assert!(table.contains("page cache\n") && table.contains("pages written back"));
+    assert!(table.contains("F2FS (4 KiB blocks)") && table.contains("fsyncs"));
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&metrics).unwrap()).unwrap();
+    assert!(json["nand"]["page_programs"].as_u64().unwrap() > 0);
+    assert!(
+        json["cache"]["pages_written_back"]["fsync"]
+            .as_u64()
+            .unwrap()
+            > 100
+    );
+    assert!(json["cache"]["read_hits"].as_u64().is_some());
+    assert!(
+        json["f2fs"]["fsyncs"].as_u64().unwrap() >= 200,
+        "{}",
+        json["f2fs"]
+    );
+    assert!(json["f2fs"]["data_blocks"].as_u64().unwrap() > 0);
+    assert!(json["requests"]["fsync"]["count"].as_u64().is_some());
+    assert_eq!(
+        json["stack"],
+        "default with ldc-emmc+nand.geometry.blocks_per_plane=1024"
+    );
     check_recorded_trace(&trace);
     let _ = std::fs::remove_file(&trace);
     if let Some(fsck) = f2fs_tool("fsck.f2fs") {
@@ -343,4 +367,55 @@ fn fsynced_files_survive_sigkill_of_the_daemon() {
             "{out}"
         );
     }
+}
+
+/// `--stack FILE.toml` configures the mount's page cache (here a tiny one, so writes push
+/// pages out under pressure) and F2FS; `--device` still replaces its device.
+#[test]
+fn a_stack_file_configures_the_page_cache() {
+    if let Some(why) = missing_prerequisite() {
+        assert!(!in_ci(), "--stack mount test cannot run in CI: {why}");
+        eprintln!("skipping the --stack mount test: {why}");
+        return;
+    }
+    let dir = scratch("stack");
+    let metrics = dir.with_extension("json");
+    let mut stack = flashstack_stack::StackConfig::preset("default").unwrap();
+    stack.name = "tiny-cache".into();
+    stack.cache.memory_bytes = 100 << 10;
+    stack.cache.cache_bytes_max = 8 * 4096;
+    stack.cache.writeback_batch_pages_max = 2;
+    let toml = dir.with_extension("toml");
+    std::fs::write(&toml, stack.to_toml_string()).unwrap();
+    let daemon = Daemon::start_with(&dir, &metrics, &["--stack", toml.to_str().unwrap()]);
+    let d = dir.display();
+    sh(&format!(
+        "head -c 262144 /dev/urandom > {d}.src && cp {d}.src {d}/file && cmp {d}.src {d}/file"
+    ));
+    daemon.stop();
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&metrics).unwrap()).unwrap();
+    assert_eq!(
+        json["stack"],
+        "tiny-cache with ldc-emmc+nand.geometry.blocks_per_plane=1024"
+    );
+    let written = &json["cache"]["pages_written_back"];
+    let early = ["pressure", "throttle", "background"]
+        .iter()
+        .filter_map(|r| written[r].as_u64())
+        .sum::<u64>();
+    assert!(early > 0, "a tiny cache writes back before sync: {written}");
+    assert!(json["cache"]["evictions"].as_u64().unwrap() > 0);
+}
+
+#[test]
+fn mount_names_an_unknown_stack() {
+    let dir = scratch("nostack");
+    let out = Command::new(env!("CARGO_BIN_EXE_flashstack"))
+        .args(["mount", dir.to_str().unwrap(), "--stack", "no-such-stack"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("--stack no-such-stack"), "{stderr}");
 }
