@@ -173,14 +173,16 @@ fn mount_f2fs(args: &MountArgs, stack: StackConfig) -> Result<()> {
 }
 
 /// The `--metrics` JSON of an F2FS mount: the device report's fields, then `stack` (its
-/// name), `requests`, `cache` and `f2fs`.
+/// name), the virtual clock when requests began and at the end, `requests`, `cache`,
+/// `f2fs` and the pages lost to writeback errors.
 fn mount_json(report: &RunReport, stack: &StackConfig, m: &F2fsTreeMetrics) -> Result<String> {
     let mut json = serde_json::to_value(report)?;
     let object = json
         .as_object_mut()
         .context("the device report is a JSON object")?;
     object.insert("stack".into(), stack.name.clone().into());
-    object.insert("virtual_time_ns".into(), m.now_ns.into());
+    object.insert("virtual_start_ns".into(), m.started_ns.into());
+    object.insert("virtual_end_ns".into(), m.now_ns.into());
     object.insert("requests".into(), serde_json::to_value(&m.requests)?);
     object.insert("cache".into(), serde_json::to_value(&m.cache)?);
     object.insert("f2fs".into(), serde_json::to_value(&m.f2fs)?);

@@ -71,6 +71,8 @@ pub struct F2fsTree<D: BlockDevice + Send + 'static> {
     cache: MountCache<D>,
     /// The one clock: the latest completion of any request.
     now_ns: Nanos,
+    /// The clock when the core was made (F2FS's, after its mount).
+    started_ns: Nanos,
     /// Open handles (FUSE file handle → inode) and the count per inode.
     handles: BTreeMap<u64, Ino>,
     open_counts: BTreeMap<Ino, u32>,
@@ -150,6 +152,7 @@ impl<D: BlockDevice + Send + 'static> F2fsTree<D> {
         Ok(F2fsTree {
             cache,
             now_ns,
+            started_ns: now_ns,
             handles: BTreeMap::new(),
             open_counts: BTreeMap::new(),
             pinned: BTreeSet::new(),
@@ -173,6 +176,7 @@ impl<D: BlockDevice + Send + 'static> F2fsTree<D> {
     /// Every layer's figures (the device's are the caller's: [`F2fsTree::fs`]`.device()`).
     pub fn metrics(&self) -> F2fsTreeMetrics {
         F2fsTreeMetrics {
+            started_ns: self.started_ns,
             now_ns: self.now_ns,
             requests: self
                 .ops

@@ -12,7 +12,9 @@ use serde::Serialize;
 /// What the mount did, by layer: requests, the page cache, F2FS.
 #[derive(Clone, Debug, Serialize)]
 pub struct F2fsTreeMetrics {
-    /// The mount's virtual clock at the end.
+    /// The mount's virtual clock when it began serving (after mkfs and F2FS's mount,
+    /// which took device time) and at the end.
+    pub started_ns: Nanos,
     pub now_ns: Nanos,
     /// Requests by kind (`write`, `fsync`, `lookup`, ...): count, bytes, latency in
     /// virtual time (completion − arrival).
@@ -34,8 +36,11 @@ impl F2fsTreeMetrics {
     /// headline figures.
     pub fn render_table(&self) -> String {
         let mut out = format!(
-            "mount (page cache + F2FS): {} of virtual time\n{:<12} {:>10} {:>12} {:>10} {:>10} {:>10}\n",
+            "mount (page cache + F2FS): requests from {} to {} of virtual time ({})\n\
+             {:<12} {:>10} {:>12} {:>10} {:>10} {:>10}\n",
+            format_ns(self.started_ns),
             format_ns(self.now_ns),
+            format_ns(self.now_ns - self.started_ns),
             "request",
             "count",
             "bytes",
