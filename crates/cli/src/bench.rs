@@ -30,6 +30,11 @@ pub struct BenchArgs {
     /// and compare peak memory with 1.1 × stored bytes + 16 B per flash page.
     #[arg(long, value_name = "SIZE")]
     memory: Option<String>,
+    /// Persona speed instead: every catalogue persona on the in-memory file system (the
+    /// apps and SQLite alone) and on the default whole stack; simulated user operations
+    /// per second and app-hours per wall-clock minute.
+    #[arg(long)]
+    personas: bool,
     #[arg(long, default_value_t = 1)]
     seed: u64,
 }
@@ -76,6 +81,9 @@ fn random_writes(count: u64, footprint_bytes: u64) -> SyntheticSpec {
 pub fn bench(args: BenchArgs) -> Result<()> {
     if let Some(size) = &args.memory {
         return memory(&args, flashstack_sim::units::parse_size(size)?);
+    }
+    if args.personas {
+        return personas(args.seed);
     }
     let precondition = Precondition {
         utilization: args.utilization,
@@ -212,5 +220,50 @@ fn memory(args: &BenchArgs, bytes: u64) -> Result<()> {
         format_bytes(bound as u64)
     );
     println!("within bound          {}", (rss as f64) <= bound);
+    Ok(())
+}
+
+/// Simulated user operations per second and simulated app-hours (setup and task) per
+/// wall-clock minute, over every persona of the catalogue.
+fn personas(seed: u64) -> Result<()> {
+    use flashstack_experiments::fullstack::{self, FullStackOptions, StackWorkload};
+    let names: Vec<String> = flashstack_apps::catalog()
+        .into_iter()
+        .map(|e| e.name)
+        .collect();
+    for target in ["memfs", "stack"] {
+        let (mut ops, mut simulated_ns) = (0u64, 0u64);
+        let started = Instant::now();
+        for name in &names {
+            let persona = flashstack_apps::persona(name)?;
+            let report = if target == "memfs" {
+                let fs = flashstack_sqlvfs::MemFs::new(seed, Default::default());
+                flashstack_apps::run(persona.as_ref(), Box::new(fs), seed)?
+            } else {
+                let config = flashstack_stack::StackConfig::preset("default")?;
+                let options = FullStackOptions {
+                    seed,
+                    record: false,
+                    ..FullStackOptions::default()
+                };
+                let workload = StackWorkload::Persona(persona.as_ref());
+                let out = fullstack::run(&config, &workload, &options)?;
+                out.run
+                    .persona
+                    .ok_or_else(|| anyhow!("{name}: no persona report"))?
+            };
+            ops += report.user_ops;
+            simulated_ns += report.setup_ns + report.task_ns;
+        }
+        let wall_s = started.elapsed().as_secs_f64();
+        let app_hours = simulated_ns as f64 / 3.6e12;
+        println!(
+            "{target:>5}: {} personas, {ops} user operations, {app_hours:.2} simulated app-hours \
+             in {wall_s:.1} s: {:.0} user ops/s, {:.2} app-hours per wall-clock minute",
+            names.len(),
+            ops as f64 / wall_s,
+            app_hours / (wall_s / 60.0)
+        );
+    }
     Ok(())
 }
