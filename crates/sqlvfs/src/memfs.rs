@@ -549,8 +549,16 @@ impl FileApi for MemFs {
         g.begin()?;
         let h = g.handle(file)?;
         let node = g.inodes.get_mut(&h.ino).ok_or(FileError::BadHandle(file))?;
-        node.durable = node.data.clone();
-        node.pending.clear();
+        // The durable copy catches up by the writes since the last sync (durable + pending
+        // = data), not by a copy of the whole file: a large database fsync'd often would
+        // otherwise cost its size at every sync.
+        for p in node.pending.drain(..) {
+            match p {
+                Pending::Write { offset, data } => write_into(&mut node.durable, offset, &data),
+                Pending::Truncate(n) => node.durable.resize(n as usize, 0),
+            }
+        }
+        debug_assert_eq!(node.durable.len(), node.data.len());
         g.commit_namespace();
         let (cost, op) = if data_only {
             (g.config.fdatasync_ns, CallOp::Fdatasync)

@@ -4,7 +4,8 @@
 use std::rc::Rc;
 
 use flashstack_sqlvfs::{
-    CallOp, JournalMode, MemFs, MemFsConfig, SimDb, SimVfs, SplitMix64, SqliteConfig, Synchronous,
+    CallOp, FileApi, JournalMode, MemFs, MemFsConfig, SimDb, SimVfs, SplitMix64, SqliteConfig,
+    Synchronous,
 };
 use rusqlite::params;
 
@@ -17,8 +18,21 @@ const MODES: [JournalMode; 4] = [
 ];
 const CPU_NS: u64 = 5_000;
 
+/// The directories `DB` lives in (MemFs, like a real file system, creates files only in
+/// existing directories).
+fn with_db_dirs(fs: MemFs) -> MemFs {
+    let mut api = fs.clone();
+    let dir = DB.rsplit_once('/').map_or("", |(d, _)| d);
+    let mut at = String::new();
+    for part in dir.split('/').filter(|p| !p.is_empty()) {
+        at = format!("{at}/{part}");
+        api.mkdir(0, &at).unwrap();
+    }
+    fs
+}
+
 fn stack(fs_seed: u64, vfs_seed: u64) -> (MemFs, Rc<SimVfs>) {
-    let fs = MemFs::new(fs_seed, MemFsConfig::default());
+    let fs = with_db_dirs(MemFs::new(fs_seed, MemFsConfig::default()));
     let vfs = SimVfs::register(Box::new(fs.clone()), vfs_seed, CPU_NS).unwrap();
     (fs, vfs)
 }
@@ -462,13 +476,13 @@ fn wal_checkpoint_syncs_wal_then_db() {
 /// the database stays usable and intact.
 #[test]
 fn file_system_errors_become_sqlite_errors() {
-    let fs = MemFs::new(
+    let fs = with_db_dirs(MemFs::new(
         1,
         MemFsConfig {
             max_file_bytes: 64 * 1024,
             ..MemFsConfig::default()
         },
-    );
+    ));
     let vfs = SimVfs::register(Box::new(fs.clone()), 1, CPU_NS).unwrap();
     let db = SimDb::open(&vfs, DB, &config(JournalMode::Truncate, Synchronous::Full)).unwrap();
     schema(&db).unwrap();
