@@ -42,6 +42,13 @@ fn load_base(base: &str) -> Result<DeviceConfig> {
 /// Applies `key=value` overrides through the TOML representation, so every field a file can
 /// set can be set on the command line, with the same validation.
 pub fn apply_overrides(config: &DeviceConfig, overrides: &[&str]) -> Result<DeviceConfig> {
+    let text = override_toml(config, overrides)?;
+    DeviceConfig::from_toml(&text).map_err(|e| anyhow!("{e}"))
+}
+
+/// `config` as TOML text with the `key=value` overrides applied (keys are dotted paths of
+/// its fields); the caller parses it back with its own validation.
+pub fn override_toml<T: serde::Serialize>(config: &T, overrides: &[&str]) -> Result<String> {
     let mut value: toml::Value = toml::Value::try_from(config)?;
     for entry in overrides {
         let (key, raw) = entry
@@ -50,8 +57,7 @@ pub fn apply_overrides(config: &DeviceConfig, overrides: &[&str]) -> Result<Devi
         set_path(&mut value, key, parse_value(raw))
             .with_context(|| format!("override '{entry}'"))?;
     }
-    let text = toml::to_string(&value)?;
-    DeviceConfig::from_toml(&text).map_err(|e| anyhow!("{e}"))
+    Ok(toml::to_string(&value)?)
 }
 
 fn parse_value(raw: &str) -> toml::Value {

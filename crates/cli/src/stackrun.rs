@@ -23,29 +23,61 @@ pub fn is_block_workload(name: &str) -> bool {
         || (name.to_ascii_lowercase().starts_with("ldc:") && !Path::new(name).exists())
 }
 
-/// The stack a specification names: a stack preset, a stack TOML file, or a device
-/// specification (preset, device TOML, `+key=value` overrides) put under `base`.
+/// The stack a specification names: a stack preset or stack TOML file, either followed by
+/// `+key=value` overrides of the stack's fields (`default+fs.mount.lfs_mode=true`,
+/// `ufs31+cache.dirty_ratio_percent=5`, `default+device.ftl.gc.policy=cost-benefit`); or
+/// a device specification (preset, device TOML, `+key=value` overrides of device fields)
+/// put under `base`.
 pub fn resolve_stack(spec: &str, base: &StackConfig) -> Result<StackConfig> {
-    if let Ok(config) = StackConfig::preset(spec) {
-        return Ok(config);
+    let (head, overrides) = match spec.split_once('+') {
+        Some((head, rest)) => (head, rest.split('+').collect::<Vec<_>>()),
+        None => (spec, Vec::new()),
+    };
+    // `ldc-emmc` and `ufs31` name both a stack and a device: overrides of device fields
+    // (`ufs31+nand.geometry...`) mean the device under the default stack.
+    let stack_keys = overrides.iter().all(|o| {
+        let key = o.split(['.', '=']).next().unwrap_or_default();
+        matches!(key, "device" | "fs" | "cache" | "idle_gap_ns" | "seed")
+    });
+    let base_stack = if stack_keys { stack_base(head)? } else { None };
+    let Some(mut config) = base_stack else {
+        let device = device::resolve(spec)?;
+        return Ok(StackConfig {
+            name: spec.to_string(),
+            device,
+            ..base.clone()
+        });
+    };
+    if !overrides.is_empty() {
+        let text = device::override_toml(&config, &overrides)
+            .with_context(|| format!("stack '{spec}'"))?;
+        config = StackConfig::from_toml_str(&text, spec).map_err(|e| anyhow!("{e}"))?;
     }
-    let path = Path::new(spec);
-    if path.extension().is_some_and(|e| e == "toml") && path.exists() {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read {}", path.display()))?;
-        if text
-            .lines()
-            .any(|l| l.trim() == "[device]" || l.trim_start().starts_with("[device."))
-        {
-            return StackConfig::from_toml_str(&text, spec).map_err(|e| anyhow!("{e}"));
-        }
+    config.name = spec.to_string();
+    Ok(config)
+}
+
+/// A stack preset or a stack TOML file (one with a `[device]` table); `None` if `head`
+/// names neither.
+fn stack_base(head: &str) -> Result<Option<StackConfig>> {
+    if let Ok(config) = StackConfig::preset(head) {
+        return Ok(Some(config));
     }
-    let device = device::resolve(spec)?;
-    Ok(StackConfig {
-        name: spec.to_string(),
-        device,
-        ..base.clone()
-    })
+    let path = Path::new(head);
+    if !(path.extension().is_some_and(|e| e == "toml") && path.exists()) {
+        return Ok(None);
+    }
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let is_stack = text
+        .lines()
+        .any(|l| l.trim() == "[device]" || l.trim_start().starts_with("[device."));
+    if !is_stack {
+        return Ok(None);
+    }
+    StackConfig::from_toml_str(&text, head)
+        .map(Some)
+        .map_err(|e| anyhow!("{e}"))
 }
 
 /// The persona the whole-stack run uses when `run` is given no workload.
@@ -193,4 +225,31 @@ fn write_trace(path: &Path, trace: &FileTrace) -> Result<()> {
     text::write_trace(&mut out, trace)
         .and_then(|()| std::io::Write::flush(&mut out))
         .with_context(|| format!("cannot write {}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stack_specs_resolve_presets_overrides_and_devices() {
+        let base = StackConfig::preset("default").unwrap();
+        let lfs = resolve_stack("default+fs.mount.lfs_mode=true", &base).unwrap();
+        assert!(lfs.fs.mount.lfs_mode);
+        assert_eq!(lfs.name, "default+fs.mount.lfs_mode=true");
+        // Device fields under a name that is both a stack and a device preset.
+        let small = resolve_stack("ufs31+nand.geometry.blocks_per_plane=64", &base).unwrap();
+        assert_eq!(small.device.nand.geometry.blocks_per_plane, 64);
+        assert_eq!(small.cache, base.cache);
+        // A device preset alone goes under the base stack.
+        let pm = resolve_stack("ldc-emmc-pm", &base).unwrap();
+        assert_eq!(pm.fs, base.fs);
+        assert!(pm.device.ftl.compression.is_some());
+        let err = resolve_stack("default+cache.nonsense=1", &base).unwrap_err();
+        assert!(
+            format!("{err:#}").contains("no field 'cache.nonsense'"),
+            "{err:#}"
+        );
+        assert!(resolve_stack("no-such-thing", &base).is_err());
+    }
 }
