@@ -25,7 +25,7 @@ pub fn is_block_workload(name: &str) -> bool {
 
 /// The stack a specification names: a stack preset or stack TOML file, either followed by
 /// `+key=value` overrides of the stack's fields (`default+fs.mount.lfs_mode=true`,
-/// `ufs31+cache.dirty_ratio_percent=5`, `default+device.ftl.gc.policy=cost-benefit`); or
+/// `ufs31+cache.dirty_ratio_percent=40`, `default+device.ftl.gc.policy=cost-benefit`); or
 /// a device specification (preset, device TOML, `+key=value` overrides of device fields)
 /// put under `base`.
 pub fn resolve_stack(spec: &str, base: &StackConfig) -> Result<StackConfig> {
