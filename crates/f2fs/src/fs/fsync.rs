@@ -6,8 +6,10 @@
 //!
 //! Roll-forward recovery (`f2fs_recover_fsync_data`) runs at every mount: it follows the warm node log's chain of nodes written after
 //! that checkpoint (their footer carries its version and CRC), and replays every inode
-//! with an fsync-marked node: inode fields, inline data, the dentry for new files, and
-//! each data address of its direct nodes; then it checkpoints.
+//! with an fsync-marked node: inode fields, inline data and each data address of its
+//! direct nodes, without taking a block in any log; then every log moves to a fresh
+//! segment, new files get their dentry (which may write a dentry block), and it
+//! checkpoints.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -129,20 +131,46 @@ impl<D: BlockDevice> F2fs<D> {
             .filter(|(_, f, i)| last_fsync.get(&f.ino).is_some_and(|&last| *i <= last))
             .map(|(b, f, _)| (b, f))
             .collect();
-        // Inodes first (new ones must exist before their direct nodes), then addresses.
-        for (block, f) in &replayed {
-            if f.kind() == NodeKind::Inode {
-                self.replay_inode(block, f)?;
-            }
-        }
-        for (block, f) in &replayed {
-            self.replay_node(block, f)?;
-        }
+        // The fsync'd data and nodes lie right after the checkpointed log positions (or in
+        // segments the checkpoint still counts as free), exactly where the next block of
+        // each log would go. So nothing may take a block in any log until every address
+        // the chain names is valid again and the logs have moved past them: the kernel
+        // only dirties pages while it replays and writes them at its closing checkpoint,
+        // after `f2fs_allocate_new_segments`. Here dentry blocks are written at once, so
+        // the new files' dentries are added after the move.
+        self.rolling_forward = true;
+        let replay = self.replay_addresses(&replayed);
+        self.rolling_forward = false;
+        let dentries = replay?;
         for log in 0..NR_CURSEG_TYPE {
             self.move_log_to_fresh_segment(log)?;
         }
+        for (ino, inode) in &dentries {
+            self.replay_dentry(*ino, inode)?;
+        }
         self.checkpoint(false)?;
         Ok(last_fsync.len())
+    }
+
+    /// Replays inode fields and data addresses of the chain's fsync'd nodes without
+    /// taking a block in any log; returns the new files whose dentry is to be recovered
+    /// (the last dentry-marked copy of each inode, `last_dentry`, in chain order).
+    fn replay_addresses(
+        &mut self,
+        replayed: &[(&Block, NodeFooter)],
+    ) -> Result<Vec<(u32, Inode)>, FsError> {
+        let mut dentries: Vec<(u32, Inode)> = Vec::new();
+        // Inodes first (new ones must exist before their direct nodes), then addresses.
+        for (block, f) in replayed {
+            if f.kind() == NodeKind::Inode && self.replay_inode(block, f)? {
+                dentries.retain(|(ino, _)| *ino != f.ino);
+                dentries.push((f.ino, Inode::decode(block)));
+            }
+        }
+        for (block, f) in replayed {
+            self.replay_node(block, f)?;
+        }
+        Ok(dentries)
     }
 
     /// The warm node log's chain of nodes written after the current checkpoint.
@@ -193,13 +221,15 @@ impl<D: BlockDevice> F2fs<D> {
     }
 
     /// Inode fields from the fsync'd copy; the address tree stays the checkpointed one
-    /// (addresses are replayed one by one). A new inode is created, with its dentry.
-    fn replay_inode(&mut self, block: &Block, f: &NodeFooter) -> Result<(), FsError> {
+    /// (addresses are replayed one by one). A new inode is created; returns whether its
+    /// dentry is to be recovered (the copy carries the dentry mark), which the caller
+    /// does once the logs have moved (adding a name may write a dentry block).
+    fn replay_inode(&mut self, block: &Block, f: &NodeFooter) -> Result<bool, FsError> {
         let ino = f.ino;
         let exists = self.nat_get(ino)?.block_addr != NULL_ADDR;
         if !exists && !f.is_dent() {
             // Without its dentry a new inode would be unreachable: nothing to replay.
-            return Ok(());
+            return Ok(false);
         }
         if !exists {
             self.new_node(ino, ino, 0, f.is_cold())?;
@@ -244,10 +274,7 @@ impl<D: BlockDevice> F2fs<D> {
             let size = super::le64_at(block, OFF_SIZE);
             self.free_blocks_from(ino, size.div_ceil(BLOCK_SIZE as u64))?;
         }
-        if f.is_dent() {
-            self.replay_dentry(ino, &fsynced)?;
-        }
-        Ok(())
+        Ok(f.is_dent())
     }
 
     fn replay_dentry(&mut self, ino: u32, inode: &Inode) -> Result<(), FsError> {
@@ -351,6 +378,49 @@ fn start_block_of_node(offset: u32, addrs_per_inode: usize) -> u64 {
 mod tests {
     use super::*;
     use crate::fs::data::node_path;
+    use crate::fs::WriteHint;
+    use crate::{mkfs, MemDevice, MkfsOptions};
+
+    /// A block replayed into a log's current segment that was still empty at the
+    /// checkpoint (recovery had just moved the logs) leaves the segment typed as that
+    /// log, not as the file's temperature after the cut (`FI_HOT_DATA` is not on disk).
+    #[test]
+    fn replay_into_an_empty_current_segment_keeps_its_type() {
+        let mut dev = MemDevice::new(128 << 20);
+        mkfs(&mut dev, &MkfsOptions::default()).unwrap();
+        let mut fs = F2fs::mount(dev).unwrap();
+        let ino = fs.create("/a").unwrap();
+        fs.sync().unwrap();
+        let cold = WriteHint {
+            inode_dirty_pages: 100,
+            fsync: true,
+        };
+        fs.write_pages_hinted(ino, 0, &[&[7; BLOCK_SIZE]], 4096, cold)
+            .unwrap();
+        fs.fsync(ino).unwrap();
+        let mut fs = F2fs::mount(fs.device().clone()).unwrap();
+        assert_eq!(fs.recovered_inodes(), 1);
+        let hot_seg = fs.segs.logs[CURSEG_HOT_DATA].segno;
+        assert_eq!(fs.segs.info[hot_seg as usize].valid_blocks, 0);
+        let hot = WriteHint {
+            inode_dirty_pages: 1,
+            fsync: true,
+        };
+        fs.write_pages_hinted(ino, 1, &[&[9; BLOCK_SIZE]], 8192, hot)
+            .unwrap();
+        fs.fsync(ino).unwrap();
+        let addr = fs.block_addr(ino, 1).unwrap();
+        assert_eq!(fs.segs.segno_of(addr).unwrap().0, hot_seg);
+        let mut fs = F2fs::mount(fs.device().clone()).unwrap();
+        assert_eq!(fs.recovered_inodes(), 1);
+        assert_eq!(fs.block_addr(ino, 1).unwrap(), addr);
+        let seg = &fs.segs.info[hot_seg as usize];
+        assert_eq!(
+            (seg.valid_blocks, seg.seg_type as usize),
+            (1, CURSEG_HOT_DATA)
+        );
+        assert_eq!(&fs.read(ino, 4096, 4096).unwrap()[..], &[9; BLOCK_SIZE][..]);
+    }
 
     #[test]
     fn start_blocks_agree_with_node_paths() {

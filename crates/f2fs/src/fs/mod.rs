@@ -79,6 +79,9 @@ pub struct F2fs<D: BlockDevice> {
     since_cp: fsync::SinceCheckpoint,
     /// Inodes replayed by roll-forward recovery at mount.
     recovered_inodes: usize,
+    /// Set while roll-forward replays the chain: the blocks after the checkpointed log
+    /// positions hold the fsync'd data and nodes, so no log may take a block.
+    rolling_forward: bool,
     /// Virtual latency per file operation.
     op_latency: BTreeMap<&'static str, LatencyHistogram>,
     cfg: F2fsConfig,
@@ -142,6 +145,7 @@ impl<D: BlockDevice> F2fs<D> {
             in_gc: false,
             since_cp: Default::default(),
             recovered_inodes: 0,
+            rolling_forward: false,
             op_latency: BTreeMap::new(),
             clock: idle::BackgroundClock::new(now_ns, m.checkpoint.elapsed_time, &cfg),
             cfg,
@@ -582,6 +586,13 @@ impl<D: BlockDevice> F2fs<D> {
         sum: Summary,
         written_secs: u64,
     ) -> Result<u32, FsError> {
+        if self.rolling_forward {
+            // A bug, not a corrupt image: the block would overwrite fsync'd data or
+            // nodes not replayed yet. Refuse rather than lose them.
+            return Err(corrupt(format!(
+                "roll-forward: log {log} would take a block before moving past the fsync'd chain"
+            )));
+        }
         if !self.segs.has_room(log) {
             self.advance_log(log)?;
         }

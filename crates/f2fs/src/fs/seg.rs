@@ -180,7 +180,10 @@ impl Segs {
     }
 
     /// Marks a block valid again (roll-forward recovery of a block written after the
-    /// checkpoint).
+    /// checkpoint). The segment keeps its SIT type (`se->type` in
+    /// `f2fs_do_replace_block`) if it holds valid blocks or is a log's current segment
+    /// (typed when the log took it, even while still empty); only an empty segment the
+    /// log moved to after the checkpoint takes `seg_type`.
     pub fn revalidate(&mut self, blkaddr: u32, seg_type: u8) {
         let Some((segno, off)) = self.segno_of(blkaddr) else {
             return;
@@ -188,7 +191,7 @@ impl Segs {
         if test_bit_msb(&self.info[segno as usize].map, off as usize) {
             return;
         }
-        let keep_type = self.info[segno as usize].valid_blocks > 0;
+        let keep_type = self.info[segno as usize].valid_blocks > 0 || self.is_current(segno);
         let old_type = self.info[segno as usize].seg_type;
         self.mark_valid(segno, off, if keep_type { old_type } else { seg_type }, 0);
         self.prefree.remove(&segno);
