@@ -13,8 +13,9 @@
 //!   and every block sent with its temperature hint; checkpoints on sync and unmount;
 //!   fsync by roll-forward (fsync/dentry marks on the warm node chain, replayed at mount)
 //!   or by checkpoint where the kernel forces one; in-place updates by the kernel's IPU
-//!   policy; foreground greedy cleaning, and in idle time ([`F2fs::idle`]) background
-//!   cost-benefit cleaning and periodic checkpoints; the policies as pure functions
+//!   policy; slack space recycling (SSR: a full log fills the holes of a dirty segment
+//!   when free segments run short); foreground greedy cleaning, and in idle time
+//!   ([`F2fs::idle`]) background cost-benefit cleaning and periodic checkpoints; the policies as pure functions
 //!   ([`fs::policy`]) tuned by [`F2fsConfig`] (kernel defaults; [`F2fs::mount_with`]); page-
 //!   cache writeback with [`WriteHint`]s; counters of
 //!   blocks written by kind and per log ([`Metrics`]). Errors are [`FsError`], mapped to

@@ -92,6 +92,11 @@ impl<D: BlockDevice> F2fs<D> {
     /// every SIT block with a changed entry goes to its other copy.
     fn flush_sit(&mut self) -> Result<(), FsError> {
         let dirty = std::mem::take(&mut self.segs.dirty);
+        // What this checkpoint records becomes the checkpointed map: blocks freed before
+        // it are free for SSR once it is written (nothing allocates until then).
+        for &segno in &dirty {
+            self.segs.info[segno as usize].checkpointed();
+        }
         if self.segs.journal.len() + dirty.len() <= SIT_JOURNAL_ENTRIES {
             self.segs.journal.extend(dirty);
             return Ok(());
@@ -219,6 +224,11 @@ impl<D: BlockDevice> F2fs<D> {
             cp.cur_node_blkoff[i] = n.blkoff;
         }
         cp.alloc_type = [ALLOC_LFS; MAX_ACTIVE_LOGS];
+        for (log, l) in self.segs.logs.iter().enumerate() {
+            if l.ssr {
+                cp.alloc_type[log] = ALLOC_SSR;
+            }
+        }
         cp.ckpt_flags = CP_CRC_RECOVERY_FLAG
             | if unmount { CP_UMOUNT_FLAG } else { 0 }
             | if orphan_blocks > 0 {

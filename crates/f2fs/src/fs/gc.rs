@@ -185,7 +185,18 @@ impl<D: BlockDevice> F2fs<D> {
             .map(|(_, s)| s)
     }
 
+    /// Moves every valid block out of `segno`; meanwhile SSR may not take it
+    /// (`cur_victim_sec` in the foreground, `victim_secmap` in the background).
     fn clean_segment(&mut self, segno: u32) -> Result<(), FsError> {
+        self.segs.gc_victim = Some(segno);
+        let result = self.move_valid_blocks(segno);
+        self.segs.gc_victim = None;
+        result?;
+        self.metrics.gc_cycles += 1;
+        Ok(())
+    }
+
+    fn move_valid_blocks(&mut self, segno: u32) -> Result<(), FsError> {
         let at = self.sb.ssa_blkaddr as u64 + segno as u64;
         let sum = SummaryBlock::decode(&*self.read_block(at)?);
         let is_node = self.segs.info[segno as usize].seg_type as usize >= NR_CURSEG_DATA_TYPE;
@@ -202,7 +213,6 @@ impl<D: BlockDevice> F2fs<D> {
                 self.move_data(entry, blkaddr)?;
             }
         }
-        self.metrics.gc_cycles += 1;
         Ok(())
     }
 

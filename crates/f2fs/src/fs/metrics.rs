@@ -36,6 +36,11 @@ pub struct Metrics {
     /// Data blocks overwritten in place (not in `data_blocks` nor in any log).
     pub ipu_data_blocks: u64,
     pub per_log_blocks: [u64; NR_CURSEG_TYPE],
+    /// Of the blocks each log took (`per_log_blocks`), those written by SSR into the
+    /// holes of a dirty segment (slack space recycling).
+    pub ssr_blocks_per_log: [u64; NR_CURSEG_TYPE],
+    /// Segments a log took by SSR (`change_curseg`; the kernel's `seg_count[SSR]`).
+    pub ssr_segments: u64,
     pub inline_writes: u64,
     pub inline_conversions: u64,
     pub fsyncs: u64,
@@ -65,6 +70,11 @@ impl Metrics {
             BlockKind::GcNode => &mut self.gc_node_blocks,
         };
         *slot += blocks;
+    }
+
+    /// Blocks written by SSR, all logs.
+    pub fn ssr_blocks(&self) -> u64 {
+        self.ssr_blocks_per_log.iter().sum()
     }
 
     /// Every block written to the device.

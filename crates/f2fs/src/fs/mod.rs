@@ -210,6 +210,7 @@ impl<D: BlockDevice> F2fs<D> {
                 segno: cp.cur_data_segno[i],
                 blkoff: cp.cur_data_blkoff[i],
                 sum,
+                ssr: cp.alloc_type[i] == ALLOC_SSR,
             });
         }
         for i in 0..NR_CURSEG_NODE_TYPE {
@@ -223,6 +224,7 @@ impl<D: BlockDevice> F2fs<D> {
                 segno: cp.cur_node_segno[i],
                 blkoff: cp.cur_node_blkoff[i],
                 sum,
+                ssr: cp.alloc_type[NR_CURSEG_DATA_TYPE + i] == ALLOC_SSR,
             });
         }
         for l in &mut logs[..NR_CURSEG_DATA_TYPE] {
@@ -233,12 +235,20 @@ impl<D: BlockDevice> F2fs<D> {
 
     /// After a checkpoint other than an unmount the node logs' summaries are nowhere on
     /// disk: they are rebuilt from the footers of the blocks written so far
-    /// (`restore_node_summary`), as the kernel and fsck.f2fs do.
+    /// (`restore_node_summary`), as the kernel and fsck.f2fs do; for a log in SSR mode,
+    /// of every valid block of its segment (the holes it filled are anywhere).
     fn restore_node_summaries(&mut self) -> Result<(), FsError> {
         for log in NR_CURSEG_DATA_TYPE..NR_CURSEG_TYPE {
             let (segno, blkoff) = (self.segs.logs[log].segno, self.segs.logs[log].blkoff);
             let base = self.sb.main_blkaddr + segno * BLOCKS_PER_SEG;
-            for off in 0..blkoff as u32 {
+            let offsets: Vec<u32> = if self.segs.logs[log].ssr {
+                (0..BLOCKS_PER_SEG)
+                    .filter(|&off| self.segs.is_valid(base + off))
+                    .collect()
+            } else {
+                (0..blkoff as u32).collect()
+            };
+            for off in offsets {
                 let footer = NodeFooter::decode(&*self.read_block((base + off) as u64)?);
                 self.segs.logs[log].sum.entries[off as usize] = Summary {
                     nid: footer.nid,
@@ -596,7 +606,11 @@ impl<D: BlockDevice> F2fs<D> {
         if !self.segs.has_room(log) {
             self.advance_log(log)?;
         }
+        let by_ssr = self.segs.logs[log].ssr;
         let addr = self.segs.alloc_aged(log, sum, written_secs);
+        if by_ssr {
+            self.metrics.ssr_blocks_per_log[log] += 1;
+        }
         if !self.segs.has_room(log) {
             // Best effort now: with no free segment the next allocation retries.
             let _ = self.advance_log(log);
@@ -604,10 +618,42 @@ impl<D: BlockDevice> F2fs<D> {
         Ok(addr)
     }
 
+    /// Moves a full log on (`f2fs_allocate_data_block` when the segment is full): to a
+    /// dirty segment by SSR when [`F2fs::ssr_segment`] finds one (`change_curseg`), else
+    /// to the lowest free segment (`new_curseg`). The old segment's summary goes to the
+    /// SSA.
     fn advance_log(&mut self, log: usize) -> Result<(), FsError> {
+        if let Some(victim) = self.ssr_segment(log) {
+            // `change_curseg` takes the victim's summary entries from the SSA, so the
+            // entries of its valid blocks survive when the log writes it back.
+            let ssa = self.sb.ssa_blkaddr as u64;
+            let entries = SummaryBlock::decode(&*self.read_block(ssa + victim as u64)?).entries;
+            let (segno, sum) = self.segs.change_to_ssr(log, victim, entries);
+            self.metrics.ssr_segments += 1;
+            return self.write_blocks(ssa + segno as u64, &sum.encode()[..], None, BlockKind::Ssa);
+        }
         let (segno, sum) = self.segs.take_full(log).ok_or(FsError::NoSpace)?;
         let at = self.sb.ssa_blkaddr as u64 + segno as u64;
         self.write_blocks(at, &sum.encode()[..], None, BlockKind::Ssa)
+    }
+
+    /// The dirty segment log `log` recycles by SSR, if SSR is due and the policy finds
+    /// one ([`policy::use_ssr`], [`policy::ssr_victim`]); the search cursor moves.
+    fn ssr_segment(&mut self, log: usize) -> Option<u32> {
+        let crc = self.cp.has_flag(CP_CRC_RECOVERY_FLAG);
+        if !policy::use_ssr(log, self.ssr_needed(), crc) {
+            return None;
+        }
+        let candidates = self.segs.ssr_candidates();
+        let choice = policy::ssr_victim(&policy::SsrState {
+            log,
+            candidates: &candidates,
+            last_victim: self.segs.ssr_last_victim,
+            main_segments: self.segs.info.len() as u32,
+            blocks_per_seg: BLOCKS_PER_SEG,
+        });
+        self.segs.ssr_last_victim = choice.last_victim;
+        choice.segno
     }
 
     fn shrink_caches(&mut self) {
@@ -644,9 +690,6 @@ fn check_supported(sb: &Superblock, cp: &Checkpoint) -> Result<(), FsError> {
     if cp.has_flag(CP_LARGE_NAT_BITMAP_FLAG) {
         return Err(FsError::Unsupported("large NAT bitmap".into()));
     }
-    if (0..NR_CURSEG_TYPE).any(|i| cp.alloc_type[i] == ALLOC_SSR) {
-        return Err(FsError::Unsupported("a log in SSR mode".into()));
-    }
     Ok(())
 }
 
@@ -660,6 +703,8 @@ fn empty_segs(sb: &Superblock) -> Segs {
         valid_blocks: 0,
         logs: Vec::new(),
         now_secs: 0,
+        gc_victim: None,
+        ssr_last_victim: 0,
     }
 }
 

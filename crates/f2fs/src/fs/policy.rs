@@ -8,7 +8,8 @@ use serde::{Deserialize, Serialize};
 
 use flashstack_sim::Nanos;
 
-use crate::layout::{CURSEG_COLD_DATA, CURSEG_HOT_DATA, CURSEG_WARM_DATA};
+use crate::consts::NR_CURSEG_DATA_TYPE as NR_DATA_LOGS;
+use crate::layout::{CURSEG_COLD_DATA, CURSEG_HOT_DATA, CURSEG_WARM_DATA, CURSEG_WARM_NODE};
 
 const SEC_NS: Nanos = 1_000_000_000;
 
@@ -96,8 +97,9 @@ pub struct F2fsConfig {
     /// `DEF_MAX_RECLAIM_PREFREE_SEGMENTS` ratio (5 % of main segments pre-free forces a
     /// checkpoint; capped at 4096 segments).
     pub prefree_ratio_percent: u64,
-    /// Slack space recycling when free sections run short (`f2fs_need_SSR`); off in LFS
-    /// mode.
+    /// Slack space recycling when free sections run short (`f2fs_need_SSR`): a full log
+    /// takes a dirty segment and fills its holes. Off in LFS mode; the kernel has no other
+    /// switch for it (this one is ours, to measure what SSR changes).
     pub ssr: bool,
 }
 
@@ -412,6 +414,126 @@ pub fn need_ssr(
         && free_sections <= node_sections + 2 * dent_sections + 2 * reserved_sections
 }
 
+/// Whether a log that just filled takes a dirty segment by SSR rather than a free one
+/// (`need_new_seg`, `segment.c`): never the warm node log while checkpoints lack
+/// `CP_CRC_RECOVERY_FLAG` (roll-forward could then mistake a stale node left in a hole
+/// for part of the fsync chain); otherwise whenever SSR is needed. (The kernel's
+/// `is_next_segment_free` test never holds with one segment per section.)
+pub fn use_ssr(log: usize, ssr_needed: bool, crc_recovery: bool) -> bool {
+    ssr_needed && (crc_recovery || log != CURSEG_WARM_NODE)
+}
+
+/// A dirty segment (some but not all blocks valid, not a log's current segment) as SSR
+/// victim selection sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SsrCandidate {
+    pub segno: u32,
+    /// SIT type (`se->type`: the log that last wrote it).
+    pub seg_type: u8,
+    /// Blocks valid in the checkpointed map or written since (`ckpt_valid_blocks`): the
+    /// SSR cost. Only blocks clear in both maps may be reused.
+    pub ckpt_valid_blocks: u32,
+    /// The segment foreground cleaning is emptying (`cur_victim_sec`): searched, never
+    /// taken.
+    pub gc_victim: bool,
+}
+
+/// What SSR victim selection looks at: the log, its dirty candidates in segment order,
+/// and the greedy search cursor (`last_victim[GC_GREEDY]`).
+#[derive(Clone, Debug)]
+pub struct SsrState<'a> {
+    pub log: usize,
+    /// Dirty segments of every type, ascending by segment number.
+    pub candidates: &'a [SsrCandidate],
+    pub last_victim: u32,
+    pub main_segments: u32,
+    pub blocks_per_seg: u32,
+}
+
+/// The SSR decision: the segment to recycle (if any) and the search cursor afterwards.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SsrChoice {
+    pub segno: Option<u32>,
+    pub last_victim: u32,
+}
+
+/// `DEF_MAX_VICTIM_SEARCH`: dirty segments one SSR search looks at at most (a BG_GC
+/// search, so capped).
+pub const SSR_MAX_SEARCH: usize = 4096;
+
+/// The types `get_ssr_segment` (`segment.c`) tries, in order: the log's own, then the
+/// other types of its class (data or node), from cold down for warm and cold logs, from
+/// hot up for hot ones.
+pub fn ssr_type_order(log: usize) -> Vec<usize> {
+    let (first, count) = if log >= NR_DATA_LOGS {
+        (NR_DATA_LOGS, NR_DATA_LOGS)
+    } else {
+        (0, NR_DATA_LOGS)
+    };
+    let hot = log == first;
+    let mut order = vec![log];
+    let others: Vec<usize> = if hot {
+        (first..first + count).collect()
+    } else {
+        (first..first + count).rev().collect()
+    };
+    order.extend(others.into_iter().filter(|&t| t != log));
+    order
+}
+
+/// SSR victim selection (`get_ssr_segment` with `f2fs_get_victim(.., BG_GC, type, SSR)`,
+/// `gc.c`): for each type of [`ssr_type_order`], the greedy search over that type's dirty
+/// segments from the cursor, wrapping once, at most [`SSR_MAX_SEARCH`] of them; the cost
+/// is `ckpt_valid_blocks`, the first lowest wins, and a segment costing a whole segment
+/// (no block free in both maps) is never taken. The cursor moves as the kernel moves it.
+pub fn ssr_victim(state: &SsrState) -> SsrChoice {
+    let mut last_victim = state.last_victim;
+    for t in ssr_type_order(state.log) {
+        let (segno, cursor) = greedy_ssr_search(state, t as u8, last_victim);
+        last_victim = cursor;
+        if segno.is_some() {
+            return SsrChoice { segno, last_victim };
+        }
+    }
+    SsrChoice {
+        segno: None,
+        last_victim,
+    }
+}
+
+/// One `get_victim_by_default` in SSR mode for segments of type `seg_type`.
+fn greedy_ssr_search(state: &SsrState, seg_type: u8, last_victim: u32) -> (Option<u32>, u32) {
+    let of_type: Vec<&SsrCandidate> = state
+        .candidates
+        .iter()
+        .filter(|c| c.seg_type == seg_type)
+        .collect();
+    let max_search = of_type.len().min(SSR_MAX_SEARCH);
+    if max_search == 0 {
+        return (None, last_victim);
+    }
+    let start = of_type.partition_point(|c| c.segno < last_victim);
+    let mut best: Option<(u32, u32)> = None;
+    let mut cursor = last_victim;
+    for (n, i) in (start..of_type.len()).chain(0..start).enumerate() {
+        let c = of_type[i];
+        if !c.gc_victim && c.ckpt_valid_blocks < best.map_or(state.blocks_per_seg, |b| b.0) {
+            best = Some((c.ckpt_valid_blocks, c.segno));
+        }
+        if n + 1 >= max_search {
+            let wrapped = i < start;
+            let next = if wrapped && c.segno <= last_victim {
+                last_victim + 1
+            } else {
+                c.segno + 1
+            };
+            cursor = next % state.main_segments.max(1);
+            break;
+        }
+    }
+    (best.map(|b| b.1), cursor)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -572,6 +694,92 @@ mod tests {
         assert!(need_ssr(10, 1, 0, 5, &cfg));
         assert!(!need_ssr(12, 1, 0, 5, &cfg));
         assert!(!need_ssr(10, 1, 0, 5, &F2fsConfig::pure_lfs()));
+        let off = F2fsConfig {
+            ssr: false,
+            ..F2fsConfig::default()
+        };
+        assert!(!need_ssr(10, 1, 0, 5, &off));
+    }
+
+    #[test]
+    fn ssr_tries_the_logs_own_type_then_its_class() {
+        assert_eq!(ssr_type_order(0), vec![0, 1, 2]);
+        assert_eq!(ssr_type_order(1), vec![1, 2, 0]);
+        assert_eq!(ssr_type_order(2), vec![2, 1, 0]);
+        assert_eq!(ssr_type_order(3), vec![3, 4, 5]);
+        assert_eq!(ssr_type_order(4), vec![4, 5, 3]);
+        assert_eq!(ssr_type_order(5), vec![5, 4, 3]);
+        assert!(use_ssr(CURSEG_WARM_NODE, true, true));
+        assert!(!use_ssr(CURSEG_WARM_NODE, true, false));
+        assert!(use_ssr(CURSEG_WARM_DATA, true, false));
+        assert!(!use_ssr(CURSEG_WARM_DATA, false, true));
+    }
+
+    fn cand(segno: u32, seg_type: u8, ckpt_valid_blocks: u32) -> SsrCandidate {
+        SsrCandidate {
+            segno,
+            seg_type,
+            ckpt_valid_blocks,
+            gc_victim: false,
+        }
+    }
+
+    fn state(log: usize, candidates: &[SsrCandidate], last_victim: u32) -> SsrState<'_> {
+        SsrState {
+            log,
+            candidates,
+            last_victim,
+            main_segments: 100,
+            blocks_per_seg: 512,
+        }
+    }
+
+    #[test]
+    fn ssr_victim_is_greedy_on_checkpointed_valid_blocks() {
+        let c = [
+            cand(3, 1, 400),
+            cand(7, 1, 100),
+            cand(9, 2, 10),
+            cand(12, 1, 100),
+            cand(20, 1, 512),
+        ];
+        // Fewest checkpointed-valid blocks of the log's own type; the first of equals
+        // from the cursor; the cursor ends after the last searched.
+        let pick = ssr_victim(&state(1, &c, 0));
+        assert_eq!(
+            pick,
+            SsrChoice {
+                segno: Some(7),
+                last_victim: 21
+            }
+        );
+        let pick = ssr_victim(&state(1, &c, 10));
+        assert_eq!(
+            pick,
+            SsrChoice {
+                segno: Some(12),
+                last_victim: 11
+            }
+        );
+        // The cleaning victim is searched but never taken.
+        let mut v = c;
+        v[1].gc_victim = true;
+        assert_eq!(ssr_victim(&state(1, &v, 0)).segno, Some(12));
+        // No hole of the own type: another type of the class (cold for warm data).
+        let full = [cand(3, 1, 512), cand(9, 2, 10), cand(11, 0, 5)];
+        assert_eq!(ssr_victim(&state(1, &full, 0)).segno, Some(9));
+        assert_eq!(ssr_victim(&state(0, &full, 0)).segno, Some(11));
+        // Never a node segment for a data log, nor one without a free block.
+        let nodes = [cand(4, 3, 1), cand(5, 1, 512)];
+        assert_eq!(ssr_victim(&state(1, &nodes, 0)).segno, None);
+        assert_eq!(ssr_victim(&state(4, &nodes, 0)).segno, Some(4));
+        assert_eq!(
+            ssr_victim(&state(2, &[], 42)),
+            SsrChoice {
+                segno: None,
+                last_victim: 42
+            }
+        );
     }
 
     #[test]

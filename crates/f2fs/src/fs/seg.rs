@@ -1,8 +1,10 @@
-//! The in-memory SIT: valid-block maps per main-area segment, free and pre-free segments,
-//! and the six active logs that append to their current segment.
+//! The in-memory SIT: valid-block maps per main-area segment (the current one and the
+//! checkpointed one), free and pre-free segments, and the six active logs, which append to
+//! their current segment (LFS) or fill the holes of a dirty one (SSR).
 
 use std::collections::BTreeSet;
 
+use super::policy::SsrCandidate;
 use crate::codec::{set_bit_msb, test_bit_msb};
 use crate::consts::*;
 use crate::sit::SitEntry;
@@ -15,16 +17,43 @@ pub(crate) struct SegInfo {
     pub seg_type: u8,
     pub map: [u8; SIT_VBLOCK_MAP_SIZE],
     pub mtime: u64,
+    /// `ckpt_valid_map`: blocks valid at the last checkpoint, plus every block written
+    /// since (a block freed since the checkpoint keeps its bit until the next one, so SSR
+    /// never overwrites what the checkpoint or the roll-forward chain may still need).
+    pub ckpt_map: [u8; SIT_VBLOCK_MAP_SIZE],
+    /// `ckpt_valid_blocks`: bits set in `ckpt_map`.
+    pub ckpt_valid_blocks: u16,
 }
 
 impl SegInfo {
     pub fn from_entry(e: &SitEntry) -> SegInfo {
+        let valid_blocks = e.bitmap_count() as u16;
         SegInfo {
-            valid_blocks: e.bitmap_count() as u16,
+            valid_blocks,
             seg_type: e.seg_type(),
             map: e.valid_map,
             mtime: e.mtime,
+            ckpt_map: e.valid_map,
+            ckpt_valid_blocks: valid_blocks,
         }
+    }
+
+    /// A checkpoint recorded this entry: the checkpointed map is the current one
+    /// (`seg_info_to_raw_sit`).
+    pub fn checkpointed(&mut self) {
+        self.ckpt_map = self.map;
+        self.ckpt_valid_blocks = self.valid_blocks;
+    }
+
+    /// `__next_free_blkoff`: the first block at or after `start` clear in both the
+    /// current and the checkpointed map, or `BLOCKS_PER_SEG`.
+    pub fn next_free_blkoff(&self, start: u32) -> u32 {
+        (start..BLOCKS_PER_SEG)
+            .find(|&off| {
+                let (byte, mask) = (off as usize / 8, 0x80u8 >> (off % 8));
+                (self.map[byte] | self.ckpt_map[byte]) & mask == 0
+            })
+            .unwrap_or(BLOCKS_PER_SEG)
     }
 
     /// `update_segment_mtime`: the segment's mtime is the average time its blocks were
@@ -55,6 +84,9 @@ pub(crate) struct Log {
     pub segno: u32,
     pub blkoff: u16,
     pub sum: SummaryBlock,
+    /// `alloc_type == SSR`: the segment is a dirty one whose holes the log fills
+    /// (`blkoff` is the next hole); else LFS, appending to a free segment.
+    pub ssr: bool,
 }
 
 /// All segments of the main area.
@@ -74,6 +106,10 @@ pub(crate) struct Segs {
     pub logs: Vec<Log>,
     /// Virtual seconds stamped into SIT `mtime`.
     pub now_secs: u64,
+    /// The segment foreground cleaning is emptying (`cur_victim_sec`): SSR skips it.
+    pub gc_victim: Option<u32>,
+    /// `last_victim[GC_GREEDY]`: where the next SSR search starts.
+    pub ssr_last_victim: u32,
 }
 
 impl Segs {
@@ -123,6 +159,10 @@ impl Segs {
         });
         set_bit_msb(&mut seg.map, off as usize);
         seg.valid_blocks += 1;
+        if !test_bit_msb(&seg.ckpt_map, off as usize) {
+            set_bit_msb(&mut seg.ckpt_map, off as usize);
+            seg.ckpt_valid_blocks += 1;
+        }
         seg.seg_type = seg_type;
         self.valid_blocks += 1;
         self.dirty.insert(segno);
@@ -158,14 +198,19 @@ impl Segs {
         (self.logs[log].blkoff as u32) < BLOCKS_PER_SEG
     }
 
-    /// Takes the next block of log `log` for `sum`; returns its address. When the
-    /// segment fills, the caller must call [`Segs::take_full`] to seal it.
+    /// Takes the next block of log `log` for `sum`; returns its address. The log moves
+    /// on to the next block (LFS) or the next hole (SSR, `f2fs_find_next_ssr_block`).
+    /// When the segment fills, the caller must call [`Segs::take_full`] to seal it.
     /// The block's data dates from `written_secs` (0: now).
     pub fn alloc_aged(&mut self, log: usize, sum: Summary, written_secs: u64) -> u32 {
         let (segno, off) = (self.logs[log].segno, self.logs[log].blkoff as u32);
         self.logs[log].sum.entries[off as usize] = sum;
-        self.logs[log].blkoff += 1;
         self.mark_valid(segno, off, log as u8, written_secs);
+        self.logs[log].blkoff = if self.logs[log].ssr {
+            self.info[segno as usize].next_free_blkoff(off + 1) as u16
+        } else {
+            off as u16 + 1
+        };
         self.main_blkaddr + segno * BLOCKS_PER_SEG + off
     }
 
@@ -208,6 +253,7 @@ impl Segs {
                 segno: next,
                 blkoff: 0,
                 sum: SummaryBlock::new(entry_type),
+                ssr: false,
             },
         );
         self.info[next as usize].seg_type = log as u8;
@@ -218,9 +264,139 @@ impl Segs {
         Some((old.segno, old.sum))
     }
 
+    /// `change_curseg`: log `log` leaves its segment for the dirty segment `segno` in SSR
+    /// mode, with that segment's summary entries (`entries`, read from the SSA) and its
+    /// first hole as the next block; the segment takes the log's type. Returns the old
+    /// segment and its summary (to be written to the SSA).
+    pub fn change_to_ssr(
+        &mut self,
+        log: usize,
+        segno: u32,
+        entries: Vec<Summary>,
+    ) -> (u32, SummaryBlock) {
+        let mut sum = SummaryBlock::new(self.logs[log].sum.entry_type);
+        sum.entries = entries;
+        let blkoff = self.info[segno as usize].next_free_blkoff(0) as u16;
+        let old = std::mem::replace(
+            &mut self.logs[log],
+            Log {
+                segno,
+                blkoff,
+                sum,
+                ssr: true,
+            },
+        );
+        self.info[segno as usize].seg_type = log as u8;
+        self.dirty.insert(segno);
+        if self.info[old.segno as usize].valid_blocks == 0 {
+            self.prefree.insert(old.segno);
+        }
+        (old.segno, old.sum)
+    }
+
+    /// Dirty segments as SSR victim selection sees them, in segment order.
+    pub fn ssr_candidates(&self) -> Vec<SsrCandidate> {
+        (0..self.info.len() as u32)
+            .filter(|&s| {
+                let v = self.info[s as usize].valid_blocks as u32;
+                v > 0 && v < BLOCKS_PER_SEG && !self.is_current(s)
+            })
+            .map(|s| SsrCandidate {
+                segno: s,
+                seg_type: self.info[s as usize].seg_type,
+                ckpt_valid_blocks: self.info[s as usize].ckpt_valid_blocks as u32,
+                gc_victim: self.gc_victim == Some(s),
+            })
+            .collect()
+    }
+
     /// Address the log writes next (`NEXT_FREE_BLKADDR`), chained from node footers.
     pub fn next_blkaddr(&self, log: usize) -> u32 {
         let l = &self.logs[log];
         self.main_blkaddr + l.segno * BLOCKS_PER_SEG + l.blkoff as u32
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fs::policy::{ssr_victim, SsrState};
+
+    fn segs_with_full_segment() -> Segs {
+        let free = SegInfo {
+            valid_blocks: 0,
+            seg_type: 0,
+            map: [0; SIT_VBLOCK_MAP_SIZE],
+            mtime: 0,
+            ckpt_map: [0; SIT_VBLOCK_MAP_SIZE],
+            ckpt_valid_blocks: 0,
+        };
+        let full = SegInfo {
+            valid_blocks: BLOCKS_PER_SEG as u16,
+            map: [0xff; SIT_VBLOCK_MAP_SIZE],
+            ckpt_map: [0xff; SIT_VBLOCK_MAP_SIZE],
+            ckpt_valid_blocks: BLOCKS_PER_SEG as u16,
+            seg_type: 1,
+            ..free.clone()
+        };
+        Segs {
+            main_blkaddr: 1000,
+            info: vec![free.clone(), full, free.clone(), free],
+            dirty: BTreeSet::new(),
+            journal: BTreeSet::new(),
+            prefree: BTreeSet::new(),
+            valid_blocks: BLOCKS_PER_SEG as u64,
+            logs: vec![Log {
+                segno: 0,
+                blkoff: BLOCKS_PER_SEG as u16,
+                sum: SummaryBlock::new(SUM_TYPE_DATA),
+                ssr: false,
+            }],
+            now_secs: 0,
+            gc_victim: None,
+            ssr_last_victim: 0,
+        }
+    }
+
+    fn victim(segs: &Segs) -> Option<u32> {
+        ssr_victim(&SsrState {
+            log: 1,
+            candidates: &segs.ssr_candidates(),
+            last_victim: 0,
+            main_segments: segs.info.len() as u32,
+            blocks_per_seg: BLOCKS_PER_SEG,
+        })
+        .segno
+    }
+
+    /// Blocks freed since the last checkpoint are never recycled before the next one
+    /// (`ckpt_valid_map`): neither chosen by the victim search nor filled by the log.
+    #[test]
+    fn ssr_reuses_only_blocks_free_in_the_checkpointed_map() {
+        let mut segs = segs_with_full_segment();
+        let base = 1000 + BLOCKS_PER_SEG;
+        segs.invalidate(base + 5);
+        segs.invalidate(base + 7);
+        assert_eq!(segs.info[1].valid_blocks, 510);
+        assert_eq!(victim(&segs), None, "holes younger than the checkpoint");
+        segs.info[1].checkpointed();
+        assert_eq!(victim(&segs), Some(1));
+        let entries = vec![Summary::default(); ENTRIES_IN_SUM];
+        let (old, _) = segs.change_to_ssr(0, 1, entries);
+        assert_eq!(old, 0);
+        assert!(segs.prefree.contains(&0), "the empty old segment waits");
+        assert_eq!(segs.logs[0].blkoff, 5);
+        assert_eq!(segs.info[1].seg_type, 0, "the segment takes the log's type");
+        // Freed after the checkpoint: not a hole for this log either.
+        segs.invalidate(base + 9);
+        let sum = Summary::default();
+        assert_eq!(segs.alloc_aged(0, sum, 0), base + 5);
+        assert_eq!(segs.logs[0].blkoff, 7);
+        assert_eq!(segs.alloc_aged(0, sum, 0), base + 7);
+        assert!(!segs.has_room(0));
+        assert_eq!(segs.info[1].valid_blocks, 511);
+        // After a checkpoint block 9 is free in both maps.
+        segs.info[1].checkpointed();
+        assert_eq!(segs.info[1].next_free_blkoff(0), 9);
     }
 }
