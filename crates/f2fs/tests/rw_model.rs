@@ -469,8 +469,9 @@ struct Harness {
     /// Checking after a power cut: in-place contents are accepted (and adopted).
     lenient: bool,
     /// Over all sessions: blocks written in place, background cleanings, background
-    /// checkpoints (printed with F2FS_MODEL_TRACE, to see what a run exercised).
-    totals: [u64; 3],
+    /// checkpoints, blocks written by SSR (printed with F2FS_MODEL_TRACE, to see what a
+    /// run exercised).
+    totals: [u64; 4],
     /// Run fsck.f2fs on every power-cut image too.
     fsck_crashes: bool,
     model: Model,
@@ -571,7 +572,12 @@ impl Harness {
     fn count_session(&mut self) {
         if let Some(fs) = &self.fs {
             let m = fs.metrics();
-            let add = [m.ipu_data_blocks, m.bg_gc_cycles, m.bg_checkpoints];
+            let add = [
+                m.ipu_data_blocks,
+                m.bg_gc_cycles,
+                m.bg_checkpoints,
+                m.ssr_blocks(),
+            ];
             for (t, a) in self.totals.iter_mut().zip(add) {
                 *t += a;
             }
@@ -902,6 +908,29 @@ fn cleaning_op() -> impl Strategy<Value = Op> {
     ]
 }
 
+/// Sequences for SSR: the cleaning mix with more checkpoints (so the holes overwrites
+/// leave become reusable) and fsyncs (roll-forward chains written into recycled holes).
+fn ssr_op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        12 => cleaning_op(),
+        2 => Just(Op::Sync),
+        1 => (0..NAMES.len()).prop_map(Op::Fsync),
+        1 => Just(Op::PowerCut),
+    ]
+}
+
+/// SSR-heavy configurations: the kernel defaults, and without background cleaning (which
+/// would otherwise empty the dirty segments SSR recycles).
+fn ssr_config() -> impl Strategy<Value = F2fsConfig> {
+    prop_oneof![
+        Just(F2fsConfig::default()),
+        Just(F2fsConfig {
+            bg_gc: false,
+            ..F2fsConfig::default()
+        }),
+    ]
+}
+
 fn run(ops: &[Op], fsck_at_end: bool, cfg: F2fsConfig) -> Result<(), TestCaseError> {
     run_on(ops, fsck_at_end, 128 * MIB, cfg)
 }
@@ -915,7 +944,7 @@ fn run_on(ops: &[Op], fsck_at_end: bool, bytes: u64, cfg: F2fsConfig) -> Result<
         in_place: BTreeMap::new(),
         op_in_place: BTreeMap::new(),
         lenient: false,
-        totals: [0; 3],
+        totals: [0; 4],
         model: Model::default(),
         durable: Model::default(),
         fsck_crashes: fsck_at_end,
@@ -934,8 +963,8 @@ fn run_on(ops: &[Op], fsck_at_end: bool, bytes: u64, cfg: F2fsConfig) -> Result<
     }
     let dev = h.take_fs().unmount().unwrap().media;
     if std::env::var("F2FS_MODEL_TRACE").is_ok() {
-        let [ipu, bg_gc, bg_cp] = h.totals;
-        eprintln!("totals: in-place {ipu} bg-cleaned {bg_gc} bg-checkpoints {bg_cp}");
+        let [ipu, bg_gc, bg_cp, ssr] = h.totals;
+        eprintln!("totals: in-place {ipu} bg-cleaned {bg_gc} bg-checkpoints {bg_cp} ssr {ssr}");
     }
     if fsck_at_end {
         fsck_image(&dev, "the image after a random sequence");
@@ -971,6 +1000,26 @@ proptest! {
         cfg in config(),
     ) {
         let mut all: Vec<Op> = [0, 1, 2, 3, 6].into_iter().map(Op::Create).collect();
+        all.extend(ops);
+        run_on(&all, true, 64 * MIB, cfg)?;
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 4, ..ProptestConfig::default() })]
+
+    /// A 64 MiB volume (free segments always under the SSR threshold) filled to over half
+    /// its user blocks first, then overwritten: the logs recycle dirty segments by SSR.
+    #[test]
+    fn ssr_under_random_sequences(
+        ops in prop::collection::vec(ssr_op(), 60..120),
+        cfg in ssr_config(),
+    ) {
+        let mut all: Vec<Op> = (0..NAMES.len()).map(Op::Create).collect();
+        for slot in 0..5 {
+            all.extend((0..NAMES.len()).map(|p| Op::WriteBig(p, slot, slot as u8)));
+        }
+        all.push(Op::Sync);
         all.extend(ops);
         run_on(&all, true, 64 * MIB, cfg)?;
     }
