@@ -51,9 +51,10 @@ pub fn resolve_stack(spec: &str, base: &StackConfig) -> Result<StackConfig> {
     if !overrides.is_empty() {
         let text = device::override_toml(&config, &overrides)
             .with_context(|| format!("stack '{spec}'"))?;
+        let name = format!("{}+{}", config.name, overrides.join("+"));
         config = StackConfig::from_toml_str(&text, spec).map_err(|e| anyhow!("{e}"))?;
+        config.name = name;
     }
-    config.name = spec.to_string();
     Ok(config)
 }
 
