@@ -294,6 +294,13 @@ pub fn render(runs: &[StackRun]) -> String {
     row("  cleaning moved data / node".into(), &|r| {
         format!("{} / {}", r.fs.gc_data_blocks, r.fs.gc_node_blocks)
     });
+    row("  written by SSR (segments)".into(), &|r| {
+        format!(
+            "{} ({})",
+            format_count(r.fs.ssr_blocks()),
+            format_count(r.fs.ssr_segments)
+        )
+    });
     row("F2FS fsyncs / checkpoints".into(), &|r| {
         format!("{} / {}", r.fs.fsyncs, r.fs.checkpoints)
     });
