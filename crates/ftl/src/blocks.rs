@@ -4,7 +4,7 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
-use flashstack_sim::Nanos;
+use flashstack_sim::{Divisor, Nanos};
 
 const NIL: u32 = u32::MAX;
 
@@ -47,6 +47,7 @@ pub struct BlockTable {
     pub valid_slots: Vec<u32>,
     pub last_write_ns: Vec<Nanos>,
     blocks_per_die: u32,
+    per_die: Divisor,
     capacity_slots: u32,
     // Sealed blocks of each die in doubly linked lists, one per valid count.
     bucket_head: Vec<u32>,
@@ -74,6 +75,7 @@ impl BlockTable {
             valid_slots: vec![0; blocks],
             last_write_ns: vec![0; blocks],
             blocks_per_die,
+            per_die: Divisor::new(blocks_per_die),
             capacity_slots,
             bucket_head: vec![NIL; dies as usize * buckets],
             next: vec![NIL; blocks],
@@ -98,7 +100,7 @@ impl BlockTable {
     }
 
     fn die(&self, block: u32) -> usize {
-        (block / self.blocks_per_die) as usize
+        self.per_die.div(block) as usize
     }
 
     fn head_index(&self, die: usize, valid: u32) -> usize {

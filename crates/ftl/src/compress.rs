@@ -195,13 +195,23 @@ impl Ftl {
         Ok(programmed.map_or(ready_ns, |t| t.end_ns))
     }
 
-    /// Tracks Cr(B): the mean ratio of what was written into each block.
+    /// Tracks Cr(B): the mean ratio of what was written into each block. Without
+    /// compression every page is written whole (1000‰), so nothing needs tracking.
+    #[inline]
     pub(crate) fn note_ratio(&mut self, block: u32, ratio_permille: u32) {
+        if !self.compression_active() {
+            debug_assert_eq!(ratio_permille, 1000);
+            return;
+        }
         self.block_ratio_sum[block as usize] += ratio_permille as u64;
         self.block_ratio_count[block as usize] += 1;
     }
 
+    #[inline]
     pub(crate) fn block_ratio_permille(&self, block: u32) -> u32 {
+        if !self.compression_active() {
+            return 1000;
+        }
         match self.block_ratio_count[block as usize] {
             0 => 1000,
             n => (self.block_ratio_sum[block as usize] / n as u64) as u32,
@@ -235,7 +245,7 @@ impl Ftl {
 
     /// The fragment of `lpn` continues into the next flash page.
     pub(crate) fn straddles(&self, lpn: u32) -> bool {
-        self.l2p[lpn as usize] % self.slots_per_page + self.len_of(lpn) > self.slots_per_page
+        self.slot_in_page(self.l2p[lpn as usize]) + self.len_of(lpn) > self.slots_per_page
     }
 
     /// Copies slots `slots` of `page` into `out`, from flash or from the buffer bound to the
@@ -283,10 +293,10 @@ impl Ftl {
         let sb = self.slot_bytes as usize;
         let spp = self.slots_per_page;
         let page = self.page_of_slot(self.l2p[lpn as usize]);
-        let offsets = (lpn..lpn + run).map(|l| self.l2p[l as usize] % spp);
+        let offsets = (lpn..lpn + run).map(|l| self.slot_in_page(self.l2p[l as usize]));
         let first = offsets.clone().min().expect("run >= 1");
         let end = (lpn..lpn + run)
-            .map(|l| self.l2p[l as usize] % spp + self.len_of(l))
+            .map(|l| self.slot_in_page(self.l2p[l as usize]) + self.len_of(l))
             .max()
             .expect("run >= 1");
         let mut span = std::mem::take(&mut self.compressor.fragment);
@@ -322,7 +332,7 @@ impl Ftl {
                 .reserve(t, self.compressor.timing.decompress_ns())
                 .1;
             let l = lpn + k;
-            let at = (self.l2p[l as usize] % spp - first) as usize * sb;
+            let at = (self.slot_in_page(self.l2p[l as usize]) - first) as usize * sb;
             let fragment = &span[at..at + self.len_of(l) as usize * sb];
             if let Some(o) = out.as_deref_mut() {
                 let page_out = &mut o[k as usize * PAGE_BYTES..(k as usize + 1) * PAGE_BYTES];

@@ -67,7 +67,7 @@ impl Ftl {
             } else {
                 dies_without_work += 1;
             }
-            die = (die + 1) % self.units;
+            die = if die + 1 == self.units { 0 } else { die + 1 };
         }
         Ok(())
     }
@@ -166,20 +166,29 @@ impl Ftl {
     fn gather_data_slots(&mut self, block: u32, slots: &mut Vec<(u32, u32)>) {
         slots.clear();
         let first_page = self.nand.first_page(block);
-        for page in first_page..first_page + self.nand.programmed_pages(block) {
-            let Some(oob) = self.nand.oob(page) else {
-                continue;
-            };
-            if oob.flags & oob_flags::CORRUPT != 0 {
-                continue;
-            }
-            if oob.flags & oob_flags::TRIM_RECORD != 0 {
-                self.requeue_trims(page);
+        let spp = self.slots_per_page as usize;
+        let (flags, lpns) = self.nand.block_oob(block);
+        let mut trim_pages = false;
+        for (i, &f) in flags.iter().enumerate() {
+            if f & oob_flags::PROGRAMMED == 0 || f & oob_flags::CORRUPT != 0 {
                 continue;
             }
-            for (i, &lpn) in oob.lpns.iter().enumerate() {
+            if f & oob_flags::TRIM_RECORD != 0 {
+                trim_pages = true;
+                continue;
+            }
+            let first_slot = (first_page + i as u32) * self.slots_per_page;
+            for (k, &lpn) in lpns[i * spp..(i + 1) * spp].iter().enumerate() {
                 if is_start(lpn) {
-                    slots.push((page * self.slots_per_page + i as u32, lpn));
+                    slots.push((first_slot + k as u32, lpn));
+                }
+            }
+        }
+        if trim_pages {
+            for page in first_page..first_page + self.nand.programmed_pages(block) {
+                let f = self.nand.oob(page).map_or(0, |oob| oob.flags);
+                if f & oob_flags::CORRUPT == 0 && f & oob_flags::TRIM_RECORD != 0 {
+                    self.requeue_trims(page);
                 }
             }
         }
@@ -256,9 +265,9 @@ impl Ftl {
         now_ns: Nanos,
     ) -> Result<Nanos, FtlError> {
         let spp = self.slots_per_page;
-        let first = fragments[0].0 % spp;
+        let first = self.slot_in_page(fragments[0].0);
         let (last_slot, last_lpn) = fragments[fragments.len() - 1];
-        let end = last_slot % spp + self.len_of(last_lpn);
+        let end = self.slot_in_page(last_slot) + self.len_of(last_lpn);
         let mut ready_ns = self
             .nand
             .read(page, first..end.min(spp), None, now_ns)?
@@ -407,19 +416,21 @@ impl Ftl {
     /// Drops the bookkeeping of what `block` holds: copy counts and trim records.
     fn forget_contents(&mut self, block: u32) {
         let first_page = self.nand.first_page(block);
-        for page in first_page..first_page + self.nand.programmed_pages(block) {
-            let Some(oob) = self.nand.oob(page) else {
-                continue;
-            };
-            if oob.flags & oob_flags::CORRUPT != 0 {
+        let spp = self.slots_per_page as usize;
+        let (flags, lpns) = self.nand.block_oob(block);
+        for (i, &f) in flags.iter().enumerate() {
+            if f & oob_flags::PROGRAMMED == 0 || f & oob_flags::CORRUPT != 0 {
                 continue;
             }
-            if oob.flags & oob_flags::TRIM_RECORD != 0 {
-                self.trim_log.remove(&page);
+            if f & oob_flags::TRIM_RECORD != 0 {
+                self.trim_log.remove(&(first_page + i as u32));
                 continue;
             }
             if let Some(copies) = self.copies.as_mut() {
-                for &lpn in oob.lpns.iter().filter(|&&l| is_start(l)) {
+                for &lpn in lpns[i * spp..(i + 1) * spp]
+                    .iter()
+                    .filter(|&&l| is_start(l))
+                {
                     copies[lpn as usize] -= 1;
                 }
             }

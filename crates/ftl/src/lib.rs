@@ -37,7 +37,7 @@ use flashstack_block::{
     check_range, BlockDevice, BlockError, Completion, Hints, Payload, LBA_SIZE,
 };
 use flashstack_nand::{ConfigError, FlashMedium, Nand, NandError};
-use flashstack_sim::{LatencyHistogram, Nanos, Resource};
+use flashstack_sim::{Divisor, LatencyHistogram, Nanos, Resource};
 use stream::is_start;
 
 use blocks::{BlockState, BlockTable};
@@ -82,6 +82,11 @@ pub struct Ftl {
     slots_per_lpn: u32,
     slots_per_page: u32,
     pages_per_block: u32,
+    /// Slot → page and slot → block without the hardware divide.
+    per_page: Divisor,
+    per_block: Divisor,
+    /// Page → index in its block.
+    pages_per_block_div: Divisor,
     user_lbas: u64,
     /// First slot of each logical page's fragment.
     l2p: Vec<u32>,
@@ -176,6 +181,9 @@ impl Ftl {
             slot_bytes,
             slots_per_lpn,
             slots_per_page,
+            per_page: Divisor::new(slots_per_page),
+            per_block: Divisor::new(slots_per_block),
+            pages_per_block_div: Divisor::new(g.pages_per_block),
             pages_per_block: g.pages_per_block,
             user_lbas,
             l2p: flashstack_sim::memory::table(user_lbas as usize, UNMAPPED),
@@ -365,11 +373,16 @@ impl Ftl {
 
     #[inline]
     fn block_of_slot(&self, slot: u32) -> u32 {
-        slot / (self.slots_per_page * self.pages_per_block)
+        self.per_block.div(slot)
     }
     #[inline]
     fn page_of_slot(&self, slot: u32) -> u32 {
-        slot / self.slots_per_page
+        self.per_page.div(slot)
+    }
+    /// The slot's index inside its page.
+    #[inline]
+    pub(crate) fn slot_in_page(&self, slot: u32) -> u32 {
+        self.per_page.rem(slot)
     }
 }
 

@@ -93,10 +93,11 @@ impl Stream {
         }
     }
 
-    fn clear_buffer(&mut self) {
+    /// Empties the buffer of a page of `slots` slots (entries beyond stay unused).
+    fn clear_buffer(&mut self, slots: usize) {
         self.target_page = NO_PAGE;
-        self.lpns = [NO_LPN; SLOTS_MAX];
-        self.sources = [NO_SOURCE; SLOTS_MAX];
+        self.lpns[..slots].fill(NO_LPN);
+        self.sources[..slots].fill(NO_SOURCE);
         self.straddler = NO_LPN;
         self.filled = 0;
         self.ready_ns = 0;
@@ -320,7 +321,7 @@ impl Ftl {
             Some(d) => d,
             None => {
                 let d = self.next_host_die;
-                self.next_host_die = (d + 1) % self.units;
+                self.next_host_die = if d + 1 == self.units { 0 } else { d + 1 };
                 d
             }
         };
@@ -469,14 +470,14 @@ impl Ftl {
             }
         }
         self.note_programmed(page, timing.end_ns);
-        self.streams[stream].clear_buffer();
+        self.streams[stream].clear_buffer(self.slots_per_page as usize);
     }
 
     /// Seals a block once its last page is programmed.
     pub(crate) fn note_programmed(&mut self, page: u32, end_ns: Nanos) {
         let block = self.nand.block_of_page(page);
         self.blocks.last_write_ns[block as usize] = end_ns;
-        let last = page % self.pages_per_block == self.pages_per_block - 1;
+        let last = self.pages_per_block_div.rem(page) == self.pages_per_block - 1;
         if last && self.blocks.state[block as usize] == BlockState::Open {
             self.blocks.set_state(block, BlockState::Sealed);
         }

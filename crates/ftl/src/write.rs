@@ -168,7 +168,7 @@ impl Ftl {
             return self.read_compressed_run(lpn, run, out, ready_ns);
         }
         let page = self.page_of_slot(slot);
-        let first = slot % self.slots_per_page;
+        let first = self.slot_in_page(slot);
         let slots = run * self.len_of(lpn);
         if self.nand.oob(page).is_none() {
             // Still in a controller buffer.

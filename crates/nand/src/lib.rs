@@ -15,7 +15,7 @@ mod store;
 
 use std::ops::Range;
 
-use flashstack_sim::{Nanos, Resource, Rng};
+use flashstack_sim::{Divisor, Nanos, Resource, Rng};
 use serde::Serialize;
 use thiserror::Error;
 
@@ -150,6 +150,13 @@ pub struct Nand {
     slots_per_page: u32,
     pages_per_block: u32,
     blocks_per_unit: u32,
+    /// The divisions of the address arithmetic, without the hardware divide.
+    per_block: Divisor,
+    per_unit: Divisor,
+    /// Channel of each unit.
+    channel_of_unit: Vec<u32>,
+    /// Channel time to move `n` slots, for `n` in 0..=slots_per_page.
+    transfer_ns: Vec<Nanos>,
     units: Vec<Resource>,
     channels: Vec<Resource>,
     erase_count: Vec<u32>,
@@ -202,7 +209,17 @@ impl Nand {
         }
         let blocks = g.blocks() as usize;
         let pages = g.pages() as usize;
+        let channel_of_unit = (0..g.units())
+            .map(|unit| (unit / g.planes_per_die) % g.channels)
+            .collect();
+        let transfer_ns = (0..=slots_per_page as u64)
+            .map(|n| config.timing.transfer_ns_per_page * n / slots_per_page as u64)
+            .collect();
         Ok(Nand {
+            per_block: Divisor::new(g.pages_per_block),
+            per_unit: Divisor::new(g.blocks_per_plane),
+            channel_of_unit,
+            transfer_ns,
             slot_bytes,
             slots_per_page,
             pages_per_block: g.pages_per_block,
@@ -229,15 +246,19 @@ impl Nand {
         &self.config
     }
     /// Bytes per OOB slot (the FTL's physical mapping unit).
+    #[inline]
     pub fn slot_bytes(&self) -> u32 {
         self.slot_bytes
     }
+    #[inline]
     pub fn slots_per_page(&self) -> u32 {
         self.slots_per_page
     }
+    #[inline]
     pub fn stores_contents(&self) -> bool {
         self.store.is_some()
     }
+    #[inline]
     pub fn counters(&self) -> &NandCounters {
         &self.counters
     }
@@ -250,11 +271,11 @@ impl Nand {
 
     #[inline]
     pub fn unit_of_block(&self, block: u32) -> u32 {
-        block / self.blocks_per_unit
+        self.per_unit.div(block)
     }
     #[inline]
     pub fn block_of_page(&self, page: u32) -> u32 {
-        page / self.pages_per_block
+        self.per_block.div(page)
     }
     #[inline]
     pub fn first_page(&self, block: u32) -> u32 {
@@ -263,12 +284,14 @@ impl Nand {
     pub fn blocks_of_unit(&self, unit: u32) -> Range<u32> {
         unit * self.blocks_per_unit..(unit + 1) * self.blocks_per_unit
     }
+    #[inline]
     pub fn erase_count(&self, block: u32) -> u32 {
         self.erase_count[block as usize]
     }
     pub fn erase_counts(&self) -> &[u32] {
         &self.erase_count
     }
+    #[inline]
     pub fn is_bad(&self, block: u32) -> bool {
         self.bad[block as usize]
     }
@@ -281,6 +304,7 @@ impl Nand {
         self.bad[block as usize] = true;
     }
     /// Pages programmed in `block` since its last erase.
+    #[inline]
     pub fn programmed_pages(&self, block: u32) -> u32 {
         self.write_ptr[block as usize] as u32
     }
@@ -288,6 +312,7 @@ impl Nand {
     /// The spare area of a page, or `None` for an unprogrammed page. This is the
     /// zero-cost view the FTL's own tables mirror; recovery pays for its scan with
     /// [`Nand::read_oob`].
+    #[inline]
     pub fn oob(&self, page: u32) -> Option<PageOob<'_>> {
         let flags = self.page_flags[page as usize];
         if flags & oob_flags::PROGRAMMED == 0 {
@@ -299,6 +324,19 @@ impl Nand {
             seq: self.page_seq[page as usize],
             flags,
         })
+    }
+
+    /// The spare areas of `block`'s programmed pages, for a scan of the whole block: each
+    /// page's flags, and the logical page of each of their slots.
+    #[inline]
+    pub fn block_oob(&self, block: u32) -> (&[u8], &[u32]) {
+        let first = self.first_page(block) as usize;
+        let pages = self.programmed_pages(block) as usize;
+        let spp = self.slots_per_page as usize;
+        (
+            &self.page_flags[first..first + pages],
+            &self.slot_lpn[first * spp..(first + pages) * spp],
+        )
     }
 
     /// Reads only the spare area (a recovery scan): tR plus a short transfer.
@@ -330,6 +368,7 @@ impl Nand {
         self.power.cut_after_ops = None;
     }
 
+    #[inline]
     pub fn is_powered(&self) -> bool {
         !self.power.off
     }
@@ -352,6 +391,7 @@ impl Nand {
             .unwrap_or(0);
     }
 
+    #[inline]
     pub fn unit_busy_until_ns(&self, unit: u32) -> Nanos {
         self.units[unit as usize].busy_until_ns()
     }
@@ -405,25 +445,24 @@ impl Nand {
 
     fn read_latency_ns(&self, page: u32) -> Nanos {
         match &self.config.timing.page_types {
-            Some(t) => t.read_ns[((page % self.pages_per_block) % 3) as usize],
+            Some(t) => t.read_ns[(self.per_block.rem(page) % 3) as usize],
             None => self.config.timing.read_ns,
         }
     }
 
     fn program_latency_ns(&self, page: u32) -> Nanos {
         match &self.config.timing.page_types {
-            Some(t) => t.program_ns[((page % self.pages_per_block) % 3) as usize],
+            Some(t) => t.program_ns[(self.per_block.rem(page) % 3) as usize],
             None => self.config.timing.program_ns,
         }
     }
 
     fn transfer_ns(&self, slots: u32) -> Nanos {
-        self.config.timing.transfer_ns_per_page * slots as u64 / self.slots_per_page as u64
+        self.transfer_ns[slots as usize]
     }
 
     fn channel_of_unit(&self, unit: u32) -> usize {
-        let die = unit / self.config.geometry.planes_per_die;
-        (die % self.config.geometry.channels) as usize
+        self.channel_of_unit[unit as usize] as usize
     }
 
     fn record_program(
@@ -436,7 +475,11 @@ impl Nand {
         self.page_flags[page as usize] = oob.flags | oob_flags::PROGRAMMED;
         self.page_seq[page as usize] = oob.seq;
         let first = (page * self.slots_per_page) as usize;
-        self.slot_lpn[first..first + oob.lpns.len()].copy_from_slice(oob.lpns);
+        match oob.lpns {
+            // One-slot pages: a store, not a call to memcpy.
+            &[lpn] => self.slot_lpn[first] = lpn,
+            lpns => self.slot_lpn[first..first + lpns.len()].copy_from_slice(lpns),
+        }
         let sb = self.slot_bytes as usize;
         let Some(store) = self.store.as_mut() else {
             return;
@@ -470,6 +513,7 @@ impl Nand {
 }
 
 impl FlashMedium for Nand {
+    #[inline]
     fn geometry(&self) -> &Geometry {
         &self.config.geometry
     }
@@ -483,8 +527,7 @@ impl FlashMedium for Nand {
         ready_ns: Nanos,
     ) -> Result<OpTiming, NandError> {
         self.check_power()?;
-        let block = self.block_of_page(page);
-        let index_in_block = page % self.pages_per_block;
+        let (block, index_in_block) = self.per_block.div_rem(page);
         // Erase-before-write and in-order programming are invariants of the medium: an FTL
         // that breaks them has a bug, so the simulator stops rather than carry on.
         assert!(!self.bad[block as usize], "program of bad block {block}");

@@ -61,7 +61,8 @@ impl FrameStore {
             "slot {slot} programmed twice without erase"
         );
         let frame = self.allocate();
-        self.frame_mut(frame).copy_from_slice(data);
+        // Stored bytes are rarely read back soon: keep them out of the cache.
+        flashstack_sim::memory::copy_streaming(self.frame_mut(frame), data);
         self.frame_of_slot[slot as usize] = frame;
         self.refs[frame as usize] = 1;
     }

@@ -3,12 +3,14 @@
 //! Nothing in this crate reads the wall clock or the operating system's randomness: every
 //! figure a flashstack run prints is a function of its inputs and its seed.
 
+pub mod divisor;
 pub mod histogram;
 pub mod memory;
 pub mod resource;
 pub mod rng;
 pub mod units;
 
+pub use divisor::Divisor;
 pub use histogram::{LatencyHistogram, LatencySummary};
 pub use resource::Resource;
 pub use rng::Rng;
