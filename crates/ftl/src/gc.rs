@@ -135,6 +135,7 @@ impl Ftl {
             self.blocks.set_state(block, BlockState::Collecting);
         }
         let mut slots = std::mem::take(&mut self.relocation_slots);
+        self.nand.prefetch_block_contents(block);
         let mut result = Ok(());
         // A pass moves everything live; a failed program under a straddling copy can map a
         // fragment back here, which the next pass moves again.

@@ -339,6 +339,17 @@ impl Nand {
         )
     }
 
+    /// Cache hints for the stored-bytes bookkeeping of `block`'s programmed slots, before GC
+    /// moves (shares) and erases them. No effect on results.
+    #[inline]
+    pub fn prefetch_block_contents(&self, block: u32) {
+        if let Some(store) = &self.store {
+            let first = self.first_page(block) as u64 * self.slots_per_page as u64;
+            let slots = self.programmed_pages(block) as u64 * self.slots_per_page as u64;
+            store.prefetch_refs(first..first + slots);
+        }
+    }
+
     /// Reads only the spare area (a recovery scan): tR plus a short transfer.
     pub fn read_oob(&mut self, page: u32, ready_ns: Nanos) -> Result<OpTiming, NandError> {
         self.check_power()?;

@@ -80,6 +80,17 @@ impl FrameStore {
         }
     }
 
+    /// Cache hints for the reference counts of the frames behind `slots` (a block about to
+    /// be relocated and erased touches each of them once, at random). No effect on results.
+    #[inline]
+    pub fn prefetch_refs(&self, slots: std::ops::Range<u64>) {
+        for &frame in &self.frame_of_slot[slots.start as usize..slots.end as usize] {
+            if let Some(count) = self.refs.get(frame as usize) {
+                flashstack_sim::memory::prefetch(count);
+            }
+        }
+    }
+
     /// Copies the slot's bytes into `out`; a slot without data reads as zeros.
     pub fn get(&self, slot: u64, out: &mut [u8]) {
         match self.frame_of_slot[slot as usize] {

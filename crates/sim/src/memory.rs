@@ -35,6 +35,19 @@ fn advise_huge_pages(start: usize, bytes: usize) {
 #[cfg(not(target_os = "linux"))]
 fn advise_huge_pages(_start: usize, _bytes: usize) {}
 
+/// Pulls the cache line holding `value` towards the CPU (a hint; never changes results).
+#[inline]
+pub fn prefetch<T>(value: &T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: prefetching a valid reference's address has no side effects.
+    unsafe {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        _mm_prefetch::<_MM_HINT_T0>(value as *const T as *const i8);
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = value;
+}
+
 /// Copies `src` into `dst` (same length) for bytes that will not be read again soon, such
 /// as page contents going into a large store: on x86_64, whole 64-byte lines are written
 /// with non-temporal stores, which skips reading the destination into the cache first and
