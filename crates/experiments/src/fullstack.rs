@@ -288,11 +288,18 @@ pub fn render(runs: &[StackRun]) -> String {
     row("  checkpoint / NAT / SIT / SSA".into(), &|r| {
         format!(
             "{} / {} / {} / {}",
-            r.fs.checkpoint_blocks, r.fs.nat_blocks, r.fs.sit_blocks, r.fs.ssa_blocks
+            format_count(r.fs.checkpoint_blocks),
+            format_count(r.fs.nat_blocks),
+            format_count(r.fs.sit_blocks),
+            format_count(r.fs.ssa_blocks)
         )
     });
     row("  cleaning moved data / node".into(), &|r| {
-        format!("{} / {}", r.fs.gc_data_blocks, r.fs.gc_node_blocks)
+        format!(
+            "{} / {}",
+            format_count(r.fs.gc_data_blocks),
+            format_count(r.fs.gc_node_blocks)
+        )
     });
     row("  written by SSR (segments)".into(), &|r| {
         format!(
@@ -302,13 +309,17 @@ pub fn render(runs: &[StackRun]) -> String {
         )
     });
     row("F2FS fsyncs / checkpoints".into(), &|r| {
-        format!("{} / {}", r.fs.fsyncs, r.fs.checkpoints)
+        format!(
+            "{} / {}",
+            format_count(r.fs.fsyncs),
+            format_count(r.fs.checkpoints)
+        )
     });
     row("F2FS cleaning fg / bg".into(), &|r| {
         format!(
             "{} / {}",
-            r.fs.gc_cycles - r.fs.bg_gc_cycles,
-            r.fs.bg_gc_cycles
+            format_count(r.fs.gc_cycles - r.fs.bg_gc_cycles),
+            format_count(r.fs.bg_gc_cycles)
         )
     });
     row("cache pages written back".into(), &|r| {
