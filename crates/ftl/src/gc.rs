@@ -141,14 +141,13 @@ impl Ftl {
         // fragment back here, which the next pass moves again.
         for _pass in 0..RELOCATION_PASSES_MAX {
             self.gather_data_slots(block, &mut slots);
-            // One tight pass over the mapping: the loads are independent, so the CPU
-            // overlaps their cache misses instead of taking them one at a time.
-            let l2p = &self.l2p;
-            slots.retain(|&(slot, lpn)| l2p[lpn as usize] == slot);
+            keep_live(&self.l2p, &mut slots);
             if slots.is_empty() {
                 break;
             }
-            result = if self.slots_per_lpn == 1 {
+            result = if self.slots_per_page == 1 && !self.compression_active() {
+                self.move_single_slot_pages(&slots, stream, cause, now_ns)
+            } else if self.slots_per_lpn == 1 {
                 self.move_page_by_page(&slots, stream, cause, now_ns)
             } else {
                 self.move_largest_first(&slots, stream, cause, now_ns)
@@ -213,6 +212,31 @@ impl Ftl {
             let page = self.page_of_slot(slots[i].0);
             self.move_live_fragments(page, &slots[i..end], stream, cause, now_ns)?;
             i = end;
+        }
+        Ok(())
+    }
+
+    /// One-slot pages without compression (plain page mapping): every live fragment is
+    /// a whole page. The steps `move_page_by_page` and `move_fragment` take for it (read
+    /// the page, reserve the stream's next page, remap, program), without the fragment
+    /// bookkeeping that cannot apply: no grouping, no compression, no straddling.
+    fn move_single_slot_pages(
+        &mut self,
+        slots: &[(u32, u32)],
+        stream: usize,
+        cause: Cause,
+        now_ns: Nanos,
+    ) -> Result<(), FtlError> {
+        debug_assert_eq!((self.slots_per_page, self.slots_per_lpn), (1, 1));
+        for &(old, lpn) in slots {
+            debug_assert_eq!(self.l2p[lpn as usize], old);
+            // One slot per page: the slot number is the page number.
+            let ready_ns = self.nand.read(old, 0..1, None, now_ns)?.timing.end_ns;
+            self.counters.page_reads_relocation += 1;
+            self.relocation_origin = Some((old, 1));
+            let slot = self.reserve_fragment(stream, 1, false, ready_ns)?;
+            self.map(lpn, slot, 1);
+            self.fill_single_slot_page(stream, lpn, None, old, ready_ns, cause)?;
         }
         Ok(())
     }
@@ -489,4 +513,21 @@ impl Ftl {
         }
         (coldest.map(|(_, b)| b), erase_min, erase_max.max(erase_min))
     }
+}
+
+/// Keeps the (slot, lpn) pairs the mapping still points at, in order. The mapping entries
+/// are random cache misses: they are all requested first (prefetches, independent of one
+/// another), then checked without a branch on the loaded value, so a mispredicted branch
+/// does not cancel the loads still in flight.
+fn keep_live(l2p: &[u32], slots: &mut Vec<(u32, u32)>) {
+    for &(_, lpn) in slots.iter() {
+        crate::prefetch_line(&l2p[lpn as usize]);
+    }
+    let mut kept = 0;
+    for i in 0..slots.len() {
+        let (slot, lpn) = slots[i];
+        slots[kept] = (slot, lpn);
+        kept += (l2p[lpn as usize] == slot) as usize;
+    }
+    slots.truncate(kept);
 }

@@ -96,8 +96,15 @@ impl Stream {
     /// Empties the buffer of a page of `slots` slots (entries beyond stay unused).
     fn clear_buffer(&mut self, slots: usize) {
         self.target_page = NO_PAGE;
-        self.lpns[..slots].fill(NO_LPN);
-        self.sources[..slots].fill(NO_SOURCE);
+        if slots == 1 {
+            // One-slot pages (every page of a plain page-mapping FTL): two stores, no
+            // call to memset.
+            self.lpns[0] = NO_LPN;
+            self.sources[0] = NO_SOURCE;
+        } else {
+            self.lpns[..slots].fill(NO_LPN);
+            self.sources[..slots].fill(NO_SOURCE);
+        }
         self.straddler = NO_LPN;
         self.filled = 0;
         self.ready_ns = 0;
@@ -287,7 +294,7 @@ impl Ftl {
     }
 
     /// A one-slot page is programmed at once, straight from the caller's bytes.
-    fn fill_single_slot_page(
+    pub(crate) fn fill_single_slot_page(
         &mut self,
         stream: usize,
         lpn: u32,
