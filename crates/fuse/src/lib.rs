@@ -29,7 +29,6 @@ mod record;
 pub mod tree;
 mod tree_metrics;
 mod treefs;
-mod writeback;
 
 pub use blockfile::{BlockFile, BlockFileCounters, BlockFileError};
 pub use f2fs_tree::{F2fsTree, MountCache};
@@ -40,4 +39,3 @@ pub use record::{RecordStats, Recording, OPEN_HANDLES_MAX, PATHS_MAX};
 pub use tree::{Attr, Fallocate, FsError, FsStats, Ino, InodeFs, Kind, OpenHow};
 pub use tree_metrics::F2fsTreeMetrics;
 pub use treefs::TreeFs;
-pub use writeback::{MountBacking, WritebackError};
