@@ -36,11 +36,11 @@ use flashstack_cache::{BackingError, CacheConfig, CacheError, PageCache};
 use flashstack_f2fs::consts::{
     ADDRS_PER_BLOCK, ADDRS_PER_INODE, BLOCK_SIZE, NIDS_PER_BLOCK, ROOT_INO,
 };
-use flashstack_f2fs::{F2fs, FileKind, FsError as F2fsFsError, Stat};
+use flashstack_f2fs::{F2fs, FileKind, FsError as F2fsFsError, Stat, XattrMode};
 use flashstack_sim::{LatencyHistogram, Nanos};
 use flashstack_stack::{F2fsBacking, OpMetrics};
 
-use crate::tree::{Attr, FsError, FsStats, Ino, InodeFs, Kind};
+use crate::tree::{Attr, FsError, FsStats, Ino, InodeFs, Kind, XattrSet};
 use crate::tree_metrics::F2fsTreeMetrics;
 
 /// The page cache over F2FS on `D`.
@@ -115,6 +115,7 @@ fn convert(e: F2fsFsError) -> FsError {
         F2fsFsError::Invalid(m) => FsError::Invalid(m),
         F2fsFsError::TooLarge(m) => FsError::TooLarge(m),
         F2fsFsError::Unsupported(m) => FsError::Unsupported(m),
+        F2fsFsError::NoAttr(_) => FsError::NoAttr,
         other => FsError::Io(other.to_string()),
     }
 }
@@ -133,8 +134,13 @@ fn convert_cache(e: CacheError) -> FsError {
 }
 
 fn kind_of(stat: &Stat) -> Kind {
-    match stat.kind {
+    kind_of_file(stat.kind)
+}
+
+fn kind_of_file(kind: FileKind) -> Kind {
+    match kind {
         FileKind::Dir => Kind::Dir,
+        FileKind::Symlink => Kind::Symlink,
         _ => Kind::File,
     }
 }
@@ -305,7 +311,7 @@ impl<D: BlockDevice + Send + 'static> F2fsTree<D> {
         let size = match kind {
             // The cache's size: writes not yet written back count.
             Kind::File => self.on_cache(|c, t| c.file_size(t, ino))?,
-            Kind::Dir => s.size_bytes,
+            Kind::Dir | Kind::Symlink => s.size_bytes,
         };
         let mtime_ns = s
             .mtime_secs
@@ -640,11 +646,82 @@ impl<D: BlockDevice + Send + 'static> InodeFs for F2fsTree<D> {
         let start = self.now_ns;
         let result = (|| {
             let (file, dir, name) = (to_u32(ino)?, to_u32(new_parent)?, name_str(new_name)?);
+            if kind_of(&self.stat(ino)?) == Kind::Symlink {
+                // fsck.f2fs requires one link per symlink (link(2): EPERM).
+                return Err(FsError::NotPermitted("hard link to a symlink".into()));
+            }
             self.on_fs(|fs| fs.link_in(file, dir, name))?;
             self.namespace_dirty = true;
             self.attr(ino)
         })();
         self.record("link", start, result, |_| 0)
+    }
+
+    fn symlink(&mut self, parent: Ino, name: &[u8], target: &[u8]) -> Result<Attr, FsError> {
+        let start = self.now_ns;
+        let result = (|| {
+            let (dir, name) = (to_u32(parent)?, name_str(name)?);
+            let ino = self.on_fs(|fs| fs.symlink_in(dir, name, target))?;
+            self.namespace_dirty = true;
+            self.attr(ino as Ino)
+        })();
+        self.record("symlink", start, result, |_| 0)
+    }
+
+    fn setxattr(
+        &mut self,
+        ino: Ino,
+        name: &[u8],
+        value: &[u8],
+        how: XattrSet,
+    ) -> Result<(), FsError> {
+        let start = self.now_ns;
+        let mode = match how {
+            XattrSet::Any => XattrMode::Set,
+            XattrSet::Create => XattrMode::Create,
+            XattrSet::Replace => XattrMode::Replace,
+        };
+        let result = (|| {
+            let ino32 = to_u32(ino)?;
+            self.on_fs(|fs| fs.setxattr(ino32, name, value, mode))
+        })();
+        self.record("setxattr", start, result, |_| value.len() as u64)
+    }
+
+    fn getxattr(&mut self, ino: Ino, name: &[u8]) -> Result<Vec<u8>, FsError> {
+        let start = self.now_ns;
+        let result = (|| {
+            let ino32 = to_u32(ino)?;
+            self.on_fs(|fs| fs.getxattr(ino32, name))
+        })();
+        self.record("getxattr", start, result, |v| v.len() as u64)
+    }
+
+    fn listxattr(&mut self, ino: Ino) -> Result<Vec<Vec<u8>>, FsError> {
+        let start = self.now_ns;
+        let result = (|| {
+            let ino32 = to_u32(ino)?;
+            self.on_fs(|fs| fs.listxattr(ino32))
+        })();
+        self.record("listxattr", start, result, |_| 0)
+    }
+
+    fn removexattr(&mut self, ino: Ino, name: &[u8]) -> Result<(), FsError> {
+        let start = self.now_ns;
+        let result = (|| {
+            let ino32 = to_u32(ino)?;
+            self.on_fs(|fs| fs.removexattr(ino32, name))
+        })();
+        self.record("removexattr", start, result, |_| 0)
+    }
+
+    fn readlink(&mut self, ino: Ino) -> Result<Vec<u8>, FsError> {
+        let start = self.now_ns;
+        let result = (|| {
+            let ino32 = to_u32(ino)?;
+            self.on_fs(|fs| fs.readlink_ino(ino32))
+        })();
+        self.record("readlink", start, result, |t| t.len() as u64)
     }
 
     fn read(&mut self, ino: Ino, offset: u64, out: &mut [u8]) -> Result<usize, FsError> {
@@ -674,10 +751,7 @@ impl<D: BlockDevice + Send + 'static> InodeFs for F2fsTree<D> {
             Ok(entries
                 .into_iter()
                 .map(|e| {
-                    let kind = match e.kind {
-                        FileKind::Dir => Kind::Dir,
-                        _ => Kind::File,
-                    };
+                    let kind = kind_of_file(e.kind);
                     if kind == Kind::Dir {
                         self.dirs.insert(e.ino as Ino, (dir, e.name.clone()));
                     }
