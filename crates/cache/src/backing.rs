@@ -14,8 +14,19 @@ use crate::{Ino, Page, WritebackReason, PAGE_SIZE_BYTES};
 pub enum BackingError {
     #[error("file system is powered off")]
     PoweredOff,
+    #[error("inode {ino}: no space left on the file system")]
+    NoSpace { ino: Ino },
     #[error("inode {ino}: {reason}")]
     Io { ino: Ino, reason: String },
+}
+
+impl BackingError {
+    /// The file system lost power: nothing can be written until it is recovered, so the
+    /// cache keeps its dirty pages and fails the call (this is not a writeback error that
+    /// a later fsync reports; see [`PageCache`](crate::PageCache)).
+    pub fn is_power_loss(&self) -> bool {
+        matches!(self, BackingError::PoweredOff)
+    }
 }
 
 /// The file system below the page cache.
@@ -230,6 +241,8 @@ pub struct MemBacking {
     durable: BTreeMap<Ino, MemFile>,
     calls: Vec<BackingCall>,
     powered_off: bool,
+    /// Writes of these inodes fail with the error (a full or failing device, on demand).
+    failing_writes: BTreeMap<Ino, BackingError>,
 }
 
 impl MemBacking {
@@ -264,6 +277,15 @@ impl MemBacking {
     /// The bytes that would survive power loss now.
     pub fn durable_bytes(&self, ino: Ino) -> Option<Vec<u8>> {
         self.durable.get(&ino).map(MemFile::bytes)
+    }
+
+    /// From now on every `write_pages` of `ino` fails with `error` (the call is recorded,
+    /// nothing is written); `None` makes its writes succeed again.
+    pub fn fail_writes(&mut self, ino: Ino, error: Option<BackingError>) {
+        match error {
+            Some(error) => self.failing_writes.insert(ino, error),
+            None => self.failing_writes.remove(&ino),
+        };
     }
 
     fn check_power(&self) -> Result<(), BackingError> {
@@ -318,6 +340,9 @@ impl Backing for MemBacking {
             file_size_bytes,
             sync,
         });
+        if let Some(error) = self.failing_writes.get(&ino) {
+            return Err(error.clone());
+        }
         let file = self.volatile.entry(ino).or_default();
         for (offset, page) in pages.iter().enumerate() {
             file.pages

@@ -21,6 +21,16 @@ pub enum CacheError {
     Backing(#[from] BackingError),
     #[error(transparent)]
     Config(#[from] ConfigError),
+    /// An earlier writeback of the file's dirty pages failed, so their data is lost (Linux's
+    /// `mapping_set_error`). Reported once to the file, by its next fsync or fdatasync, like
+    /// the kernel's errseq; `sync_all` reports failures no fsync has reported yet. The call
+    /// itself ran to completion at `done_ns`.
+    #[error("inode {ino}: an earlier writeback failed: {error}")]
+    Writeback {
+        ino: Ino,
+        error: BackingError,
+        done_ns: Nanos,
+    },
     #[error("time went backwards: called at {now_ns} ns after a call at {last_ns} ns")]
     TimeWentBackwards { now_ns: Nanos, last_ns: Nanos },
     #[error("inode {ino}: byte range at {offset_bytes} of {length_bytes} bytes overflows")]
@@ -78,7 +88,18 @@ pub struct CacheMetrics {
     pub evictions: u64,
     /// Dirty pages dropped by a crash.
     pub dirty_pages_lost: u64,
+    /// Writeback calls the file system failed (not counting power loss): their pages were
+    /// marked clean and the error kept for the file's next fsync.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub writeback_errors: u64,
+    /// Dirty pages whose writeback failed (their data is lost).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub writeback_pages_lost: u64,
     pub latency: BTreeMap<CallKind, CallLatency>,
+}
+
+fn is_zero(value: &u64) -> bool {
+    *value == 0
 }
 
 impl CacheMetrics {
@@ -120,6 +141,22 @@ pub struct PageCache<B: Backing, P: WritebackPolicy = LinuxPolicy> {
     /// The flusher's own clock: busy with writeback until this time.
     flusher_ns: Nanos,
     metrics: CacheMetrics,
+    errors: WritebackErrors,
+}
+
+/// Writeback errors as Linux keeps them: per file (the mapping's `wb_err`, reported to the
+/// file's next fsync, once) and for the whole file system (the superblock's `s_wb_err`,
+/// reported to the next sync). Simplification: sync reports only failures that no fsync
+/// has reported yet, so one failure is never reported twice to the same program.
+#[derive(Clone, Debug, Default)]
+struct WritebackErrors {
+    /// Not yet reported to an fsync of the file: the latest error, as errseq keeps.
+    by_file: BTreeMap<Ino, BackingError>,
+    /// Not yet reported to `sync_all` nor to an fsync of the file.
+    for_sync: BTreeMap<Ino, BackingError>,
+    /// Every error so far (errseq's counter) and the latest.
+    seen: u64,
+    latest: Option<(Ino, BackingError)>,
 }
 
 impl<B: Backing> PageCache<B, LinuxPolicy> {
@@ -146,6 +183,7 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
             last_call_ns: 0,
             flusher_ns: 0,
             metrics: CacheMetrics::default(),
+            errors: WritebackErrors::default(),
         })
     }
 
@@ -188,6 +226,19 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
         self.pages
             .get(&(ino, page_index))
             .is_some_and(|page| page.dirty)
+    }
+
+    /// How many writebacks have failed so far (never reset, errseq's counter), and the latest
+    /// failure: which file, and why. A caller that acts on failures (the mount refuses to
+    /// grow files after the file system ran out of space) compares the count with the one
+    /// it saw last.
+    pub fn writeback_errors_seen(&self) -> (u64, Option<&(Ino, BackingError)>) {
+        (self.errors.seen, self.errors.latest.as_ref())
+    }
+
+    /// Whether a writeback error of `ino` awaits its next fsync.
+    pub fn has_writeback_error(&self, ino: Ino) -> bool {
+        self.errors.by_file.contains_key(&ino)
     }
 
     /// Lets virtual time pass to `now_ns`: the flusher runs in the gap.
@@ -357,6 +408,8 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
             self.drop_page(ino, page_index);
         }
         self.files.remove(&ino);
+        // Nobody is left to report the file's error to (sync still reports it).
+        self.errors.by_file.remove(&ino);
         let t = self.backing.unlink(t, ino)?;
         self.record(CallKind::Unlink, now_ns, t);
         Ok(t)
@@ -371,6 +424,9 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
     }
 
     /// sync(2) / unmount: every dirty page is written back, then the file system's barrier.
+    /// A writeback failure since the last `sync_all` that no fsync has reported is reported
+    /// here, once, as [`CacheError::Writeback`] (syncfs and the superblock's errseq; the
+    /// lowest inode's if several); the files' own errors stay for their next fsync.
     pub fn sync_all(&mut self, now_ns: Nanos) -> Result<Nanos, CacheError> {
         self.enter(now_ns)?;
         let mut t = now_ns + self.config.call_overhead_ns;
@@ -379,7 +435,15 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
         }
         t = self.backing.sync_all(t)?;
         self.record(CallKind::Sync, now_ns, t);
-        Ok(t)
+        let unreported = std::mem::take(&mut self.errors.for_sync);
+        match unreported.into_iter().next() {
+            Some((ino, error)) => Err(CacheError::Writeback {
+                ino,
+                error,
+                done_ns: t,
+            }),
+            None => Ok(t),
+        }
     }
 
     /// Power loss above the file system: every cached page is gone, dirty ones unwritten.
@@ -393,6 +457,9 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
         self.dirty_inodes.clear();
         self.dirty_page_count = 0;
         self.flusher_ns = self.last_call_ns;
+        // Kept in memory only, like the kernel's errseq.
+        self.errors.by_file.clear();
+        self.errors.for_sync.clear();
         lost
     }
 
@@ -409,7 +476,17 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
             CallKind::Fsync
         };
         self.record(kind, now_ns, t);
-        Ok(t)
+        // Every fsync checks the file's error, whoever's writeback failed (this one's, the
+        // flusher's, a throttled writer's): `file_check_and_advance_wb_err`.
+        self.errors.for_sync.remove(&ino);
+        match self.errors.by_file.remove(&ino) {
+            Some(error) => Err(CacheError::Writeback {
+                ino,
+                error,
+                done_ns: t,
+            }),
+            None => Ok(t),
+        }
     }
 
     fn enter(&mut self, now_ns: Nanos) -> Result<(), CacheError> {
@@ -527,17 +604,37 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
                 .iter()
                 .map(|&index| &*self.pages[&(ino, index)].data)
                 .collect();
-            t = self
+            let written = self
                 .backing
-                .write_pages_hinted(t, ino, run[0], &pages, size_bytes, hint)?;
+                .write_pages_hinted(t, ino, run[0], &pages, size_bytes, hint);
             self.metrics.write_back_calls += 1;
-            *self.metrics.pages_written_back.entry(reason).or_default() += run.len() as u64;
+            match written {
+                Ok(done) => {
+                    t = done;
+                    *self.metrics.pages_written_back.entry(reason).or_default() += run.len() as u64;
+                }
+                // Nothing can be written until power returns: the pages stay dirty.
+                Err(error) if error.is_power_loss() => return Err(error.into()),
+                // Linux marks the pages clean (their data is lost) and keeps the error for
+                // the file's next fsync; retrying would wedge every later call on them.
+                Err(error) => self.writeback_failed(ino, run.len() as u64, error),
+            }
             run_start = run_end;
         }
         for page_index in batch {
             self.mark_clean(ino, page_index);
         }
         Ok(t)
+    }
+
+    /// A writeback of `pages` pages of `ino` failed with `error` (their data is lost).
+    fn writeback_failed(&mut self, ino: Ino, pages: u64, error: BackingError) {
+        self.metrics.writeback_errors += 1;
+        self.metrics.writeback_pages_lost += pages;
+        self.errors.seen += 1;
+        self.errors.latest = Some((ino, error.clone()));
+        self.errors.for_sync.insert(ino, error.clone());
+        self.errors.by_file.insert(ino, error);
     }
 
     /// The file's state, fetching its size from below on first use.

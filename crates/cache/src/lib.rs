@@ -15,6 +15,8 @@ mod policy;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod writeback_error_tests;
 
 pub use backing::{Backing, BackingCall, BackingError, MemBacking, MemBackingCosts, WritebackHint};
 pub use cache::{CacheError, CacheMetrics, CallKind, CallLatency, PageCache};

@@ -80,6 +80,7 @@ fn kind_name(kind: FileKind) -> &'static str {
     match kind {
         FileKind::File => "file",
         FileKind::Dir => "dir",
+        FileKind::Symlink => "symlink",
         FileKind::Other => "other",
     }
 }

@@ -419,3 +419,103 @@ fn mount_names_an_unknown_stack() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("--stack no-such-stack"), "{stderr}");
 }
+
+/// Symlinks on the F2FS mount (`ln -s`, `readlink`, following, rename, unlink, a long
+/// target in a data block) and extended attributes (python3's `os.setxattr` & co.: set,
+/// replace, list, remove, the flags, ENOSPC when the inline area is full), kept across
+/// unmount and remount; fsck.f2fs accepts the image.
+#[test]
+fn symlinks_and_xattrs_on_the_f2fs_mount_survive_remount() {
+    if let Some(why) = missing_prerequisite() {
+        assert!(!in_ci(), "symlink mount test cannot run in CI: {why}");
+        eprintln!("skipping the symlink mount test: {why}");
+        return;
+    }
+    let dir = scratch("symlink");
+    let image = dir.with_extension("img");
+    let metrics = dir.with_extension("json");
+    let _ = std::fs::remove_file(&image);
+    let image_arg = ["--image", image.to_str().unwrap()];
+    let daemon = Daemon::start_with(&dir, &metrics, &image_arg);
+    let d = dir.display();
+    let long = format!("/{}", "a-long-directory-name/".repeat(170));
+    sh(&format!(
+        "echo hello > {d}/target && ln -s target {d}/link && mkdir {d}/sub && \
+         ln -s ../target {d}/sub/up && ln -s {long} {d}/long && ln -s nowhere {d}/gone"
+    ));
+    assert_eq!(sh(&format!("readlink {d}/link")), "target");
+    assert_eq!(sh(&format!("cat {d}/link {d}/sub/up")), "hello\nhello");
+    assert_eq!(sh(&format!("readlink {d}/long")), long);
+    assert_eq!(sh(&format!("stat -c %F {d}/link")), "symbolic link");
+    assert_eq!(sh(&format!("find {d} -type l | wc -l")), "4");
+    sh(&format!("mv {d}/link {d}/renamed && rm {d}/gone"));
+    // A hard link to a symlink is refused (F2FS's fsck allows one link per symlink).
+    let refused = Command::new("ln")
+        .args(["-P", &format!("{d}/renamed"), &format!("{d}/hard")])
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+    let xattrs = python_xattrs(&format!(
+        "import os, errno\n\
+         p = '{d}/target'\n\
+         os.setxattr(p, 'user.app', b'v1')\n\
+         os.setxattr(p, 'user.app', b'v2', os.XATTR_REPLACE)\n\
+         os.setxattr(p, 'user.gone', b'x')\n\
+         os.removexattr(p, 'user.gone')\n\
+         os.setxattr('{d}/sub', 'user.dir', b'on a directory')\n\
+         try:\n    os.setxattr(p, 'user.app', b'v3', os.XATTR_CREATE)\nexcept OSError as e:\n    assert e.errno == errno.EEXIST\nelse:\n    raise SystemExit('no EEXIST')\n\
+         try:\n    os.getxattr(p, 'user.none')\nexcept OSError as e:\n    assert e.errno == errno.ENODATA\nelse:\n    raise SystemExit('no ENODATA')\n\
+         try:\n    os.setxattr(p, 'user.huge', b'z' * 400)\nexcept OSError as e:\n    assert e.errno == errno.ENOSPC\nelse:\n    raise SystemExit('no ENOSPC')\n\
+         print(sorted(os.listxattr(p)), os.getxattr(p, 'user.app'))\n"
+    ));
+    if let Some(out) = xattrs {
+        assert_eq!(out, "['user.app'] b'v2'");
+    }
+    daemon.stop();
+    if let Some(fsck) = f2fs_tool("fsck.f2fs") {
+        let copy = dir.with_extension("fsck.img");
+        std::fs::copy(&image, &copy).unwrap();
+        let out = sh(&format!("{fsck} -f {} < /dev/null", copy.display()));
+        assert!(
+            out.contains("[FSCK] other corrupted bugs") && !out.contains("[Fail]"),
+            "{out}"
+        );
+    } else {
+        assert!(!in_ci(), "fsck.f2fs missing in CI");
+    }
+    let daemon = Daemon::start_with(&dir, &metrics, &image_arg);
+    assert_eq!(sh(&format!("readlink {d}/renamed")), "target");
+    assert_eq!(sh(&format!("cat {d}/renamed")), "hello");
+    assert_eq!(sh(&format!("readlink {d}/sub/up")), "../target");
+    assert_eq!(sh(&format!("readlink {d}/long")), long);
+    assert!(!Path::new(&format!("{d}/gone")).exists());
+    assert!(std::fs::symlink_metadata(format!("{d}/gone")).is_err());
+    let after = python_xattrs(&format!(
+        "import os\n\
+         print(os.listxattr('{d}/target'), os.getxattr('{d}/target', 'user.app'), \
+         os.getxattr('{d}/sub', 'user.dir'))\n"
+    ));
+    if let Some(out) = after {
+        assert_eq!(out, "['user.app'] b'v2' b'on a directory'");
+    }
+    daemon.stop();
+}
+
+/// Runs a python3 script (xattr calls need no extra package there); `None` without python3.
+fn python_xattrs(script: &str) -> Option<String> {
+    if let Some(why) = missing_tool("python3") {
+        assert!(!in_ci(), "xattr mount test needs python3 in CI: {why}");
+        eprintln!("skipping the xattr part: {why}");
+        return None;
+    }
+    let out = Command::new("python3")
+        .args(["-c", script])
+        .output()
+        .expect("python3 runs");
+    assert!(
+        out.status.success(),
+        "python3 failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Some(String::from_utf8_lossy(&out.stdout).trim().to_string())
+}

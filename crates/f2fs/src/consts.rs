@@ -177,6 +177,7 @@ pub const FT_SYMLINK: u8 = 7;
 pub const S_IFMT: u16 = 0o170000;
 pub const S_IFDIR: u16 = 0o040000;
 pub const S_IFREG: u16 = 0o100000;
+pub const S_IFLNK: u16 = 0o120000;
 
 /// Superblock feature bits (`F2FS_FEATURE_*`).
 pub const FEATURE_ENCRYPT: u32 = 0x0001;

@@ -95,6 +95,7 @@ pub use error::{Corruption, F2fsError};
 pub use features::Features;
 pub use fs::{
     DirEntryInfo, F2fs, F2fsConfig, FileKind, FsError, IpuPolicy, Metrics, Stat, WriteHint,
+    XattrMode, SYMLINK_TARGET_MAX,
 };
 pub use layout::Layout;
 pub use memdev::MemDevice;

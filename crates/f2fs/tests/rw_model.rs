@@ -8,6 +8,10 @@
 //! and periodic checkpoints. A block overwritten in place reaches the disk before any
 //! checkpoint or fsync, so after a power cut such a page may show any content written to
 //! it since the durable state (as on the kernel); everything else must be exact.
+//!
+//! Symlinks (short, and long enough for a data block) and extended attributes of files
+//! (in the 200-byte inline area: ENOSPC beyond) are part of the sequences: a symlink is
+//! durable at a checkpoint, a file's xattrs at a checkpoint or at its fsync.
 
 mod common;
 
@@ -16,7 +20,7 @@ use std::collections::BTreeMap;
 use common::*;
 use flashstack_block::{BlockDevice, BlockError, Completion, Hints, Payload};
 use flashstack_f2fs::{
-    mkfs, F2fs, F2fsConfig, FsError, IpuPolicy, MemDevice, MkfsOptions, WriteHint,
+    mkfs, F2fs, F2fsConfig, FsError, IpuPolicy, MemDevice, MkfsOptions, WriteHint, XattrMode,
 };
 use flashstack_sim::Nanos;
 use proptest::prelude::*;
@@ -69,6 +73,34 @@ enum Op {
     PowerCut,
     /// Power fails after this many more block writes, during the next operation.
     CutDuring(u32, Box<Op>),
+    /// A symlink at the path to one of [`TARGETS`].
+    Symlink(usize, usize),
+    /// Sets xattr [`XATTR_NAMES`]`[name]` of a file to `len` bytes of `seed`.
+    SetXattr(usize, usize, usize, u8),
+    RemoveXattr(usize, usize),
+}
+
+/// Symlink targets: inline, and one long enough to need a data block.
+fn target(i: usize) -> Vec<u8> {
+    match i {
+        0 => b"f".to_vec(),
+        1 => b"../a/g.db".to_vec(),
+        _ => "/long-directory-name".repeat(180).into_bytes(),
+    }
+}
+
+const XATTR_NAMES: [&str; 4] = ["user.a", "user.bb", "trusted.c", "security.selinux"];
+
+/// The inline xattr area: header, entries padded to 4 bytes, the zero word.
+fn xattrs_fit(list: &[(Vec<u8>, Vec<u8>)]) -> bool {
+    let entries: usize = list
+        .iter()
+        .map(|(n, v)| {
+            let suffix = n.len() - n.iter().position(|&b| b == b'.').unwrap() - 1;
+            (4 + suffix + v.len() + 3) & !3
+        })
+        .sum();
+    24 + entries + 4 <= 200
 }
 
 fn path(i: usize) -> String {
@@ -106,6 +138,10 @@ fn simple_op() -> impl Strategy<Value = Op> {
         4 => (0..NAMES.len(), 0..OFFSETS.len(), 0usize..10_000, any::<u8>())
             .prop_map(|(a, o, l, s)| Op::Write(a, o, l, s)),
         3 => (0..NAMES.len()).prop_map(Op::Create),
+        2 => (0..PATHS, 0usize..3).prop_map(|(p, t)| Op::Symlink(p, t)),
+        3 => (0..PATHS, 0..XATTR_NAMES.len(), 0usize..90, any::<u8>())
+            .prop_map(|(p, n, l, s)| Op::SetXattr(p, n, l, s)),
+        1 => (0..PATHS, 0..XATTR_NAMES.len()).prop_map(|(p, n)| Op::RemoveXattr(p, n)),
     ]
 }
 
@@ -149,6 +185,8 @@ fn config() -> impl Strategy<Value = F2fsConfig> {
 struct MFile {
     size: u64,
     pages: BTreeMap<u64, Vec<u8>>,
+    /// Extended attributes in list order: full name, value.
+    xattrs: Vec<(Vec<u8>, Vec<u8>)>,
 }
 
 impl MFile {
@@ -181,6 +219,8 @@ impl MFile {
 enum MEntry {
     File(usize),
     Dir(usize),
+    /// A symlink: its id and target.
+    Symlink(usize, Vec<u8>),
 }
 
 impl MEntry {
@@ -202,6 +242,9 @@ const ENOTDIR: i32 = 20;
 const EISDIR: i32 = 21;
 const EINVAL: i32 = 22;
 const ENOTEMPTY: i32 = 39;
+const ENOSPC: i32 = 28;
+const ENODATA: i32 = 61;
+const EOPNOTSUPP: i32 = 95;
 
 fn parent(p: &str) -> &str {
     &p[..p.rfind('/').unwrap()]
@@ -262,8 +305,20 @@ impl Model {
     fn file(&self, p: &str) -> Result<usize, i32> {
         match self.lookup(p)? {
             Some(MEntry::File(id)) => Ok(*id),
+            Some(MEntry::Symlink(..)) => Err(EINVAL),
             _ => Err(EISDIR),
         }
+    }
+
+    fn symlink(&mut self, p: &str, target: Vec<u8>) -> Result<(), i32> {
+        self.parent_ok(p)?;
+        if self.entries.contains_key(p) {
+            return Err(EEXIST);
+        }
+        self.next += 1;
+        self.entries
+            .insert(p.to_string(), MEntry::Symlink(self.next, target));
+        Ok(())
     }
 
     fn drop_name(&mut self, p: &str) {
@@ -290,7 +345,7 @@ impl Model {
         self.parent_ok(p)?;
         match self.entries.get(p) {
             None => Err(ENOENT),
-            Some(MEntry::File(_)) => Err(ENOTDIR),
+            Some(e) if !e.is_dir() => Err(ENOTDIR),
             Some(_) if !self.children(p).is_empty() => Err(ENOTEMPTY),
             Some(_) => {
                 self.entries.remove(p);
@@ -311,8 +366,8 @@ impl Model {
                 return Ok(());
             }
             match (&src, &dst) {
-                (MEntry::Dir(_), MEntry::File(_)) => return Err(ENOTDIR),
-                (MEntry::File(_), MEntry::Dir(_)) => return Err(EISDIR),
+                (MEntry::Dir(_), d) if !d.is_dir() => return Err(ENOTDIR),
+                (s, MEntry::Dir(_)) if !s.is_dir() => return Err(EISDIR),
                 (MEntry::Dir(_), MEntry::Dir(_)) if !self.children(b).is_empty() => {
                     return Err(ENOTEMPTY)
                 }
@@ -339,10 +394,13 @@ impl Model {
 
     fn link(&mut self, a: &str, b: &str) -> Result<(), i32> {
         let id = match self.lookup(a)? {
-            Some(MEntry::File(id)) => *id,
+            Some(MEntry::File(id)) => Some(*id),
+            Some(MEntry::Symlink(..)) => None,
             _ => return Err(EISDIR),
         };
         self.parent_ok(b)?;
+        // A symlink keeps one link (fsck.f2fs's rule).
+        let id = id.ok_or(EOPNOTSUPP)?;
         if self.entries.contains_key(b) {
             return Err(EEXIST);
         }
@@ -521,6 +579,20 @@ impl Harness {
                 prop_assert_eq!(got, self.model.link(&a, &b), "link {} {}", a, b);
             }
             Op::Fsync(p) => return self.fsync(&path(*p)),
+            Op::Symlink(p, t) => {
+                let t = target(*t);
+                let t2 = t.clone();
+                self.both(
+                    |fs, p| errno(fs.symlink(p, &t)).map(drop),
+                    |m, p| m.symlink(p, t2),
+                    &path(*p),
+                )?
+            }
+            Op::SetXattr(p, n, len, seed) => {
+                let value: Vec<u8> = (0..*len).map(|i| (i as u8) ^ seed).collect();
+                self.xattr(&path(*p), XATTR_NAMES[*n], Some(value))?
+            }
+            Op::RemoveXattr(p, n) => self.xattr(&path(*p), XATTR_NAMES[*n], None)?,
             Op::WriteHinted(p, slot, n, seed, fsync) => {
                 self.write_hinted(&path(*p), PAGE_SLOTS[*slot], *n, *seed, *fsync)?;
                 if *fsync {
@@ -719,6 +791,55 @@ impl Harness {
         self.write_len(p, offset, len, seed)
     }
 
+    /// Sets (`Some`) or removes an xattr of the file at `p` (directories and symlinks are
+    /// left alone: the model keeps xattrs of files only).
+    fn xattr(&mut self, p: &str, name: &str, value: Option<Vec<u8>>) -> Result<(), TestCaseError> {
+        let id = match self.model.lookup(p) {
+            Ok(Some(MEntry::File(id))) => *id,
+            Err(e) => {
+                prop_assert_eq!(errno(self.fs().lookup(p)).map(drop), Err(e), "{}", p);
+                return Ok(());
+            }
+            _ => return Ok(()),
+        };
+        let ino = self.fs().lookup(p).unwrap();
+        let mut list = self.model.files[&id].xattrs.clone();
+        let at = list.iter().position(|(n, _)| n == name.as_bytes());
+        let (got, expect) = match value {
+            Some(value) => {
+                if let Some(k) = at {
+                    list.remove(k);
+                }
+                list.push((name.as_bytes().to_vec(), value.clone()));
+                let expect = if xattrs_fit(&list) {
+                    Ok(())
+                } else {
+                    Err(ENOSPC)
+                };
+                let got = errno(
+                    self.fs()
+                        .setxattr(ino, name.as_bytes(), &value, XattrMode::Set),
+                );
+                (got, expect)
+            }
+            None => {
+                let expect = match at {
+                    Some(k) => {
+                        list.remove(k);
+                        Ok(())
+                    }
+                    None => Err(ENODATA),
+                };
+                (errno(self.fs().removexattr(ino, name.as_bytes())), expect)
+            }
+        };
+        prop_assert_eq!(got, expect, "xattr {} of {}", name, p);
+        if expect.is_ok() {
+            self.model.files.get_mut(&id).unwrap().xattrs = list;
+        }
+        Ok(())
+    }
+
     fn write_len(
         &mut self,
         p: &str,
@@ -822,9 +943,23 @@ impl Harness {
             prop_assert_eq!(got, want, "readdir {}", dir);
         }
         for (p, e) in &model.entries {
+            if let MEntry::Symlink(_, target) = e {
+                prop_assert_eq!(&self.fs().readlink(p).unwrap(), target, "readlink {}", p);
+            }
             let MEntry::File(id) = e else { continue };
             let f = &model.files[id];
             let ino = self.fs().lookup(p).unwrap();
+            let names: Vec<Vec<u8>> = f.xattrs.iter().map(|(n, _)| n.clone()).collect();
+            prop_assert_eq!(self.fs().listxattr(ino).unwrap(), names, "xattrs of {}", p);
+            for (n, v) in &f.xattrs {
+                prop_assert_eq!(
+                    &self.fs().getxattr(ino, n).unwrap(),
+                    v,
+                    "{} of {}",
+                    p,
+                    n.len()
+                );
+            }
             prop_assert_eq!(
                 self.fs().stat_ino(ino).unwrap().size_bytes,
                 f.size,

@@ -15,12 +15,15 @@ pub fn of_fs(error: &FsError) -> i32 {
         FsError::Invalid(_) => libc_consts::EINVAL,
         FsError::TooLarge(_) => libc_consts::EFBIG,
         FsError::Unsupported(_) => libc_consts::EOPNOTSUPP,
+        FsError::NotPermitted(_) => libc_consts::EPERM,
+        FsError::NoAttr => libc_consts::ENODATA,
         FsError::Io(_) => libc_consts::EIO,
     }
 }
 
 /// The errno values used here (Linux numbering, as FUSE speaks it).
 pub mod libc_consts {
+    pub const EPERM: i32 = 1;
     pub const ENOENT: i32 = 2;
     pub const EIO: i32 = 5;
     pub const EBADF: i32 = 9;
@@ -35,4 +38,7 @@ pub mod libc_consts {
     pub const ENOTEMPTY: i32 = 39;
     pub const EROFS: i32 = 30;
     pub const EOPNOTSUPP: i32 = 95;
+    pub const ERANGE: i32 = 34;
+    /// `ENOATTR` is `ENODATA` on Linux.
+    pub const ENODATA: i32 = 61;
 }

@@ -3,8 +3,9 @@
 //!
 //! - **Data** (read, write, truncate, fsync, fdatasync, the size `stat` shows) goes through
 //!   the page cache ([`PageCache`]) by inode; the cache writes back to F2FS through
-//!   [`MountBacking`] (F2FS's [`F2fsBacking`](flashstack_stack::F2fsBacking) keeping
-//!   writeback errors for the file's next fsync, as Linux does).
+//!   [`F2fsBacking`], the stack's. A failed writeback is the cache's business too: it
+//!   keeps the error for the file's next fsync (and for sync), as Linux does, and this core
+//!   only turns it into an errno.
 //! - **Names** (lookup, create, mkdir, unlink, rmdir, rename, link, readdir) go to F2FS
 //!   directly, by parent inode and name. When an inode is freed its cached pages are
 //!   dropped without writeback. A file whose last name goes while it is open stays alive
@@ -31,20 +32,19 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use flashstack_block::BlockDevice;
-use flashstack_cache::{CacheConfig, CacheError, PageCache};
+use flashstack_cache::{BackingError, CacheConfig, CacheError, PageCache};
 use flashstack_f2fs::consts::{
     ADDRS_PER_BLOCK, ADDRS_PER_INODE, BLOCK_SIZE, NIDS_PER_BLOCK, ROOT_INO,
 };
-use flashstack_f2fs::{F2fs, FileKind, FsError as F2fsFsError, Stat};
+use flashstack_f2fs::{F2fs, FileKind, FsError as F2fsFsError, Stat, XattrMode};
 use flashstack_sim::{LatencyHistogram, Nanos};
-use flashstack_stack::OpMetrics;
+use flashstack_stack::{F2fsBacking, OpMetrics};
 
-use crate::tree::{Attr, FsError, FsStats, Ino, InodeFs, Kind};
+use crate::tree::{Attr, FsError, FsStats, Ino, InodeFs, Kind, XattrSet};
 use crate::tree_metrics::F2fsTreeMetrics;
-use crate::writeback::{MountBacking, WritebackError};
 
 /// The page cache over F2FS on `D`.
-pub type MountCache<D> = PageCache<MountBacking<D>>;
+pub type MountCache<D> = PageCache<F2fsBacking<D>>;
 
 /// Largest file F2FS's node tree addresses (direct, two single-, two double-, one
 /// triple-indirect tree); writes past it are refused at once (EFBIG) rather than lost at
@@ -88,6 +88,9 @@ pub struct F2fsTree<D: BlockDevice + Send + 'static> {
     /// Names changed since the last checkpoint: the next fsync checkpoints too (the
     /// assembled stack's rule, `docs/stack.md`).
     namespace_dirty: bool,
+    /// The cache's count of failed writebacks when space was last freed: a later failure
+    /// for want of space means F2FS is full (see [`F2fsTree::out_of_space`]).
+    writeback_errors_when_freed: u64,
     ops: BTreeMap<&'static str, OpStats>,
 }
 
@@ -112,33 +115,32 @@ fn convert(e: F2fsFsError) -> FsError {
         F2fsFsError::Invalid(m) => FsError::Invalid(m),
         F2fsFsError::TooLarge(m) => FsError::TooLarge(m),
         F2fsFsError::Unsupported(m) => FsError::Unsupported(m),
+        F2fsFsError::NoAttr(_) => FsError::NoAttr,
         other => FsError::Io(other.to_string()),
     }
 }
 
-/// The cache's errors: F2FS's failures below it arrive as text.
+/// The cache's errors, a writeback failure it reports included (`ENOSPC` or `EIO`).
 fn convert_cache(e: CacheError) -> FsError {
     match e {
-        CacheError::Backing(flashstack_cache::BackingError::Io { reason, .. })
-            if reason == F2fsFsError::NoSpace.to_string() =>
-        {
-            FsError::NoSpace
-        }
+        CacheError::Backing(BackingError::NoSpace { .. })
+        | CacheError::Writeback {
+            error: BackingError::NoSpace { .. },
+            ..
+        } => FsError::NoSpace,
         CacheError::RangeOverflow { .. } => FsError::TooLarge(e.to_string()),
         other => FsError::Io(other.to_string()),
     }
 }
 
-fn convert_writeback(e: WritebackError) -> FsError {
-    match e {
-        WritebackError::NoSpace => FsError::NoSpace,
-        WritebackError::Io(reason) => FsError::Io(format!("writeback failed: {reason}")),
-    }
+fn kind_of(stat: &Stat) -> Kind {
+    kind_of_file(stat.kind)
 }
 
-fn kind_of(stat: &Stat) -> Kind {
-    match stat.kind {
+fn kind_of_file(kind: FileKind) -> Kind {
+    match kind {
         FileKind::Dir => Kind::Dir,
+        FileKind::Symlink => Kind::Symlink,
         _ => Kind::File,
     }
 }
@@ -147,7 +149,7 @@ impl<D: BlockDevice + Send + 'static> F2fsTree<D> {
     /// Puts an empty page cache configured by `cache` over the mounted `fs`.
     pub fn new(fs: F2fs<D>, cache: CacheConfig) -> Result<Self, FsError> {
         let now_ns = fs.now_ns();
-        let cache = PageCache::new(cache, MountBacking::new(fs))
+        let cache = PageCache::new(cache, F2fsBacking::new(fs))
             .map_err(|e| FsError::Invalid(format!("page cache: {e}")))?;
         Ok(F2fsTree {
             cache,
@@ -159,6 +161,7 @@ impl<D: BlockDevice + Send + 'static> F2fsTree<D> {
             dirs: BTreeMap::new(),
             changed_ns: BTreeMap::new(),
             namespace_dirty: false,
+            writeback_errors_when_freed: 0,
             ops: BTreeMap::new(),
         })
     }
@@ -192,7 +195,7 @@ impl<D: BlockDevice + Send + 'static> F2fsTree<D> {
                 .collect(),
             cache: self.cache.metrics().clone(),
             f2fs: self.fs().metrics().clone(),
-            writeback_pages_lost: self.cache.backing().pages_lost(),
+            writeback_pages_lost: self.cache.metrics().writeback_pages_lost,
         }
     }
 
@@ -238,17 +241,44 @@ impl<D: BlockDevice + Send + 'static> F2fsTree<D> {
     }
 
     /// Runs `op` on the cache at the mount's clock; the clock moves to the later of its
-    /// completion and F2FS's clock.
+    /// completion and F2FS's clock (a reported writeback error carries its completion).
     fn on_cache<T>(
         &mut self,
         op: impl FnOnce(&mut MountCache<D>, Nanos) -> Result<(T, Nanos), CacheError>,
     ) -> Result<T, FsError> {
+        self.on_cache_raw(op).map_err(convert_cache)
+    }
+
+    /// [`on_cache`](Self::on_cache) with the cache's own error.
+    fn on_cache_raw<T>(
+        &mut self,
+        op: impl FnOnce(&mut MountCache<D>, Nanos) -> Result<(T, Nanos), CacheError>,
+    ) -> Result<T, CacheError> {
         let result = op(&mut self.cache, self.now_ns);
         let fs_now = self.cache.backing().fs().now_ns();
         self.now_ns = self.now_ns.max(fs_now);
-        let (value, done) = result.map_err(convert_cache)?;
+        if let Err(CacheError::Writeback { done_ns, .. }) = &result {
+            self.now_ns = self.now_ns.max(*done_ns);
+        }
+        let (value, done) = result?;
         self.now_ns = self.now_ns.max(done);
         Ok(value)
+    }
+
+    /// Whether a writeback ran out of space since space was last freed: writes that grow
+    /// a file are refused at once then (as F2FS's block reservation at write time would).
+    fn out_of_space(&self) -> bool {
+        match self.cache.writeback_errors_seen() {
+            (seen, Some((_, BackingError::NoSpace { .. }))) => {
+                seen > self.writeback_errors_when_freed
+            }
+            _ => false,
+        }
+    }
+
+    /// Space was freed (a file deleted or shrunk): writes may grow files again.
+    fn space_freed(&mut self) {
+        self.writeback_errors_when_freed = self.cache.writeback_errors_seen().0;
     }
 
     /// Records a request that arrived at `start` and completed at the clock now.
@@ -281,7 +311,7 @@ impl<D: BlockDevice + Send + 'static> F2fsTree<D> {
         let size = match kind {
             // The cache's size: writes not yet written back count.
             Kind::File => self.on_cache(|c, t| c.file_size(t, ino))?,
-            Kind::Dir => s.size_bytes,
+            Kind::Dir | Kind::Symlink => s.size_bytes,
         };
         let mtime_ns = s
             .mtime_secs
@@ -345,9 +375,7 @@ impl<D: BlockDevice + Send + 'static> F2fsTree<D> {
     /// F2FS freed `ino`: its cached pages go without writeback.
     fn freed(&mut self, ino: Ino) -> Result<(), FsError> {
         self.on_cache(|c, t| c.unlink(t, ino).map(|done| ((), done)))?;
-        let backing = self.cache.backing_mut();
-        backing.forget(ino);
-        backing.space_freed();
+        self.space_freed();
         self.changed_ns.remove(&ino);
         self.dirs.remove(&ino);
         Ok(())
@@ -371,7 +399,7 @@ impl<D: BlockDevice + Send + 'static> F2fsTree<D> {
             return Err(FsError::TooLarge(format!("{size} bytes")));
         }
         self.on_cache(|c, t| c.truncate(t, ino, size).map(|done| ((), done)))?;
-        self.cache.backing_mut().space_freed();
+        self.space_freed();
         self.changed_ns.insert(ino, self.now_ns);
         self.attr(ino)
     }
@@ -472,7 +500,7 @@ impl<D: BlockDevice + Send + 'static> F2fsTree<D> {
             .ok_or_else(|| FsError::TooLarge(format!("write ending past {MAX_FILE_BYTES}")))?;
         // After a writeback found F2FS full, growing files is refused at once (as F2FS's
         // block reservation at write time would) until something is freed.
-        if self.cache.backing().out_of_space() {
+        if self.out_of_space() {
             let size = self.on_cache(|c, t| c.file_size(t, ino))?;
             if end > size {
                 return Err(FsError::NoSpace);
@@ -487,32 +515,39 @@ impl<D: BlockDevice + Send + 'static> F2fsTree<D> {
     /// it); if names changed since the last checkpoint, a checkpoint follows, so that the
     /// names the file depends on are durable too (the stack's rule, as F2FS checkpoints
     /// when roll-forward cannot cover a change).
+    /// A writeback failure the cache reports (the file's pages lost earlier) is returned
+    /// after the checkpoint has run.
     fn do_fsync(&mut self, ino: Ino, data_only: bool) -> Result<(), FsError> {
-        self.on_cache(|c, t| {
+        let synced = self.on_cache_raw(|c, t| {
             match data_only {
                 true => c.fdatasync(t, ino),
                 false => c.fsync(t, ino),
             }
             .map(|done| ((), done))
-        })?;
-        let error = self.cache.backing_mut().take_error(ino);
+        });
+        if let Err(e) = synced {
+            if !matches!(e, CacheError::Writeback { .. }) {
+                return Err(convert_cache(e));
+            }
+            self.checkpoint_names()?;
+            return Err(convert_cache(e));
+        }
+        self.checkpoint_names()
+    }
+
+    /// Checkpoints if names changed since the last checkpoint.
+    fn checkpoint_names(&mut self) -> Result<(), FsError> {
         if self.namespace_dirty {
             self.on_fs(|fs| fs.sync())?;
             self.namespace_dirty = false;
         }
-        match error {
-            Some(e) => Err(convert_writeback(e)),
-            None => Ok(()),
-        }
+        Ok(())
     }
 
     fn do_sync(&mut self) -> Result<(), FsError> {
-        self.on_cache(|c, t| c.sync_all(t).map(|done| ((), done)))?;
+        let synced = self.on_cache(|c, t| c.sync_all(t).map(|done| ((), done)));
         self.namespace_dirty = false;
-        match self.cache.backing_mut().take_any_error() {
-            Some(e) => Err(convert_writeback(e)),
-            None => Ok(()),
-        }
+        synced
     }
 
     fn do_release(&mut self, fh: u64) -> Result<(), FsError> {
@@ -611,11 +646,82 @@ impl<D: BlockDevice + Send + 'static> InodeFs for F2fsTree<D> {
         let start = self.now_ns;
         let result = (|| {
             let (file, dir, name) = (to_u32(ino)?, to_u32(new_parent)?, name_str(new_name)?);
+            if kind_of(&self.stat(ino)?) == Kind::Symlink {
+                // fsck.f2fs requires one link per symlink (link(2): EPERM).
+                return Err(FsError::NotPermitted("hard link to a symlink".into()));
+            }
             self.on_fs(|fs| fs.link_in(file, dir, name))?;
             self.namespace_dirty = true;
             self.attr(ino)
         })();
         self.record("link", start, result, |_| 0)
+    }
+
+    fn symlink(&mut self, parent: Ino, name: &[u8], target: &[u8]) -> Result<Attr, FsError> {
+        let start = self.now_ns;
+        let result = (|| {
+            let (dir, name) = (to_u32(parent)?, name_str(name)?);
+            let ino = self.on_fs(|fs| fs.symlink_in(dir, name, target))?;
+            self.namespace_dirty = true;
+            self.attr(ino as Ino)
+        })();
+        self.record("symlink", start, result, |_| 0)
+    }
+
+    fn setxattr(
+        &mut self,
+        ino: Ino,
+        name: &[u8],
+        value: &[u8],
+        how: XattrSet,
+    ) -> Result<(), FsError> {
+        let start = self.now_ns;
+        let mode = match how {
+            XattrSet::Any => XattrMode::Set,
+            XattrSet::Create => XattrMode::Create,
+            XattrSet::Replace => XattrMode::Replace,
+        };
+        let result = (|| {
+            let ino32 = to_u32(ino)?;
+            self.on_fs(|fs| fs.setxattr(ino32, name, value, mode))
+        })();
+        self.record("setxattr", start, result, |_| value.len() as u64)
+    }
+
+    fn getxattr(&mut self, ino: Ino, name: &[u8]) -> Result<Vec<u8>, FsError> {
+        let start = self.now_ns;
+        let result = (|| {
+            let ino32 = to_u32(ino)?;
+            self.on_fs(|fs| fs.getxattr(ino32, name))
+        })();
+        self.record("getxattr", start, result, |v| v.len() as u64)
+    }
+
+    fn listxattr(&mut self, ino: Ino) -> Result<Vec<Vec<u8>>, FsError> {
+        let start = self.now_ns;
+        let result = (|| {
+            let ino32 = to_u32(ino)?;
+            self.on_fs(|fs| fs.listxattr(ino32))
+        })();
+        self.record("listxattr", start, result, |_| 0)
+    }
+
+    fn removexattr(&mut self, ino: Ino, name: &[u8]) -> Result<(), FsError> {
+        let start = self.now_ns;
+        let result = (|| {
+            let ino32 = to_u32(ino)?;
+            self.on_fs(|fs| fs.removexattr(ino32, name))
+        })();
+        self.record("removexattr", start, result, |_| 0)
+    }
+
+    fn readlink(&mut self, ino: Ino) -> Result<Vec<u8>, FsError> {
+        let start = self.now_ns;
+        let result = (|| {
+            let ino32 = to_u32(ino)?;
+            self.on_fs(|fs| fs.readlink_ino(ino32))
+        })();
+        self.record("readlink", start, result, |t| t.len() as u64)
     }
 
     fn read(&mut self, ino: Ino, offset: u64, out: &mut [u8]) -> Result<usize, FsError> {
@@ -645,10 +751,7 @@ impl<D: BlockDevice + Send + 'static> InodeFs for F2fsTree<D> {
             Ok(entries
                 .into_iter()
                 .map(|e| {
-                    let kind = match e.kind {
-                        FileKind::Dir => Kind::Dir,
-                        _ => Kind::File,
-                    };
+                    let kind = kind_of_file(e.kind);
                     if kind == Kind::Dir {
                         self.dirs.insert(e.ino as Ino, (dir, e.name.clone()));
                     }

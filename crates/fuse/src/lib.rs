@@ -29,7 +29,6 @@ mod record;
 pub mod tree;
 mod tree_metrics;
 mod treefs;
-mod writeback;
 
 pub use blockfile::{BlockFile, BlockFileCounters, BlockFileError};
 pub use f2fs_tree::{F2fsTree, MountCache};
@@ -37,7 +36,6 @@ pub use fs::{DiskTree, DISK_FILE_NAME};
 pub use image::ImageBacked;
 pub use memtree::MemTree;
 pub use record::{RecordStats, Recording, OPEN_HANDLES_MAX, PATHS_MAX};
-pub use tree::{Attr, Fallocate, FsError, FsStats, Ino, InodeFs, Kind, OpenHow};
+pub use tree::{Attr, Fallocate, FsError, FsStats, Ino, InodeFs, Kind, OpenHow, XattrSet};
 pub use tree_metrics::F2fsTreeMetrics;
 pub use treefs::TreeFs;
-pub use writeback::{MountBacking, WritebackError};

@@ -29,7 +29,7 @@ use std::io::{self, Write};
 use flashstack_workload::text::HEADER;
 use flashstack_workload::{Access, Data, FileOp, OpKind, OpenFlags, INLINE_DATA_MAX_BYTES};
 
-use crate::tree::{Attr, Fallocate, FsError, FsStats, Ino, InodeFs, Kind, OpenHow};
+use crate::tree::{Attr, Fallocate, FsError, FsStats, Ino, InodeFs, Kind, OpenHow, XattrSet};
 
 /// Most inode paths tracked.
 pub const PATHS_MAX: usize = 1 << 20;
@@ -366,6 +366,38 @@ impl<T: InodeFs> InodeFs for Recording<T> {
 
     fn statfs(&mut self) -> Result<FsStats, FsError> {
         self.inner.statfs()
+    }
+
+    // Symlinks are not part of the trace format (`docs/file-traces.md`): passed through.
+    fn symlink(&mut self, parent: Ino, name: &[u8], target: &[u8]) -> Result<Attr, FsError> {
+        self.inner.symlink(parent, name, target)
+    }
+
+    fn readlink(&mut self, ino: Ino) -> Result<Vec<u8>, FsError> {
+        self.inner.readlink(ino)
+    }
+
+    // Nor are extended attributes.
+    fn setxattr(
+        &mut self,
+        ino: Ino,
+        name: &[u8],
+        value: &[u8],
+        how: XattrSet,
+    ) -> Result<(), FsError> {
+        self.inner.setxattr(ino, name, value, how)
+    }
+
+    fn getxattr(&mut self, ino: Ino, name: &[u8]) -> Result<Vec<u8>, FsError> {
+        self.inner.getxattr(ino, name)
+    }
+
+    fn listxattr(&mut self, ino: Ino) -> Result<Vec<Vec<u8>>, FsError> {
+        self.inner.listxattr(ino)
+    }
+
+    fn removexattr(&mut self, ino: Ino, name: &[u8]) -> Result<(), FsError> {
+        self.inner.removexattr(ino, name)
     }
 
     fn sync(&mut self) -> Result<(), FsError> {

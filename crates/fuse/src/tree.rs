@@ -17,6 +17,7 @@ pub type Ino = u64;
 pub enum Kind {
     File,
     Dir,
+    Symlink,
 }
 
 /// What `stat` shows of an inode.
@@ -72,8 +73,23 @@ pub enum FsError {
     TooLarge(String),
     #[error("not supported: {0}")]
     Unsupported(String),
+    #[error("operation not permitted: {0}")]
+    NotPermitted(String),
+    #[error("no such attribute")]
+    NoAttr,
     #[error("I/O error: {0}")]
     Io(String),
+}
+
+/// What `setxattr` may do (its `XATTR_CREATE` / `XATTR_REPLACE` flags).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum XattrSet {
+    /// Create or replace.
+    Any,
+    /// The attribute must not exist (`EEXIST`).
+    Create,
+    /// The attribute must exist (`ENODATA`).
+    Replace,
 }
 
 /// How a file was opened (the flags of `open(2)` that change what reaches storage).
@@ -125,6 +141,35 @@ pub trait InodeFs: Send + 'static {
     fn opened(&mut self, _ino: Ino, _fh: u64, _how: OpenHow) {}
     /// The last user of handle `fh` closed it.
     fn released(&mut self, _fh: u64) {}
+    /// Makes a symlink `name` in `parent` pointing to `target` (stored as given).
+    fn symlink(&mut self, _parent: Ino, _name: &[u8], _target: &[u8]) -> Result<Attr, FsError> {
+        Err(FsError::Unsupported("symlinks".into()))
+    }
+    /// The target of symlink `ino`.
+    fn readlink(&mut self, _ino: Ino) -> Result<Vec<u8>, FsError> {
+        Err(FsError::Unsupported("symlinks".into()))
+    }
+    /// Sets extended attribute `name` (namespace prefix included) of `ino`.
+    fn setxattr(
+        &mut self,
+        _ino: Ino,
+        _name: &[u8],
+        _value: &[u8],
+        _how: XattrSet,
+    ) -> Result<(), FsError> {
+        Err(FsError::Unsupported("xattrs".into()))
+    }
+    /// The value of extended attribute `name` of `ino` ([`FsError::NoAttr`] if none).
+    fn getxattr(&mut self, _ino: Ino, _name: &[u8]) -> Result<Vec<u8>, FsError> {
+        Err(FsError::Unsupported("xattrs".into()))
+    }
+    /// The names of `ino`'s extended attributes.
+    fn listxattr(&mut self, _ino: Ino) -> Result<Vec<Vec<u8>>, FsError> {
+        Err(FsError::Unsupported("xattrs".into()))
+    }
+    fn removexattr(&mut self, _ino: Ino, _name: &[u8]) -> Result<(), FsError> {
+        Err(FsError::Unsupported("xattrs".into()))
+    }
     /// The core's virtual clock (nanoseconds), for recording; 0 if it keeps none.
     fn now_ns(&self) -> u64 {
         0

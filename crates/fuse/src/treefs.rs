@@ -5,6 +5,7 @@
 
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -12,11 +13,11 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use fuser::{
     Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo, LockOwner,
     OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyEmpty,
-    ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, Request, WriteFlags,
+    ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, ReplyXattr, Request, WriteFlags,
 };
 
 use crate::errno::{self, libc_consts as e};
-use crate::tree::{Attr, Fallocate, FsError, InodeFs, Kind, OpenHow};
+use crate::tree::{Attr, Fallocate, FsError, InodeFs, Kind, OpenHow, XattrSet};
 
 /// Nothing is cached in the kernel: the core is the only truth.
 const TTL: Duration = Duration::ZERO;
@@ -26,6 +27,9 @@ const FALLOC_FL_PUNCH_HOLE: i32 = 0x02;
 /// `renameat2` flags (Linux).
 const RENAME_NOREPLACE: u32 = 1;
 const RENAME_EXCHANGE: u32 = 2;
+/// `setxattr` flags (Linux).
+const XATTR_CREATE: i32 = 1;
+const XATTR_REPLACE: i32 = 2;
 
 /// A mounted [`InodeFs`]. The core is shared so that the caller can read its figures after
 /// unmounting.
@@ -82,10 +86,7 @@ impl<F: InodeFs> TreeFs<F> {
             mtime,
             ctime: mtime,
             crtime: mtime,
-            kind: match a.kind {
-                Kind::File => FileType::RegularFile,
-                Kind::Dir => FileType::Directory,
-            },
+            kind: file_type(a.kind),
             perm: a.perm,
             nlink: a.nlink,
             uid: self.uid,
@@ -121,6 +122,25 @@ fn empty(result: Result<(), FsError>, reply: ReplyEmpty) {
     match result {
         Ok(()) => reply.ok(),
         Err(error) => reply.error(fs_err(&error)),
+    }
+}
+
+/// getxattr/listxattr's size protocol: 0 asks for the size; too small a buffer is ERANGE.
+fn reply_xattr(data: &[u8], size: u32, reply: ReplyXattr) {
+    if size == 0 {
+        reply.size(data.len() as u32);
+    } else if data.len() > size as usize {
+        reply.error(Errno::from_i32(e::ERANGE));
+    } else {
+        reply.data(data);
+    }
+}
+
+fn file_type(kind: Kind) -> FileType {
+    match kind {
+        Kind::File => FileType::RegularFile,
+        Kind::Dir => FileType::Directory,
+        Kind::Symlink => FileType::Symlink,
     }
 }
 
@@ -262,6 +282,85 @@ impl<F: InodeFs> Filesystem for TreeFs<F> {
         let (ino, newparent) = (self.to_core(ino), self.to_core(newparent));
         let result = self.core().link(ino, newparent, newname.as_bytes());
         self.entry(result, reply);
+    }
+
+    fn symlink(
+        &self,
+        _req: &Request,
+        parent: INodeNo,
+        link_name: &OsStr,
+        target: &Path,
+        reply: ReplyEntry,
+    ) {
+        let parent = self.to_core(parent);
+        let result =
+            self.core()
+                .symlink(parent, link_name.as_bytes(), target.as_os_str().as_bytes());
+        self.entry(result, reply);
+    }
+
+    fn readlink(&self, _req: &Request, ino: INodeNo, reply: ReplyData) {
+        let ino = self.to_core(ino);
+        match self.core().readlink(ino) {
+            Ok(target) => reply.data(&target),
+            Err(error) => reply.error(fs_err(&error)),
+        }
+    }
+
+    fn setxattr(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        name: &OsStr,
+        value: &[u8],
+        flags: i32,
+        position: u32,
+        reply: ReplyEmpty,
+    ) {
+        let how = match flags {
+            0 => XattrSet::Any,
+            XATTR_CREATE => XattrSet::Create,
+            XATTR_REPLACE => XattrSet::Replace,
+            _ => return reply.error(Errno::from_i32(e::EINVAL)),
+        };
+        if position != 0 {
+            return reply.error(Errno::from_i32(e::EINVAL));
+        }
+        let ino = self.to_core(ino);
+        empty(
+            self.core().setxattr(ino, name.as_bytes(), value, how),
+            reply,
+        );
+    }
+
+    fn getxattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, size: u32, reply: ReplyXattr) {
+        let ino = self.to_core(ino);
+        match self.core().getxattr(ino, name.as_bytes()) {
+            Ok(value) => reply_xattr(&value, size, reply),
+            Err(error) => reply.error(fs_err(&error)),
+        }
+    }
+
+    fn listxattr(&self, _req: &Request, ino: INodeNo, size: u32, reply: ReplyXattr) {
+        let ino = self.to_core(ino);
+        match self.core().listxattr(ino) {
+            Ok(names) => {
+                let list: Vec<u8> = names
+                    .into_iter()
+                    .flat_map(|mut n| {
+                        n.push(0);
+                        n
+                    })
+                    .collect();
+                reply_xattr(&list, size, reply);
+            }
+            Err(error) => reply.error(fs_err(&error)),
+        }
+    }
+
+    fn removexattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        let ino = self.to_core(ino);
+        empty(self.core().removexattr(ino, name.as_bytes()), reply);
     }
 
     fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
@@ -442,15 +541,11 @@ impl<F: InodeFs> Filesystem for TreeFs<F> {
             (ino, FileType::Directory, b".".to_vec()),
             (ino, FileType::Directory, b"..".to_vec()),
         ];
-        let entries = dots
-            .into_iter()
-            .chain(listing.into_iter().map(|(i, kind, name)| {
-                let kind = match kind {
-                    Kind::File => FileType::RegularFile,
-                    Kind::Dir => FileType::Directory,
-                };
-                (self.to_fuse(root, i), kind, name)
-            }));
+        let entries = dots.into_iter().chain(
+            listing
+                .into_iter()
+                .map(|(i, kind, name)| (self.to_fuse(root, i), file_type(kind), name)),
+        );
         for (i, (entry_ino, kind, name)) in entries.enumerate().skip(offset as usize) {
             if reply.add(entry_ino, i as u64 + 1, kind, OsStr::from_bytes(&name)) {
                 break;

@@ -1,8 +1,8 @@
 //! The cache's [`Backing`] over the project's F2FS.
 
-use flashstack_block::BlockDevice;
+use flashstack_block::{BlockDevice, BlockError};
 use flashstack_cache::{Backing, BackingError, Ino, Page, WritebackHint, PAGE_SIZE_BYTES};
-use flashstack_f2fs::{F2fs, FsError, WriteHint};
+use flashstack_f2fs::{F2fs, F2fsError, FsError, WriteHint};
 use flashstack_sim::Nanos;
 
 /// F2FS below the page cache. Each call advances F2FS's clock to `now_ns`, runs the
@@ -37,11 +37,22 @@ impl<D: BlockDevice> F2fsBacking<D> {
             reason: "inode number exceeds 32 bits".into(),
         })?;
         self.fs.advance_to(now_ns);
-        let value = op(&mut self.fs, ino32).map_err(|e| BackingError::Io {
-            ino,
-            reason: e.to_string(),
-        })?;
+        let value = op(&mut self.fs, ino32).map_err(|e| backing_error(ino, e))?;
         Ok((value, self.fs.now_ns().max(now_ns)))
+    }
+}
+
+/// F2FS's errors as the cache sees them: a full file system and a device that lost power
+/// by their kinds (the cache keeps the first as a writeback error for fsync and fails at
+/// once on the second), the rest as text.
+fn backing_error(ino: Ino, e: FsError) -> BackingError {
+    match e {
+        FsError::NoSpace => BackingError::NoSpace { ino },
+        FsError::Device(F2fsError::Device(BlockError::PowerLoss)) => BackingError::PoweredOff,
+        other => BackingError::Io {
+            ino,
+            reason: other.to_string(),
+        },
     }
 }
 

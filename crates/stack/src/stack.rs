@@ -101,6 +101,21 @@ fn cache_err(e: CacheError) -> FileError {
     }
 }
 
+/// A barrier's outcome: its completion time and the writeback error it reports, if any
+/// (the barrier itself ran); any other error fails the call.
+fn split_writeback_error(
+    result: Result<Nanos, CacheError>,
+) -> Result<(Nanos, Option<FileError>), FileError> {
+    match result {
+        Ok(end) => Ok((end, None)),
+        Err(CacheError::Writeback { done_ns, .. }) => {
+            let error = result.map_err(cache_err).expect_err("an error");
+            Ok((done_ns, Some(error)))
+        }
+        Err(e) => Err(cache_err(e)),
+    }
+}
+
 impl Stack {
     /// Builds the device, formats it and mounts F2FS under an empty page cache.
     pub fn new(config: StackConfig) -> Result<Stack, StackError> {
@@ -206,11 +221,14 @@ impl Stack {
     }
 
     /// Writes every dirty page back and checkpoints (`sync(2)`).
+    /// A writeback that failed since the last sync (the data of those pages is lost) is
+    /// reported once, as an I/O error, after the checkpoint.
     pub fn sync_all(&mut self, now: Nanos) -> Result<Nanos, FileError> {
         let start = self.enter(now)?;
-        let end = self.cache()?.sync_all(start).map_err(cache_err)?;
+        let (end, failed) = split_writeback_error(self.cache()?.sync_all(start))?;
         self.namespace_dirty = false;
-        Ok(self.done("sync_all", start, end, 0))
+        let end = self.done("sync_all", start, end, 0);
+        failed.map_or(Ok(end), Err)
     }
 
     /// `sync_all`, the state a clean unmount leaves (a checkpoint).
@@ -502,12 +520,13 @@ impl FileApi for Stack {
         let start = self.enter(now)?;
         let ino = self.handle(file)?.ino as u64;
         let cache = self.cache()?;
-        let mut end = if data_only {
+        // A failed writeback of the file's pages (by the flusher or by this fsync) is
+        // reported after the barrier and the checkpoint have run, once (the cache keeps it).
+        let (mut end, failed) = split_writeback_error(if data_only {
             cache.fdatasync(start, ino)
         } else {
             cache.fsync(start, ino)
-        }
-        .map_err(cache_err)?;
+        })?;
         if self.namespace_dirty {
             let fs = self.fs()?;
             fs.advance_to(end);
@@ -515,7 +534,8 @@ impl FileApi for Stack {
             end = fs.now_ns().max(end);
             self.namespace_dirty = false;
         }
-        Ok(self.done(if data_only { "fdatasync" } else { "fsync" }, start, end, 0))
+        let end = self.done(if data_only { "fdatasync" } else { "fsync" }, start, end, 0);
+        failed.map_or(Ok(end), Err)
     }
 
     fn delete(&mut self, now: Nanos, path: &str, sync_dir: bool) -> Result<Nanos, FileError> {

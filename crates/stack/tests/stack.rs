@@ -300,3 +300,38 @@ fn sqlite_cut_at_random_points_keeps_every_commit() {
         );
     }
 }
+
+/// A full file system under the personas' stack: a writeback F2FS cannot place fails,
+/// the data is lost, and the file's next sync reports it once (the page cache's rule, as
+/// Linux's errseq); nothing is wedged: after shrinking and deleting, writes work again.
+#[test]
+fn a_full_file_system_reports_the_writeback_error_at_the_next_sync_once() {
+    let mut config = StackConfig::preset("default").unwrap();
+    config.device.nand.geometry.blocks_per_plane = 1024;
+    let mut s = Stack::new(config).unwrap();
+    let (f, mut t) = s.open(0, "/big", CREATE).unwrap();
+    let chunk = vec![0x5au8; 1 << 20];
+    let mut offset = 0u64;
+    let error = loop {
+        t = s.write_at(t, f, offset, &chunk).unwrap();
+        offset += chunk.len() as u64;
+        match s.sync(t, f, true) {
+            Ok(done) => t = done,
+            Err(e) => break e,
+        }
+        assert!(offset < 1 << 30, "the device is far smaller");
+    };
+    assert!(error.to_string().contains("no space"), "{error}");
+    let cache = s.metrics().unwrap().cache;
+    assert!(cache.writeback_errors > 0 && cache.writeback_pages_lost > 0);
+    // Reported once: the next sync of the file has nothing to report.
+    let t = s.sync(s.now_ns(), f, true).unwrap();
+    let t = s.truncate(t, f, 0).unwrap();
+    let t = s.close(t, f).unwrap();
+    let t = s.delete(t, "/big", true).unwrap();
+    let (g, t) = s.open(t, "/again", CREATE).unwrap();
+    let t = s.write_at(t, g, 0, &chunk).unwrap();
+    let t = s.sync(t, g, false).unwrap();
+    s.close(t, g).unwrap();
+    assert_eq!(read_all(&mut s, "/again"), chunk);
+}

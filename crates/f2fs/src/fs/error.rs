@@ -30,6 +30,8 @@ pub enum FsError {
     Unsupported(String),
     #[error("corrupt file system: {0}")]
     Corrupt(String),
+    #[error("{0}: no such attribute")]
+    NoAttr(String),
     #[error("{0}")]
     Device(#[from] F2fsError),
 }
@@ -47,6 +49,8 @@ mod errno {
     pub const ENAMETOOLONG: i32 = 36;
     pub const ENOTEMPTY: i32 = 39;
     pub const EOPNOTSUPP: i32 = 95;
+    /// `ENOATTR` is `ENODATA` on Linux.
+    pub const ENODATA: i32 = 61;
     /// `EFSCORRUPTED` in the kernel.
     pub const EUCLEAN: i32 = 117;
 }
@@ -67,6 +71,7 @@ impl FsError {
             FsError::TooLarge(_) => EFBIG,
             FsError::Unsupported(_) => EOPNOTSUPP,
             FsError::Corrupt(_) => EUCLEAN,
+            FsError::NoAttr(_) => ENODATA,
             FsError::Device(F2fsError::Corrupt(_)) => EUCLEAN,
             FsError::Device(_) => EIO,
         }

@@ -245,6 +245,11 @@ impl<D: BlockDevice> F2fs<D> {
             if exists {
                 merged[start..start + 4 * geo_words]
                     .copy_from_slice(&current[start..start + 4 * geo_words]);
+                // The inline xattrs are the fsync'd copy's (`recover_inline_xattr`).
+                let flexible = self.sb.feature.contains(FEATURE_FLEXIBLE_INLINE_XATTR);
+                let xattr = 4 * fsynced.inline_xattr_words(flexible);
+                let at = start + 4 * ADDRS_PER_INODE - xattr;
+                merged[at..at + xattr].copy_from_slice(&block[at..at + xattr]);
             } else {
                 let flexible = self.sb.feature.contains(FEATURE_FLEXIBLE_INLINE_XATTR);
                 let extra = fsynced.extra_words();

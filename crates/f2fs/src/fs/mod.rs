@@ -20,6 +20,8 @@ mod nat;
 mod ops;
 pub mod policy;
 mod seg;
+mod symlink;
+mod xattr;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -31,6 +33,8 @@ pub use hash::{dentry_hash, has_extension};
 pub use metrics::{BlockKind, Metrics};
 pub use ops::{DirEntryInfo, FileKind, Stat};
 pub use policy::{F2fsConfig, IpuPolicy, WriteHint};
+pub use symlink::SYMLINK_TARGET_MAX;
+pub use xattr::{XattrMode, XATTR_MAGIC};
 
 use crate::checkpoint::Checkpoint;
 use crate::codec::{le32_at, put_le32_at, zero_block, Block, Reader};

@@ -15,6 +15,7 @@ use crate::node::{ExtraAttr, Inode, NodeFooter};
 pub enum FileKind {
     File,
     Dir,
+    Symlink,
     Other,
 }
 
@@ -45,6 +46,7 @@ fn kind_of_type(file_type: u8) -> FileKind {
     match file_type {
         FT_REG_FILE => FileKind::File,
         FT_DIR => FileKind::Dir,
+        FT_SYMLINK => FileKind::Symlink,
         _ => FileKind::Other,
     }
 }
@@ -90,7 +92,7 @@ impl<D: BlockDevice> F2fs<D> {
     }
 
     /// The directory that will hold the last component of `path`, and that name.
-    fn parent_of<'p>(&mut self, path: &'p str) -> Result<(u32, &'p str), FsError> {
+    pub(super) fn parent_of<'p>(&mut self, path: &'p str) -> Result<(u32, &'p str), FsError> {
         let (parents, name) = split(path)?;
         let dir = self.lookup(&parents.join("/"))?;
         if !self.is_dir_inode(dir)? {
@@ -110,7 +112,7 @@ impl<D: BlockDevice> F2fs<D> {
     }
 
     /// `dir` is a directory and `name` a usable name in it.
-    fn check_parent(&mut self, dir: u32, name: &str) -> Result<(), FsError> {
+    pub(super) fn check_parent(&mut self, dir: u32, name: &str) -> Result<(), FsError> {
         check_name(name)?;
         if !self.is_dir_inode(dir)? {
             return Err(FsError::NotDir(format!("inode {dir}")));
@@ -320,6 +322,9 @@ impl<D: BlockDevice> F2fs<D> {
         if self.is_dir_inode(ino)? {
             return Err(FsError::IsDir(format!("inode {ino}")));
         }
+        if self.is_symlink_inode(ino)? {
+            return Err(FsError::Invalid(format!("inode {ino} is a symlink")));
+        }
         Ok(())
     }
 
@@ -334,6 +339,8 @@ impl<D: BlockDevice> F2fs<D> {
             FileKind::Dir
         } else if inode.is_reg() {
             FileKind::File
+        } else if inode.mode & S_IFMT == S_IFLNK {
+            FileKind::Symlink
         } else {
             FileKind::Other
         };
@@ -404,6 +411,12 @@ impl<D: BlockDevice> F2fs<D> {
     }
 
     fn link_at(&mut self, ino: u32, dir: u32, name: &str, new_path: &str) -> Result<(), FsError> {
+        // fsck.f2fs requires a symlink to have exactly one link.
+        if self.is_symlink_inode(ino)? {
+            return Err(FsError::Unsupported(format!(
+                "{new_path}: hard link to a symlink"
+            )));
+        }
         if self.find_entry(dir, name.as_bytes())?.is_some() {
             return Err(FsError::Exists(new_path.to_string()));
         }
@@ -665,7 +678,7 @@ impl<D: BlockDevice> F2fs<D> {
     }
 
     /// Builds a new inode in memory (written at the next checkpoint or fsync).
-    fn new_inode(&mut self, parent: u32, name: &str, dir: bool) -> Result<u32, FsError> {
+    pub(super) fn new_inode(&mut self, parent: u32, name: &str, dir: bool) -> Result<u32, FsError> {
         self.ensure_space()?;
         let ino = self.alloc_nid()?;
         let inode = self.initial_inode(ino, parent, name, dir);
