@@ -101,7 +101,8 @@ pub enum FileError {
 ///   [`atomic_commit`](Self::atomic_commit) makes all of them durable at once (it includes
 ///   an fsync of the file): after a power cut either every staged change is there or none
 ///   is. [`atomic_abort`](Self::atomic_abort), or a power cut before the commit completes,
-///   drops them and leaves the content the file had at `atomic_begin`. Implementations
+///   drops them and leaves the content the file had at `atomic_begin`; so does the last
+///   close of the file (as F2FS's release aborts an atomic write). Implementations
 ///   without atomic writes keep the default methods, which fail with
 ///   [`FileError::Unsupported`] (the VFS then never advertises them).
 /// - Locks are not part of this trait: the VFS serves a single connection in a single

@@ -155,6 +155,16 @@ impl Inode {
         self.data.resize(size as usize, 0);
     }
 
+    /// Undoes the staged changes of an atomic write in progress, if any, and ends it.
+    fn abort_atomic(&mut self) {
+        if let Some(atomic) = self.atomic.take() {
+            for (offset, old, len) in atomic.undo.into_iter().rev() {
+                write_into(&mut self.data, offset as u64, &old);
+                self.data.resize(len, 0);
+            }
+        }
+    }
+
     /// The durable copy catches up by the unsynced (not staged) changes.
     fn settle(&mut self) {
         for p in self.pending.drain(..) {
@@ -517,6 +527,12 @@ impl FileApi for MemFs {
         g.begin()?;
         let h = g.handle(file)?;
         g.handles.remove(&file);
+        // The last close ends an atomic write in progress by aborting it (F2FS's release).
+        if !g.handles.values().any(|o| o.ino == h.ino) {
+            if let Some(node) = g.inodes.get_mut(&h.ino) {
+                node.abort_atomic();
+            }
+        }
         if h.delete_on_close && g.names.get(&h.path) == Some(&h.ino) {
             g.names.remove(&h.path);
             g.pending_ns.push(NsOp::Unlink(h.path.clone()));
@@ -740,12 +756,7 @@ impl FileApi for MemFs {
         g.begin()?;
         let h = g.handle(file)?;
         let node = g.inodes.get_mut(&h.ino).ok_or(FileError::BadHandle(file))?;
-        if let Some(atomic) = node.atomic.take() {
-            for (offset, old, len) in atomic.undo.into_iter().rev() {
-                write_into(&mut node.data, offset as u64, &old);
-                node.data.resize(len, 0);
-            }
-        }
+        node.abort_atomic();
         let done = now + g.config.call_ns;
         g.record(now, done, CallOp::AtomicAbort, &h.path, 0, 0);
         Ok(done)

@@ -172,6 +172,12 @@ fn abort_restores_what_the_file_held_at_begin() {
     let t = fs.write_at(t, f, 4_000, &[3u8; 100]).unwrap();
     let t = fs.atomic_abort(t, f).unwrap();
     assert_eq!(fs.contents("/f").unwrap(), vec![1u8; 10_000]);
+    // The last close aborts too.
+    let t = fs.atomic_begin(t, f).unwrap();
+    let t = fs.write_at(t, f, 0, &[5u8; 20_000]).unwrap();
+    let t = fs.close(t, f).unwrap();
+    assert_eq!(fs.contents("/f").unwrap(), vec![1u8; 10_000]);
+    let (f, t) = fs.open(t, "/f", OpenFlags::default()).unwrap();
     let t = fs.atomic_begin(t, f).unwrap();
     let t = fs.write_at(t, f, 0, &[4u8; 100]).unwrap();
     fs.atomic_commit(t, f).unwrap();

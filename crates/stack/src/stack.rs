@@ -420,6 +420,13 @@ impl FileApi for Stack {
             }
         }
         let last = self.open_count(handle.ino) == 0;
+        if last && self.cache()?.is_atomic(handle.ino as u64) {
+            // The last close aborts an atomic write in progress (F2FS's release).
+            end = self
+                .cache()?
+                .atomic_abort(end, handle.ino as u64)
+                .map_err(cache_err)?;
+        }
         let fs = self.fs()?;
         let orphan = last
             && fs

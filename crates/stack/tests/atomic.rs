@@ -241,10 +241,15 @@ fn abort_leaves_the_old_content_and_a_cut_before_commit_too() {
     let t = s.atomic_commit(t, f).unwrap();
     let mut new = old.clone();
     new[100..5100].fill(9);
-    // Staged but never committed: lost at the cut.
+    // Staged, then the last close: aborted (F2FS's release).
     let t = s.atomic_begin(t, f).unwrap();
-    let t = s.write_at(t, f, 0, &[1u8; 12_000]).unwrap();
-    let _ = s.close(t, f);
+    let t = s.write_at(t, f, 0, &[2u8; 12_000]).unwrap();
+    s.close(t, f).unwrap();
+    assert_eq!(read_all(&mut s, "/f"), new);
+    // Staged but never committed: lost at the cut.
+    let (f, t) = s.open(s.now_ns(), "/f", OpenFlags::default()).unwrap();
+    let t = s.atomic_begin(t, f).unwrap();
+    s.write_at(t, f, 0, &[1u8; 12_000]).unwrap();
     s.power_cut();
     s.recover().unwrap();
     assert_eq!(read_all(&mut s, "/f"), new);
