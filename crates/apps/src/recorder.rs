@@ -54,8 +54,10 @@ struct Handle {
 /// `pread` (bytes actually read), `write_at` → `pwrite` with the captured bytes, `truncate`
 /// → `ftruncate`, `size` → `fstat`, `sync` → `fsync`/`fdatasync`, `delete` → `unlink`
 /// (plus `sync` when the directory is synced, as the mount recorder does), `exists` →
-/// `stat`, `rename` → `rename`, `mkdir` → `mkdir`. A delete-on-close handle's `close` is
-/// followed by the `unlink` the close performs. Failed calls are not recorded (as the
+/// `stat`, `rename` → `rename`, `mkdir` → `mkdir`, `atomic_commit` → `fsync` (the
+/// fsync it ends with; `atomic_begin`/`atomic_abort` are ioctls a trace does not
+/// carry). A delete-on-close handle's `close` is followed by the `unlink` the close
+/// performs. Failed calls are not recorded (as the
 /// strace importer leaves them out). Times are the calls' issue times, relative to the
 /// start of the recording. Fds are the lowest free numbers from 3, as a kernel gives them.
 ///
@@ -378,6 +380,29 @@ impl<F: FileApi> FileApi for Recorder<F> {
         Ok(done)
     }
 
+    fn atomic_write_supported(&mut self) -> bool {
+        self.inner.atomic_write_supported()
+    }
+
+    /// Not in the trace: a file-level trace has no ioctls (the staged writes are).
+    fn atomic_begin(&mut self, now: Nanos, file: FileId) -> Result<Nanos, FileError> {
+        self.inner.atomic_begin(now, file)
+    }
+
+    /// Recorded as the `fsync` the commit ends with.
+    fn atomic_commit(&mut self, now: Nanos, file: FileId) -> Result<Nanos, FileError> {
+        self.room(1)?;
+        let fd = self.handle(file)?.fd;
+        let done = self.inner.atomic_commit(now, file)?;
+        self.push(now, OpKind::Fsync { fd })?;
+        Ok(done)
+    }
+
+    /// Not in the trace (the writes it drops stay in it).
+    fn atomic_abort(&mut self, now: Nanos, file: FileId) -> Result<Nanos, FileError> {
+        self.inner.atomic_abort(now, file)
+    }
+
     fn delete(&mut self, now: Nanos, path: &str, sync_dir: bool) -> Result<Nanos, FileError> {
         self.room(2)?;
         let done = self.inner.delete(now, path, sync_dir)?;
@@ -500,5 +525,17 @@ impl FileApi for BoxedApi {
     }
     fn mkdir(&mut self, now: Nanos, path: &str) -> Result<Nanos, FileError> {
         self.0.mkdir(now, path)
+    }
+    fn atomic_write_supported(&mut self) -> bool {
+        self.0.atomic_write_supported()
+    }
+    fn atomic_begin(&mut self, now: Nanos, file: FileId) -> Result<Nanos, FileError> {
+        self.0.atomic_begin(now, file)
+    }
+    fn atomic_commit(&mut self, now: Nanos, file: FileId) -> Result<Nanos, FileError> {
+        self.0.atomic_commit(now, file)
+    }
+    fn atomic_abort(&mut self, now: Nanos, file: FileId) -> Result<Nanos, FileError> {
+        self.0.atomic_abort(now, file)
     }
 }

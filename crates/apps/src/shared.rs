@@ -93,4 +93,16 @@ impl<F: FileApi> FileApi for Shared<F> {
     fn mkdir(&mut self, now: Nanos, path: &str) -> Result<Nanos, FileError> {
         self.lock().mkdir(now, path)
     }
+    fn atomic_write_supported(&mut self) -> bool {
+        self.lock().atomic_write_supported()
+    }
+    fn atomic_begin(&mut self, now: Nanos, file: FileId) -> Result<Nanos, FileError> {
+        self.lock().atomic_begin(now, file)
+    }
+    fn atomic_commit(&mut self, now: Nanos, file: FileId) -> Result<Nanos, FileError> {
+        self.lock().atomic_commit(now, file)
+    }
+    fn atomic_abort(&mut self, now: Nanos, file: FileId) -> Result<Nanos, FileError> {
+        self.lock().atomic_abort(now, file)
+    }
 }

@@ -105,6 +105,25 @@ pub trait Backing {
     /// The barrier for the whole file system (sync, unmount).
     fn sync_all(&mut self, now_ns: Nanos) -> Result<Nanos, BackingError>;
 
+    /// Commits an atomic write: `pages` (page index and content, ascending) and the size
+    /// `file_size_bytes` become durable **all or nothing** — after a power cut either
+    /// every one of them is there or the file is as its last barrier left it. A barrier
+    /// for the inode, as `fsync`. The default fails: a file system without atomic writes
+    /// (the cache then reports the error, and SQLite falls back to its journal).
+    fn commit_atomic(
+        &mut self,
+        now_ns: Nanos,
+        ino: Ino,
+        pages: &[(u64, &Page)],
+        file_size_bytes: u64,
+    ) -> Result<Nanos, BackingError> {
+        let _ = (now_ns, pages, file_size_bytes);
+        Err(BackingError::Io {
+            ino,
+            reason: "atomic writes not supported".into(),
+        })
+    }
+
     /// Sets the file's size (shrinking drops data beyond it; growing adds a hole).
     fn truncate(&mut self, now_ns: Nanos, ino: Ino, size_bytes: u64)
         -> Result<Nanos, BackingError>;
@@ -350,6 +369,25 @@ impl Backing for MemBacking {
         }
         file.set_size(file_size_bytes);
         Ok(now_ns + self.costs.write_ns_per_page * pages.len() as u64)
+    }
+
+    /// Every page, then the barrier: power is cut only between calls, so one call is
+    /// all or nothing.
+    fn commit_atomic(
+        &mut self,
+        now_ns: Nanos,
+        ino: Ino,
+        pages: &[(u64, &Page)],
+        file_size_bytes: u64,
+    ) -> Result<Nanos, BackingError> {
+        let mut t = now_ns;
+        for &(index, page) in pages {
+            t = self.write_pages(t, ino, index, &[page], file_size_bytes, true)?;
+        }
+        if pages.is_empty() {
+            t = self.truncate(t, ino, file_size_bytes)?;
+        }
+        self.fsync(t, ino, false)
     }
 
     fn fsync(&mut self, now_ns: Nanos, ino: Ino, data_only: bool) -> Result<Nanos, BackingError> {

@@ -52,6 +52,9 @@ pub enum CallKind {
     Fsync,
     Fdatasync,
     Sync,
+    AtomicBegin,
+    AtomicCommit,
+    AtomicAbort,
 }
 
 /// Latency of one kind of call in virtual time (completion − issue).
@@ -123,6 +126,19 @@ struct FileState {
     dirtied_ns: Option<Nanos>,
 }
 
+/// An atomic write in progress on one file: its pages and size, held from writeback (the
+/// kernel keeps them in the COW inode's pages until commit).
+#[derive(Clone, Debug)]
+struct Staged {
+    pages: BTreeMap<u64, Box<Page>>,
+    size_bytes: u64,
+    /// The smallest size the file had during the atomic write: unstaged pages from here on
+    /// read as zeros (a truncate cut them).
+    low_water_bytes: u64,
+    /// The size at `atomic_begin`.
+    begin_size_bytes: u64,
+}
+
 /// The page cache over a file system `B`, with writeback decided by `P`.
 pub struct PageCache<B: Backing, P: WritebackPolicy = LinuxPolicy> {
     config: CacheConfig,
@@ -142,6 +158,8 @@ pub struct PageCache<B: Backing, P: WritebackPolicy = LinuxPolicy> {
     flusher_ns: Nanos,
     metrics: CacheMetrics,
     errors: WritebackErrors,
+    /// Files in an atomic write (see [`PageCache::atomic_begin`]).
+    atomic: BTreeMap<Ino, Staged>,
 }
 
 /// Writeback errors as Linux keeps them: per file (the mapping's `wb_err`, reported to the
@@ -184,6 +202,7 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
             flusher_ns: 0,
             metrics: CacheMetrics::default(),
             errors: WritebackErrors::default(),
+            atomic: BTreeMap::new(),
         })
     }
 
@@ -255,6 +274,9 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
         data: &[u8],
     ) -> Result<Nanos, CacheError> {
         self.enter(now_ns)?;
+        if self.atomic.contains_key(&ino) {
+            return self.write_staged(now_ns, ino, offset_bytes, data);
+        }
         let length_bytes = data.len() as u64;
         let end_bytes =
             offset_bytes
@@ -321,6 +343,9 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
         buf: &mut [u8],
     ) -> Result<(usize, Nanos), CacheError> {
         self.enter(now_ns)?;
+        if self.atomic.contains_key(&ino) {
+            return self.read_staged(now_ns, ino, offset_bytes, buf);
+        }
         let mut t = now_ns + self.config.call_overhead_ns;
         let (size_bytes, t_size) = self.ensure_file(t, ino)?;
         t = t_size;
@@ -354,6 +379,9 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
     /// The file's size as the cache sees it (including unwritten-back extensions).
     pub fn file_size(&mut self, now_ns: Nanos, ino: Ino) -> Result<(u64, Nanos), CacheError> {
         self.enter(now_ns)?;
+        if let Some(staged) = self.atomic.get(&ino) {
+            return Ok((staged.size_bytes, now_ns + self.config.call_overhead_ns));
+        }
         let result = self.ensure_file(now_ns + self.config.call_overhead_ns, ino)?;
         self.forget_file_if_unused(ino);
         Ok(result)
@@ -368,6 +396,9 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
         size_bytes: u64,
     ) -> Result<Nanos, CacheError> {
         self.enter(now_ns)?;
+        if self.atomic.contains_key(&ino) {
+            return self.truncate_staged(now_ns, ino, size_bytes);
+        }
         let mut t = now_ns + self.config.call_overhead_ns;
         t = self.ensure_file(t, ino)?.1;
         let keep_pages = size_bytes.div_ceil(PAGE_BYTES);
@@ -398,6 +429,7 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
     /// Removes the file: its pages are dropped without writeback.
     pub fn unlink(&mut self, now_ns: Nanos, ino: Ino) -> Result<Nanos, CacheError> {
         self.enter(now_ns)?;
+        self.atomic.remove(&ino);
         let t = now_ns + self.config.call_overhead_ns;
         let doomed: Vec<u64> = self
             .pages
@@ -460,7 +492,287 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
         // Kept in memory only, like the kernel's errseq.
         self.errors.by_file.clear();
         self.errors.for_sync.clear();
+        self.atomic.clear();
         lost
+    }
+
+    /// Starts an atomic write of `ino` (`F2FS_IOC_START_ATOMIC_WRITE`): its dirty pages
+    /// are written back first (not made durable), then its writes and truncates are
+    /// staged — read back by this cache, never written back — until
+    /// [`atomic_commit`](Self::atomic_commit) hands them down in one
+    /// [`Backing::commit_atomic`], or [`atomic_abort`](Self::atomic_abort) (or a crash)
+    /// drops them. Staged pages are held outside the cache's page limit. A second begin
+    /// keeps the staged pages.
+    pub fn atomic_begin(&mut self, now_ns: Nanos, ino: Ino) -> Result<Nanos, CacheError> {
+        self.enter(now_ns)?;
+        let mut t = now_ns + self.config.call_overhead_ns;
+        if !self.atomic.contains_key(&ino) {
+            t = self.write_back_file(t, ino, WritebackReason::Sync)?;
+            let (size_bytes, done) = self.ensure_file(t, ino)?;
+            t = done;
+            self.forget_file_if_unused(ino);
+            self.atomic.insert(
+                ino,
+                Staged {
+                    pages: BTreeMap::new(),
+                    size_bytes,
+                    low_water_bytes: size_bytes,
+                    begin_size_bytes: size_bytes,
+                },
+            );
+        }
+        self.record(CallKind::AtomicBegin, now_ns, t);
+        Ok(t)
+    }
+
+    /// Commits the atomic write of `ino` (`F2FS_IOC_COMMIT_ATOMIC_WRITE`): the staged
+    /// pages and size go down in one [`Backing::commit_atomic`] (durable all or nothing,
+    /// an fsync), then stay cached as clean pages. On an error they are dropped. Ends the
+    /// atomic write either way.
+    pub fn atomic_commit(&mut self, now_ns: Nanos, ino: Ino) -> Result<Nanos, CacheError> {
+        self.enter(now_ns)?;
+        let mut t = now_ns + self.config.call_overhead_ns;
+        let Some(mut staged) = self.atomic.remove(&ino) else {
+            return Err(CacheError::Backing(BackingError::Io {
+                ino,
+                reason: "no atomic write in progress".into(),
+            }));
+        };
+        // Pages a truncate cut and a later growth brought back are zeros: written as such,
+        // so that the blocks below are replaced with the rest.
+        let regrown = staged.low_water_bytes.div_ceil(PAGE_BYTES)
+            ..staged
+                .size_bytes
+                .min(staged.begin_size_bytes)
+                .div_ceil(PAGE_BYTES);
+        for page_index in regrown {
+            staged
+                .pages
+                .entry(page_index)
+                .or_insert_with(|| Box::new([0u8; PAGE_SIZE_BYTES]));
+        }
+        let pages: Vec<(u64, &Page)> = staged
+            .pages
+            .iter()
+            .map(|(&index, page)| (index, &**page))
+            .collect();
+        t = self
+            .backing
+            .commit_atomic(t, ino, &pages, staged.size_bytes)?;
+        *self
+            .metrics
+            .pages_written_back
+            .entry(WritebackReason::Fsync)
+            .or_default() += pages.len() as u64;
+        self.metrics.write_back_calls += 1;
+        // The committed state is now the file's: cached pages a truncate cut go, staged
+        // pages replace (or join) the cached ones as clean pages.
+        let cut_from = staged.low_water_bytes.div_ceil(PAGE_BYTES);
+        let stale: Vec<u64> = self
+            .pages
+            .range((ino, cut_from)..=(ino, u64::MAX))
+            .map(|(&(_, page_index), _)| page_index)
+            .filter(|page_index| !staged.pages.contains_key(page_index))
+            .collect();
+        for page_index in stale {
+            self.drop_page(ino, page_index);
+        }
+        t = self.ensure_file(t, ino)?.1;
+        self.files
+            .get_mut(&ino)
+            .expect("file state exists after ensure_file")
+            .size_bytes = staged.size_bytes;
+        for (page_index, data) in staged.pages {
+            if let Some(page) = self.pages.get_mut(&(ino, page_index)) {
+                page.data = data;
+                self.touch(ino, page_index);
+                continue;
+            }
+            t = self.make_room(t, ino)?;
+            self.lru_clock += 1;
+            self.pages.insert(
+                (ino, page_index),
+                CachedPage {
+                    data,
+                    dirty: false,
+                    lru_seq: self.lru_clock,
+                },
+            );
+            self.clean_lru.insert(self.lru_clock, (ino, page_index));
+        }
+        self.forget_file_if_unused(ino);
+        self.record(CallKind::AtomicCommit, now_ns, t);
+        Ok(t)
+    }
+
+    /// Drops the staged pages of `ino` and ends its atomic write
+    /// (`F2FS_IOC_ABORT_ATOMIC_WRITE`): the file reads as it was at `atomic_begin`.
+    pub fn atomic_abort(&mut self, now_ns: Nanos, ino: Ino) -> Result<Nanos, CacheError> {
+        self.enter(now_ns)?;
+        let t = now_ns + self.config.call_overhead_ns;
+        self.atomic.remove(&ino);
+        self.record(CallKind::AtomicAbort, now_ns, t);
+        Ok(t)
+    }
+
+    /// Whether `ino` is in an atomic write.
+    pub fn is_atomic(&self, ino: Ino) -> bool {
+        self.atomic.contains_key(&ino)
+    }
+
+    /// The content of page `page_index` as the atomic write of `ino` sees it, staged
+    /// (copied from the cache or read from below on first touch unless `overwrite`).
+    fn staged_page(
+        &mut self,
+        now_ns: Nanos,
+        ino: Ino,
+        page_index: u64,
+        overwrite: bool,
+    ) -> Result<Nanos, CacheError> {
+        let staged = self.atomic.get(&ino).expect("atomic write in progress");
+        if staged.pages.contains_key(&page_index) {
+            return Ok(now_ns);
+        }
+        let cut = page_index * PAGE_BYTES >= staged.low_water_bytes;
+        let mut t = now_ns;
+        let mut data: Box<Page> = Box::new([0u8; PAGE_SIZE_BYTES]);
+        if !cut && !overwrite {
+            if let Some(page) = self.pages.get(&(ino, page_index)) {
+                data.copy_from_slice(&page.data[..]);
+            } else {
+                self.metrics.read_modify_write_reads += 1;
+                t = self.backing.read_page(t, ino, page_index, &mut data)?;
+            }
+            let low_water = staged.low_water_bytes;
+            let tail = low_water.saturating_sub(page_index * PAGE_BYTES);
+            if tail < PAGE_BYTES {
+                data[tail as usize..].fill(0);
+            }
+        }
+        self.atomic
+            .get_mut(&ino)
+            .expect("atomic write in progress")
+            .pages
+            .insert(page_index, data);
+        Ok(t)
+    }
+
+    fn write_staged(
+        &mut self,
+        now_ns: Nanos,
+        ino: Ino,
+        offset_bytes: u64,
+        data: &[u8],
+    ) -> Result<Nanos, CacheError> {
+        let length_bytes = data.len() as u64;
+        let end_bytes =
+            offset_bytes
+                .checked_add(length_bytes)
+                .ok_or(CacheError::RangeOverflow {
+                    ino,
+                    offset_bytes,
+                    length_bytes,
+                })?;
+        let mut t = now_ns + self.config.call_overhead_ns;
+        let mut position = offset_bytes;
+        while position < end_bytes {
+            let page_index = position / PAGE_BYTES;
+            let in_page_start = (position % PAGE_BYTES) as usize;
+            let in_page_end = (end_bytes - page_index * PAGE_BYTES).min(PAGE_BYTES) as usize;
+            let size_bytes = self.atomic[&ino].size_bytes;
+            let overwrite = (in_page_start == 0 && in_page_end == PAGE_SIZE_BYTES)
+                || page_index * PAGE_BYTES >= size_bytes;
+            t = self.staged_page(t, ino, page_index, overwrite)?;
+            let source_start = (position - offset_bytes) as usize;
+            let source = &data[source_start..source_start + (in_page_end - in_page_start)];
+            let staged = self.atomic.get_mut(&ino).expect("atomic write in progress");
+            staged.pages.get_mut(&page_index).expect("page staged")[in_page_start..in_page_end]
+                .copy_from_slice(source);
+            t += self.config.memcpy_ns_per_page;
+            position = page_index * PAGE_BYTES + in_page_end as u64;
+            staged.size_bytes = staged.size_bytes.max(position);
+        }
+        self.record(CallKind::Write, now_ns, t);
+        Ok(t)
+    }
+
+    fn read_staged(
+        &mut self,
+        now_ns: Nanos,
+        ino: Ino,
+        offset_bytes: u64,
+        buf: &mut [u8],
+    ) -> Result<(usize, Nanos), CacheError> {
+        let mut t = now_ns + self.config.call_overhead_ns;
+        let size_bytes = self.atomic[&ino].size_bytes;
+        let end_bytes = offset_bytes
+            .saturating_add(buf.len() as u64)
+            .min(size_bytes);
+        let mut position = offset_bytes;
+        while position < end_bytes {
+            let page_index = position / PAGE_BYTES;
+            let in_page_start = (position % PAGE_BYTES) as usize;
+            let in_page_end = (end_bytes - page_index * PAGE_BYTES).min(PAGE_BYTES) as usize;
+            let target_start = (position - offset_bytes) as usize;
+            let target = &mut buf[target_start..target_start + (in_page_end - in_page_start)];
+            let staged = &self.atomic[&ino];
+            if let Some(page) = staged.pages.get(&page_index) {
+                target.copy_from_slice(&page[in_page_start..in_page_end]);
+            } else if page_index * PAGE_BYTES >= staged.low_water_bytes {
+                target.fill(0);
+            } else {
+                if self.pages.contains_key(&(ino, page_index)) {
+                    self.metrics.read_hits += 1;
+                    self.touch(ino, page_index);
+                } else {
+                    self.metrics.read_misses += 1;
+                    t = self.ensure_file(t, ino)?.1;
+                    t = self.load_page(t, ino, page_index, true)?;
+                }
+                target.copy_from_slice(
+                    &self.page_mut(ino, page_index).data[in_page_start..in_page_end],
+                );
+                // Bytes a truncate during the atomic write cut read as zeros.
+                let low_water = self.atomic[&ino].low_water_bytes;
+                let cut = low_water.saturating_sub(page_index * PAGE_BYTES) as usize;
+                if cut < in_page_end {
+                    let from = cut.max(in_page_start) - in_page_start;
+                    target[from..].fill(0);
+                }
+            }
+            t += self.config.memcpy_ns_per_page;
+            position = page_index * PAGE_BYTES + in_page_end as u64;
+        }
+        self.forget_file_if_unused(ino);
+        self.record(CallKind::Read, now_ns, t);
+        Ok((end_bytes.saturating_sub(offset_bytes) as usize, t))
+    }
+
+    fn truncate_staged(
+        &mut self,
+        now_ns: Nanos,
+        ino: Ino,
+        size_bytes: u64,
+    ) -> Result<Nanos, CacheError> {
+        let mut t = now_ns + self.config.call_overhead_ns;
+        let keep_pages = size_bytes.div_ceil(PAGE_BYTES);
+        let tail = (size_bytes % PAGE_BYTES) as usize;
+        if tail != 0 && size_bytes < self.atomic[&ino].size_bytes {
+            t = self.staged_page(t, ino, keep_pages - 1, false)?;
+        }
+        let staged = self.atomic.get_mut(&ino).expect("atomic write in progress");
+        staged
+            .pages
+            .retain(|&page_index, _| page_index < keep_pages);
+        if tail != 0 {
+            if let Some(page) = staged.pages.get_mut(&(keep_pages - 1)) {
+                page[tail..].fill(0);
+            }
+        }
+        staged.size_bytes = size_bytes;
+        staged.low_water_bytes = staged.low_water_bytes.min(size_bytes);
+        self.record(CallKind::Truncate, now_ns, t);
+        Ok(t)
     }
 
     fn sync_file(&mut self, now_ns: Nanos, ino: Ino, data_only: bool) -> Result<Nanos, CacheError> {

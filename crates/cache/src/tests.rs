@@ -710,3 +710,46 @@ fn writeback_hint_carries_inode_dirty_pages() {
     assert_eq!(last.reason, WritebackReason::Expiry);
     assert!(!last.sync && !last.is_fsync());
 }
+
+/// An atomic write is staged: readable at once, never written back (not even after the
+/// expiry time), durable only at its commit; an abort or a crash leaves the old content.
+#[test]
+fn atomic_writes_are_staged_until_commit() {
+    let mut cache = cache(roomy());
+    cache.write(0, 1, 0, &[1u8; 10_000]).unwrap();
+    cache.atomic_begin(NS_PER_MS, 1).unwrap();
+    // The writes before begin went down (not durable): the kernel's flush at start.
+    let flushed = write_calls(cache.backing(), 1).len();
+    assert!(flushed >= 1);
+    assert!(!cache.is_dirty(1, 0));
+    cache
+        .write(2 * NS_PER_MS, 1, 5_000, &[2u8; 10_000])
+        .unwrap();
+    cache.truncate(3 * NS_PER_MS, 1, 12_000).unwrap();
+    let mut expect = vec![1u8; 12_000];
+    expect[5_000..].fill(2);
+    assert_eq!(read_all(&mut cache, 4 * NS_PER_MS, 1), expect);
+    cache.advance_to(60 * NS_PER_SEC).unwrap();
+    assert_eq!(write_calls(cache.backing(), 1).len(), flushed);
+    assert!(cache.is_atomic(1));
+    cache.atomic_abort(60 * NS_PER_SEC, 1).unwrap();
+    assert_eq!(read_all(&mut cache, 61 * NS_PER_SEC, 1), vec![1u8; 10_000]);
+
+    cache.atomic_begin(62 * NS_PER_SEC, 1).unwrap();
+    cache
+        .write(63 * NS_PER_SEC, 1, 8_000, &[3u8; 4_000])
+        .unwrap();
+    cache.atomic_commit(64 * NS_PER_SEC, 1).unwrap();
+    let mut committed = vec![1u8; 12_000];
+    committed[8_000..].fill(3);
+    assert_eq!(cache.backing().durable_bytes(1).unwrap(), committed);
+    assert_eq!(read_all(&mut cache, 65 * NS_PER_SEC, 1), committed);
+
+    cache.atomic_begin(66 * NS_PER_SEC, 1).unwrap();
+    cache.write(67 * NS_PER_SEC, 1, 0, &[4u8; 100]).unwrap();
+    cache.crash();
+    cache.backing_mut().power_loss();
+    cache.backing_mut().power_on();
+    assert!(!cache.is_atomic(1));
+    assert_eq!(read_all(&mut cache, 68 * NS_PER_SEC, 1), committed);
+}

@@ -89,9 +89,10 @@ fn set_path(root: &mut toml::Value, key: &str, new: toml::Value) -> Result<()> {
     unreachable!("split yields at least one segment")
 }
 
-/// Optional fields are absent from the TOML when unset.
+/// Optional fields are absent from the TOML when unset (or, for `atomic_write`, when
+/// false).
 fn is_optional_field(name: &str) -> bool {
-    matches!(name, "static_threshold" | "page_types")
+    matches!(name, "static_threshold" | "page_types" | "atomic_write")
 }
 
 #[cfg(test)]

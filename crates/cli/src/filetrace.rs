@@ -39,6 +39,10 @@ pub struct AnalyzeArgs {
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
+    /// Run a persona on a file system with atomic writes, so that SQLite commits
+    /// rollback-journal transactions by batch atomic write (as Android on F2FS).
+    #[arg(long)]
+    atomic_write: bool,
 }
 
 pub fn import(args: ImportArgs) -> Result<()> {
@@ -63,7 +67,10 @@ pub fn import(args: ImportArgs) -> Result<()> {
 pub fn analyze_file(args: AnalyzeArgs) -> Result<()> {
     let name = args.file.to_string_lossy().into_owned();
     let (trace, what) = if !args.file.exists() && flashstack_apps::persona(&name).is_ok() {
-        (persona_trace(&name, args.seed)?, "persona task, recorded")
+        (
+            persona_trace(&name, args.seed, args.atomic_write)?,
+            "persona task, recorded",
+        )
     } else {
         (text::read_file(&args.file)?, "file-level trace")
     };
@@ -85,10 +92,19 @@ pub fn analyze_file(args: AnalyzeArgs) -> Result<()> {
 }
 
 /// A persona's task as recorded on the in-memory file system: the app's file calls do not
-/// depend on the file system below, only their times do.
-fn persona_trace(name: &str, seed: u64) -> Result<flashstack_workload::FileTrace> {
+/// depend on the file system below, only their times do (and, with `atomic_write`,
+/// whether SQLite may replace its journal by an atomic write).
+fn persona_trace(
+    name: &str,
+    seed: u64,
+    atomic_write: bool,
+) -> Result<flashstack_workload::FileTrace> {
     let persona = flashstack_apps::persona(name)?;
-    let fs = flashstack_sqlvfs::MemFs::new(seed, flashstack_sqlvfs::MemFsConfig::default());
+    let config = flashstack_sqlvfs::MemFsConfig {
+        atomic_write,
+        ..flashstack_sqlvfs::MemFsConfig::default()
+    };
+    let fs = flashstack_sqlvfs::MemFs::new(seed, config);
     let out = flashstack_apps::run_with(
         persona.as_ref(),
         Box::new(fs),
@@ -130,6 +146,7 @@ mod tests {
             file: out.clone(),
             json: true,
             seed: 1,
+            atomic_write: false,
         })
         .unwrap();
         std::fs::remove_file(&out).unwrap();
@@ -137,6 +154,7 @@ mod tests {
             file: sample("no-such-file.fst"),
             json: false,
             seed: 1,
+            atomic_write: false,
         })
         .unwrap_err();
         assert!(format!("{missing:#}").contains("no-such-file.fst"));

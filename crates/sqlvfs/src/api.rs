@@ -59,6 +59,10 @@ pub enum FileError {
     /// The power is off: every call fails until the device is powered on again.
     #[error("power lost")]
     PowerLost,
+    /// The file system does not implement the call (e.g. atomic writes); SQLite then
+    /// takes its ordinary path.
+    #[error("not supported: {0}")]
+    Unsupported(&'static str),
     /// Anything else the file system below reports.
     #[error("I/O error: {0}")]
     Io(String),
@@ -90,6 +94,17 @@ pub enum FileError {
 ///   checkpoint. Before that, any subset of the unsynced namespace changes may be lost
 ///   (F2FS checkpoints them all at once, so in practice all or none since the last
 ///   checkpoint).
+/// - Atomic writes (F2FS's `F2FS_IOC_START_ATOMIC_WRITE` / `COMMIT` / `ABORT`, which
+///   Android's SQLite uses for `SQLITE_IOCAP_BATCH_ATOMIC`): after
+///   [`atomic_begin`](Self::atomic_begin) the file's writes and truncates are staged —
+///   visible to reads through the API, never written back — until
+///   [`atomic_commit`](Self::atomic_commit) makes all of them durable at once (it includes
+///   an fsync of the file): after a power cut either every staged change is there or none
+///   is. [`atomic_abort`](Self::atomic_abort), or a power cut before the commit completes,
+///   drops them and leaves the content the file had at `atomic_begin`; so does the last
+///   close of the file (as F2FS's release aborts an atomic write). Implementations
+///   without atomic writes keep the default methods, which fail with
+///   [`FileError::Unsupported`] (the VFS then never advertises them).
 /// - Locks are not part of this trait: the VFS serves a single connection in a single
 ///   process, so SQLite's locks are kept in the VFS and never reach the file system.
 pub trait FileApi: Send {
@@ -136,4 +151,28 @@ pub trait FileApi: Send {
     /// Creates the directory `path` (its parent must exist on file systems with
     /// directories; a flat file system only records it). `AlreadyExists` if it exists.
     fn mkdir(&mut self, now: Nanos, path: &str) -> Result<Nanos, FileError>;
+    /// Whether [`atomic_begin`](Self::atomic_begin) is available (F2FS's
+    /// `F2FS_IOC_GET_FEATURES` reporting `F2FS_FEATURE_ATOMIC_WRITE`): the VFS reports
+    /// `SQLITE_IOCAP_BATCH_ATOMIC` only then.
+    fn atomic_write_supported(&mut self) -> bool {
+        false
+    }
+    /// Starts an atomic write on `file` (see the trait's doc). Earlier unsynced writes of
+    /// the file are not part of it.
+    fn atomic_begin(&mut self, now: Nanos, file: FileId) -> Result<Nanos, FileError> {
+        let _ = (now, file);
+        Err(FileError::Unsupported("atomic writes"))
+    }
+    /// Makes every change staged since [`atomic_begin`](Self::atomic_begin) durable, all
+    /// or nothing, and ends the atomic write. On an error the changes are dropped.
+    fn atomic_commit(&mut self, now: Nanos, file: FileId) -> Result<Nanos, FileError> {
+        let _ = (now, file);
+        Err(FileError::Unsupported("atomic writes"))
+    }
+    /// Drops every change staged since [`atomic_begin`](Self::atomic_begin) and ends the
+    /// atomic write.
+    fn atomic_abort(&mut self, now: Nanos, file: FileId) -> Result<Nanos, FileError> {
+        let _ = (now, file);
+        Err(FileError::Unsupported("atomic writes"))
+    }
 }

@@ -35,6 +35,12 @@ pub enum CallOp {
     Rename,
     /// `mkdir`.
     Mkdir,
+    /// `atomic_begin`.
+    AtomicBegin,
+    /// `atomic_commit`.
+    AtomicCommit,
+    /// `atomic_abort`.
+    AtomicAbort,
 }
 
 /// One logged file-level call.
@@ -71,6 +77,10 @@ pub struct MemFsConfig {
     pub max_files: usize,
     /// Most logged calls; later calls fail with [`FileError::TableFull`].
     pub max_log_entries: usize,
+    /// Offers atomic writes (F2FS's atomic write feature, which Android's SQLite uses as
+    /// `SQLITE_IOCAP_BATCH_ATOMIC`); off by default.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub atomic_write: bool,
 }
 
 impl Default for MemFsConfig {
@@ -83,6 +93,7 @@ impl Default for MemFsConfig {
             max_file_bytes: 1 << 30,
             max_files: 4_096,
             max_log_entries: 4_000_000,
+            atomic_write: false,
         }
     }
 }
@@ -98,6 +109,75 @@ struct Inode {
     data: Vec<u8>,
     durable: Vec<u8>,
     pending: Vec<Pending>,
+    /// An atomic write in progress: its changes (applied to `data`, not in `pending`).
+    atomic: Option<Atomic>,
+}
+
+/// The changes of an atomic write: to make durable at commit, and to undo at abort.
+#[derive(Debug, Clone, Default)]
+struct Atomic {
+    staged: Vec<Pending>,
+    /// (offset, bytes overwritten there, length before the change), newest last.
+    undo: Vec<(usize, Vec<u8>, usize)>,
+}
+
+impl Inode {
+    /// Writes `bytes` at `offset`, staged if an atomic write is in progress.
+    fn write(&mut self, offset: u64, bytes: &[u8]) {
+        if let Some(a) = &mut self.atomic {
+            let off = offset as usize;
+            let end = (off + bytes.len()).min(self.data.len()).max(off);
+            let old = self.data.get(off..end).unwrap_or_default().to_vec();
+            a.undo.push((off, old, self.data.len()));
+            a.staged.push(Pending::Write {
+                offset,
+                data: bytes.to_vec(),
+            });
+        } else {
+            self.pending.push(Pending::Write {
+                offset,
+                data: bytes.to_vec(),
+            });
+        }
+        write_into(&mut self.data, offset, bytes);
+    }
+
+    /// Sets the size, staged if an atomic write is in progress.
+    fn truncate(&mut self, size: u64) {
+        if let Some(a) = &mut self.atomic {
+            let cut = (size as usize).min(self.data.len());
+            a.undo
+                .push((cut, self.data[cut..].to_vec(), self.data.len()));
+            a.staged.push(Pending::Truncate(size));
+        } else {
+            self.pending.push(Pending::Truncate(size));
+        }
+        self.data.resize(size as usize, 0);
+    }
+
+    /// Undoes the staged changes of an atomic write in progress, if any, and ends it.
+    fn abort_atomic(&mut self) {
+        if let Some(atomic) = self.atomic.take() {
+            for (offset, old, len) in atomic.undo.into_iter().rev() {
+                write_into(&mut self.data, offset as u64, &old);
+                self.data.resize(len, 0);
+            }
+        }
+    }
+
+    /// The durable copy catches up by the unsynced (not staged) changes.
+    fn settle(&mut self) {
+        for p in self.pending.drain(..) {
+            apply(&mut self.durable, p);
+        }
+    }
+}
+
+fn apply(data: &mut Vec<u8>, p: Pending) {
+    match p {
+        Pending::Write { offset, data: d } => write_into(data, offset, &d),
+        Pending::Truncate(n) => data.resize(n as usize, 0),
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -271,6 +351,7 @@ impl Inner {
                 }
                 node.durable = data.clone();
                 node.data = data;
+                node.atomic = None;
                 inodes.insert(ino, node);
             }
         }
@@ -446,6 +527,12 @@ impl FileApi for MemFs {
         g.begin()?;
         let h = g.handle(file)?;
         g.handles.remove(&file);
+        // The last close ends an atomic write in progress by aborting it (F2FS's release).
+        if !g.handles.values().any(|o| o.ino == h.ino) {
+            if let Some(node) = g.inodes.get_mut(&h.ino) {
+                node.abort_atomic();
+            }
+        }
         if h.delete_on_close && g.names.get(&h.path) == Some(&h.ino) {
             g.names.remove(&h.path);
             g.pending_ns.push(NsOp::Unlink(h.path.clone()));
@@ -497,11 +584,7 @@ impl FileApi for MemFs {
             });
         }
         let node = g.inodes.get_mut(&h.ino).ok_or(FileError::BadHandle(file))?;
-        write_into(&mut node.data, offset, data);
-        node.pending.push(Pending::Write {
-            offset,
-            data: data.to_vec(),
-        });
+        node.write(offset, data);
         let done = now + g.io_cost(data.len() as u64);
         g.record(now, done, CallOp::Write, &h.path, offset, data.len() as u64);
         Ok(done)
@@ -522,8 +605,7 @@ impl FileApi for MemFs {
             });
         }
         let node = g.inodes.get_mut(&h.ino).ok_or(FileError::BadHandle(file))?;
-        node.data.resize(size_bytes as usize, 0);
-        node.pending.push(Pending::Truncate(size_bytes));
+        node.truncate(size_bytes);
         let done = now + g.config.call_ns;
         g.record(now, done, CallOp::Truncate, &h.path, size_bytes, 0);
         Ok(done)
@@ -552,13 +634,9 @@ impl FileApi for MemFs {
         // The durable copy catches up by the writes since the last sync (durable + pending
         // = data), not by a copy of the whole file: a large database fsync'd often would
         // otherwise cost its size at every sync.
-        for p in node.pending.drain(..) {
-            match p {
-                Pending::Write { offset, data } => write_into(&mut node.durable, offset, &data),
-                Pending::Truncate(n) => node.durable.resize(n as usize, 0),
-            }
-        }
-        debug_assert_eq!(node.durable.len(), node.data.len());
+        // (Staged changes of an atomic write wait for its commit.)
+        node.settle();
+        debug_assert!(node.atomic.is_some() || node.durable.len() == node.data.len());
         g.commit_namespace();
         let (cost, op) = if data_only {
             (g.config.fdatasync_ns, CallOp::Fdatasync)
@@ -627,6 +705,60 @@ impl FileApi for MemFs {
         }
         let done = now + g.config.call_ns;
         g.record(now, done, CallOp::Mkdir, path, 0, 0);
+        Ok(done)
+    }
+
+    fn atomic_write_supported(&mut self) -> bool {
+        self.lock().config.atomic_write
+    }
+
+    /// Later writes and truncates of the file are staged (earlier unsynced ones stay
+    /// unsynced, subject to the power-cut coin toss as before).
+    fn atomic_begin(&mut self, now: Nanos, file: FileId) -> Result<Nanos, FileError> {
+        let mut g = self.lock();
+        if !g.config.atomic_write {
+            return Err(FileError::Unsupported("atomic writes"));
+        }
+        g.begin()?;
+        let h = g.handle(file)?;
+        if h.read_only {
+            return Err(FileError::ReadOnly(file));
+        }
+        let node = g.inodes.get_mut(&h.ino).ok_or(FileError::BadHandle(file))?;
+        node.atomic.get_or_insert_with(Atomic::default);
+        let done = now + g.config.call_ns;
+        g.record(now, done, CallOp::AtomicBegin, &h.path, 0, 0);
+        Ok(done)
+    }
+
+    /// An fsync that makes the staged changes durable with the others, all at once.
+    fn atomic_commit(&mut self, now: Nanos, file: FileId) -> Result<Nanos, FileError> {
+        let mut g = self.lock();
+        g.begin()?;
+        let h = g.handle(file)?;
+        let node = g.inodes.get_mut(&h.ino).ok_or(FileError::BadHandle(file))?;
+        let Some(atomic) = node.atomic.take() else {
+            return Err(FileError::Io(format!("{}: no atomic write", h.path)));
+        };
+        node.settle();
+        for p in atomic.staged {
+            apply(&mut node.durable, p);
+        }
+        debug_assert_eq!(node.durable.len(), node.data.len());
+        g.commit_namespace();
+        let done = now + g.config.fsync_ns;
+        g.record(now, done, CallOp::AtomicCommit, &h.path, 0, 0);
+        Ok(done)
+    }
+
+    fn atomic_abort(&mut self, now: Nanos, file: FileId) -> Result<Nanos, FileError> {
+        let mut g = self.lock();
+        g.begin()?;
+        let h = g.handle(file)?;
+        let node = g.inodes.get_mut(&h.ino).ok_or(FileError::BadHandle(file))?;
+        node.abort_atomic();
+        let done = now + g.config.call_ns;
+        g.record(now, done, CallOp::AtomicAbort, &h.path, 0, 0);
         Ok(done)
     }
 }

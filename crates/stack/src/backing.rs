@@ -135,6 +135,21 @@ impl<D: BlockDevice> Backing for F2fsBacking<D> {
         Ok(done)
     }
 
+    /// F2FS's atomic commit ([`F2fs::commit_atomic_write`]): new blocks for every page,
+    /// then the fsync chain with the mark on its last node (all or nothing).
+    fn commit_atomic(
+        &mut self,
+        now_ns: Nanos,
+        ino: Ino,
+        pages: &[(u64, &Page)],
+        file_size_bytes: u64,
+    ) -> Result<Nanos, BackingError> {
+        let ((), done) = self.timed(now_ns, ino, |fs, i| {
+            fs.commit_atomic_write(i, pages, file_size_bytes)
+        })?;
+        Ok(done)
+    }
+
     fn sync_all(&mut self, now_ns: Nanos) -> Result<Nanos, BackingError> {
         let ((), done) = self.timed(now_ns, 0, |fs, _| fs.sync())?;
         Ok(done)

@@ -25,6 +25,13 @@ pub struct FsConfig {
     pub overprovision_percent: Option<f64>,
     /// Mount options (`mode=lfs`, `ipu_policy`, `background_gc`, `cp_interval`, ...).
     pub mount: F2fsConfig,
+    /// Offer F2FS's atomic writes to SQLite (`fs.atomic_write=true`): the VFS then reports
+    /// `SQLITE_IOCAP_BATCH_ATOMIC` and SQLite (built with
+    /// `SQLITE_ENABLE_BATCH_ATOMIC_WRITE`, as Android builds it) commits rollback-journal
+    /// transactions with one atomic write instead of a journal. Android does this on F2FS;
+    /// off by default so that the calibrated figures stay those of a journal.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub atomic_write: bool,
 }
 
 /// The whole stack: device, file system, page cache, seed.

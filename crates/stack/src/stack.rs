@@ -438,6 +438,13 @@ impl FileApi for Stack {
             }
         }
         let last = self.open_count(handle.ino) == 0;
+        if last && self.cache()?.is_atomic(handle.ino as u64) {
+            // The last close aborts an atomic write in progress (F2FS's release).
+            end = self
+                .cache()?
+                .atomic_abort(end, handle.ino as u64)
+                .map_err(cache_err)?;
+        }
         let fs = self.fs()?;
         let orphan = last
             && fs
@@ -602,6 +609,48 @@ impl FileApi for Stack {
         self.namespace_dirty = true;
         Ok(self.done("mkdir", start, end, 0))
     }
+
+    fn atomic_write_supported(&mut self) -> bool {
+        self.config.fs.atomic_write
+    }
+
+    /// The page cache stages the file's writes (`PageCache::atomic_begin`).
+    fn atomic_begin(&mut self, now: Nanos, file: FileId) -> Result<Nanos, FileError> {
+        if !self.config.fs.atomic_write {
+            return Err(FileError::Unsupported("atomic writes"));
+        }
+        let start = self.enter(now)?;
+        let handle = self.handle(file)?;
+        if handle.read_only {
+            return Err(FileError::ReadOnly(file));
+        }
+        let ino = handle.ino as u64;
+        let end = self.cache()?.atomic_begin(start, ino).map_err(cache_err)?;
+        Ok(self.done("atomic_begin", start, end, 0))
+    }
+
+    /// The staged pages go down in one F2FS atomic commit (an fsync, all or nothing); if
+    /// names changed since the last checkpoint, a checkpoint follows, as for `sync`.
+    fn atomic_commit(&mut self, now: Nanos, file: FileId) -> Result<Nanos, FileError> {
+        let start = self.enter(now)?;
+        let ino = self.handle(file)?.ino as u64;
+        let mut end = self.cache()?.atomic_commit(start, ino).map_err(cache_err)?;
+        if self.namespace_dirty {
+            let fs = self.fs()?;
+            fs.advance_to(end);
+            fs.sync().map_err(io)?;
+            end = fs.now_ns().max(end);
+            self.namespace_dirty = false;
+        }
+        Ok(self.done("atomic_commit", start, end, 0))
+    }
+
+    fn atomic_abort(&mut self, now: Nanos, file: FileId) -> Result<Nanos, FileError> {
+        let start = self.enter(now)?;
+        let ino = self.handle(file)?.ino as u64;
+        let end = self.cache()?.atomic_abort(start, ino).map_err(cache_err)?;
+        Ok(self.done("atomic_abort", start, end, 0))
+    }
 }
 
 /// A [`Stack`] shared between a [`flashstack_sqlvfs::SimVfs`] (which owns its `FileApi`)
@@ -668,6 +717,18 @@ impl FileApi for SharedStack {
     }
     fn mkdir(&mut self, now: Nanos, path: &str) -> Result<Nanos, FileError> {
         self.lock().mkdir(now, path)
+    }
+    fn atomic_write_supported(&mut self) -> bool {
+        self.lock().atomic_write_supported()
+    }
+    fn atomic_begin(&mut self, now: Nanos, file: FileId) -> Result<Nanos, FileError> {
+        self.lock().atomic_begin(now, file)
+    }
+    fn atomic_commit(&mut self, now: Nanos, file: FileId) -> Result<Nanos, FileError> {
+        self.lock().atomic_commit(now, file)
+    }
+    fn atomic_abort(&mut self, now: Nanos, file: FileId) -> Result<Nanos, FileError> {
+        self.lock().atomic_abort(now, file)
     }
 }
 

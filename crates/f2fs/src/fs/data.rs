@@ -319,6 +319,19 @@ impl<D: BlockDevice> F2fs<D> {
         if let Some(addr) = self.try_in_place(ino, index, page, wb)? {
             return Ok(addr);
         }
+        self.store_page_out_of_place(ino, index, page, wb.log)
+    }
+
+    /// Writes page `index` to a new block of `log`, whatever the in-place policy says
+    /// (atomic writes never overwrite a block the last durable state points to).
+    pub(crate) fn store_page_out_of_place(
+        &mut self,
+        ino: u32,
+        index: u64,
+        page: &Block,
+        log: usize,
+    ) -> Result<u32, FsError> {
+        let wb = Writeback::out_of_place(log);
         self.ensure_space()?;
         let d = self
             .dnode(ino, index, true)?

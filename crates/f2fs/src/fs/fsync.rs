@@ -43,7 +43,7 @@ impl<D: BlockDevice> F2fs<D> {
         self.timed("fsync", |fs| fs.fsync_op(ino))
     }
 
-    fn fsync_op(&mut self, ino: u32) -> Result<(), FsError> {
+    pub(crate) fn fsync_op(&mut self, ino: u32) -> Result<(), FsError> {
         self.metrics.fsyncs += 1;
         if self.fsync_needs_checkpoint(ino)? {
             return self.checkpoint(false);

@@ -44,6 +44,9 @@ pub struct Metrics {
     pub inline_writes: u64,
     pub inline_conversions: u64,
     pub fsyncs: u64,
+    /// Of `fsyncs`, atomic-write commits ([`F2fs::commit_atomic_write`](super::F2fs::commit_atomic_write)).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub atomic_commits: u64,
     pub checkpoints: u64,
     /// Segments cleaned, in the foreground and by the background thread.
     pub gc_cycles: u64,
@@ -89,4 +92,8 @@ impl Metrics {
             + self.gc_node_blocks
             + self.ipu_data_blocks
     }
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }

@@ -7,6 +7,7 @@
 //! indirect nodes) stay dirty in memory until the next checkpoint writes them, as the
 //! kernel's node writeback does. See `docs/f2fs.md` for the write path step by step.
 
+mod atomic;
 mod ckpt;
 mod data;
 mod dir;
