@@ -98,6 +98,11 @@ struct ReproduceArgs {
     /// phone is; sets how hard GC works during the workloads).
     #[arg(long, value_name = "FRACTION", default_value_t = flashstack_experiments::ldc::SNAPSHOT_AGING)]
     aging: f64,
+    /// Runs at once, one thread each (the figures are the same for any value). Default:
+    /// every core with --quick (256 MiB per run); 1 for the full runs, each of which holds
+    /// a 4 GiB device's contents in memory (about 4.5 GiB).
+    #[arg(long, value_name = "N")]
+    jobs: Option<usize>,
 }
 
 #[derive(Subcommand)]
@@ -186,6 +191,12 @@ fn reproduce_ldc(args: ReproduceArgs) -> Result<()> {
         quick: args.quick,
         seed: args.seed,
         aging: args.aging,
+        jobs: match args.jobs {
+            Some(0) => anyhow::bail!("--jobs 0: must be at least 1"),
+            Some(n) => n,
+            None if args.quick => std::thread::available_parallelism().map_or(1, |n| n.get()),
+            None => 1,
+        },
     };
     let mut bar = progress::Bar::new(false);
     let results = reproduce(&options, &mut bar)?;

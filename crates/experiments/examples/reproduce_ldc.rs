@@ -8,6 +8,7 @@ fn main() {
         quick,
         seed: 1,
         aging: SNAPSHOT_AGING,
+        jobs: 1,
     };
     let results = reproduce(&options, &mut NoProgress).expect("runs");
     print!("{}", results.render());

@@ -35,6 +35,10 @@ pub struct LdcOptions {
     /// Share of the existing data overwritten at random before each run
     /// ([`SNAPSHOT_AGING`] by default).
     pub aging: f64,
+    /// Runs executed at once, on their own threads (at least 1). Each run is independent
+    /// and seeded alone, and results are kept in run order, so the figures are the same
+    /// for any value; a full run holds its 4 GiB device's contents in memory.
+    pub jobs: usize,
 }
 
 #[derive(Debug, Error)]
@@ -184,26 +188,71 @@ fn figures(policy: CompressionPolicyKind, app: LdcApp, clock_mhz: u32, r: &RunRe
     }
 }
 
-/// Runs every policy on every app at 200 MHz, then LDC and PM on MA across Fig. 10's
-/// clocks. `progress` sees one step per run.
+/// Runs `jobs` on `options.jobs` threads, each taking the next job in order; returns
+/// the results in job order, so the outcome does not depend on scheduling.
+fn run_all(
+    jobs: &[(CompressionPolicyKind, LdcApp, u32)],
+    options: &LdcOptions,
+    progress: &mut dyn Progress,
+) -> Vec<Result<Figures, LdcError>> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::mpsc;
+    let next = AtomicUsize::new(0);
+    let (done_tx, done_rx) = mpsc::channel::<(usize, Result<Figures, LdcError>)>();
+    let mut results: Vec<Option<Result<Figures, LdcError>>> = jobs.iter().map(|_| None).collect();
+    std::thread::scope(|scope| {
+        for _ in 0..options.jobs.clamp(1, jobs.len().max(1)) {
+            let done_tx = done_tx.clone();
+            let next = &next;
+            scope.spawn(move || loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(&(policy, app, clock)) = jobs.get(i) else {
+                    break;
+                };
+                if done_tx
+                    .send((i, run_one(policy, app, clock, options)))
+                    .is_err()
+                {
+                    break;
+                }
+            });
+        }
+        drop(done_tx);
+        let mut finished = 0;
+        for (i, result) in done_rx {
+            results[i] = Some(result);
+            finished += 1;
+            progress.advance(finished);
+        }
+    });
+    // A worker that panicked has already failed the scope above, so every slot is filled.
+    results
+        .into_iter()
+        .map(|r| r.expect("every job reports"))
+        .collect()
+}
+
+/// Runs every policy on every app at 200 MHz, then LDC on MA across Fig. 10's other
+/// clocks. `progress` sees one step per finished run.
 pub fn reproduce(
     options: &LdcOptions,
     progress: &mut dyn Progress,
 ) -> Result<LdcResults, LdcError> {
     use CompressionPolicyKind::*;
-    let mut runs = Vec::new();
-    let total = (LdcApp::ALL.len() * 5 + CLOCKS_MHZ.len() - 1) as u64;
-    progress.phase("reproduce ldc", Some(total));
+    let mut jobs: Vec<(CompressionPolicyKind, LdcApp, u32)> = Vec::new();
     for app in LdcApp::ALL {
         for policy in [Pm, Zftl, Sc, Ldc, Opt] {
-            runs.push(run_one(policy, app, 200, options).map_err(|e| in_run(policy, app, e))?);
-            progress.advance(runs.len() as u64);
+            jobs.push((policy, app, 200));
         }
     }
-    let ma = LdcApp::Multiple;
     for clock in CLOCKS_MHZ.into_iter().filter(|&c| c != 200) {
-        runs.push(run_one(Ldc, ma, clock, options).map_err(|e| in_run(Ldc, ma, e))?);
-        progress.advance(runs.len() as u64);
+        jobs.push((Ldc, LdcApp::Multiple, clock));
+    }
+    progress.phase("reproduce ldc", Some(jobs.len() as u64));
+    let results = run_all(&jobs, options, progress);
+    let mut runs = Vec::with_capacity(jobs.len());
+    for (&(policy, app, _), result) in jobs.iter().zip(results) {
+        runs.push(result.map_err(|e| in_run(policy, app, e))?);
     }
     let device_bytes = blocks_per_plane(options.quick) as u64 * 64 * 4096;
     Ok(LdcResults {
@@ -391,6 +440,7 @@ mod tests {
             quick: true,
             seed: 3,
             aging: SNAPSHOT_AGING,
+            jobs: 1,
         }
     }
 
@@ -403,5 +453,16 @@ mod tests {
         assert_eq!(pm.host_write_bytes, opt.host_write_bytes);
         let again = run_one(CompressionPolicyKind::Pm, me, 200, &quick()).unwrap();
         assert_eq!(format!("{pm:?}"), format!("{again:?}"));
+        // On two threads: the same figures, in job order.
+        let jobs = [
+            (CompressionPolicyKind::Opt, me, 200),
+            (CompressionPolicyKind::Pm, me, 200),
+        ];
+        let options = LdcOptions { jobs: 2, ..quick() };
+        let parallel: Vec<Figures> = run_all(&jobs, &options, &mut NoProgress)
+            .into_iter()
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(format!("{parallel:?}"), format!("{:?}", [opt, pm]));
     }
 }
