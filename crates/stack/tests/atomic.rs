@@ -18,6 +18,8 @@ const CREATE: OpenFlags = OpenFlags {
 fn stack(atomic: bool) -> Stack {
     let mut config = StackConfig::preset("default").unwrap();
     config.fs.atomic_write = atomic;
+    // 256 MiB: room for every test here, and each fsck reads a small image.
+    config.device.nand.geometry.blocks_per_plane = 1024;
     Stack::new(config).unwrap()
 }
 
