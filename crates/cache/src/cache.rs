@@ -589,16 +589,7 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
                 continue;
             }
             t = self.make_room(t, ino)?;
-            self.lru_clock += 1;
-            self.pages.insert(
-                (ino, page_index),
-                CachedPage {
-                    data,
-                    dirty: false,
-                    lru_seq: self.lru_clock,
-                },
-            );
-            self.clean_lru.insert(self.lru_clock, (ino, page_index));
+            self.insert_clean(ino, page_index, data);
         }
         self.forget_file_if_unused(ino);
         self.record(CallKind::AtomicCommit, now_ns, t);
@@ -983,6 +974,12 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
         if read_below {
             t = self.backing.read_page(t, ino, page_index, &mut data)?;
         }
+        self.insert_clean(ino, page_index, data);
+        Ok(t)
+    }
+
+    /// Caches a clean page as the most recently used (room already made).
+    fn insert_clean(&mut self, ino: Ino, page_index: u64, data: Box<Page>) {
         self.lru_clock += 1;
         self.pages.insert(
             (ino, page_index),
@@ -993,7 +990,6 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
             },
         );
         self.clean_lru.insert(self.lru_clock, (ino, page_index));
-        Ok(t)
     }
 
     /// Frees a slot if the cache is full: the least recently used clean page, or if every

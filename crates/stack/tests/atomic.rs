@@ -2,8 +2,8 @@
 //! atomic write replaces the rollback journal, commits survive power cuts all or nothing,
 //! an abort leaves the old content, and the images pass `fsck.f2fs -f`.
 
-use std::path::PathBuf;
-use std::process::Command;
+mod common;
+use common::assert_fsck_clean;
 
 use flashstack_sqlvfs::{FileApi, FileError, JournalMode, OpenFlags, SimDb, SimVfs, SqliteConfig};
 use flashstack_stack::{SharedStack, Stack, StackConfig};
@@ -31,39 +31,6 @@ fn read_all(s: &mut Stack, path: &str) -> Vec<u8> {
     assert_eq!(n as u64, size);
     s.close(t, f).unwrap();
     buf
-}
-
-fn assert_fsck_clean(stack: &mut Stack, what: &str) {
-    let Some(fsck) = [
-        "/usr/sbin/fsck.f2fs",
-        "/sbin/fsck.f2fs",
-        "/usr/bin/fsck.f2fs",
-    ]
-    .map(PathBuf::from)
-    .into_iter()
-    .find(|p| p.is_file()) else {
-        let msg = "fsck.f2fs not found: install the f2fs-tools package";
-        if std::env::var("CI").is_ok_and(|v| v == "true") {
-            panic!("{msg} (CI=true makes this a failure)");
-        }
-        eprintln!("notice: {msg}; skipping the fsck part");
-        return;
-    };
-    let image = std::env::temp_dir().join(format!(
-        "flashstack-atomic-{}-{}.img",
-        std::process::id(),
-        what
-    ));
-    stack.write_image(&image).unwrap();
-    let out = Command::new(fsck).arg("-f").arg(&image).output().unwrap();
-    let _ = std::fs::remove_file(&image);
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(out.status.success(), "{what}: fsck.f2fs failed:\n{text}");
-    let bad = ["[Fail]", "[FAIL]", "[ASSERT]", "[FIX]"];
-    assert!(
-        !bad.iter().any(|b| text.contains(b)),
-        "{what}: fsck.f2fs:\n{text}"
-    );
 }
 
 fn delete_mode() -> SqliteConfig {

@@ -2,47 +2,11 @@
 //! real `fsck.f2fs -f` (skipped with a notice if f2fs-tools is missing; a failure under
 //! CI=true, as in crates/f2fs/tests).
 
-use std::path::PathBuf;
-use std::process::Command;
+mod common;
+use common::assert_fsck_clean;
 
 use flashstack_sqlvfs::{FileApi, OpenFlags};
 use flashstack_stack::{Stack, StackConfig};
-
-fn tool(name: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    let found = std::env::split_paths(&path)
-        .chain(["/usr/sbin", "/sbin"].map(PathBuf::from))
-        .map(|dir| dir.join(name))
-        .find(|p| p.is_file());
-    if found.is_none() {
-        let msg = format!("{name} not found: install the f2fs-tools package");
-        if std::env::var("CI").is_ok_and(|v| v == "true") {
-            panic!("{msg} (CI=true makes this a failure)");
-        }
-        eprintln!("notice: {msg}; skipping this test");
-    }
-    found
-}
-
-fn assert_fsck_clean(stack: &mut Stack, what: &str) {
-    let Some(fsck) = tool("fsck.f2fs") else {
-        return;
-    };
-    let image = std::env::temp_dir().join(format!(
-        "flashstack-stack-{}-{}.img",
-        std::process::id(),
-        what
-    ));
-    stack.write_image(&image).unwrap();
-    let out = Command::new(fsck).arg("-f").arg(&image).output().unwrap();
-    let _ = std::fs::remove_file(&image);
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(out.status.success(), "{what}: fsck.f2fs failed:\n{text}");
-    assert!(
-        !text.contains("[FAIL]"),
-        "{what}: fsck.f2fs found problems:\n{text}"
-    );
-}
 
 fn workload(s: &mut Stack, files: u32, sync_every: u32) {
     let create = OpenFlags {
