@@ -277,15 +277,7 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
         if self.atomic.contains_key(&ino) {
             return self.write_staged(now_ns, ino, offset_bytes, data);
         }
-        let length_bytes = data.len() as u64;
-        let end_bytes =
-            offset_bytes
-                .checked_add(length_bytes)
-                .ok_or(CacheError::RangeOverflow {
-                    ino,
-                    offset_bytes,
-                    length_bytes,
-                })?;
+        let end_bytes = write_end(ino, offset_bytes, data.len() as u64)?;
         let mut t = now_ns + self.config.call_overhead_ns;
         let (size_bytes, t_size) = self.ensure_file(t, ino)?;
         t = t_size;
@@ -655,15 +647,7 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
         offset_bytes: u64,
         data: &[u8],
     ) -> Result<Nanos, CacheError> {
-        let length_bytes = data.len() as u64;
-        let end_bytes =
-            offset_bytes
-                .checked_add(length_bytes)
-                .ok_or(CacheError::RangeOverflow {
-                    ino,
-                    offset_bytes,
-                    length_bytes,
-                })?;
+        let end_bytes = write_end(ino, offset_bytes, data.len() as u64)?;
         let mut t = now_ns + self.config.call_overhead_ns;
         let mut position = offset_bytes;
         while position < end_bytes {
@@ -1113,4 +1097,15 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
             .or_default()
             .record(done_ns - issued_ns);
     }
+}
+
+/// The end of a write of `length_bytes` at `offset_bytes`, or the overflow as an error.
+fn write_end(ino: Ino, offset_bytes: u64, length_bytes: u64) -> Result<u64, CacheError> {
+    offset_bytes
+        .checked_add(length_bytes)
+        .ok_or(CacheError::RangeOverflow {
+            ino,
+            offset_bytes,
+            length_bytes,
+        })
 }

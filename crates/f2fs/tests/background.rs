@@ -18,16 +18,6 @@ fn fresh(bytes: u64, cfg: F2fsConfig) -> F2fs<MemDevice> {
     F2fs::mount_with(dev, 0, cfg).unwrap()
 }
 
-fn check_image(dev: &MemDevice, what: &str) {
-    let Some(bin) = tool("fsck.f2fs") else {
-        return;
-    };
-    let dir = TempDir::new(what);
-    let image = dir.file("image");
-    dev.export(&image).unwrap();
-    assert_clean(&fsck(&bin, &image), what);
-}
-
 fn page(seed: u8) -> [u8; 4096] {
     std::array::from_fn(|i| (i as u8).wrapping_mul(29) ^ seed)
 }

@@ -105,16 +105,6 @@ fn check_files<D: BlockDevice>(fs: &mut F2fs<D>, expect: &Expect, what: &str) {
     }
 }
 
-fn check_image(dev: &MemDevice, what: &str) {
-    let Some(bin) = tool("fsck.f2fs") else {
-        return;
-    };
-    let dir = TempDir::new(what);
-    let image = dir.file("image");
-    dev.export(&image).unwrap();
-    assert_clean(&fsck(&bin, &image), what);
-}
-
 /// Two rounds on a RAM disk (a power cut keeps exactly what was written): new files
 /// fsync'd, cut, recovered; then more new files and appends to recovered ones (now in the
 /// fresh segments recovery moved the logs to), cut, recovered again. fsck.f2fs on the

@@ -11,16 +11,6 @@ fn fresh(bytes: u64, opts: &MkfsOptions) -> F2fs<MemDevice> {
     F2fs::mount(dev).unwrap()
 }
 
-fn check_image(dev: &MemDevice, what: &str) {
-    let Some(fsck_bin) = tool("fsck.f2fs") else {
-        return;
-    };
-    let dir = TempDir::new(what);
-    let image = dir.file("image");
-    dev.export(&image).unwrap();
-    assert_clean(&fsck(&fsck_bin, &image), what);
-}
-
 fn pattern(len: usize, seed: u8) -> Vec<u8> {
     (0..len)
         .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed))

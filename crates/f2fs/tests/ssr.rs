@@ -197,16 +197,6 @@ fn ssr_logs_in_checkpoint(dev: &mut MemDevice) -> usize {
         .count()
 }
 
-fn check_image(dev: &MemDevice, what: &str) {
-    let Some(bin) = tool("fsck.f2fs") else {
-        return;
-    };
-    let dir = TempDir::new(&what.replace([' ', ':', ','], "-"));
-    let image = dir.file("image");
-    dev.export(&image).unwrap();
-    assert_clean(&fsck(&bin, &image), what);
-}
-
 /// Random overwrites on a 128 MiB volume at 80 % utilisation, a checkpoint every 2,000:
 /// free segments fall to the SSR threshold with most segments dirty, and the data logs
 /// recycle them. Then rounds of checkpointed and un-synced overwrites, fsyncs and power

@@ -14,16 +14,6 @@ fn fresh(bytes: u64, opts: &MkfsOptions) -> F2fs<MemDevice> {
     F2fs::mount(dev).unwrap()
 }
 
-fn check_image(dev: &MemDevice, what: &str) {
-    let Some(fsck_bin) = tool("fsck.f2fs") else {
-        return;
-    };
-    let dir = TempDir::new(what);
-    let image = dir.file("image");
-    dev.export(&image).unwrap();
-    assert_clean(&fsck(&fsck_bin, &image), what);
-}
-
 /// A target longer than the inline area (about 3.4 KiB): stored in data block 0.
 fn long_target() -> Vec<u8> {
     let mut t = b"/".to_vec();

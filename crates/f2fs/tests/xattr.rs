@@ -13,16 +13,6 @@ fn fresh(opts: &MkfsOptions) -> F2fs<MemDevice> {
     F2fs::mount(dev).unwrap()
 }
 
-fn check_image(dev: &MemDevice, what: &str) {
-    let Some(fsck_bin) = tool("fsck.f2fs") else {
-        return;
-    };
-    let dir = TempDir::new(what);
-    let image = dir.file("image");
-    dev.export(&image).unwrap();
-    assert_clean(&fsck(&fsck_bin, &image), what);
-}
-
 fn names(fs: &mut F2fs<MemDevice>, ino: u32) -> Vec<String> {
     fs.listxattr(ino)
         .unwrap()

@@ -166,3 +166,15 @@ pub fn android_like() -> flashstack_f2fs::MkfsOptions {
 
 pub const MIB: u64 = 1 << 20;
 pub const GIB: u64 = 1 << 30;
+
+/// Exports `dev` as an image and asserts that `fsck.f2fs -f` finds it clean (skipped with
+/// a notice when f2fs-tools is missing, outside CI).
+pub fn check_image(dev: &MemDevice, what: &str) {
+    let Some(bin) = tool("fsck.f2fs") else {
+        return;
+    };
+    let dir = TempDir::new(&what.replace([' ', ':', ',', '/'], "-"));
+    let image = dir.file("image");
+    dev.export(&image).unwrap();
+    assert_clean(&fsck(&bin, &image), what);
+}
