@@ -139,13 +139,16 @@ impl Ftl {
         let mut result = Ok(());
         // A pass moves everything live; a failed program under a straddling copy can map a
         // fragment back here, which the next pass moves again.
+        let plain = self.slots_per_page == 1 && !self.compression_active();
         for _pass in 0..RELOCATION_PASSES_MAX {
             self.gather_data_slots(block, &mut slots);
             keep_live(&self.l2p, &mut slots);
             if slots.is_empty() {
                 break;
             }
-            result = if self.slots_per_page == 1 && !self.compression_active() {
+            result = if plain && self.nand.is_infallible() {
+                self.relocate_single_slot_pages(&slots, stream, cause, now_ns)
+            } else if plain {
                 self.move_single_slot_pages(&slots, stream, cause, now_ns)
             } else if self.slots_per_lpn == 1 {
                 self.move_page_by_page(&slots, stream, cause, now_ns)
@@ -237,6 +240,41 @@ impl Ftl {
             let slot = self.reserve_fragment(stream, 1, false, ready_ns)?;
             self.map(lpn, slot, 1);
             self.fill_single_slot_page(stream, lpn, None, old, ready_ns, cause)?;
+        }
+        Ok(())
+    }
+
+    /// `move_single_slot_pages` on flash that cannot fail: no program can fail or tear,
+    /// so a page is never buffered, retried or re-targeted, and each move is one fused
+    /// read and program in the NAND model. Same steps in the same order, same results.
+    fn relocate_single_slot_pages(
+        &mut self,
+        slots: &[(u32, u32)],
+        stream: usize,
+        cause: Cause,
+        now_ns: Nanos,
+    ) -> Result<(), FtlError> {
+        debug_assert_eq!(self.streams[stream].filled, 0);
+        for &(old, lpn) in slots {
+            debug_assert_eq!(self.l2p[lpn as usize], old);
+            // One slot per page: slot numbers are page numbers.
+            let page = self.allocate_page(stream, false, now_ns)?;
+            self.map(lpn, page, 1);
+            let seq = self.seq;
+            self.seq += 1;
+            let flags = oob_flags::RELOCATED;
+            let (_, timing) = self.nand.relocate_page(old, page, lpn, seq, flags, now_ns);
+            self.counters.page_reads_relocation += 1;
+            self.counters.page_programs += 1;
+            match cause {
+                Cause::Host => self.counters.program_slots_host += 1,
+                Cause::Gc => self.counters.program_slots_gc += 1,
+                Cause::WearLevel => self.counters.program_slots_wl += 1,
+            }
+            if let Some(copies) = self.copies.as_mut() {
+                copies[lpn as usize] += 1;
+            }
+            self.note_programmed(page, timing.end_ns);
         }
         Ok(())
     }

@@ -15,7 +15,7 @@ use flashstack_sim::Nanos;
 
 use crate::{BlockState, Cause, Ftl, FtlError};
 
-const NO_PAGE: u32 = u32::MAX;
+pub(crate) const NO_PAGE: u32 = u32::MAX;
 const SLOTS_MAX: usize = MAX_SLOTS_PER_PAGE as usize;
 /// OOB values from here to `u32::MAX - 1` mark continuation slots: `CONTINUATION_BASE + r`
 /// with r the fragment's slots after this one. Logical page numbers stay below it.

@@ -346,6 +346,75 @@ proptest! {
 
 }
 
+/// Everything observable about a device after a run: counters, latencies, when it goes
+/// idle, every page's spare area and every LBA's bytes.
+fn observe(h: &mut Harness) -> String {
+    let ftl = &h.ftl;
+    let l = ftl.latencies();
+    let mut seen = format!(
+        "{:?}\n{:?}\n{:?} {:?} {:?} {:?}\nbusy until {}\n",
+        ftl.counters(),
+        ftl.nand().counters(),
+        l.read.summary(),
+        l.write.summary(),
+        l.trim.summary(),
+        l.flush.summary(),
+        ftl.busy_until_ns()
+    );
+    let g = ftl.config().nand.geometry.clone();
+    for page in 0..g.pages() as u32 {
+        if let Some(oob) = ftl.nand().oob(page) {
+            seen += &format!("{page}: {:?} {} {}\n", oob.lpns, oob.seq, oob.flags);
+        }
+    }
+    let mut out = vec![0u8; LBA_SIZE];
+    for lba in 0..h.ftl.capacity_lbas() {
+        h.now_ns += 1_000;
+        h.ftl.read(h.now_ns, lba, 1, Some(&mut out)).unwrap();
+        seen += &format!("{lba}={:x}\n", hash(&out));
+    }
+    seen
+}
+
+fn hash(bytes: &[u8]) -> u64 {
+    bytes.chunks_exact(8).fold(0xcbf2_9ce4_8422_2325, |h, w| {
+        (h ^ u64::from_le_bytes(w.try_into().unwrap())).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+    /// The fused paths for flash that cannot fail (one-slot pages, no faults, no armed
+    /// power cut) give exactly what the general paths give. A power cut armed too far
+    /// ahead to ever fire sends the second device down the general paths.
+    #[test]
+    fn fast_paths_match_the_general_paths(
+        policy in prop_oneof![Just(VictimPolicyKind::Greedy), Just(VictimPolicyKind::CostBenefit)],
+        ops in prop::collection::vec(op_strategy(), 1..400),
+        seed in any::<u64>(),
+    ) {
+        let ops: Vec<Op> = ops
+            .into_iter()
+            .filter(|op| !matches!(op, Op::ArmPowerCut { .. } | Op::CutNow))
+            .collect();
+        let config = tiny_config(4096, StreamMode::Temperature, policy);
+        let mut fast = run(config.clone(), &ops, seed, false);
+        let mut general = Harness::new(config, seed);
+        general.ftl.nand_mut().arm_power_cut(u64::MAX);
+        assert!(!general.ftl.nand().is_infallible());
+        for op in &ops {
+            general.step(op);
+        }
+        general.ftl.nand_mut().disarm_power_cut();
+        general.now_ns += 1;
+        general.step(&Op::Flush);
+        general.now_ns += 10;
+        general.recover();
+        prop_assert_eq!(observe(&mut fast), observe(&mut general));
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 500, ..ProptestConfig::default() })]
 

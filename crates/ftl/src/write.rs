@@ -66,8 +66,50 @@ impl Ftl {
         let len = self.slots_per_lpn;
         let slot = self.reserve_fragment(stream, len, cause == Cause::Host, ready_ns)?;
         self.map(lpn, slot, len);
+        let zero_page = data.is_none() && self.nand.stores_contents();
+        if self.slots_per_page == 1 && !zero_page && self.nand.is_infallible() {
+            return Ok(self.program_single_slot_page(stream, lpn, data, ready_ns, cause));
+        }
         let programmed = self.fill_fragment(stream, lpn, len, data, NO_SOURCE, ready_ns, cause)?;
         Ok(programmed.map_or(ready_ns, |t| t.end_ns))
+    }
+
+    /// `fill_single_slot_page` for `lpn`, just mapped to the stream's reserved page, on
+    /// flash that cannot fail: no buffering, no retry, one program in the NAND model. Same
+    /// steps, same results. Returns when the page is durable.
+    fn program_single_slot_page(
+        &mut self,
+        stream: usize,
+        lpn: u32,
+        data: Option<&[u8]>,
+        ready_ns: Nanos,
+        cause: Cause,
+    ) -> Nanos {
+        let s = &mut self.streams[stream];
+        debug_assert_eq!(s.filled, 0);
+        let page = std::mem::replace(&mut s.target_page, crate::stream::NO_PAGE);
+        debug_assert_eq!(self.l2p[lpn as usize], page);
+        let flags = if s.relocation {
+            oob_flags::RELOCATED
+        } else {
+            0
+        };
+        let seq = self.seq;
+        self.seq += 1;
+        let timing = self
+            .nand
+            .program_page(page, lpn, seq, flags, data, ready_ns);
+        self.counters.page_programs += 1;
+        match cause {
+            Cause::Host => self.counters.program_slots_host += 1,
+            Cause::Gc => self.counters.program_slots_gc += 1,
+            Cause::WearLevel => self.counters.program_slots_wl += 1,
+        }
+        if let Some(copies) = self.copies.as_mut() {
+            copies[lpn as usize] += 1;
+        }
+        self.note_programmed(page, timing.end_ns);
+        timing.end_ns
     }
 
     /// Removes the current mapping of `lpn`, if any.

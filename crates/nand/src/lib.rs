@@ -361,6 +361,120 @@ impl Nand {
         Ok(OpTiming { start_ns, end_ns })
     }
 
+    /// True when no operation can fail, tear or be refused: power is on, no cut is armed
+    /// and every fault probability is zero. Only then may [`Nand::relocate_page`] be used.
+    #[inline]
+    pub fn is_infallible(&self) -> bool {
+        let f = &self.config.faults;
+        !self.power.off
+            && self.power.cut_after_ops.is_none()
+            && f.program_fail_probability <= 0.0
+            && f.erase_fail_probability <= 0.0
+            && f.read_error_probability <= 0.0
+    }
+
+    /// Garbage collection's copy of a one-slot page: reads page `from` (tR, then the
+    /// channel) and programs it into page `to` of the same unit with OOB `(lpn, seq,
+    /// flags)`; the stored bytes, if any, are shared rather than copied. Exactly the
+    /// timing, counters and state of `read(from, 0..1, None, now_ns)` followed by
+    /// `program_relocating(to, …, sources = [from], ready_ns = read end)`, in one call
+    /// without their fault and power checks: valid only for one-slot pages while
+    /// [`Nand::is_infallible`] holds (asserted in debug builds). Returns when the read
+    /// data was in the controller, and the program's timing.
+    #[inline]
+    pub fn relocate_page(
+        &mut self,
+        from: u32,
+        to: u32,
+        lpn: u32,
+        seq: u64,
+        flags: u8,
+        now_ns: Nanos,
+    ) -> (Nanos, OpTiming) {
+        debug_assert!(self.is_infallible() && self.slots_per_page == 1);
+        // The read: the die senses `from`, then holds it until the channel has moved it.
+        let unit = self.unit_of_block(self.block_of_page(from)) as usize;
+        let channel = self.channel_of_unit(unit as u32);
+        let xfer_ns = self.transfer_ns(1);
+        let read_ns = self.read_latency_ns(from);
+        let (_, sensed_ns) = self.units[unit].reserve(now_ns, read_ns);
+        let (_, read_end_ns) = self.channels[channel].reserve(sensed_ns, xfer_ns);
+        self.units[unit].reserve(sensed_ns, read_end_ns - sensed_ns);
+        // The program: same unit (GC streams are pinned to their victim's unit).
+        let (block, index_in_block) = self.per_block.div_rem(to);
+        assert_eq!(
+            self.unit_of_block(block) as usize,
+            unit,
+            "relocation across units"
+        );
+        assert!(!self.bad[block as usize], "program of bad block {block}");
+        assert_eq!(
+            self.write_ptr[block as usize] as u32, index_in_block,
+            "out-of-order or repeated program of page {index_in_block} in block {block}"
+        );
+        let ready_ns = read_end_ns.max(self.units[unit].busy_until_ns());
+        let (start_ns, _) = self.channels[channel].reserve(ready_ns, xfer_ns);
+        let program_ns = self.program_latency_ns(to);
+        let (_, end_ns) = self.units[unit].reserve(start_ns, xfer_ns + program_ns);
+        self.note_end(end_ns);
+        self.write_ptr[block as usize] += 1;
+        self.counters.page_reads += 1;
+        self.counters.page_programs += 1;
+        self.counters.transfer_bytes +=
+            (self.slot_bytes + self.config.geometry.page_size_bytes) as u64;
+        self.page_flags[to as usize] = flags | oob_flags::PROGRAMMED;
+        self.page_seq[to as usize] = seq;
+        self.slot_lpn[to as usize] = lpn;
+        if let Some(store) = self.store.as_mut() {
+            store.share(to as u64, from as u64);
+        }
+        (read_end_ns, OpTiming { start_ns, end_ns })
+    }
+
+    /// Programs one-slot page `page` with OOB `(lpn, seq, flags)` and, when contents are
+    /// stored, `data` (4 KiB). Exactly the timing, counters and state of
+    /// `program(page, …, data, ready_ns)` without its fault and power checks: valid only
+    /// for one-slot pages while [`Nand::is_infallible`] holds (asserted in debug builds).
+    #[inline]
+    pub fn program_page(
+        &mut self,
+        page: u32,
+        lpn: u32,
+        seq: u64,
+        flags: u8,
+        data: Option<&[u8]>,
+        ready_ns: Nanos,
+    ) -> OpTiming {
+        debug_assert!(self.is_infallible() && self.slots_per_page == 1);
+        let (block, index_in_block) = self.per_block.div_rem(page);
+        assert!(!self.bad[block as usize], "program of bad block {block}");
+        assert_eq!(
+            self.write_ptr[block as usize] as u32, index_in_block,
+            "out-of-order or repeated program of page {index_in_block} in block {block}"
+        );
+        let unit = self.unit_of_block(block) as usize;
+        let channel = self.channel_of_unit(unit as u32);
+        let xfer_ns = self.transfer_ns(1);
+        let program_ns = self.program_latency_ns(page);
+        let ready_ns = ready_ns.max(self.units[unit].busy_until_ns());
+        let (start_ns, _) = self.channels[channel].reserve(ready_ns, xfer_ns);
+        let (_, end_ns) = self.units[unit].reserve(start_ns, xfer_ns + program_ns);
+        self.note_end(end_ns);
+        self.write_ptr[block as usize] += 1;
+        self.counters.page_programs += 1;
+        self.counters.transfer_bytes += self.config.geometry.page_size_bytes as u64;
+        self.page_flags[page as usize] = flags | oob_flags::PROGRAMMED;
+        self.page_seq[page as usize] = seq;
+        self.slot_lpn[page as usize] = lpn;
+        if let (Some(store), Some(bytes)) = (self.store.as_mut(), data) {
+            assert_eq!(bytes.len(), self.slot_bytes as usize);
+            if lpn != NO_LPN {
+                store.put(page as u64, bytes);
+            }
+        }
+        OpTiming { start_ns, end_ns }
+    }
+
     /// Arms a power cut: the `ops`-th program or erase from now is torn and every later
     /// operation fails with `PowerLoss` until [`Nand::power_on`].
     pub fn arm_power_cut(&mut self, ops: u64) {
