@@ -245,8 +245,9 @@ impl Ftl {
     }
 
     /// `move_single_slot_pages` on flash that cannot fail: no program can fail or tear,
-    /// so a page is never buffered, retried or re-targeted, and each move is one fused
-    /// read and program in the NAND model. Same steps in the same order, same results.
+    /// so a page is never buffered, retried or re-targeted, and the moves that land in
+    /// one block are one run in the NAND model. The same steps in the same order, with
+    /// the same results, as moving page by page.
     fn relocate_single_slot_pages(
         &mut self,
         slots: &[(u32, u32)],
@@ -255,26 +256,44 @@ impl Ftl {
         now_ns: Nanos,
     ) -> Result<(), FtlError> {
         debug_assert_eq!(self.streams[stream].filled, 0);
-        for &(old, lpn) in slots {
-            debug_assert_eq!(self.l2p[lpn as usize], old);
+        let die = self.streams[stream]
+            .pinned_die
+            .expect("GC streams are pinned") as usize;
+        let mut rest = slots;
+        while let Some(&(old, _)) = rest.first() {
             // One slot per page: slot numbers are page numbers.
-            let page = self.allocate_page(stream, false, now_ns)?;
-            self.map(lpn, page, 1);
+            let first = self.allocate_page(stream, false, now_ns)?;
+            let room = self.pages_per_block - self.pages_per_block_div.rem(first);
+            let (moves, later) = rest.split_at(rest.len().min(room as usize));
+            let run = moves.len() as u32;
+            if let Some(f) = self.streams[stream].active[die].as_mut() {
+                f.next_page += run - 1;
+            }
+            for (k, &(from, lpn)) in moves.iter().enumerate() {
+                debug_assert_eq!(self.l2p[lpn as usize], from);
+                self.l2p[lpn as usize] = first + k as u32;
+            }
+            self.blocks.remove_valid(self.block_of_slot(old), run);
+            self.blocks.add_valid(self.block_of_slot(first), run);
             let seq = self.seq;
-            self.seq += 1;
+            self.seq += run as u64;
             let flags = oob_flags::RELOCATED;
-            let (_, timing) = self.nand.relocate_page(old, page, lpn, seq, flags, now_ns);
-            self.counters.page_reads_relocation += 1;
-            self.counters.page_programs += 1;
+            let timing = self.nand.relocate_run(moves, first, seq, flags, now_ns);
+            let c = &mut self.counters;
+            c.page_reads_relocation += run as u64;
+            c.page_programs += run as u64;
             match cause {
-                Cause::Host => self.counters.program_slots_host += 1,
-                Cause::Gc => self.counters.program_slots_gc += 1,
-                Cause::WearLevel => self.counters.program_slots_wl += 1,
+                Cause::Host => c.program_slots_host += run as u64,
+                Cause::Gc => c.program_slots_gc += run as u64,
+                Cause::WearLevel => c.program_slots_wl += run as u64,
             }
             if let Some(copies) = self.copies.as_mut() {
-                copies[lpn as usize] += 1;
+                for &(_, lpn) in moves {
+                    copies[lpn as usize] += 1;
+                }
             }
-            self.note_programmed(page, timing.end_ns);
+            self.note_programmed(first + run - 1, timing.end_ns);
+            rest = later;
         }
         Ok(())
     }

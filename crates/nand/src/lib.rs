@@ -373,62 +373,68 @@ impl Nand {
             && f.read_error_probability <= 0.0
     }
 
-    /// Garbage collection's copy of a one-slot page: reads page `from` (tR, then the
-    /// channel) and programs it into page `to` of the same unit with OOB `(lpn, seq,
-    /// flags)`; the stored bytes, if any, are shared rather than copied. Exactly the
-    /// timing, counters and state of `read(from, 0..1, None, now_ns)` followed by
-    /// `program_relocating(to, …, sources = [from], ready_ns = read end)`, in one call
-    /// without their fault and power checks: valid only for one-slot pages while
-    /// [`Nand::is_infallible`] holds (asserted in debug builds). Returns when the read
-    /// data was in the controller, and the program's timing.
-    #[inline]
-    pub fn relocate_page(
+    /// Garbage collection's copy of one-slot pages into consecutive pages of one block:
+    /// for each `(from, lpn)` of `moves` in order, reads page `from` (tR, then the
+    /// channel) and programs it into the next page from `to` on, with OOB `(lpn, seq,
+    /// flags)` and `seq` counting up from the given one; stored bytes are shared rather
+    /// than copied. Exactly the timing, counters and state of `read(from, 0..1, None,
+    /// now_ns)` then `program_relocating(…, sources = [from], ready_ns = read end)` per
+    /// move, without their fault and power checks: valid only for one-slot pages of one
+    /// unit while [`Nand::is_infallible`] holds (asserted in debug builds). Returns the
+    /// last program's timing.
+    pub fn relocate_run(
         &mut self,
-        from: u32,
+        moves: &[(u32, u32)],
         to: u32,
-        lpn: u32,
         seq: u64,
         flags: u8,
         now_ns: Nanos,
-    ) -> (Nanos, OpTiming) {
+    ) -> OpTiming {
         debug_assert!(self.is_infallible() && self.slots_per_page == 1);
-        // The read: the die senses `from`, then holds it until the channel has moved it.
-        let unit = self.unit_of_block(self.block_of_page(from)) as usize;
-        let channel = self.channel_of_unit(unit as u32);
-        let xfer_ns = self.transfer_ns(1);
-        let read_ns = self.read_latency_ns(from);
-        let (_, sensed_ns) = self.units[unit].reserve(now_ns, read_ns);
-        let (_, read_end_ns) = self.channels[channel].reserve(sensed_ns, xfer_ns);
-        self.units[unit].reserve(sensed_ns, read_end_ns - sensed_ns);
-        // The program: same unit (GC streams are pinned to their victim's unit).
         let (block, index_in_block) = self.per_block.div_rem(to);
-        assert_eq!(
-            self.unit_of_block(block) as usize,
-            unit,
-            "relocation across units"
-        );
+        let run = moves.len() as u32;
+        assert!(run >= 1 && index_in_block + run <= self.pages_per_block);
         assert!(!self.bad[block as usize], "program of bad block {block}");
         assert_eq!(
             self.write_ptr[block as usize] as u32, index_in_block,
             "out-of-order or repeated program of page {index_in_block} in block {block}"
         );
-        let ready_ns = read_end_ns.max(self.units[unit].busy_until_ns());
-        let (start_ns, _) = self.channels[channel].reserve(ready_ns, xfer_ns);
-        let program_ns = self.program_latency_ns(to);
-        let (_, end_ns) = self.units[unit].reserve(start_ns, xfer_ns + program_ns);
-        self.note_end(end_ns);
-        self.write_ptr[block as usize] += 1;
-        self.counters.page_reads += 1;
-        self.counters.page_programs += 1;
-        self.counters.transfer_bytes +=
-            (self.slot_bytes + self.config.geometry.page_size_bytes) as u64;
-        self.page_flags[to as usize] = flags | oob_flags::PROGRAMMED;
-        self.page_seq[to as usize] = seq;
-        self.slot_lpn[to as usize] = lpn;
-        if let Some(store) = self.store.as_mut() {
-            store.share(to as u64, from as u64);
+        let unit = self.unit_of_block(block) as usize;
+        let channel = self.channel_of_unit(unit as u32);
+        let xfer_ns = self.transfer_ns(1);
+        let mut last = OpTiming {
+            start_ns: 0,
+            end_ns: 0,
+        };
+        for (k, &(from, lpn)) in moves.iter().enumerate() {
+            let page = to + k as u32;
+            debug_assert_eq!(self.unit_of_block(self.block_of_page(from)) as usize, unit);
+            // The die senses `from`, then holds it until the channel has moved it; the
+            // data then goes back over the channel and the die programs it.
+            let read_ns = self.read_latency_ns(from);
+            let program_ns = self.program_latency_ns(page);
+            let die = &mut self.units[unit];
+            let (_, sensed_ns) = die.reserve(now_ns, read_ns);
+            let (_, read_end_ns) = self.channels[channel].reserve(sensed_ns, xfer_ns);
+            die.reserve(sensed_ns, read_end_ns - sensed_ns);
+            let ready_ns = read_end_ns.max(die.busy_until_ns());
+            let (start_ns, _) = self.channels[channel].reserve(ready_ns, xfer_ns);
+            let (_, end_ns) = self.units[unit].reserve(start_ns, xfer_ns + program_ns);
+            last = OpTiming { start_ns, end_ns };
+            self.page_flags[page as usize] = flags | oob_flags::PROGRAMMED;
+            self.page_seq[page as usize] = seq + k as u64;
+            self.slot_lpn[page as usize] = lpn;
+            if let Some(store) = self.store.as_mut() {
+                store.share(page as u64, from as u64);
+            }
         }
-        (read_end_ns, OpTiming { start_ns, end_ns })
+        self.note_end(last.end_ns);
+        self.write_ptr[block as usize] += run as u16;
+        self.counters.page_reads += run as u64;
+        self.counters.page_programs += run as u64;
+        self.counters.transfer_bytes +=
+            run as u64 * (self.slot_bytes + self.config.geometry.page_size_bytes) as u64;
+        last
     }
 
     /// Programs one-slot page `page` with OOB `(lpn, seq, flags)` and, when contents are
