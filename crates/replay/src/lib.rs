@@ -7,6 +7,7 @@
 
 mod image;
 mod precondition;
+mod prefill;
 mod snapshot;
 
 use std::collections::VecDeque;
@@ -17,6 +18,7 @@ use flashstack_ftl::{DeviceConfig, Ftl};
 use flashstack_nand::ConfigError;
 use flashstack_report::{ReportOptions, RunInfo, RunReport};
 use flashstack_trace::TraceRequest;
+use prefill::{Prefill, CHUNKS_AHEAD, CHUNK_PAGES};
 use thiserror::Error;
 
 pub use image::ImageReport;
@@ -136,6 +138,8 @@ pub struct Replayer {
     snapshot_ranges: Vec<std::ops::Range<u64>>,
     /// Set by `prepare`: from then on the device is measured.
     prepared: bool,
+    /// Threads generating page contents ahead of the device; `None`: all cores but one.
+    content_workers: Option<usize>,
 }
 
 impl Replayer {
@@ -163,7 +167,15 @@ impl Replayer {
             snapshot: SnapshotReport::default(),
             snapshot_ranges: Vec::new(),
             prepared: false,
+            content_workers: None,
         })
+    }
+
+    /// Sets how many threads generate page contents ahead of the device (0: each page
+    /// is generated just before its write). Results never depend on it; the default is
+    /// one per core but the one driving the device.
+    pub fn set_content_workers(&mut self, workers: usize) {
+        self.content_workers = Some(workers);
     }
 
     pub fn capacity_bytes(&self) -> u64 {
@@ -192,10 +204,95 @@ impl Replayer {
         progress: &mut dyn Progress,
     ) -> Result<(), ReplayError> {
         progress.phase("replay", total);
+        let mut requests = requests.fuse();
+        let replayer = self;
+        replayer.with_prefill(|r, prefill| match prefill {
+            Some(prefill) => r.replay_prefilled(&mut requests, prefill, progress),
+            None => r.replay_inline(&mut requests, progress),
+        })
+    }
+
+    /// Runs `body` with a [`Prefill`] when contents are stored and another core can
+    /// generate them, else with none.
+    pub(crate) fn with_prefill<R>(
+        &mut self,
+        body: impl FnOnce(&mut Replayer, Option<&mut Prefill>) -> R,
+    ) -> R {
+        let workers = self.content_workers.unwrap_or_else(|| {
+            let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+            prefill::workers_for(cores)
+        });
+        let workers = workers.min(prefill::WORKERS_MAX);
+        if !self.config.store_contents || workers == 0 {
+            return body(self, None);
+        }
+        let content = self.content.clone();
+        let versions = self.versions.clone();
+        std::thread::scope(|scope| {
+            let mut prefill = Prefill::start(scope, &content, workers, versions);
+            body(self, Some(&mut prefill))
+        })
+    }
+
+    /// `replay` with page contents generated ahead on other cores: requests are planned
+    /// (their writes' versions fixed, in order) well ahead of the device.
+    fn replay_prefilled(
+        &mut self,
+        requests: &mut impl Iterator<Item = TraceRequest>,
+        prefill: &mut Prefill,
+        progress: &mut dyn Progress,
+    ) -> Result<(), ReplayError> {
+        let mut ahead: VecDeque<TraceRequest> = VecDeque::new();
+        let mut index = 0u64;
+        loop {
+            while prefill.has_room() && ahead.len() < CHUNKS_AHEAD * CHUNK_PAGES {
+                let Some(next) = requests.next() else {
+                    prefill.send();
+                    break;
+                };
+                self.plan(prefill, &next);
+                ahead.push_back(next);
+            }
+            if let Some(soon) = ahead.get(LOOKAHEAD) {
+                self.ftl.prefetch(soon.offset_bytes / LBA_SIZE as u64);
+            }
+            if let Some(soon) = ahead.get(LOOKAHEAD / 2) {
+                self.ftl
+                    .prefetch_block_of(soon.offset_bytes / LBA_SIZE as u64);
+            }
+            let Some(request) = ahead.pop_front() else {
+                break;
+            };
+            self.submit_with(index, &request, Some(prefill))?;
+            index += 1;
+            if index.is_multiple_of(4096) {
+                progress.advance(index);
+            }
+        }
+        Ok(())
+    }
+
+    /// Fixes the versions a request's writes will give (trims reset them), in order.
+    fn plan(&self, prefill: &mut Prefill, request: &TraceRequest) {
+        let Some((lba, count)) = self.range_if_valid(request) else {
+            return;
+        };
+        match request.kind {
+            RequestKind::Write => prefill.plan_write(lba, count),
+            RequestKind::Trim => prefill.plan_trim(lba, count),
+            RequestKind::Read | RequestKind::Flush => {}
+        }
+    }
+
+    /// `replay` generating each page just before its write.
+    fn replay_inline(
+        &mut self,
+        requests: &mut impl Iterator<Item = TraceRequest>,
+        progress: &mut dyn Progress,
+    ) -> Result<(), ReplayError> {
         // A short look-ahead lets the device prefetch the mapping entries of upcoming
         // requests while it serves the current one.
         let mut ahead: VecDeque<TraceRequest> = VecDeque::with_capacity(LOOKAHEAD);
-        let mut requests = requests.fuse();
         let mut index = 0u64;
         loop {
             while ahead.len() < LOOKAHEAD {
@@ -235,6 +332,25 @@ impl Replayer {
         RunReport::from_device(&self.ftl, info, &self.config.report)
     }
 
+    /// The LBAs a request covers, or `None` where `lba_range` reports an error; no
+    /// counting of wrapped requests.
+    fn range_if_valid(&self, request: &TraceRequest) -> Option<(u64, u32)> {
+        let first = request.offset_bytes / LBA_SIZE as u64;
+        let last = (request.offset_bytes + request.len_bytes - 1) / LBA_SIZE as u64;
+        let count = last - first + 1;
+        let capacity = self.ftl.capacity_lbas();
+        if last < capacity {
+            return Some((first, count as u32));
+        }
+        match self.config.out_of_range {
+            OutOfRange::Error => None,
+            OutOfRange::Wrap => {
+                let lba = first % capacity;
+                Some((lba, count.min(capacity - lba) as u32))
+            }
+        }
+    }
+
     fn lba_range(&mut self, index: u64, request: &TraceRequest) -> Result<(u64, u32), ReplayError> {
         let first = request.offset_bytes / LBA_SIZE as u64;
         let last = (request.offset_bytes + request.len_bytes - 1) / LBA_SIZE as u64;
@@ -261,6 +377,16 @@ impl Replayer {
 
     /// Serves one request at its (shifted) arrival time.
     pub fn submit(&mut self, index: u64, request: &TraceRequest) -> Result<(), ReplayError> {
+        self.submit_with(index, request, None)
+    }
+
+    /// `submit`, with a planned write's pages taken from `prefill` when given.
+    fn submit_with(
+        &mut self,
+        index: u64,
+        request: &TraceRequest,
+        prefill: Option<&mut Prefill>,
+    ) -> Result<(), ReplayError> {
         let arrival_ns = (self.time_offset_ns + request.arrival_ns).max(self.last_arrival_ns);
         self.last_arrival_ns = arrival_ns;
         let device = |source| ReplayError::Device { index, source };
@@ -277,7 +403,7 @@ impl Replayer {
             }
             RequestKind::Write => {
                 let (lba, count) = self.lba_range(index, request)?;
-                self.write(arrival_ns, lba, count, request.hints)
+                self.write_from(arrival_ns, lba, count, request.hints, prefill)
                     .map_err(device)?;
             }
             RequestKind::Read => {
@@ -286,6 +412,33 @@ impl Replayer {
             }
         }
         Ok(())
+    }
+
+    /// `write`, its pages taken from `prefill` when given (they must have been planned
+    /// as this write).
+    pub(crate) fn write_from(
+        &mut self,
+        arrival_ns: u64,
+        lba: u64,
+        count: u32,
+        hints: flashstack_block::Hints,
+        prefill: Option<&mut Prefill>,
+    ) -> Result<u64, BlockError> {
+        let Some(prefill) = prefill else {
+            return self.write(arrival_ns, lba, count, hints);
+        };
+        let (planned, bytes) = prefill.take(count);
+        for (i, &(planned_lba, version)) in planned.iter().enumerate() {
+            let l = lba as usize + i;
+            self.versions[l] = prefill::next_version(self.versions[l]);
+            assert_eq!(
+                (planned_lba, version),
+                (l as u64, self.versions[l]),
+                "prefilled page planned for another write"
+            );
+        }
+        let payload = Payload::Bytes(bytes);
+        Ok(self.ftl.write(arrival_ns, lba, payload, hints)?.complete_ns)
     }
 
     pub(crate) fn write(
@@ -306,10 +459,7 @@ impl Replayer {
         for i in 0..count as usize {
             let l = lba as usize + i;
             // An image's block is rewritten as the content model's first version.
-            self.versions[l] = match self.versions[l] {
-                image::IMAGE_VERSION => 1,
-                v => v.saturating_add(1),
-            };
+            self.versions[l] = prefill::next_version(self.versions[l]);
             let page = &mut self.write_buffer[i * LBA_SIZE..(i + 1) * LBA_SIZE];
             self.content.fill(l as u64, self.versions[l], page);
         }

@@ -13,6 +13,7 @@ use std::fmt;
 use flashstack_block::{BlockDevice, BlockError, Hints};
 use flashstack_sim::Rng;
 
+use crate::prefill::{Prefill, WriteStream};
 use crate::{Progress, Replayer};
 
 const FILL_CHUNK_LBAS: u32 = 32;
@@ -73,16 +74,21 @@ pub(crate) fn run(
     let capacity = replayer.ftl.capacity_lbas();
     let filled = ((capacity as f64 * p.utilization.clamp(0.0, 1.0)) as u64).min(capacity);
     progress.phase("precondition: fill", Some(filled));
-    let mut lba = 0;
-    while lba < filled {
-        let count = FILL_CHUNK_LBAS.min((filled - lba) as u32);
-        let now = replayer.ftl.busy_until_ns();
-        replayer.write(now, lba, count, Hints::default())?;
-        lba += count as u64;
-        if lba % (FILL_CHUNK_LBAS as u64 * 1024) == 0 {
-            progress.advance(lba);
+    let chunks = (0..filled)
+        .step_by(FILL_CHUNK_LBAS as usize)
+        .map(|lba| (lba, FILL_CHUNK_LBAS.min((filled - lba) as u32)));
+    replayer.with_prefill(|replayer, mut prefill| {
+        let mut writes = WriteStream::new(chunks);
+        while let Some((lba, count)) = writes.next(prefill.as_deref_mut()) {
+            let now = replayer.ftl.busy_until_ns();
+            replayer.write_from(now, lba, count, Hints::default(), prefill.as_deref_mut())?;
+            let done = lba + count as u64;
+            if done.is_multiple_of(FILL_CHUNK_LBAS as u64 * 1024) {
+                progress.advance(done);
+            }
         }
-    }
+        Ok::<(), BlockError>(())
+    })?;
     let mut report = PreconditionReport {
         utilization: p.utilization,
         filled_lbas: filled,
@@ -104,9 +110,37 @@ fn age(
     progress: &mut dyn Progress,
 ) -> Result<(), BlockError> {
     let writes_max = (filled as f64 * p.aging_factor_max) as u64;
-    let window = (filled / 4).max(WINDOW_LBAS_MIN);
     let mut rng = Rng::new(replayer.config.seed ^ 0xA6E1_A6E1);
+    // The LBAs do not depend on the device, so they can be drawn (and their pages
+    // generated) ahead of it; draws beyond the last write are simply not used.
+    let lbas = std::iter::repeat_with(move || (rng.below(filled), 1));
     progress.phase("precondition: age", Some(writes_max));
+    replayer.with_prefill(|replayer, mut prefill| {
+        let mut writes = WriteStream::new(lbas);
+        age_windows(
+            replayer,
+            p,
+            filled,
+            report,
+            progress,
+            &mut writes,
+            &mut prefill,
+        )
+    })
+}
+
+/// Aging windows until write amplification is steady or the bound is reached.
+fn age_windows<I: Iterator<Item = (u64, u32)>>(
+    replayer: &mut Replayer,
+    p: &Precondition,
+    filled: u64,
+    report: &mut PreconditionReport,
+    progress: &mut dyn Progress,
+    writes: &mut WriteStream<I>,
+    prefill: &mut Option<&mut Prefill>,
+) -> Result<(), BlockError> {
+    let writes_max = (filled as f64 * p.aging_factor_max) as u64;
+    let window = (filled / 4).max(WINDOW_LBAS_MIN);
     let mut previous_wa: Option<f64> = None;
     let mut stable_windows = 0;
     while report.aging_writes < writes_max {
@@ -114,9 +148,9 @@ fn age(
         let erases_before = replayer.ftl.nand().counters().block_erases;
         let slots_per_page = replayer.ftl.nand().config().geometry.page_size_bytes as u64 / 4096;
         for _ in 0..window.min(writes_max - report.aging_writes) {
-            let lba = rng.below(filled);
+            let (lba, count) = writes.next(prefill.as_deref_mut()).expect("endless");
             let now = replayer.ftl.busy_until_ns();
-            replayer.write(now, lba, 1, Hints::default())?;
+            replayer.write_from(now, lba, count, Hints::default(), prefill.as_deref_mut())?;
             report.aging_writes += 1;
         }
         progress.advance(report.aging_writes);

@@ -187,3 +187,86 @@ fn a_bad_zone_mix_names_the_zone() {
         "{err}"
     );
 }
+
+/// A mixed request sequence: writes of 1 to 300 LBAs (more than a prefill chunk), trims,
+/// verified reads and flushes, over a small device with wrapping addresses.
+fn mixed_requests(seed: u64, n: u64, capacity: u64) -> Vec<TraceRequest> {
+    let mut rng = flashstack_sim::Rng::new(seed);
+    (0..n)
+        .map(|i| {
+            let kind = match rng.below(10) {
+                0..=4 => RequestKind::Write,
+                5..=7 => RequestKind::Read,
+                8 => RequestKind::Trim,
+                _ => RequestKind::Flush,
+            };
+            let len = match rng.below(20) {
+                0 => 300 * 4096,
+                _ => (1 + rng.below(8)) * 4096,
+            };
+            // Some requests run past the end and wrap.
+            let offset = rng.below(capacity + capacity / 50) / 4096 * 4096;
+            request(kind, i * 100_000, offset, len)
+        })
+        .collect()
+}
+
+/// Everything a replay leaves behind: the report and every LBA's bytes.
+fn outcome(r: &mut Replayer) -> String {
+    let mut seen = format!("{:?}\n{:?}\n", r.report(), r.precondition);
+    let mut page = vec![0u8; LBA_SIZE];
+    let t = r.ftl.busy_until_ns();
+    for lba in 0..r.ftl.capacity_lbas() {
+        r.ftl.read(t, lba, 1, Some(&mut page)).unwrap();
+        let sum = page.chunks_exact(8).fold(0u64, |h, w| {
+            h.rotate_left(5) ^ u64::from_le_bytes(w.try_into().unwrap())
+        });
+        seen += &format!("{sum:x} ");
+    }
+    seen
+}
+
+#[test]
+fn contents_generated_ahead_on_workers_give_identical_runs() {
+    let mut outcomes = Vec::new();
+    for workers in [0, 1, 3] {
+        let mut c = config(true);
+        c.out_of_range = OutOfRange::Wrap;
+        c.device.nand.geometry.blocks_per_plane = 64; // 16 MiB: GC, and many overwrites
+        c.precondition = Some(Precondition {
+            utilization: 0.8,
+            aging_factor_max: 1.0,
+            steady_tolerance: 0.05,
+        });
+        let mut r = Replayer::new(c).unwrap();
+        r.set_content_workers(workers);
+        r.prepare(&mut NoProgress).unwrap();
+        let requests = mixed_requests(9, 20_000, r.capacity_bytes());
+        r.replay(requests.into_iter(), None, &mut NoProgress)
+            .unwrap();
+        assert!(r.wrapped_requests > 0);
+        outcomes.push(outcome(&mut r));
+    }
+    assert_eq!(outcomes[0], outcomes[1]);
+    assert_eq!(outcomes[0], outcomes[2]);
+}
+
+#[test]
+fn a_replay_stopped_by_an_error_leaves_the_content_state_consistent() {
+    for workers in [0, 2] {
+        let mut r = Replayer::new(config(true)).unwrap();
+        r.set_content_workers(workers);
+        r.prepare(&mut NoProgress).unwrap();
+        let cap = r.capacity_bytes();
+        // Writes planned after the failing request must not count as written.
+        let mut first = mixed_requests(4, 3_000, cap / 2);
+        first.insert(1_000, request(RequestKind::Write, 0, cap, 4096));
+        let err = r
+            .replay(first.into_iter(), None, &mut NoProgress)
+            .unwrap_err();
+        assert!(err.to_string().contains("request 1000"), "{err}");
+        // Reading everything back verifies every LBA against the versions kept.
+        let reads = (0..cap / 4096).map(|l| request(RequestKind::Read, 0, l * 4096, 4096));
+        r.replay(reads, None, &mut NoProgress).unwrap();
+    }
+}
