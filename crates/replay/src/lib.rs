@@ -216,7 +216,7 @@ impl Replayer {
     /// generate them, else with none.
     pub(crate) fn with_prefill<R>(
         &mut self,
-        body: impl FnOnce(&mut Replayer, Option<&mut Prefill>) -> R,
+        body: impl FnOnce(&mut Replayer, Option<&mut Prefill<'_>>) -> R,
     ) -> R {
         let workers = self.content_workers.unwrap_or_else(|| {
             let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -228,9 +228,8 @@ impl Replayer {
         }
         let content = self.content.clone();
         let versions = self.versions.clone();
-        std::thread::scope(|scope| {
-            let mut prefill = Prefill::start(scope, &content, workers, versions);
-            body(self, Some(&mut prefill))
+        prefill::with_workers(&content, workers, versions, |prefill| {
+            body(self, Some(prefill))
         })
     }
 

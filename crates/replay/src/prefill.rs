@@ -7,11 +7,13 @@
 //! the bytes, and so every result, are those of generating each page just before its
 //! write, whatever the number of workers.
 //!
-//! Memory is bounded: at most [`CHUNKS_AHEAD`] chunks of about [`CHUNK_PAGES`] pages are
-//! planned and not yet written.
+//! Planned chunks wait in one shared queue, oldest first. Workers take from it; so does
+//! the thread driving the device whenever the chunk it needs next is still being filled
+//! (or not yet started), rather than wait. Memory is bounded: at most [`CHUNKS_AHEAD`]
+//! chunks of about [`CHUNK_PAGES`] pages are planned and not yet written.
 
-use std::collections::VecDeque;
-use std::sync::mpsc::{channel, Receiver, Sender};
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::{Condvar, Mutex};
 use std::thread::Scope;
 
 use flashstack_block::LBA_SIZE;
@@ -19,12 +21,12 @@ use flashstack_content::ContentModel;
 
 use crate::image::IMAGE_VERSION;
 
-/// Pages a chunk gathers before it goes to a worker.
+/// Pages a chunk gathers before it is queued for filling.
 pub(crate) const CHUNK_PAGES: usize = 256;
-/// Chunks planned ahead of the device (per worker, two: one filling, one queued).
-const CHUNKS_PER_WORKER: usize = 2;
-/// Upper bound on planned chunks whatever the worker count.
+/// Upper bound on planned chunks not yet written.
 pub(crate) const CHUNKS_AHEAD: usize = 16;
+/// Most worker threads (beyond that, chunks ahead would not keep them busy).
+pub(crate) const WORKERS_MAX: usize = CHUNKS_AHEAD / 2;
 
 /// The version a write gives an LBA that holds `version`: an image's block is rewritten
 /// as the content model's first version.
@@ -34,9 +36,6 @@ pub(crate) fn next_version(version: u32) -> u32 {
         v => v.saturating_add(1),
     }
 }
-
-/// Most workers that can be kept busy within the bound on chunks ahead.
-pub(crate) const WORKERS_MAX: usize = CHUNKS_AHEAD / CHUNKS_PER_WORKER;
 
 /// Worker threads to use for `cores` available cores: all but the one driving the device,
 /// none on a single core (pages are then generated inline).
@@ -51,16 +50,57 @@ struct Chunk {
     bytes: Vec<u8>,
 }
 
+/// What the planner and the workers share: chunks not yet started (oldest first, by
+/// number) and chunks filled, by number.
+#[derive(Default)]
+struct Shared {
+    queued: VecDeque<(u64, Chunk)>,
+    filled: BTreeMap<u64, Chunk>,
+    closed: bool,
+}
+
+/// The shared state and its signal (a chunk queued, a chunk filled, or closing).
+#[derive(Default)]
+struct Queue {
+    state: Mutex<Shared>,
+    changed: Condvar,
+}
+
+impl Queue {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Shared> {
+        // A worker that panicked takes the scope down with it; the data stays usable.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A worker's loop: fill the oldest queued chunk, until closed.
+    fn work(&self, content: &ContentModel) {
+        let mut shared = self.lock();
+        loop {
+            if let Some((number, mut chunk)) = shared.queued.pop_front() {
+                drop(shared);
+                fill(content, &mut chunk);
+                shared = self.lock();
+                shared.filled.insert(number, chunk);
+                self.changed.notify_all();
+            } else if shared.closed {
+                return;
+            } else {
+                shared = self.changed.wait(shared).unwrap_or_else(|e| e.into_inner());
+            }
+        }
+    }
+}
+
 /// Plans writes in request order, has workers fill them, and yields the filled pages in
 /// the same order.
-pub(crate) struct Prefill {
+pub(crate) struct Prefill<'env> {
+    content: &'env ContentModel,
+    queue: &'env Queue,
     /// The version each LBA will hold once every planned request has been served.
     planned: Vec<u32>,
-    to_workers: Vec<Sender<Chunk>>,
-    from_workers: Vec<Receiver<Chunk>>,
-    /// Worker of each chunk sent and not yet taken back, oldest first.
-    in_flight: VecDeque<usize>,
-    next_worker: usize,
+    /// Number of the next chunk to queue, and of the next to take.
+    next_queued: u64,
+    next_taken: u64,
     building: Chunk,
     /// The chunk being consumed, and how many of its pages are taken.
     current: Chunk,
@@ -68,49 +108,42 @@ pub(crate) struct Prefill {
     spare: Vec<Chunk>,
 }
 
-impl Prefill {
-    /// Starts `workers` (≥ 1) threads in `scope` filling pages with `content`; `versions`
-    /// is what each LBA holds now.
-    pub(crate) fn start<'scope, 'env>(
-        scope: &'scope Scope<'scope, 'env>,
-        content: &'env ContentModel,
-        workers: usize,
-        versions: Vec<u32>,
-    ) -> Prefill {
-        assert!(workers >= 1);
-        let mut to_workers = Vec::with_capacity(workers);
-        let mut from_workers = Vec::with_capacity(workers);
+/// Runs `body` with a [`Prefill`] whose `workers` (≥ 1) threads fill pages with `content`;
+/// `versions` is what each LBA holds now. The workers stop when `body` returns.
+pub(crate) fn with_workers<R>(
+    content: &ContentModel,
+    workers: usize,
+    versions: Vec<u32>,
+    body: impl FnOnce(&mut Prefill<'_>) -> R,
+) -> R {
+    assert!(workers >= 1);
+    let queue = Queue::default();
+    std::thread::scope(|scope: &Scope<'_, '_>| {
         for _ in 0..workers {
-            let (job_tx, job_rx) = channel::<Chunk>();
-            let (done_tx, done_rx) = channel::<Chunk>();
-            scope.spawn(move || {
-                // Ends when the planner drops its sender (or stops taking results).
-                for mut chunk in job_rx {
-                    fill(content, &mut chunk);
-                    if done_tx.send(chunk).is_err() {
-                        break;
-                    }
-                }
-            });
-            to_workers.push(job_tx);
-            from_workers.push(done_rx);
+            scope.spawn(|| queue.work(content));
         }
-        Prefill {
+        let mut prefill = Prefill {
+            content,
+            queue: &queue,
             planned: versions,
-            to_workers,
-            from_workers,
-            in_flight: VecDeque::new(),
-            next_worker: 0,
+            next_queued: 0,
+            next_taken: 0,
             building: Chunk::default(),
             current: Chunk::default(),
             taken: 0,
             spare: Vec::new(),
-        }
-    }
+        };
+        let result = body(&mut prefill);
+        queue.lock().closed = true;
+        queue.changed.notify_all();
+        result
+    })
+}
 
+impl Prefill<'_> {
     /// True while more may be planned without exceeding the bound on work ahead.
     pub(crate) fn has_room(&self) -> bool {
-        self.in_flight.len() < (self.to_workers.len() * CHUNKS_PER_WORKER).min(CHUNKS_AHEAD)
+        self.next_queued - self.next_taken < CHUNKS_AHEAD as u64
     }
 
     /// Plans a write of `count` LBAs from `lba`; its pages come out of [`Prefill::take`].
@@ -130,7 +163,7 @@ impl Prefill {
         self.planned[lba as usize..(lba + count as u64) as usize].fill(0);
     }
 
-    /// Sends what has been planned so far to a worker (nothing if nothing was).
+    /// Queues what has been planned so far for filling (nothing if nothing was).
     pub(crate) fn send(&mut self) {
         if self.building.pages.is_empty() {
             return;
@@ -138,12 +171,12 @@ impl Prefill {
         let mut next = self.spare.pop().unwrap_or_default();
         next.pages.clear();
         let chunk = std::mem::replace(&mut self.building, next);
-        let worker = self.next_worker;
-        self.next_worker = (worker + 1) % self.to_workers.len();
-        self.to_workers[worker]
-            .send(chunk)
-            .expect("content worker stopped");
-        self.in_flight.push_back(worker);
+        self.queue
+            .lock()
+            .queued
+            .push_back((self.next_queued, chunk));
+        self.next_queued += 1;
+        self.queue.changed.notify_all();
     }
 
     /// The next `count` planned pages, in plan order: their (lba, version) and bytes.
@@ -151,13 +184,7 @@ impl Prefill {
     pub(crate) fn take(&mut self, count: u32) -> (&[(u64, u32)], &[u8]) {
         let count = count as usize;
         if self.taken == self.current.pages.len() {
-            if self.in_flight.is_empty() {
-                self.send();
-            }
-            let worker = self.in_flight.pop_front().expect("a write was planned");
-            let done = self.from_workers[worker]
-                .recv()
-                .expect("content worker stopped");
+            let done = self.next_chunk();
             let old = std::mem::replace(&mut self.current, done);
             self.spare.push(old);
             self.taken = 0;
@@ -172,6 +199,38 @@ impl Prefill {
             &self.current.pages[range.clone()],
             &self.current.bytes[range.start * LBA_SIZE..range.end * LBA_SIZE],
         )
+    }
+
+    /// The oldest planned chunk, filled. While it is not, this thread fills the oldest
+    /// queued chunk itself rather than wait.
+    fn next_chunk(&mut self) -> Chunk {
+        if self.next_taken == self.next_queued {
+            self.send();
+        }
+        assert!(self.next_taken < self.next_queued, "a write was planned");
+        let wanted = self.next_taken;
+        self.next_taken += 1;
+        let mut shared = self.queue.lock();
+        loop {
+            if let Some(chunk) = shared.filled.remove(&wanted) {
+                return chunk;
+            }
+            if let Some((number, mut chunk)) = shared.queued.pop_front() {
+                drop(shared);
+                fill(self.content, &mut chunk);
+                if number == wanted {
+                    return chunk;
+                }
+                shared = self.queue.lock();
+                shared.filled.insert(number, chunk);
+                continue;
+            }
+            shared = self
+                .queue
+                .changed
+                .wait(shared)
+                .unwrap_or_else(|e| e.into_inner());
+        }
     }
 }
 
@@ -202,7 +261,7 @@ impl<I: Iterator<Item = (u64, u32)>> WriteStream<I> {
     }
 
     /// The next write, after planning ahead as far as `prefill` has room.
-    pub(crate) fn next(&mut self, prefill: Option<&mut Prefill>) -> Option<(u64, u32)> {
+    pub(crate) fn next(&mut self, prefill: Option<&mut Prefill<'_>>) -> Option<(u64, u32)> {
         let Some(prefill) = prefill else {
             return self.planned.pop_front().or_else(|| self.source.next());
         };
