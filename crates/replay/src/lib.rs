@@ -429,12 +429,14 @@ impl Replayer {
         let (planned, bytes) = prefill.take(count);
         for (i, &(planned_lba, version)) in planned.iter().enumerate() {
             let l = lba as usize + i;
-            self.versions[l] = prefill::next_version(self.versions[l]);
             assert_eq!(
-                (planned_lba, version),
-                (l as u64, self.versions[l]),
+                planned_lba, l as u64,
                 "prefilled page planned for another write"
             );
+            debug_assert_eq!(version, prefill::next_version(self.versions[l]));
+            // The planned version is the one `write` would give: a store, no load of the
+            // (randomly placed) old version.
+            self.versions[l] = version;
         }
         let payload = Payload::Bytes(bytes);
         Ok(self.ftl.write(arrival_ns, lba, payload, hints)?.complete_ns)
