@@ -51,8 +51,12 @@ fn config(
     contents: bool,
     precondition: Option<Precondition>,
 ) -> Result<RunConfig> {
+    let device = device::resolve(&args.device)?;
+    if let (true, Some(p)) = (contents, &precondition) {
+        crate::run::check_memory_for_contents(&device, p.utilization)?;
+    }
     Ok(RunConfig {
-        device: device::resolve(&args.device)?,
+        device,
         seed: args.seed,
         store_contents: contents,
         content: ContentConfig::default(),

@@ -176,6 +176,14 @@ fn run_config(args: &RunArgs, spec: &str, workload_name: &str) -> Result<RunConf
         aging_factor_max: args.aging_max,
         ..Precondition::default()
     });
+    let store_contents = args.contents
+        || args.verify
+        || args.content_mix.is_some()
+        || args.image.is_some()
+        || args.image_out.is_some();
+    if let (true, Some(p)) = (store_contents, &precondition) {
+        check_memory_for_contents(&device, p.utilization)?;
+    }
     let mut content = ContentConfig::default();
     if let Some(mix) = &args.content_mix {
         content.mix = mix.clone();
@@ -183,11 +191,7 @@ fn run_config(args: &RunArgs, spec: &str, workload_name: &str) -> Result<RunConf
     Ok(RunConfig {
         device,
         seed: args.seed,
-        store_contents: args.contents
-            || args.verify
-            || args.content_mix.is_some()
-            || args.image.is_some()
-            || args.image_out.is_some(),
+        store_contents,
         content,
         precondition,
         out_of_range: if args.wrap {
@@ -199,6 +203,43 @@ fn run_config(args: &RunArgs, spec: &str, workload_name: &str) -> Result<RunConf
         report: ReportOptions { dwpd: args.dwpd },
         workload_name: workload_name.to_string(),
     })
+}
+
+/// With contents stored, preconditioning keeps the bytes of every filled page in memory.
+/// Refuses up front, naming the sizes and the ways out, when that cannot fit in this
+/// machine's available memory (instead of being killed by the kernel midway). Host
+/// memory decides only whether a run starts, never a result.
+pub(crate) fn check_memory_for_contents(
+    device: &flashstack_ftl::DeviceConfig,
+    utilization: f64,
+) -> Result<()> {
+    let Some(available) = available_memory_bytes() else {
+        return Ok(());
+    };
+    let capacity = device.user_capacity_bytes()?;
+    let needed = (capacity as f64 * utilization) as u64;
+    if needed > available {
+        bail!(
+            "--contents: preconditioning {:.0}% of '{}' stores {:.1} GiB of page contents, \
+             more than the {:.1} GiB of memory available; use a smaller device (e.g. \
+             +nand.geometry.blocks_per_plane=N), fill less of it, or leave out --contents",
+            utilization * 100.0,
+            device.name,
+            needed as f64 / GIB,
+            available as f64 / GIB
+        );
+    }
+    Ok(())
+}
+
+const GIB: f64 = (1u64 << 30) as f64;
+
+/// `MemAvailable` from /proc/meminfo (Linux); `None` where unknown.
+fn available_memory_bytes() -> Option<u64> {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = meminfo.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
 }
 
 /// What `flashstack run` replays.

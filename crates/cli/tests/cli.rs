@@ -309,6 +309,27 @@ fn compressing_devices_read_back_what_was_written() {
     );
 }
 
+#[test]
+fn contents_beyond_available_memory_are_refused_up_front() {
+    // About 470 GiB of contents exceeds any test machine's memory: a clear error at
+    // once, not an out-of-memory kill midway through preconditioning.
+    let out = flashstack(&[
+        "run",
+        "--quiet",
+        "--device",
+        "mqsim-default",
+        "--contents",
+        "--precondition",
+        "1",
+    ]);
+    assert!(!out.status.success());
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        err.contains("--contents") && err.contains("GiB of memory available"),
+        "{err}"
+    );
+}
+
 const SMALL_EMMC: &str = "ldc-emmc+nand.geometry.blocks_per_plane=4096";
 
 fn host_counts(json: &std::path::Path) -> (u64, u64) {
