@@ -273,13 +273,15 @@ impl Replayer {
 
     /// Fixes the versions a request's writes will give (trims reset them), in order.
     fn plan(&self, prefill: &mut Prefill, request: &TraceRequest) {
+        if !matches!(request.kind, RequestKind::Write | RequestKind::Trim) {
+            return; // flushes have no range; reads change nothing
+        }
         let Some((lba, count)) = self.range_if_valid(request) else {
             return;
         };
         match request.kind {
             RequestKind::Write => prefill.plan_write(lba, count),
-            RequestKind::Trim => prefill.plan_trim(lba, count),
-            RequestKind::Read | RequestKind::Flush => {}
+            _ => prefill.plan_trim(lba, count),
         }
     }
 
@@ -334,6 +336,9 @@ impl Replayer {
     /// The LBAs a request covers, or `None` where `lba_range` reports an error; no
     /// counting of wrapped requests.
     fn range_if_valid(&self, request: &TraceRequest) -> Option<(u64, u32)> {
+        if request.len_bytes == 0 {
+            return None;
+        }
         let first = request.offset_bytes / LBA_SIZE as u64;
         let last = (request.offset_bytes + request.len_bytes - 1) / LBA_SIZE as u64;
         let count = last - first + 1;

@@ -57,6 +57,8 @@ struct Shared {
     queued: VecDeque<(u64, Chunk)>,
     filled: BTreeMap<u64, Chunk>,
     closed: bool,
+    /// A worker panicked: the chunk it held will never be filled.
+    worker_failed: bool,
 }
 
 /// The shared state and its signal (a chunk queued, a chunk filled, or closing).
@@ -74,6 +76,7 @@ impl Queue {
 
     /// A worker's loop: fill the oldest queued chunk, until closed.
     fn work(&self, content: &ContentModel) {
+        let _failure = FailureFlag(self);
         let mut shared = self.lock();
         loop {
             if let Some((number, mut chunk)) = shared.queued.pop_front() {
@@ -133,11 +136,32 @@ pub(crate) fn with_workers<R>(
             taken: 0,
             spare: Vec::new(),
         };
-        let result = body(&mut prefill);
-        queue.lock().closed = true;
-        queue.changed.notify_all();
-        result
+        // Closed however `body` ends, a panic included: the scope waits for the workers.
+        let _close = Closer(&queue);
+        body(&mut prefill)
     })
+}
+
+/// Tells the planner when a worker unwinds, so it does not wait for the chunk forever.
+struct FailureFlag<'q>(&'q Queue);
+
+impl Drop for FailureFlag<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.lock().worker_failed = true;
+            self.0.changed.notify_all();
+        }
+    }
+}
+
+/// Closes the queue when dropped, so waiting workers return.
+struct Closer<'q>(&'q Queue);
+
+impl Drop for Closer<'_> {
+    fn drop(&mut self) {
+        self.0.lock().closed = true;
+        self.0.changed.notify_all();
+    }
 }
 
 impl Prefill<'_> {
@@ -225,6 +249,7 @@ impl Prefill<'_> {
                 shared.filled.insert(number, chunk);
                 continue;
             }
+            assert!(!shared.worker_failed, "a content worker panicked");
             shared = self
                 .queue
                 .changed

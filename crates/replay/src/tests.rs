@@ -204,9 +204,12 @@ fn mixed_requests(seed: u64, n: u64, capacity: u64) -> Vec<TraceRequest> {
                 0 => 300 * 4096,
                 _ => (1 + rng.below(8)) * 4096,
             };
-            // Some requests run past the end and wrap.
+            // Some requests run past the end and wrap; flushes have no range.
             let offset = rng.below(capacity + capacity / 50) / 4096 * 4096;
-            request(kind, i * 100_000, offset, len)
+            match kind {
+                RequestKind::Flush => request(kind, i * 100_000, 0, 0),
+                _ => request(kind, i * 100_000, offset, len),
+            }
         })
         .collect()
 }
