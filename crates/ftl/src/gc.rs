@@ -255,7 +255,7 @@ impl Ftl {
         cause: Cause,
         now_ns: Nanos,
     ) -> Result<(), FtlError> {
-        debug_assert_eq!(self.streams[stream].filled, 0);
+        assert_eq!(self.streams[stream].filled, 0);
         let die = self.streams[stream]
             .pinned_die
             .expect("GC streams are pinned") as usize;

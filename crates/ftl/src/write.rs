@@ -86,7 +86,7 @@ impl Ftl {
         cause: Cause,
     ) -> Nanos {
         let s = &mut self.streams[stream];
-        debug_assert_eq!(s.filled, 0);
+        assert_eq!(s.filled, 0);
         let page = std::mem::replace(&mut s.target_page, crate::stream::NO_PAGE);
         debug_assert_eq!(self.l2p[lpn as usize], page);
         let flags = if s.relocation {

@@ -170,6 +170,8 @@ pub struct Nand {
     rng: Rng,
     power: PowerState,
     counters: NandCounters,
+    /// Every fault probability is zero (the configuration never changes after building).
+    fault_free: bool,
     /// The latest end of any operation: when the array goes idle. Kept as operations are
     /// scheduled so the idle check costs O(1) however many planes there are.
     idle_at_ns: Nanos,
@@ -238,6 +240,12 @@ impl Nand {
             power: PowerState::default(),
             counters: NandCounters::default(),
             idle_at_ns: 0,
+            fault_free: {
+                let f = &config.faults;
+                f.program_fail_probability <= 0.0
+                    && f.erase_fail_probability <= 0.0
+                    && f.read_error_probability <= 0.0
+            },
             config,
         })
     }
@@ -365,12 +373,7 @@ impl Nand {
     /// and every fault probability is zero. Only then may [`Nand::relocate_page`] be used.
     #[inline]
     pub fn is_infallible(&self) -> bool {
-        let f = &self.config.faults;
-        !self.power.off
-            && self.power.cut_after_ops.is_none()
-            && f.program_fail_probability <= 0.0
-            && f.erase_fail_probability <= 0.0
-            && f.read_error_probability <= 0.0
+        self.fault_free && !self.power.off && self.power.cut_after_ops.is_none()
     }
 
     /// Garbage collection's copy of one-slot pages into consecutive pages of one block:
@@ -380,7 +383,7 @@ impl Nand {
     /// than copied. Exactly the timing, counters and state of `read(from, 0..1, None,
     /// now_ns)` then `program_relocating(…, sources = [from], ready_ns = read end)` per
     /// move, without their fault and power checks: valid only for one-slot pages of one
-    /// unit while [`Nand::is_infallible`] holds (asserted in debug builds). Returns the
+    /// unit while [`Nand::is_infallible`] holds (asserted). Returns the
     /// last program's timing.
     pub fn relocate_run(
         &mut self,
@@ -390,7 +393,7 @@ impl Nand {
         flags: u8,
         now_ns: Nanos,
     ) -> OpTiming {
-        debug_assert!(self.is_infallible() && self.slots_per_page == 1);
+        assert!(self.is_infallible() && self.slots_per_page == 1);
         let (block, index_in_block) = self.per_block.div_rem(to);
         let run = moves.len() as u32;
         assert!(run >= 1 && index_in_block + run <= self.pages_per_block);
@@ -440,7 +443,7 @@ impl Nand {
     /// Programs one-slot page `page` with OOB `(lpn, seq, flags)` and, when contents are
     /// stored, `data` (4 KiB). Exactly the timing, counters and state of
     /// `program(page, …, data, ready_ns)` without its fault and power checks: valid only
-    /// for one-slot pages while [`Nand::is_infallible`] holds (asserted in debug builds).
+    /// for one-slot pages while [`Nand::is_infallible`] holds (asserted).
     #[inline]
     pub fn program_page(
         &mut self,
@@ -451,7 +454,7 @@ impl Nand {
         data: Option<&[u8]>,
         ready_ns: Nanos,
     ) -> OpTiming {
-        debug_assert!(self.is_infallible() && self.slots_per_page == 1);
+        assert!(self.is_infallible() && self.slots_per_page == 1);
         let (block, index_in_block) = self.per_block.div_rem(page);
         assert!(!self.bad[block as usize], "program of bad block {block}");
         assert_eq!(
