@@ -58,6 +58,18 @@ pub struct FtlCounters {
 }
 
 impl FtlCounters {
+    /// `n` data slots programmed for `cause`.
+    #[inline]
+    pub(crate) fn add_data_slots(&mut self, cause: crate::Cause, n: u64) {
+        match cause {
+            crate::Cause::Host => self.program_slots_host += n,
+            crate::Cause::Gc => self.program_slots_gc += n,
+            crate::Cause::WearLevel => self.program_slots_wl += n,
+        }
+    }
+}
+
+impl FtlCounters {
     /// Total programmed slots; equals `page_programs × slots_per_page`.
     pub fn program_slots_total(&self) -> u64 {
         self.program_slots_host

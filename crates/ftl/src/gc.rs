@@ -282,11 +282,7 @@ impl Ftl {
             let c = &mut self.counters;
             c.page_reads_relocation += run as u64;
             c.page_programs += run as u64;
-            match cause {
-                Cause::Host => c.program_slots_host += run as u64,
-                Cause::Gc => c.program_slots_gc += run as u64,
-                Cause::WearLevel => c.program_slots_wl += run as u64,
-            }
+            c.add_data_slots(cause, run as u64);
             if let Some(copies) = self.copies.as_mut() {
                 for &(_, lpn) in moves {
                     copies[lpn as usize] += 1;

@@ -470,11 +470,8 @@ impl Ftl {
                     copies[lpn as usize] += 1;
                 }
             }
-            match self.streams[stream].causes[i] {
-                Cause::Host => self.counters.program_slots_host += 1,
-                Cause::Gc => self.counters.program_slots_gc += 1,
-                Cause::WearLevel => self.counters.program_slots_wl += 1,
-            }
+            let cause = self.streams[stream].causes[i];
+            self.counters.add_data_slots(cause, 1);
         }
         self.note_programmed(page, timing.end_ns);
         self.streams[stream].clear_buffer(self.slots_per_page as usize);

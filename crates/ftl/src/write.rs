@@ -100,11 +100,7 @@ impl Ftl {
             .nand
             .program_page(page, lpn, seq, flags, data, ready_ns);
         self.counters.page_programs += 1;
-        match cause {
-            Cause::Host => self.counters.program_slots_host += 1,
-            Cause::Gc => self.counters.program_slots_gc += 1,
-            Cause::WearLevel => self.counters.program_slots_wl += 1,
-        }
+        self.counters.add_data_slots(cause, 1);
         if let Some(copies) = self.copies.as_mut() {
             copies[lpn as usize] += 1;
         }
