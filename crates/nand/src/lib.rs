@@ -369,6 +369,17 @@ impl Nand {
         Ok(OpTiming { start_ns, end_ns })
     }
 
+    /// Erase-before-write and in-order programming are invariants of the medium: an FTL
+    /// that breaks them has a bug, so the simulator stops rather than carry on.
+    #[inline]
+    fn assert_programmable(&self, block: u32, index_in_block: u32) {
+        assert!(!self.bad[block as usize], "program of bad block {block}");
+        assert_eq!(
+            self.write_ptr[block as usize] as u32, index_in_block,
+            "out-of-order or repeated program of page {index_in_block} in block {block}"
+        );
+    }
+
     /// True when no operation can fail, tear or be refused: power is on, no cut is armed
     /// and every fault probability is zero. Only then may [`Nand::relocate_page`] be used.
     #[inline]
@@ -397,11 +408,7 @@ impl Nand {
         let (block, index_in_block) = self.per_block.div_rem(to);
         let run = moves.len() as u32;
         assert!(run >= 1 && index_in_block + run <= self.pages_per_block);
-        assert!(!self.bad[block as usize], "program of bad block {block}");
-        assert_eq!(
-            self.write_ptr[block as usize] as u32, index_in_block,
-            "out-of-order or repeated program of page {index_in_block} in block {block}"
-        );
+        self.assert_programmable(block, index_in_block);
         let unit = self.unit_of_block(block) as usize;
         let channel = self.channel_of_unit(unit as u32);
         let xfer_ns = self.transfer_ns(1);
@@ -456,11 +463,7 @@ impl Nand {
     ) -> OpTiming {
         assert!(self.is_infallible() && self.slots_per_page == 1);
         let (block, index_in_block) = self.per_block.div_rem(page);
-        assert!(!self.bad[block as usize], "program of bad block {block}");
-        assert_eq!(
-            self.write_ptr[block as usize] as u32, index_in_block,
-            "out-of-order or repeated program of page {index_in_block} in block {block}"
-        );
+        self.assert_programmable(block, index_in_block);
         let unit = self.unit_of_block(block) as usize;
         let channel = self.channel_of_unit(unit as u32);
         let xfer_ns = self.transfer_ns(1);
@@ -662,13 +665,7 @@ impl FlashMedium for Nand {
     ) -> Result<OpTiming, NandError> {
         self.check_power()?;
         let (block, index_in_block) = self.per_block.div_rem(page);
-        // Erase-before-write and in-order programming are invariants of the medium: an FTL
-        // that breaks them has a bug, so the simulator stops rather than carry on.
-        assert!(!self.bad[block as usize], "program of bad block {block}");
-        assert_eq!(
-            self.write_ptr[block as usize] as u32, index_in_block,
-            "out-of-order or repeated program of page {index_in_block} in block {block}"
-        );
+        self.assert_programmable(block, index_in_block);
         assert_eq!(oob.lpns.len() as u32, self.slots_per_page);
         if let Some(bytes) = data {
             assert_eq!(

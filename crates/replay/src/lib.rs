@@ -333,49 +333,47 @@ impl Replayer {
         RunReport::from_device(&self.ftl, info, &self.config.report)
     }
 
-    /// The LBAs a request covers, or `None` where `lba_range` reports an error; no
-    /// counting of wrapped requests.
-    fn range_if_valid(&self, request: &TraceRequest) -> Option<(u64, u32)> {
-        if request.len_bytes == 0 {
-            return None;
-        }
+    /// The LBAs a request covers (folded into the device under `--wrap`, with whether it
+    /// was), or `None` beyond the device without it. Counts nothing.
+    fn resolve_range(&self, request: &TraceRequest) -> Option<(u64, u32, bool)> {
         let first = request.offset_bytes / LBA_SIZE as u64;
         let last = (request.offset_bytes + request.len_bytes - 1) / LBA_SIZE as u64;
         let count = last - first + 1;
         let capacity = self.ftl.capacity_lbas();
         if last < capacity {
-            return Some((first, count as u32));
+            return Some((first, count as u32, false));
         }
         match self.config.out_of_range {
             OutOfRange::Error => None,
             OutOfRange::Wrap => {
                 let lba = first % capacity;
-                Some((lba, count.min(capacity - lba) as u32))
+                Some((lba, count.min(capacity - lba) as u32, true))
             }
         }
     }
 
-    fn lba_range(&mut self, index: u64, request: &TraceRequest) -> Result<(u64, u32), ReplayError> {
-        let first = request.offset_bytes / LBA_SIZE as u64;
-        let last = (request.offset_bytes + request.len_bytes - 1) / LBA_SIZE as u64;
-        let count = last - first + 1;
-        let capacity = self.ftl.capacity_lbas();
-        if last < capacity {
-            return Ok((first, count as u32));
+    /// The LBAs a request covers, or `None` where `lba_range` reports an error.
+    fn range_if_valid(&self, request: &TraceRequest) -> Option<(u64, u32)> {
+        if request.len_bytes == 0 {
+            return None;
         }
-        match self.config.out_of_range {
-            OutOfRange::Error => Err(ReplayError::BeyondCapacity {
+        self.resolve_range(request)
+            .map(|(lba, count, _)| (lba, count))
+    }
+
+    fn lba_range(&mut self, index: u64, request: &TraceRequest) -> Result<(u64, u32), ReplayError> {
+        match self.resolve_range(request) {
+            Some((lba, count, wrapped)) => {
+                self.wrapped_requests += u64::from(wrapped);
+                Ok((lba, count))
+            }
+            None => Err(ReplayError::BeyondCapacity {
                 index,
                 kind: request.kind.name(),
                 offset_bytes: request.offset_bytes,
                 len_bytes: request.len_bytes,
-                capacity_bytes: capacity * LBA_SIZE as u64,
+                capacity_bytes: self.ftl.capacity_lbas() * LBA_SIZE as u64,
             }),
-            OutOfRange::Wrap => {
-                self.wrapped_requests += 1;
-                let lba = first % capacity;
-                Ok((lba, count.min(capacity - lba) as u32))
-            }
         }
     }
 
