@@ -53,9 +53,9 @@ impl MemDevice {
 
     /// Reads a raw image file (its size must be a whole number of 4 KiB blocks).
     pub fn import(path: &Path) -> Result<MemDevice, F2fsError> {
-        let io = |source| F2fsError::Io {
+        let io = |error| F2fsError::Io {
             path: path.to_path_buf(),
-            source,
+            error,
         };
         let mut file = File::open(path).map_err(io)?;
         let len = file.metadata().map_err(io)?.len();
@@ -81,9 +81,9 @@ impl MemDevice {
 
     /// Writes the device as a raw image file; unwritten blocks become holes.
     pub fn export(&self, path: &Path) -> Result<(), F2fsError> {
-        let io = |source| F2fsError::Io {
+        let io = |error| F2fsError::Io {
             path: path.to_path_buf(),
-            source,
+            error,
         };
         let mut file = File::create(path).map_err(io)?;
         file.set_len(self.capacity_lbas * LBA_SIZE as u64)

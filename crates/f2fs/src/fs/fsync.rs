@@ -174,7 +174,7 @@ impl<D: BlockDevice> F2fs<D> {
     }
 
     /// The warm node log's chain of nodes written after the current checkpoint.
-    fn read_chain(&mut self) -> Result<Vec<(u32, Box<Block>)>, FsError> {
+    pub(super) fn read_chain(&mut self) -> Result<Vec<(u32, Box<Block>)>, FsError> {
         let version = self.cp_version_for_nodes();
         let mut addr = self.segs.next_blkaddr(CURSEG_WARM_NODE);
         let limit = self.segs.info.len() * BLOCKS_PER_SEG as usize;

@@ -334,7 +334,7 @@ impl<D: BlockDevice> F2fs<D> {
     }
 
     pub fn stat_ino(&mut self, ino: u32) -> Result<Stat, FsError> {
-        let inode = Inode::decode(self.node(ino)?);
+        let inode = Inode::decode(self.inode_node(ino)?);
         let kind = if inode.is_dir() {
             FileKind::Dir
         } else if inode.is_reg() {
