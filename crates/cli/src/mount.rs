@@ -14,7 +14,7 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use flashstack_block::BlockDevice;
 use flashstack_block::LBA_SIZE;
-use flashstack_f2fs::{mkfs, F2fs, MkfsOptions};
+use flashstack_f2fs::{mkfs, F2fs, MkfsOptions, MountOptions, Verify};
 use flashstack_ftl::Ftl;
 use flashstack_fuse::{
     BlockFile, DiskTree, F2fsTree, F2fsTreeMetrics, ImageBacked, InodeFs, Recording, TreeFs,
@@ -152,13 +152,14 @@ fn mount_f2fs(args: &MountArgs, stack: StackConfig) -> Result<()> {
     let (ftl, metrics) = match &args.image {
         Some(path) => {
             let backed = image_backed(ftl, path, &format)?;
-            let (backed, metrics) = serve_f2fs(backed, &stack, args)?;
+            // An image from outside is verified whole before anything is written to it.
+            let (backed, metrics) = serve_f2fs(backed, &stack, args, Verify::Full)?;
             (backed.into_inner(), metrics)
         }
         None => {
             let mut ftl = ftl;
             mkfs(&mut ftl, &format).context("mkfs")?;
-            serve_f2fs(ftl, &stack, args)?
+            serve_f2fs(ftl, &stack, args, Verify::Mount)?
         }
     };
     let file = BlockFile::new(ftl);
@@ -223,8 +224,14 @@ fn serve_f2fs<D: BlockDevice + Send + 'static>(
     dev: D,
     stack: &StackConfig,
     args: &MountArgs,
+    verify: Verify,
 ) -> Result<(D, F2fsTreeMetrics)> {
-    let fs = F2fs::mount_with(dev, 0, stack.fs.mount.clone()).context("mounting F2FS")?;
+    let opts = MountOptions {
+        config: stack.fs.mount.clone(),
+        verify,
+        ..MountOptions::default()
+    };
+    let fs = F2fs::mount_opts(dev, opts).context("mounting F2FS")?;
     let tree = F2fsTree::new(fs, stack.cache.clone()).context("the page cache")?;
     let tree = match &args.record {
         None => serve(tree, args, &stack.name)?,

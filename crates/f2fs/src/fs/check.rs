@@ -7,9 +7,8 @@
 //!    node, and for directories every dentry: each node is where its NAT entry says,
 //!    with the footer its parent implies; each block (node or data) lies in the main
 //!    area, is valid in the SIT, sits in a segment of its class, is referenced once, and
-//!    its SSA entry names its owner (node id, and offset in the node for data); `i_blocks`
-//!    equals the blocks counted; no block is mapped past `i_size` (unless `KEEP_SIZE`);
-//!    dentries have a sane name length, the hash of their name, the bucket that hash
+//!    its SSA entry names its owner (node id, and offset and version for data); `i_blocks`
+//!    equals the blocks counted; dentries have a sane name length, the hash of their name, the bucket that hash
 //!    selects, a valid file type matching the inode's mode, and dots naming the directory
 //!    and its parent.
 //! 3. Afterwards: link counts (files: one per dentry; directories: two plus one per
@@ -37,8 +36,6 @@ use crate::node::{Inode, NodeFooter, XATTR_NODE_OFFSET};
 use crate::summary::{Summary, SummaryBlock};
 
 const PER_BLOCK: u64 = ADDRS_PER_BLOCK as u64;
-/// `FADVISE_KEEP_SIZE_BIT`: blocks may be allocated past `i_size` (fallocate).
-const FADVISE_KEEP_SIZE: u8 = 0x10;
 /// SSA blocks kept while walking.
 const SSA_CACHE_MAX: usize = 64;
 /// `F2FS_FT_MAX`: dentry file types are 1..=7.
@@ -250,7 +247,6 @@ impl<D: BlockDevice> F2fs<D> {
         }
         let mut tree = TreeCount {
             blocks: 1,
-            past_eof: None,
             dentry_blocks: Vec::new(),
         };
         let inline = inode.inline & (F2FS_INLINE_DATA | F2FS_INLINE_DENTRY) != 0;
@@ -275,8 +271,8 @@ impl<D: BlockDevice> F2fs<D> {
         inode: &Inode,
         tree: &mut TreeCount,
     ) -> Result<(), FsError> {
-        let eof_block = inode.size.div_ceil(BLOCK_SIZE as u64);
-        let keep_size = inode.advise & FADVISE_KEEP_SIZE != 0;
+        // Blocks past `i_size` are not refused: neither the kernel nor fsck.f2fs does, and
+        // a write that fails for space leaves some here (the kernel truncates them).
         let is_dir = inode.is_dir();
         self.visit_tree(ino, u64::MAX, &mut |fs, item| {
             tree.blocks += 1;
@@ -291,9 +287,6 @@ impl<D: BlockDevice> F2fs<D> {
                     nid,
                     ofs_in_node,
                 } => {
-                    if index >= eof_block && !keep_size && tree.past_eof.is_none() {
-                        tree.past_eof = Some(index);
-                    }
                     if addr == NEW_ADDR {
                         return Ok(());
                     }
@@ -539,10 +532,9 @@ impl Subtree {
     }
 }
 
-/// `i_blocks` and blocks mapped past the end.
+/// Blocks counted for `i_blocks`, and a directory's dentry blocks.
 struct TreeCount {
     blocks: u64,
-    past_eof: Option<u64>,
     dentry_blocks: Vec<(u64, u32)>,
 }
 
@@ -554,13 +546,6 @@ fn check_counts(ino: u32, addr: u32, inode: &Inode, tree: &TreeCount) -> Result<
         value,
         rule,
     };
-    if let Some(index) = tree.past_eof {
-        return Err(err(
-            "i_size",
-            inode.size,
-            format!("file block {index} is mapped past the end"),
-        ));
-    }
     if inode.blocks != tree.blocks {
         return Err(err(
             "i_blocks",
