@@ -13,7 +13,7 @@ use std::process::{Command, Output};
 
 use flashstack_f2fs::nat::NatEntry;
 use flashstack_f2fs::{F2fs, MemDevice};
-use surgery::Surgery;
+use surgery::{pattern, Surgery};
 
 fn flashstack(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_flashstack"))
@@ -50,18 +50,6 @@ impl Drop for Scratch {
 
 fn arg(p: &Path) -> &str {
     p.to_str().unwrap()
-}
-
-fn pattern(len: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
 }
 
 /// The files of the base image: (path in the image, contents).

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::surgery::Surgery;
+use common::surgery::{pattern, Surgery};
 use common::*;
 use flashstack_f2fs::nat::NatEntry;
 use flashstack_f2fs::{
@@ -26,18 +26,6 @@ fn base_image(opts: &MkfsOptions) -> (MemDevice, Vec<(&'static str, Vec<u8>)>) {
         dev = put(dev, path, data).expect("base image");
     }
     (dev, files)
-}
-
-fn pattern(len: usize, seed: u8) -> Vec<u8> {
-    let mut x = seed as u64 | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
 }
 
 fn full(read_only: bool) -> MountOptions {

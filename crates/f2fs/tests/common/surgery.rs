@@ -220,3 +220,17 @@ impl Surgery {
 
 const CURSEG_HOT_DATA_INDEX: usize = 0;
 const CURSEG_COLD_DATA_INDEX: usize = 2;
+
+/// Deterministic bytes that look random (xorshift), so a block from the wrong place
+/// never equals the right one by chance.
+pub fn pattern(len: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
