@@ -503,3 +503,181 @@ fn image_errors_name_the_file() {
         "{stderr}"
     );
 }
+
+/// Runs the binary with standard output a pipe whose reading end is already closed.
+fn into_closed_pipe(args: &[&str]) -> Output {
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    Command::new(env!("CARGO_BIN_EXE_flashstack"))
+        .args(args)
+        .stdout(writer)
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .expect("the binary runs")
+}
+
+/// `flashstack fs ls IMG / | head -1`: every command that prints stops quietly when its
+/// reader goes away (killed by SIGPIPE as `cat` is, or exit 0), never with a panic or
+/// an error message.
+#[test]
+fn every_printing_command_exits_quietly_on_a_closed_pipe() {
+    use std::os::unix::process::ExitStatusExt;
+    let image = temp("pipe.img");
+    let file = temp("pipe.txt");
+    std::fs::write(&file, "x".repeat(100_000)).unwrap();
+    let (img, host) = (image.to_str().unwrap(), file.to_str().unwrap());
+    assert!(flashstack(&["fs", "mkfs", img, "--size", "64MiB"])
+        .status
+        .success());
+    assert!(flashstack(&["fs", "put", img, host, "/d/f.txt"])
+        .status
+        .success());
+    let trace = temp("pipe.csv");
+    std::fs::write(
+        &trace,
+        "proces,device,rw_flag,sector,size,timestamp\napp,sda,W,8,8,1.0\napp,sda,R,8,8,1.5\n",
+    )
+    .unwrap();
+    let tr = trace.to_str().unwrap();
+    let commands: &[&[&str]] = &[
+        &["--help"],
+        &["run", "--help"],
+        &["presets"],
+        &["presets", "--toml", "ufs31"],
+        &["presets", "--toml", "default"],
+        &["workload", "list"],
+        &["workload", "analyze", "gmail:launch"],
+        &["trace", "inspect", tr],
+        &["run", "--quiet", "--trace", tr, "--no-precondition"],
+        &[
+            "run",
+            "--quiet",
+            "--trace",
+            tr,
+            "--no-precondition",
+            "--json",
+            "-",
+        ],
+        &["run", "--quiet", "--workload", "gmail:launch"],
+        &["fs", "mkfs", img, "--size", "64MiB"],
+        &["fs", "put", img, host, "/d/f.txt"],
+        &["fs", "ls", img, "/"],
+        &["fs", "cat", img, "/d/f.txt"],
+        &["fs", "stat", img, "/d"],
+    ];
+    for args in commands {
+        let out = into_closed_pipe(args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let quiet = out.status.success() || out.status.signal() == Some(libc_sigpipe());
+        assert!(
+            quiet && stderr.is_empty(),
+            "{args:?}: {:?}, stderr: {stderr}",
+            out.status
+        );
+    }
+}
+
+/// SIGPIPE's number on Linux.
+fn libc_sigpipe() -> i32 {
+    13
+}
+
+/// A cause that an error message already embeds is not printed again.
+#[test]
+fn error_chains_print_each_cause_once() {
+    let missing = temp("missing.img");
+    let out = flashstack(&["fs", "ls", missing.to_str().unwrap(), "/"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.matches("os error 2").count(), 1, "{err}");
+    // Both superblock copies broken: the reason once.
+    let image = temp("nosb.img");
+    assert!(
+        flashstack(&["fs", "mkfs", image.to_str().unwrap(), "--size", "64MiB"])
+            .status
+            .success()
+    );
+    let mut bytes = std::fs::read(&image).unwrap();
+    bytes[1024..1028].copy_from_slice(b"junk");
+    bytes[4096 + 1024..4096 + 1028].copy_from_slice(b"junk");
+    std::fs::write(&image, &bytes).unwrap();
+    let out = flashstack(&["fs", "ls", image.to_str().unwrap(), "/"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("superblock"), "{err}");
+    assert_eq!(err.matches("superblock copy 1").count(), 1, "{err}");
+}
+
+#[test]
+fn a_missing_file_trace_is_reported_as_a_missing_file() {
+    let out = flashstack(&["run", "--quiet", "--workload", "no-such-dir/x.fst"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("x.fst: no such file") && !err.contains("unknown persona"),
+        "{err}"
+    );
+}
+
+/// A binary file read as a text trace: the message quotes the line escaped and cut, so
+/// no raw bytes reach the terminal.
+#[test]
+fn binary_input_is_escaped_in_errors() {
+    let path = temp("binary.trace");
+    let bytes: Vec<u8> = (0..4096u32).map(|i| (i * 151 % 256) as u8).collect();
+    std::fs::write(&path, bytes).unwrap();
+    let out = flashstack(&[
+        "run",
+        "--quiet",
+        "--trace",
+        path.to_str().unwrap(),
+        "--format",
+        "mqsim",
+    ]);
+    assert!(!out.status.success());
+    let err = String::from_utf8(out.stderr).expect("UTF-8");
+    assert!(err.contains("binary.trace:1"), "{err}");
+    assert!(
+        err.trim_end().chars().all(|c| !c.is_control()) && err.len() < 400,
+        "{err:?}"
+    );
+}
+
+/// A device override with a bad value names the override, its field and the accepted
+/// values, not a line of a TOML text the user never wrote.
+#[test]
+fn bad_override_values_are_named() {
+    for args in [
+        &[
+            "run",
+            "--quiet",
+            "--device",
+            "ldc-emmc+ftl.gc.policy=banana",
+        ][..],
+        &[
+            "run",
+            "--quiet",
+            "--synthetic",
+            "default",
+            "--set",
+            "ftl.gc.policy=banana",
+        ],
+        &[
+            "run",
+            "--quiet",
+            "--compare",
+            "default,ldc-emmc+ftl.gc.policy=banana",
+        ],
+    ] {
+        let out = flashstack(args);
+        assert!(!out.status.success());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("override 'ftl.gc.policy=banana'")
+                && err.contains("`greedy`, `cost-benefit`, `compression-aware`")
+                && !err.contains("line")
+                && err.lines().count() == 1,
+            "{args:?}: {err}"
+        );
+    }
+}
