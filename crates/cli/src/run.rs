@@ -14,9 +14,9 @@ use flashstack_trace::{
     clean, parse_file, synthetic, CleanOptions, ParseOptions, SyntheticSpec, Trace, TraceFormat,
 };
 
-use crate::device;
 use crate::progress::Bar;
 use crate::stackrun;
+use crate::{compare, device};
 
 /// The workload `flashstack run` uses when given none: a phone-like mix of small random
 /// writes concentrated on a hot fifth of the data, reads, and a flush (fsync) every 8
@@ -288,9 +288,11 @@ pub fn run(args: RunArgs) -> Result<()> {
         workload_name = format!("{workload_name} x{}", args.repeat);
     }
     let mut reports = Vec::new();
+    let mut devices = Vec::new();
     let specs = device_specs(&args);
     for (index, spec_name) in specs.iter().enumerate() {
         let config = run_config(&args, spec_name, &workload_name)?;
+        devices.push(config.device.clone());
         let image_out = args
             .image_out
             .as_deref()
@@ -300,6 +302,14 @@ pub fn run(args: RunArgs) -> Result<()> {
         reports.push(report);
     }
     print!("{}", render_table(&reports));
+    let columns: Vec<_> = (specs.iter().zip(&devices).zip(&reports))
+        .map(|((name, config), report)| compare::Column {
+            name,
+            config,
+            report,
+        })
+        .collect();
+    print!("{}", compare::no_effect_notes(&columns));
     if let Some(path) = &args.json {
         write_output(path, &render_json(&reports))?;
     }

@@ -10,9 +10,9 @@ use flashstack_stack::StackConfig;
 use flashstack_trace::builtin::Builtin;
 use flashstack_workload::{text, FileTrace};
 
-use crate::device;
 use crate::progress::Spinner;
 use crate::run::{write_output, RunArgs};
+use crate::{compare, device};
 
 /// Whether `--workload NAME` names a block-level workload (`ldc:*`) rather than a persona
 /// or a file-level trace.
@@ -188,7 +188,8 @@ pub fn run(args: &RunArgs, name: &str) -> Result<()> {
         record: true,
     };
     let mut runs: Vec<StackRun> = Vec::new();
-    for (i, config) in stacks(args)?.iter().enumerate() {
+    let configs = stacks(args)?;
+    for (i, config) in configs.iter().enumerate() {
         let spinner = Spinner::start(
             args.quiet,
             &format!("{} on {}", workload.name(), config.name),
@@ -204,6 +205,14 @@ pub fn run(args: &RunArgs, name: &str) -> Result<()> {
         runs.push(out.run);
     }
     print!("{}", fullstack::render(&runs));
+    let columns: Vec<_> = (configs.iter().zip(&runs))
+        .map(|(config, run)| compare::Column {
+            name: &config.name,
+            config,
+            report: run,
+        })
+        .collect();
+    print!("{}", compare::no_effect_notes(&columns));
     if let Some(path) = &args.json {
         write_output(path, &render_json(&runs))?;
     }

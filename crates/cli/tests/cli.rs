@@ -681,3 +681,42 @@ fn bad_override_values_are_named() {
         );
     }
 }
+
+/// Two columns that differ in a knob but not in any figure get a note naming the knob and
+/// why it did nothing; columns whose figures differ get none.
+#[test]
+fn a_knob_without_effect_is_pointed_out() {
+    let out = flashstack(&[
+        "run",
+        "--quiet",
+        "--workload",
+        "gmail:launch",
+        "--compare",
+        "ldc-emmc,ldc-emmc+ftl.gc.policy=cost-benefit",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("gave identical figures: device.ftl.gc.policy")
+            && text.contains("erased no block"),
+        "{text}"
+    );
+    let small = "ldc-emmc+nand.geometry.blocks_per_plane=512";
+    let out = flashstack(&[
+        "run",
+        "--quiet",
+        "--synthetic",
+        "uniform,count=20000,size=4k",
+        "--precondition",
+        "0.9",
+        "--compare",
+        &format!("{small},{small}+ftl.gc.policy=cost-benefit"),
+    ]);
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(!text.contains("note:"), "{text}");
+}
