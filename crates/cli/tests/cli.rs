@@ -756,7 +756,10 @@ fn a_recorded_task_replays_to_the_runs_data_blocks_less_the_app_close() {
     let count = |r: &serde_json::Value, op: &str| r["file_ops"][op]["count"].as_u64().unwrap();
     let text = std::fs::read_to_string(&trace).unwrap();
     let traced_writes = text.lines().filter(|l| l.contains(" pwrite ")).count() as u64;
-    assert!(!text.lines().any(|l| l.contains(" pread ")), "the task reads nothing");
+    assert!(
+        !text.lines().any(|l| l.contains(" pread ")),
+        "the task reads nothing"
+    );
     assert_eq!(count(&replay, "write"), traced_writes);
     // The close: as many reads (from the log) as writes beyond the trace's.
     let close_writes = count(&run, "write") - traced_writes;

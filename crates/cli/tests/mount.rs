@@ -6,10 +6,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-fn in_ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| v == "true")
-}
-
 /// Why this machine cannot run the test, if it cannot.
 fn missing_prerequisite() -> Option<String> {
     let root = std::fs::read_to_string("/proc/self/status")
@@ -121,8 +117,7 @@ impl Daemon {
 #[test]
 fn ext4_on_the_emulated_ftl_through_a_loop_device() {
     if let Some(why) = missing_prerequisite() {
-        assert!(!in_ci(), "block-file mount test cannot run in CI: {why}");
-        eprintln!("skipping the block-file mount test: {why}");
+        flashstack_testkit::skip("run the block-file mount test", &why);
         return;
     }
     let (fuse_dir, ext4_dir) = (scratch("fuse"), scratch("ext4"));
@@ -179,8 +174,7 @@ fn mount_refuses_a_non_empty_mountpoint() {
 #[test]
 fn sqlite_on_the_f2fs_mount_survives_unmount_and_remount() {
     if let Some(why) = missing_prerequisite().or_else(|| missing_tool("sqlite3")) {
-        assert!(!in_ci(), "F2FS mount test cannot run in CI: {why}");
-        eprintln!("skipping the F2FS mount test: {why}");
+        flashstack_testkit::skip("run the F2FS mount test", &why);
         return;
     }
     let dir = scratch("f2fs");
@@ -224,7 +218,10 @@ fn sqlite_on_the_f2fs_mount_survives_unmount_and_remount() {
              --fsync=1 --verify=crc32c --do_verify=1 --verify_state_save=0 --output=/dev/null"
         ));
     } else {
-        assert!(!in_ci(), "fio missing in CI");
+        flashstack_testkit::skip(
+            "verify with fio",
+            "fio is missing (scripts/test installs it)",
+        );
     }
     let table = daemon.stop();
     assert!(table.contains("NAND page programs"), "{table}");
@@ -263,7 +260,7 @@ fn sqlite_on_the_f2fs_mount_survives_unmount_and_remount() {
             "{out}"
         );
     } else {
-        assert!(!in_ci(), "fsck.f2fs missing in CI");
+        flashstack_testkit::skip("check the image with fsck.f2fs", "f2fs-tools is missing");
     }
     let daemon = Daemon::start_with(&dir, &metrics, &image_arg);
     assert_eq!(
@@ -331,8 +328,7 @@ fn f2fs_tool(tool: &str) -> Option<String> {
 #[test]
 fn fsynced_files_survive_sigkill_of_the_daemon() {
     if let Some(why) = missing_prerequisite() {
-        assert!(!in_ci(), "SIGKILL mount test cannot run in CI: {why}");
-        eprintln!("skipping the SIGKILL mount test: {why}");
+        flashstack_testkit::skip("run the SIGKILL mount test", &why);
         return;
     }
     let dir = scratch("kill");
@@ -374,8 +370,7 @@ fn fsynced_files_survive_sigkill_of_the_daemon() {
 #[test]
 fn a_stack_file_configures_the_page_cache() {
     if let Some(why) = missing_prerequisite() {
-        assert!(!in_ci(), "--stack mount test cannot run in CI: {why}");
-        eprintln!("skipping the --stack mount test: {why}");
+        flashstack_testkit::skip("run the --stack mount test", &why);
         return;
     }
     let dir = scratch("stack");
@@ -427,8 +422,7 @@ fn mount_names_an_unknown_stack() {
 #[test]
 fn symlinks_and_xattrs_on_the_f2fs_mount_survive_remount() {
     if let Some(why) = missing_prerequisite() {
-        assert!(!in_ci(), "symlink mount test cannot run in CI: {why}");
-        eprintln!("skipping the symlink mount test: {why}");
+        flashstack_testkit::skip("run the symlink mount test", &why);
         return;
     }
     let dir = scratch("symlink");
@@ -481,7 +475,7 @@ fn symlinks_and_xattrs_on_the_f2fs_mount_survive_remount() {
             "{out}"
         );
     } else {
-        assert!(!in_ci(), "fsck.f2fs missing in CI");
+        flashstack_testkit::skip("check the image with fsck.f2fs", "f2fs-tools is missing");
     }
     let daemon = Daemon::start_with(&dir, &metrics, &image_arg);
     assert_eq!(sh(&format!("readlink {d}/renamed")), "target");
@@ -504,8 +498,7 @@ fn symlinks_and_xattrs_on_the_f2fs_mount_survive_remount() {
 /// Runs a python3 script (xattr calls need no extra package there); `None` without python3.
 fn python_xattrs(script: &str) -> Option<String> {
     if let Some(why) = missing_tool("python3") {
-        assert!(!in_ci(), "xattr mount test needs python3 in CI: {why}");
-        eprintln!("skipping the xattr part: {why}");
+        flashstack_testkit::skip("check xattrs with python3", &why);
         return None;
     }
     let out = Command::new("python3")

@@ -65,9 +65,7 @@ fn mount(core: Arc<Mutex<MemTree>>, at: &Path) -> fuser::BackgroundSession {
 #[test]
 fn real_programs_run_on_the_mounted_tree() {
     if let Some(why) = missing_prerequisite() {
-        let ci = std::env::var("CI").is_ok_and(|v| v == "true");
-        assert!(!ci, "FUSE adapter test cannot run in CI: {why}");
-        eprintln!("skipping the FUSE adapter test: {why}");
+        flashstack_testkit::skip("mount the FUSE adapter", &why);
         return;
     }
     let dir = scratch("tree");

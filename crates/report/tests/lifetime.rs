@@ -74,7 +74,7 @@ fn lifetime_inputs_multiply_to_the_write_amplification_row() {
     );
     assert_eq!(plain.compression.stored_ratio, 1.0);
     // The table prints the product beside its factors.
-    let table = render_table(&[ldc.clone()]);
+    let table = render_table(std::slice::from_ref(&ldc));
     let row = table
         .lines()
         .find(|l| l.contains("WA×R_compress"))

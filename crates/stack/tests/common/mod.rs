@@ -14,11 +14,10 @@ pub fn tool(name: &str) -> Option<PathBuf> {
         .map(|dir| dir.join(name))
         .find(|p| p.is_file());
     if found.is_none() {
-        let msg = format!("{name} not found: install the f2fs-tools package");
-        if std::env::var("CI").is_ok_and(|v| v == "true") {
-            panic!("{msg} (CI=true makes this a failure)");
-        }
-        eprintln!("notice: {msg}; skipping this check");
+        flashstack_testkit::skip(
+            &format!("run {name}"),
+            "not found: install the f2fs-tools package (scripts/test does, as root)",
+        );
     }
     found
 }
