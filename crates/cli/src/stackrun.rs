@@ -165,8 +165,8 @@ fn load(name: &str) -> Result<Loaded> {
             bail!("--workload {name}: not a file-level trace (a directory or special file)")
         }
         Err(_) if name.contains(['/', '.']) => bail!(
-            "--workload {name}: no such file (a file-level trace; `flashstack run --workload \
-             PERSONA --record {name}` writes one)"
+            "--workload {name}: no such file, and not a persona (`flashstack workload list`); \
+             `flashstack run --workload PERSONA --record {name}` writes a file-level trace"
         ),
         Err(e) => bail!("--workload: {e} (or a block workload ldc:*, or a .fst file)"),
     }
