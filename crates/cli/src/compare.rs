@@ -3,6 +3,7 @@
 //! (a GC setting on a device that never erased a block), so two identical columns are not
 //! read as "the policy makes no difference".
 
+use flashstack_report::flatten_json;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -19,9 +20,10 @@ pub fn no_effect_notes<C: Serialize, R: Serialize>(columns: &[Column<'_, C, R>])
     let flat: Vec<(Vec<(String, String)>, Value)> = columns
         .iter()
         .map(|c| {
-            let mut config = Vec::new();
-            flatten("", &to_value(c.config), &mut config);
-            (config, figures(to_value(c.report)))
+            (
+                flatten_json(&to_value(c.config)),
+                figures(to_value(c.report)),
+            )
         })
         .collect();
     let mut notes = String::new();
@@ -59,22 +61,6 @@ fn figures(value: Value) -> Value {
     }
 }
 
-fn flatten(prefix: &str, value: &Value, out: &mut Vec<(String, String)>) {
-    match value {
-        Value::Object(map) => {
-            for (key, v) in map {
-                let path = if prefix.is_empty() {
-                    key.clone()
-                } else {
-                    format!("{prefix}.{key}")
-                };
-                flatten(&path, v, out);
-            }
-        }
-        other => out.push((prefix.to_string(), other.to_string())),
-    }
-}
-
 /// Dotted keys whose values differ (a key only one side has counts too), names and
 /// descriptions left out.
 fn differing_keys(a: &[(String, String)], b: &[(String, String)]) -> Vec<String> {
@@ -99,9 +85,8 @@ fn differing_keys(a: &[(String, String)], b: &[(String, String)]) -> Vec<String>
 /// The first number at a path ending in `suffix` (reports nest the device's figures at
 /// different depths).
 fn number(value: &Value, suffix: &str) -> Option<f64> {
-    let mut flat = Vec::new();
-    flatten("", value, &mut flat);
-    flat.iter()
+    flatten_json(value)
+        .iter()
         .find(|(k, _)| k == suffix || k.ends_with(&format!(".{suffix}")))
         .and_then(|(_, v)| v.parse().ok())
 }

@@ -10,6 +10,24 @@ fn flashstack(args: &[&str]) -> Output {
         .expect("the binary runs")
 }
 
+/// Runs a command that must succeed and returns its standard output.
+fn output_of(args: &[&str]) -> String {
+    let out = flashstack(args);
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("output is UTF-8")
+}
+
+/// Runs a command that must fail and returns its standard error.
+fn error_of(args: &[&str]) -> String {
+    let out = flashstack(args);
+    assert!(!out.status.success(), "{args:?} succeeded");
+    String::from_utf8(out.stderr).expect("errors are UTF-8")
+}
+
 fn temp(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("flashstack-cli-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -586,9 +604,7 @@ fn libc_sigpipe() -> i32 {
 #[test]
 fn error_chains_print_each_cause_once() {
     let missing = temp("missing.img");
-    let out = flashstack(&["fs", "ls", missing.to_str().unwrap(), "/"]);
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = error_of(&["fs", "ls", missing.to_str().unwrap(), "/"]);
     assert_eq!(err.matches("os error 2").count(), 1, "{err}");
     // Both superblock copies broken: the reason once.
     let image = temp("nosb.img");
@@ -601,18 +617,14 @@ fn error_chains_print_each_cause_once() {
     bytes[1024..1028].copy_from_slice(b"junk");
     bytes[4096 + 1024..4096 + 1028].copy_from_slice(b"junk");
     std::fs::write(&image, &bytes).unwrap();
-    let out = flashstack(&["fs", "ls", image.to_str().unwrap(), "/"]);
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = error_of(&["fs", "ls", image.to_str().unwrap(), "/"]);
     assert!(err.contains("superblock"), "{err}");
     assert_eq!(err.matches("superblock copy 1").count(), 1, "{err}");
 }
 
 #[test]
 fn a_missing_file_trace_is_reported_as_a_missing_file() {
-    let out = flashstack(&["run", "--quiet", "--workload", "no-such-dir/x.fst"]);
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = error_of(&["run", "--quiet", "--workload", "no-such-dir/x.fst"]);
     assert!(
         err.contains("x.fst: no such file") && !err.contains("unknown persona"),
         "{err}"
@@ -626,16 +638,8 @@ fn binary_input_is_escaped_in_errors() {
     let path = temp("binary.trace");
     let bytes: Vec<u8> = (0..4096u32).map(|i| (i * 151 % 256) as u8).collect();
     std::fs::write(&path, bytes).unwrap();
-    let out = flashstack(&[
-        "run",
-        "--quiet",
-        "--trace",
-        path.to_str().unwrap(),
-        "--format",
-        "mqsim",
-    ]);
-    assert!(!out.status.success());
-    let err = String::from_utf8(out.stderr).expect("UTF-8");
+    let trace = path.to_str().unwrap();
+    let err = error_of(&["run", "--quiet", "--trace", trace, "--format", "mqsim"]);
     assert!(err.contains("binary.trace:1"), "{err}");
     assert!(
         err.trim_end().chars().all(|c| !c.is_control()) && err.len() < 400,
@@ -669,9 +673,7 @@ fn bad_override_values_are_named() {
             "default,ldc-emmc+ftl.gc.policy=banana",
         ],
     ] {
-        let out = flashstack(args);
-        assert!(!out.status.success());
-        let err = String::from_utf8_lossy(&out.stderr);
+        let err = error_of(args);
         assert!(
             err.contains("override 'ftl.gc.policy=banana'")
                 && err.contains("`greedy`, `cost-benefit`, `compression-aware`")
@@ -686,7 +688,7 @@ fn bad_override_values_are_named() {
 /// why it did nothing; columns whose figures differ get none.
 #[test]
 fn a_knob_without_effect_is_pointed_out() {
-    let out = flashstack(&[
+    let text = output_of(&[
         "run",
         "--quiet",
         "--workload",
@@ -695,18 +697,12 @@ fn a_knob_without_effect_is_pointed_out() {
         "ldc-emmc,ldc-emmc+ftl.gc.policy=cost-benefit",
     ]);
     assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8(out.stdout).unwrap();
-    assert!(
         text.contains("gave identical figures: device.ftl.gc.policy")
             && text.contains("erased no block"),
         "{text}"
     );
     let small = "ldc-emmc+nand.geometry.blocks_per_plane=512";
-    let out = flashstack(&[
+    let text = output_of(&[
         "run",
         "--quiet",
         "--synthetic",
@@ -716,8 +712,6 @@ fn a_knob_without_effect_is_pointed_out() {
         "--compare",
         &format!("{small},{small}+ftl.gc.policy=cost-benefit"),
     ]);
-    assert!(out.status.success());
-    let text = String::from_utf8(out.stdout).unwrap();
     assert!(!text.contains("note:"), "{text}");
 }
 

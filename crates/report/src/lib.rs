@@ -9,7 +9,7 @@ use flashstack_ftl::Ftl;
 use flashstack_sim::{LatencySummary, NS_PER_SEC};
 use serde::Serialize;
 
-pub use render::{render_columns, render_csv, render_json, render_table};
+pub use render::{flatten_json, render_columns, render_csv, render_json, render_table};
 
 /// What was run.
 #[derive(Clone, Debug, Serialize)]

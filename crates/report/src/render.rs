@@ -224,6 +224,14 @@ pub fn render_json<T: Serialize>(reports: &[T]) -> String {
     text
 }
 
+/// `value`'s leaves as (dotted path, text) pairs, in order: the CSV's columns, and what
+/// a comparison of two configurations or reports diffs.
+pub fn flatten_json(value: &Value) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    flatten("", value, &mut out);
+    out
+}
+
 fn flatten(prefix: &str, value: &Value, out: &mut Vec<(String, String)>) {
     match value {
         Value::Object(map) => {
