@@ -768,3 +768,33 @@ fn a_recorded_task_replays_to_the_runs_data_blocks_less_the_app_close() {
         data(&run)
     );
 }
+
+/// Standard error that is not a terminal (a log, CI) still shows progress: one line per
+/// finished phase, each ending its line.
+#[test]
+fn progress_without_a_terminal_is_a_line_per_phase() {
+    let out = flashstack(&[
+        "run",
+        "--device",
+        "ldc-emmc+nand.geometry.blocks_per_plane=512",
+        "--synthetic",
+        "uniform,count=5000,size=4k",
+    ]);
+    assert!(out.status.success());
+    let err = String::from_utf8(out.stderr).unwrap();
+    for phase in ["precondition: fill: ", "precondition: age: ", "replay: "] {
+        assert!(
+            err.lines()
+                .any(|l| l.starts_with(phase) && l.ends_with(" s")),
+            "{phase}: {err}"
+        );
+    }
+    assert!(err.ends_with('\n'), "{err:?}");
+    let out = flashstack(&["run", "--workload", "gmail:launch"]);
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        err.lines()
+            .any(|l| l.starts_with("gmail:launch on default: ")),
+        "{err}"
+    );
+}
