@@ -60,6 +60,23 @@ fn scratch(name: &str) -> PathBuf {
 
 struct Daemon {
     child: Child,
+    mountpoint: PathBuf,
+}
+
+/// A test that fails leaves no daemon or mount behind.
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        if self.child.try_wait().ok().flatten().is_none() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+        if is_mounted(&self.mountpoint) {
+            let _ = Command::new("umount")
+                .arg("-l")
+                .arg(&self.mountpoint)
+                .status();
+        }
+    }
 }
 
 /// Whether `dir` is a FUSE mount point now (the kernel lists it in /proc/mounts).
@@ -78,16 +95,21 @@ impl Daemon {
 
     fn start_with(mountpoint: &Path, metrics: &Path, extra: &[&str]) -> Daemon {
         let mut args = vec![
-            "mount",
-            mountpoint.to_str().unwrap(),
             "--device",
             "ldc-emmc+nand.geometry.blocks_per_plane=1024",
             "--metrics",
             metrics.to_str().unwrap(),
         ];
         args.extend_from_slice(extra);
+        Daemon::start_args(mountpoint, &args)
+    }
+
+    /// `flashstack mount MOUNTPOINT ARGS...`, once the mount is visible.
+    fn start_args(mountpoint: &Path, args: &[&str]) -> Daemon {
         let child = Command::new(env!("CARGO_BIN_EXE_flashstack"))
-            .args(&args)
+            .arg("mount")
+            .arg(mountpoint)
+            .args(args)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -100,7 +122,10 @@ impl Daemon {
             );
             std::thread::sleep(Duration::from_millis(50));
         }
-        Daemon { child }
+        Daemon {
+            child,
+            mountpoint: mountpoint.to_path_buf(),
+        }
     }
 
     /// SIGTERM, then the daemon unmounts, reports and exits.
@@ -518,4 +543,178 @@ fn python_xattrs(script: &str) -> Option<String> {
         String::from_utf8_lossy(&out.stderr)
     );
     Some(String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+/// Runs `flashstack ARGS` and returns its exit status and stderr; a command still running
+/// after 60 s (a mount that came up although it should have been refused) is killed and
+/// the test fails.
+fn flashstack_within_a_minute(args: &[&str]) -> (bool, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_flashstack"))
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    let start = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > Duration::from_secs(60) {
+            let _ = child.kill();
+            let _ = child.wait();
+            let _ = Command::new("umount").arg("-l").arg(args[1]).status();
+            panic!(
+                "`flashstack {}` is still running: it was not refused",
+                args.join(" ")
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stderr).to_string(),
+    )
+}
+
+/// An image cut short (to a whole number of blocks) is refused with both sizes named, in
+/// F2FS mode and in block-file mode, and the refused command leaves the file byte for
+/// byte as it was (it used to be zero-padded and served, and extended on disk).
+#[test]
+fn a_truncated_image_is_refused_and_left_as_it_was() {
+    if let Some(why) = missing_prerequisite() {
+        assert!(
+            !in_ci(),
+            "truncated-image mount test cannot run in CI: {why}"
+        );
+        println!("skipping the truncated-image mount test: {why}");
+        return;
+    }
+    let dir = scratch("short");
+    let image = dir.with_extension("img");
+    let _ = std::fs::remove_file(&image);
+    let mkfs = Command::new(env!("CARGO_BIN_EXE_flashstack"))
+        .args(["fs", "mkfs", image.to_str().unwrap(), "--size", "64MiB"])
+        .output()
+        .unwrap();
+    assert!(mkfs.status.success());
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&image)
+        .unwrap();
+    file.set_len(32 << 20).unwrap();
+    drop(file);
+    let before = std::fs::read(&image).unwrap();
+    let (d, i) = (dir.to_str().unwrap(), image.to_str().unwrap());
+    let device = "ldc-emmc+nand.geometry.blocks_per_plane=1024";
+    let (ok, stderr) = flashstack_within_a_minute(&["mount", d, "--device", device, "--image", i]);
+    assert!(!ok);
+    assert!(
+        stderr.contains("truncated") && stderr.contains("33554432") && stderr.contains("67108864"),
+        "{stderr}"
+    );
+    assert!(
+        std::fs::read(&image).unwrap() == before,
+        "the refused image changed"
+    );
+    let (ok, stderr) = flashstack_within_a_minute(&["mount", d, "--block", "--image", i]);
+    assert!(!ok);
+    assert!(
+        stderr.contains("33554432 bytes but the device holds"),
+        "{stderr}"
+    );
+    assert!(
+        std::fs::read(&image).unwrap() == before,
+        "the refused image changed"
+    );
+    assert!(!is_mounted(&dir));
+}
+
+/// `mount --image NEW` on the default stack (a 16 GiB device) writes a sparse image: only
+/// the blocks mkfs and F2FS put data in take disk space (it used to write 16 GiB of zeros
+/// before the mount came up). The time to come up is printed, not asserted.
+#[test]
+fn a_new_image_on_the_default_stack_is_sparse() {
+    if let Some(why) = missing_prerequisite() {
+        assert!(!in_ci(), "sparse-image mount test cannot run in CI: {why}");
+        println!("skipping the sparse-image mount test: {why}");
+        return;
+    }
+    let dir = scratch("sparse");
+    let image = dir.with_extension("img");
+    let _ = std::fs::remove_file(&image);
+    let start = Instant::now();
+    let daemon = Daemon::start_args(&dir, &["--image", image.to_str().unwrap()]);
+    println!(
+        "mount --image NEW on the default stack came up in {:?}",
+        start.elapsed()
+    );
+    std::fs::write(dir.join("f"), b"kept").unwrap();
+    daemon.stop();
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::metadata(&image).unwrap();
+    assert_eq!(meta.len(), 17_180_033_024, "the default device's capacity");
+    let on_disk = meta.blocks() * 512;
+    assert!(
+        on_disk < 4 << 20,
+        "{on_disk} bytes allocated for a new image"
+    );
+    let daemon = Daemon::start_args(&dir, &["--image", image.to_str().unwrap()]);
+    assert_eq!(std::fs::read(dir.join("f")).unwrap(), b"kept");
+    daemon.stop();
+    let _ = std::fs::remove_file(&image);
+}
+
+/// Block-file mode with `--image`: ext4 on the loop device appends records, each fsync'd;
+/// the daemon is killed (SIGKILL, no unmount) and restarted on the same image: every
+/// fsync'd record is there (ext4's journal replays). The image used to be written only at
+/// unmount, so all of them were lost.
+#[test]
+fn block_mode_keeps_fsynced_records_through_sigkill() {
+    if let Some(why) = missing_prerequisite().or_else(|| missing_tool("python3")) {
+        assert!(!in_ci(), "block-file SIGKILL test cannot run in CI: {why}");
+        println!("skipping the block-file SIGKILL test: {why}");
+        return;
+    }
+    let (fuse_dir, ext4_dir) = (scratch("bkill"), scratch("bkill-ext4"));
+    let image = fuse_dir.with_extension("img");
+    let metrics = fuse_dir.with_extension("json");
+    let _ = std::fs::remove_file(&image);
+    let args = ["--block", "--image", image.to_str().unwrap()];
+    let mut daemon = Daemon::start_with(&fuse_dir, &metrics, &args);
+    let disk = fuse_dir.join("disk.img");
+    let loopdev = sh(&format!("losetup -f --show {}", disk.display()));
+    let ext4 = ext4_dir.display();
+    sh(&format!(
+        "mkfs.ext4 -q -F {loopdev} && mount {loopdev} {ext4}"
+    ));
+    let records = 300;
+    sh(&format!(
+        "python3 -c \"import os\nf = os.open('{ext4}/log', os.O_WRONLY | os.O_CREAT | os.O_APPEND)\n\
+         for i in range({records}):\n    os.write(f, b'record %d\\n' % i)\n    os.fsync(f)\n\""
+    ));
+    daemon.child.kill().unwrap();
+    daemon.child.wait().unwrap();
+    // The dead device: let go of ext4, the loop device and the FUSE mount.
+    let _ = Command::new("sh")
+        .args([
+            "-c",
+            &format!(
+                "PATH=$PATH:/usr/sbin:/sbin; umount -l {ext4}; losetup -d {loopdev}; \
+                 umount -l {}",
+                fuse_dir.display()
+            ),
+        ])
+        .status();
+    let daemon = Daemon::start_with(&fuse_dir, &metrics, &args);
+    let loopdev = sh(&format!("losetup -f --show {}", disk.display()));
+    sh(&format!("mount {loopdev} {ext4}"));
+    let log = std::fs::read_to_string(ext4_dir.join("log")).unwrap();
+    sh(&format!("umount {ext4} && losetup -d {loopdev}"));
+    daemon.stop();
+    let expected: String = (0..records).map(|i| format!("record {i}\n")).collect();
+    assert!(
+        log == expected,
+        "{} of {records} fsync'd records back",
+        log.lines().count()
+    );
+    let _ = std::fs::remove_file(&image);
 }

@@ -27,6 +27,10 @@ impl<D: BlockDevice> DiskTree<D> {
         &mut self.file
     }
 
+    pub fn into_file(self) -> BlockFile<D> {
+        self.file
+    }
+
     fn attr(&self, ino: Ino) -> Result<Attr, FsError> {
         let (kind, perm, nlink, size) = match ino {
             ROOT => (Kind::Dir, 0o755, 2, 0),
@@ -137,6 +141,15 @@ impl<D: BlockDevice + Send + 'static> InodeFs for DiskTree<D> {
 
     fn fsync(&mut self, _ino: Ino, _data_only: bool) -> Result<(), FsError> {
         self.file.sync().map_err(convert)
+    }
+
+    /// A close of `disk.img` makes it durable too (the loop driver's flushes arrive as
+    /// fsync; a program that writes the file directly and closes it gets the same).
+    fn flush(&mut self, ino: Ino) -> Result<(), FsError> {
+        match ino {
+            DISK => self.file.sync().map_err(convert),
+            _ => Ok(()),
+        }
     }
 
     fn readdir(&mut self, dir: Ino) -> Result<Vec<(Ino, Kind, Vec<u8>)>, FsError> {

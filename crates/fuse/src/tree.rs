@@ -133,6 +133,11 @@ pub trait InodeFs: Send + 'static {
     fn statfs(&mut self) -> Result<FsStats, FsError>;
     /// Makes everything durable and consistent (unmount, `sync`).
     fn sync(&mut self) -> Result<(), FsError>;
+    /// A handle of `ino` is closed (`close(2)`; FUSE `flush`). File systems make nothing
+    /// durable here (Linux's do not); a raw device file does.
+    fn flush(&mut self, _ino: Ino) -> Result<(), FsError> {
+        Ok(())
+    }
     fn fallocate(&mut self, _ino: Ino, how: Fallocate) -> Result<(), FsError> {
         Err(FsError::Unsupported(format!("{how:?}")))
     }

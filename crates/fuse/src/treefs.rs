@@ -449,13 +449,13 @@ impl<F: InodeFs> Filesystem for TreeFs<F> {
     fn flush(
         &self,
         _req: &Request,
-        _ino: INodeNo,
+        ino: INodeNo,
         _fh: FileHandle,
         _lock_owner: LockOwner,
         reply: ReplyEmpty,
     ) {
-        // close() does not make data durable on Linux file systems either.
-        reply.ok();
+        let ino = self.to_core(ino);
+        empty(self.core().flush(ino), reply);
     }
 
     fn release(
