@@ -718,3 +718,86 @@ fn block_mode_keeps_fsynced_records_through_sigkill() {
     );
     let _ = std::fs::remove_file(&image);
 }
+
+/// One writer and two readers, each its own process, on one SQLite database in WAL mode
+/// (its default shared-memory index: the `-shm` file mapped shared by every process).
+/// Every reader snapshot must be a whole number of committed transactions; the writer
+/// checkpoints as it goes (`wal_autocheckpoint`) and truncates the WAL at the end.
+const WAL_SCRIPT: &str = r#"
+import os, sqlite3, subprocess, sys
+db, role, total = sys.argv[1], sys.argv[2], 2000
+if role == "reader":
+    con = sqlite3.connect(db, timeout=60)
+    last = 0
+    while last < total:
+        n, s = con.execute("SELECT count(*), coalesce(sum(x), 0) FROM t").fetchone()
+        assert n >= last and n % 10 == 0 and s == n * (n - 1) // 2, (n, s, last)
+        last = n
+    print("reader saw", last)
+    sys.exit(0)
+con = sqlite3.connect(db, timeout=60, isolation_level=None)
+assert con.execute("PRAGMA journal_mode=WAL").fetchone()[0] == "wal"
+con.execute("PRAGMA wal_autocheckpoint=50")
+con.execute("CREATE TABLE t(x INTEGER PRIMARY KEY, body BLOB)")
+readers = [subprocess.Popen([sys.executable, sys.argv[0], db, "reader"]) for _ in range(2)]
+for i in range(0, total, 10):
+    con.execute("BEGIN")
+    for x in range(i, i + 10):
+        con.execute("INSERT INTO t VALUES (?, randomblob(700))", (x,))
+    con.execute("COMMIT")
+assert all(r.wait(timeout=300) == 0 for r in readers)
+busy, log, done = con.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+assert busy == 0 and log == 0, (busy, log, done)
+assert os.path.getsize(db + "-wal") == 0
+print(con.execute("PRAGMA integrity_check").fetchone()[0])
+"#;
+
+/// SQLite in WAL mode on the F2FS mount (its -shm index is mapped shared, which direct-I/O
+/// files refused with ENODEV: "disk I/O error"): concurrent writer and readers in separate
+/// processes, checkpoints, an empty WAL after `wal_checkpoint(TRUNCATE)`; after unmount,
+/// fsck.f2fs and a remount, `PRAGMA integrity_check` is ok and every row is there.
+#[test]
+fn sqlite_wal_mode_on_the_f2fs_mount() {
+    if let Some(why) = missing_prerequisite()
+        .or_else(|| missing_tool("sqlite3"))
+        .or_else(|| missing_tool("python3"))
+    {
+        assert!(!in_ci(), "WAL mount test cannot run in CI: {why}");
+        println!("skipping the WAL mount test: {why}");
+        return;
+    }
+    let dir = scratch("wal");
+    let image = dir.with_extension("img");
+    let metrics = dir.with_extension("json");
+    let script = dir.with_extension("py");
+    let _ = std::fs::remove_file(&image);
+    std::fs::write(&script, WAL_SCRIPT).unwrap();
+    let image_arg = ["--image", image.to_str().unwrap()];
+    let daemon = Daemon::start_with(&dir, &metrics, &image_arg);
+    let d = dir.display();
+    let out = sh(&format!("python3 {} {d}/app.db writer", script.display()));
+    assert!(out.ends_with("ok"), "{out}");
+    assert_eq!(out.matches("reader saw 2000").count(), 2, "{out}");
+    // The sqlite3 shell: a second program on the same WAL database.
+    sh(&format!(
+        "sqlite3 {d}/app.db \"INSERT INTO t VALUES (2000, randomblob(10));\""
+    ));
+    daemon.stop();
+    if let Some(fsck) = f2fs_tool("fsck.f2fs") {
+        let out = sh(&format!("{fsck} -f {} < /dev/null", image.display()));
+        assert!(
+            out.contains("[FSCK] other corrupted bugs") && !out.contains("[Fail]"),
+            "{out}"
+        );
+    } else {
+        assert!(!in_ci(), "fsck.f2fs missing in CI");
+    }
+    let daemon = Daemon::start_with(&dir, &metrics, &image_arg);
+    let check = sh(&format!(
+        "sqlite3 {d}/app.db 'PRAGMA journal_mode' 'PRAGMA integrity_check' \
+         'SELECT count(*), sum(x) FROM t'"
+    ));
+    assert_eq!(check, "wal\nok\n2001|2001000", "{check}");
+    daemon.stop();
+    let _ = std::fs::remove_file(&image);
+}

@@ -11,9 +11,10 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use fuser::{
-    Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo, LockOwner,
-    OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyEmpty,
-    ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, ReplyXattr, Request, WriteFlags,
+    Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo, InitFlags,
+    KernelConfig, LockOwner, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData,
+    ReplyDirectory, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, ReplyXattr,
+    Request, WriteFlags,
 };
 
 use crate::errno::{self, libc_consts as e};
@@ -149,6 +150,26 @@ fn perm_of(mode: u32, umask: u32) -> u16 {
 }
 
 impl<F: InodeFs> Filesystem for TreeFs<F> {
+    /// Files stay in direct-I/O mode (every read and write reaches the core), but may be
+    /// mapped shared (`FUSE_DIRECT_IO_ALLOW_MMAP`, Linux 6.6+): SQLite's WAL index (the
+    /// `-shm` file) is a shared mapping. The kernel keeps the two coherent: a direct read
+    /// or write first writes back the range's dirty mapped pages, and a direct write drops
+    /// the cached pages it covers; mapped pages reach the core when the kernel writes them
+    /// back (msync, munmap, fsync, memory pressure). Older kernels refuse shared mappings
+    /// of such files (ENODEV), as before.
+    fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> std::io::Result<()> {
+        if config
+            .add_capabilities(InitFlags::FUSE_DIRECT_IO_ALLOW_MMAP)
+            .is_err()
+        {
+            eprintln!(
+                "flashstack: this kernel cannot map direct-I/O files shared (before Linux \
+                 6.6): SQLite's WAL mode will fail on the mount"
+            );
+        }
+        Ok(())
+    }
+
     fn destroy(&mut self) {
         // Unmount: checkpoint, so the device holds a consistent image.
         if let Err(error) = self.core().sync() {
