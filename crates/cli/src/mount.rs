@@ -19,7 +19,7 @@ use flashstack_f2fs::{mkfs, F2fs, MkfsOptions};
 use flashstack_ftl::Ftl;
 use flashstack_fuse::{
     data_ranges, BlockFile, DiskTree, F2fsTree, F2fsTreeMetrics, ImageBacked, InodeFs, Recording,
-    TreeFs, DISK_FILE_NAME,
+    TreeFs, WallClock, DISK_FILE_NAME,
 };
 use flashstack_report::{render_json, render_table, ReportOptions, RunInfo, RunReport};
 use flashstack_stack::StackConfig;
@@ -60,6 +60,11 @@ pub struct MountArgs {
     /// Seed of the device's randomness (default: the stack's seed; 1 in block-file mode).
     #[arg(long)]
     seed: Option<u64>,
+    /// Let users other than the one mounting use the mount (FUSE's allow_other; a
+    /// non-root user needs `user_allow_other` in /etc/fuse.conf). The kernel checks their
+    /// access against the stored modes and owners.
+    #[arg(long)]
+    allow_other: bool,
 }
 
 /// Block-file mode's device when --device is not given.
@@ -103,10 +108,9 @@ fn serve_block<D: BlockDevice + Send + 'static>(
     name: &str,
 ) -> Result<D> {
     let size_bytes = file.size_bytes();
-    let tree = Arc::new(Mutex::new(DiskTree::new(file)));
-    let (uid, gid) = current_ids();
+    let tree = Arc::new(Mutex::new(DiskTree::new(file, current_ids())));
     let stop = stop_on_signals()?;
-    let session = start(&args.mountpoint, TreeFs::new(Arc::clone(&tree), uid, gid))?;
+    let session = start(args, TreeFs::new(Arc::clone(&tree)))?;
     let disk = args.mountpoint.join(DISK_FILE_NAME);
     eprintln!(
         "{name}: {} ready ({size_bytes} bytes). Unmount with `umount {}` or Ctrl-C.",
@@ -348,6 +352,8 @@ fn serve_f2fs<D: BlockDevice + Send + 'static>(
 ) -> Result<(D, F2fsTreeMetrics)> {
     let mut fs = F2fs::mount_with(dev, 0, stack.fs.mount.clone()).context("mounting F2FS")?;
     mounted(fs.device_mut())?;
+    // Inode times on the mount are real: programs compare them with the wall clock.
+    fs.set_inode_clock(Box::new(WallClock));
     let tree = F2fsTree::new(fs, stack.cache.clone()).context("the page cache")?;
     let tree = match &args.record {
         None => serve(tree, args, &stack.name)?,
@@ -382,9 +388,8 @@ fn serve_f2fs<D: BlockDevice + Send + 'static>(
 /// Serves `core` with FUSE until the mount is unmounted; returns the core.
 fn serve<T: InodeFs>(core: T, args: &MountArgs, name: &str) -> Result<T> {
     let tree = Arc::new(Mutex::new(core));
-    let (uid, gid) = current_ids();
     let stop = stop_on_signals()?;
-    let session = start(&args.mountpoint, TreeFs::new(Arc::clone(&tree), uid, gid))?;
+    let session = start(args, TreeFs::new(Arc::clone(&tree)))?;
     eprintln!(
         "{name}: page cache + F2FS mounted on {}. Unmount with `umount {}` or Ctrl-C.",
         args.mountpoint.display(),
@@ -426,15 +431,20 @@ fn check_fuse_device() -> Result<()> {
     }
 }
 
-fn start<F: fuser::Filesystem>(mountpoint: &Path, fs: F) -> Result<fuser::BackgroundSession> {
+/// Mounts with `default_permissions`: the kernel checks every access against the modes
+/// and owners the core stores; `--allow-other` lets other users in.
+fn start<F: fuser::Filesystem>(args: &MountArgs, fs: F) -> Result<fuser::BackgroundSession> {
     let mut config = fuser::Config::default();
     config.mount_options = vec![
         fuser::MountOption::FSName("flashstack".into()),
         fuser::MountOption::Subtype("flashstack".into()),
         fuser::MountOption::DefaultPermissions,
     ];
-    fuser::spawn_mount(fs, mountpoint, &config)
-        .with_context(|| format!("cannot mount on {}", mountpoint.display()))
+    if args.allow_other {
+        config.acl = fuser::SessionACL::All;
+    }
+    fuser::spawn_mount(fs, &args.mountpoint, &config)
+        .with_context(|| format!("cannot mount on {}", args.mountpoint.display()))
 }
 
 /// The owner of the mounted files: whoever runs flashstack (from /proc, no libc call).

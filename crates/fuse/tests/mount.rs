@@ -59,7 +59,7 @@ fn mount(core: Arc<Mutex<MemTree>>, at: &Path) -> fuser::BackgroundSession {
         fuser::MountOption::FSName("flashstack-test".into()),
         fuser::MountOption::DefaultPermissions,
     ];
-    fuser::spawn_mount(TreeFs::new(core, 0, 0), at, &config).expect("mounts")
+    fuser::spawn_mount(TreeFs::new(core), at, &config).expect("mounts")
 }
 
 #[test]
