@@ -801,3 +801,277 @@ fn sqlite_wal_mode_on_the_f2fs_mount() {
     daemon.stop();
     let _ = std::fs::remove_file(&image);
 }
+
+/// Runs `command` as the unprivileged user nobody (uid and gid 65534, no other groups);
+/// its stdout, or `Err(stderr)` when it fails.
+fn as_nobody(command: &str) -> Result<String, String> {
+    let out = Command::new("setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "sh",
+            "-c",
+            command,
+        ])
+        .output()
+        .expect("setpriv runs");
+    match out.status.success() {
+        true => Ok(String::from_utf8_lossy(&out.stdout).trim().to_string()),
+        false => Err(String::from_utf8_lossy(&out.stderr).trim().to_string()),
+    }
+}
+
+/// fsck.f2fs accepts the image (on a copy: fsck may write), and dump.f2fs shows inode
+/// `ino`'s fields; returns that dump (empty without f2fs-tools outside CI).
+fn fsck_and_dump(image: &Path, ino: u64) -> String {
+    let (Some(fsck), Some(dump)) = (f2fs_tool("fsck.f2fs"), f2fs_tool("dump.f2fs")) else {
+        assert!(!in_ci(), "f2fs-tools missing in CI");
+        return String::new();
+    };
+    let copy = image.with_extension("fsck.img");
+    std::fs::copy(image, &copy).unwrap();
+    let out = sh(&format!("{fsck} -f {} < /dev/null", copy.display()));
+    assert!(
+        out.contains("[FSCK] other corrupted bugs") && !out.contains("[Fail]"),
+        "{out}"
+    );
+    // dump.f2fs exits with 255 after printing the inode.
+    let out = Command::new(dump)
+        .args(["-i", &ino.to_string()])
+        .arg(&copy)
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_file(&copy);
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Modes, owners and times on the F2FS mount through the real system calls, as root and
+/// (with --allow-other) as user nobody: umask-applied create modes, chmod/fchmod,
+/// chown/fchown, an executable script, set-group-ID directories, the kernel's permission
+/// checks against the stored owners and modes, times from writes, chmod, rename and
+/// utimensat (incl. UTIME_NOW and UTIME_OMIT); all kept across unmount and remount, the
+/// image clean for fsck.f2fs and dump.f2fs showing the stored fields. Before, modes were
+/// always 0644/0755, owners the mounting user and every time 1970.
+#[test]
+fn modes_owners_and_times_on_the_f2fs_mount() {
+    if let Some(why) = missing_prerequisite()
+        .or_else(|| missing_tool("setpriv"))
+        .or_else(|| missing_tool("python3"))
+    {
+        assert!(!in_ci(), "POSIX mount test cannot run in CI: {why}");
+        println!("skipping the POSIX mount test: {why}");
+        return;
+    }
+    let dir = scratch("posix");
+    let image = dir.with_extension("img");
+    let metrics = dir.with_extension("json");
+    let _ = std::fs::remove_file(&image);
+    let args = ["--image", image.to_str().unwrap(), "--allow-other"];
+    let daemon = Daemon::start_with(&dir, &metrics, &args);
+    let d = dir.display();
+    // Create modes with the umask applied; chmod; an executable script runs.
+    sh(&format!(
+        "cd {d} && umask 027 && touch f && mkdir d && printf '#!/bin/sh\\necho ran\\n' > run.sh \
+         && chmod 750 run.sh"
+    ));
+    assert_eq!(sh(&format!("{d}/run.sh")), "ran");
+    assert_eq!(
+        sh(&format!("cd {d} && stat -c '%a %u %g' f d run.sh")),
+        "640 0 0\n750 0 0\n750 0 0"
+    );
+    // open(O_CREAT) and mkdir with explicit modes; fchmod and fchown.
+    let py = format!(
+        "import os\n\
+         os.umask(0)\n\
+         fd = os.open('{d}/made', os.O_CREAT | os.O_WRONLY, 0o604)\n\
+         os.mkdir('{d}/dir7', 0o710)\n\
+         print(oct(os.fstat(fd).st_mode & 0o7777))\n\
+         os.fchown(fd, 1234, 5678)\n\
+         os.fchmod(fd, 0o6755)\n\
+         st = os.fstat(fd)\n\
+         print(oct(st.st_mode & 0o7777), st.st_uid, st.st_gid)\n\
+         print(oct(os.stat('{d}/dir7').st_mode & 0o7777))\n"
+    );
+    assert_eq!(
+        sh(&format!("python3 -c \"{py}\"")),
+        "0o604\n0o6755 1234 5678\n0o710"
+    );
+    sh(&format!(
+        "chown 1000:2000 {d}/f && chmod 600 {d}/f && echo secret > {d}/f"
+    ));
+    // Another user: the kernel checks the stored owner and mode.
+    sh(&format!("mkdir {d}/pub && chmod 1777 {d}/pub && mkdir {d}/grp && chgrp 4242 {d}/grp && chmod 2777 {d}/grp"));
+    assert_eq!(
+        as_nobody(&format!(
+            "touch {d}/pub/n && mkdir {d}/grp/sub && stat -c '%u %g %a' {d}/pub/n {d}/grp/sub"
+        )),
+        Ok("65534 65534 644\n65534 4242 2755".into()),
+        "the caller owns what it creates; a set-group-ID directory passes on its group"
+    );
+    for refused in [
+        format!("cat {d}/f"),
+        format!("chmod 777 {d}/f"),
+        format!("chown 65534 {d}/f"),
+        format!("touch {d}/newfile"),
+        format!("{d}/pub/n"),
+    ] {
+        assert!(as_nobody(&refused).is_err(), "nobody may not: {refused}");
+    }
+    // Times: a write sets mtime and ctime to the wall clock; chmod only ctime; a rename
+    // ctime; utimensat sets what it is given (touch -a leaves mtime: UTIME_OMIT).
+    let now = |what: &str| -> i64 { sh(&format!("stat -c %{what} {d}/pub/n")).parse().unwrap() };
+    let wall = || -> i64 { sh("date +%s").parse().unwrap() };
+    sh(&format!(
+        "touch -d '2001-02-03 04:05:06.123456789' {d}/pub/n"
+    ));
+    assert_eq!(
+        sh(&format!("stat -c %y {d}/pub/n")),
+        "2001-02-03 04:05:06.123456789 +0000"
+    );
+    let before = wall();
+    sh(&format!("echo more >> {d}/pub/n"));
+    assert!(now("Y") >= before && now("Y") <= wall() && now("Z") == now("Y"));
+    sh(&format!(
+        "touch -m -d '2002-01-01 00:00:00' {d}/pub/n && chmod 604 {d}/pub/n"
+    ));
+    assert_eq!(now("Y"), 1_009_843_200, "chmod leaves mtime");
+    assert!(now("Z") >= before, "chmod sets ctime");
+    sh(&format!("touch -a -d '2003-01-01 00:00:00' {d}/pub/n"));
+    assert_eq!(
+        (now("X"), now("Y")),
+        (1_041_379_200, 1_009_843_200),
+        "UTIME_OMIT"
+    );
+    sh(&format!("touch -a {d}/pub/n"));
+    assert!(now("X") >= before, "UTIME_NOW");
+    let dir_before: i64 = sh(&format!("stat -c %Y {d}/d")).parse().unwrap();
+    assert!(dir_before >= before - 60);
+    sh(&format!("mv {d}/pub/n {d}/pub/m"));
+    assert!(sh(&format!("stat -c %Z {d}/pub/m")).parse::<i64>().unwrap() >= before);
+    let kept = sh(&format!(
+        "cd {d} && stat -c '%n %a %u %g %Y %X' f made run.sh pub/m grp/sub"
+    ));
+    let ino: u64 = sh(&format!("stat -c %i {d}/made")).parse().unwrap();
+    daemon.stop();
+    let dump = fsck_and_dump(&image, ino);
+    if !dump.is_empty() {
+        // S_IFREG | 06755, as fchmod left it after fchown.
+        let mode = (0o106755).to_string();
+        for (field, want) in [
+            ("i_mode", mode.as_str()),
+            ("i_uid", "1234"),
+            ("i_gid", "5678"),
+        ] {
+            let line = dump.lines().find(|l| l.starts_with(field)).unwrap_or("");
+            assert!(
+                line.contains(&format!(": {want}]")),
+                "{field}: {line}\n{dump}"
+            );
+        }
+    }
+    let daemon = Daemon::start_with(&dir, &metrics, &args);
+    assert_eq!(
+        sh(&format!(
+            "cd {d} && stat -c '%n %a %u %g %Y %X' f made run.sh pub/m grp/sub"
+        )),
+        kept
+    );
+    assert_eq!(sh(&format!("cat {d}/f")), "secret");
+    daemon.stop();
+    let _ = std::fs::remove_file(&image);
+}
+
+/// FIFOs, device nodes and Unix sockets (mkfifo, mknod, bind), and fallocate (util-linux:
+/// mode 0, KEEP_SIZE, PUNCH_HOLE, ZERO_RANGE) on the F2FS mount, as root and as nobody;
+/// kept across unmount and remount, fsck.f2fs clean. Before, all were EOPNOTSUPP.
+#[test]
+fn special_files_and_fallocate_on_the_f2fs_mount() {
+    if let Some(why) = missing_prerequisite()
+        .or_else(|| missing_tool("setpriv"))
+        .or_else(|| missing_tool("fallocate"))
+        .or_else(|| missing_tool("python3"))
+    {
+        assert!(!in_ci(), "special-file mount test cannot run in CI: {why}");
+        println!("skipping the special-file mount test: {why}");
+        return;
+    }
+    let dir = scratch("special");
+    let image = dir.with_extension("img");
+    let metrics = dir.with_extension("json");
+    let _ = std::fs::remove_file(&image);
+    let args = ["--image", image.to_str().unwrap(), "--allow-other"];
+    let daemon = Daemon::start_with(&dir, &metrics, &args);
+    let d = dir.display();
+    sh(&format!(
+        "cd {d} && mkfifo pipe && mknod null c 1 3 && mknod disk b 259 70000 && mkdir pub && \
+         chmod 777 pub"
+    ));
+    // Data through the FIFO and the socket is the kernel's; the inodes are ours.
+    let talk = format!(
+        "import os, socket, threading\n\
+         s = socket.socket(socket.AF_UNIX)\n\
+         s.bind('{d}/sock')\n\
+         s.listen(1)\n\
+         c = socket.socket(socket.AF_UNIX)\n\
+         c.connect('{d}/sock')\n\
+         a, _ = s.accept()\n\
+         c.send(b'over the socket')\n\
+         print(a.recv(100).decode())\n\
+         t = threading.Thread(target=lambda: open('{d}/pipe', 'w').write('over the fifo'))\n\
+         t.start()\n\
+         print(open('{d}/pipe').read())\n\
+         t.join()\n"
+    );
+    assert_eq!(
+        sh(&format!("python3 -c \"{talk}\"")),
+        "over the socket\nover the fifo"
+    );
+    let kinds = "stat -c '%n %F %t:%T %a %u' pipe null disk sock";
+    let listed = sh(&format!("cd {d} && {kinds}"));
+    assert_eq!(
+        listed,
+        "pipe fifo 0:0 644 0\nnull character special file 1:3 644 0\n\
+         disk block special file 103:11170 644 0\nsock socket 0:0 755 0"
+    );
+    assert_eq!(
+        as_nobody(&format!("mkfifo {d}/pub/q && stat -c '%F %u %g' {d}/pub/q")),
+        Ok("fifo 65534 65534".into())
+    );
+    // fallocate: reserve (blocks counted, size or not), punch, zero.
+    sh(&format!(
+        "cd {d} && fallocate -l 1MiB big && fallocate -n -o 1MiB -l 1MiB big && \
+         head -c 100000 /dev/urandom > data && cp data data.orig && \
+         fallocate -p -o 4096 -l 8192 data && fallocate -z -o 50000 -l 10000 data"
+    ));
+    assert_eq!(sh(&format!("stat -c '%s %b' {d}/big")), "1048576 4096");
+    let cmp = sh(&format!(
+        "cd {d} && cmp -l data data.orig | \
+         awk 'NR == 1 {{ first = $1 }} {{ last = $1 }} END {{ print first, last }}'"
+    ));
+    let (first, last): (u64, u64) = {
+        let mut it = cmp.split_whitespace().map(|v| v.parse().unwrap());
+        (it.next().unwrap(), it.next().unwrap())
+    };
+    assert!(
+        first > 4096 && last <= 60_000,
+        "only the punched and zeroed bytes differ: {cmp}"
+    );
+    let zeros = sh(&format!(
+        "cd {d} && python3 -c \"b = open('data', 'rb').read(); print(b[4096:12288].count(0), \
+         b[50000:60000].count(0), len(b))\""
+    ));
+    assert_eq!(zeros, "8192 10000 100000");
+    let ino: u64 = sh(&format!("stat -c %i {d}/null")).parse().unwrap();
+    daemon.stop();
+    let dump = fsck_and_dump(&image, ino);
+    if !dump.is_empty() {
+        assert!(dump.contains(&format!(": {}]", 0o020644)), "{dump}");
+    }
+    let daemon = Daemon::start_with(&dir, &metrics, &args);
+    assert_eq!(sh(&format!("cd {d} && {kinds}")), listed);
+    assert_eq!(sh(&format!("stat -c '%s %b' {d}/big")), "1048576 4096");
+    assert_eq!(sh(&format!("cmp {d}/data {d}/data.orig | wc -l")), "1");
+    daemon.stop();
+    let _ = std::fs::remove_file(&image);
+}
