@@ -15,11 +15,11 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use flashstack_block::BlockDevice;
 use flashstack_block::LBA_SIZE;
-use flashstack_f2fs::{mkfs, F2fs, MkfsOptions};
+use flashstack_f2fs::{mkfs, F2fs, InodeClock, MkfsOptions, Timestamp};
 use flashstack_ftl::Ftl;
 use flashstack_fuse::{
     data_ranges, BlockFile, DiskTree, F2fsTree, F2fsTreeMetrics, ImageBacked, InodeFs, Recording,
-    TreeFs, WallClock, DISK_FILE_NAME,
+    TreeFs, DISK_FILE_NAME,
 };
 use flashstack_report::{render_json, render_table, ReportOptions, RunInfo, RunReport};
 use flashstack_stack::StackConfig;
@@ -445,6 +445,23 @@ fn start<F: fuser::Filesystem>(args: &MountArgs, fs: F) -> Result<fuser::Backgro
     }
     fuser::spawn_mount(fs, &args.mountpoint, &config)
         .with_context(|| format!("cannot mount on {}", args.mountpoint.display()))
+}
+
+/// Inode times from the host's wall clock, for a mount real programs use (make, rsync and
+/// git compare file times with the time of day). Simulated runs keep F2FS's
+/// `VirtualClock`; the binary is the only place a file system gets the wall clock.
+struct WallClock;
+
+impl InodeClock for WallClock {
+    fn now(&self, _virtual_ns: u64) -> Timestamp {
+        let since = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        Timestamp {
+            secs: since.as_secs() as i64,
+            nsec: since.subsec_nanos(),
+        }
+    }
 }
 
 /// The owner of the mounted files: whoever runs flashstack (from /proc, no libc call).

@@ -279,17 +279,7 @@ fn sqlite_on_the_f2fs_mount_survives_unmount_and_remount() {
     );
     check_recorded_trace(&trace);
     let _ = std::fs::remove_file(&trace);
-    if let Some(fsck) = f2fs_tool("fsck.f2fs") {
-        let copy = dir.with_extension("fsck.img");
-        std::fs::copy(&image, &copy).unwrap();
-        let out = sh(&format!("{fsck} -f {} < /dev/null", copy.display()));
-        assert!(
-            out.contains("[FSCK] other corrupted bugs") && !out.contains("[Fail]"),
-            "{out}"
-        );
-    } else {
-        assert!(!in_ci(), "fsck.f2fs missing in CI");
-    }
+    fsck_clean(&image);
     let daemon = Daemon::start_with(&dir, &metrics, &image_arg);
     assert_eq!(
         sh(&format!("sqlite3 {d}/app.db 'SELECT count(*) FROM m'")),
@@ -383,15 +373,7 @@ fn fsynced_files_survive_sigkill_of_the_daemon() {
         assert!(got == content(i), "synced{i}: {} bytes back", got.len());
     }
     daemon.stop();
-    if let Some(fsck) = f2fs_tool("fsck.f2fs") {
-        let copy = dir.with_extension("fsck.img");
-        std::fs::copy(&image, &copy).unwrap();
-        let out = sh(&format!("{fsck} -f {} < /dev/null", copy.display()));
-        assert!(
-            out.contains("[FSCK] other corrupted bugs") && !out.contains("[Fail]"),
-            "{out}"
-        );
-    }
+    fsck_clean(&image);
 }
 
 /// `--stack FILE.toml` configures the mount's page cache (here a tiny one, so writes push
@@ -497,17 +479,7 @@ fn symlinks_and_xattrs_on_the_f2fs_mount_survive_remount() {
         assert_eq!(out, "['user.app'] b'v2'");
     }
     daemon.stop();
-    if let Some(fsck) = f2fs_tool("fsck.f2fs") {
-        let copy = dir.with_extension("fsck.img");
-        std::fs::copy(&image, &copy).unwrap();
-        let out = sh(&format!("{fsck} -f {} < /dev/null", copy.display()));
-        assert!(
-            out.contains("[FSCK] other corrupted bugs") && !out.contains("[Fail]"),
-            "{out}"
-        );
-    } else {
-        assert!(!in_ci(), "fsck.f2fs missing in CI");
-    }
+    fsck_clean(&image);
     let daemon = Daemon::start_with(&dir, &metrics, &image_arg);
     assert_eq!(sh(&format!("readlink {d}/renamed")), "target");
     assert_eq!(sh(&format!("cat {d}/renamed")), "hello");
@@ -545,6 +517,29 @@ fn python_xattrs(script: &str) -> Option<String> {
     Some(String::from_utf8_lossy(&out.stdout).trim().to_string())
 }
 
+/// Whether this machine can run `what` (root, /dev/fuse, the block tools and `tools`); if
+/// not, says why on stdout (under CI=true that is a failure).
+fn can_run(what: &str, tools: &[&str]) -> bool {
+    let why = missing_prerequisite().or_else(|| tools.iter().find_map(|t| missing_tool(t)));
+    match why {
+        None => true,
+        Some(why) => {
+            assert!(!in_ci(), "{what} cannot run in CI: {why}");
+            println!("skipping {what}: {why}");
+            false
+        }
+    }
+}
+
+/// A scratch mountpoint, the image beside it (none yet) and the metrics file.
+fn scratch_with_image(name: &str) -> (PathBuf, PathBuf, PathBuf) {
+    let dir = scratch(name);
+    let image = dir.with_extension("img");
+    let _ = std::fs::remove_file(&image);
+    let metrics = dir.with_extension("json");
+    (dir, image, metrics)
+}
+
 /// Runs `flashstack ARGS` and returns its exit status and stderr; a command still running
 /// after 60 s (a mount that came up although it should have been refused) is killed and
 /// the test fails.
@@ -580,17 +575,10 @@ fn flashstack_within_a_minute(args: &[&str]) -> (bool, String) {
 /// byte as it was (it used to be zero-padded and served, and extended on disk).
 #[test]
 fn a_truncated_image_is_refused_and_left_as_it_was() {
-    if let Some(why) = missing_prerequisite() {
-        assert!(
-            !in_ci(),
-            "truncated-image mount test cannot run in CI: {why}"
-        );
-        println!("skipping the truncated-image mount test: {why}");
+    if !can_run("the truncated-image mount test", &[]) {
         return;
     }
-    let dir = scratch("short");
-    let image = dir.with_extension("img");
-    let _ = std::fs::remove_file(&image);
+    let (dir, image, _) = scratch_with_image("short");
     let mkfs = Command::new(env!("CARGO_BIN_EXE_flashstack"))
         .args(["fs", "mkfs", image.to_str().unwrap(), "--size", "64MiB"])
         .output()
@@ -633,14 +621,10 @@ fn a_truncated_image_is_refused_and_left_as_it_was() {
 /// before the mount came up). The time to come up is printed, not asserted.
 #[test]
 fn a_new_image_on_the_default_stack_is_sparse() {
-    if let Some(why) = missing_prerequisite() {
-        assert!(!in_ci(), "sparse-image mount test cannot run in CI: {why}");
-        println!("skipping the sparse-image mount test: {why}");
+    if !can_run("the sparse-image mount test", &[]) {
         return;
     }
-    let dir = scratch("sparse");
-    let image = dir.with_extension("img");
-    let _ = std::fs::remove_file(&image);
+    let (dir, image, _) = scratch_with_image("sparse");
     let start = Instant::now();
     let daemon = Daemon::start_args(&dir, &["--image", image.to_str().unwrap()]);
     println!(
@@ -669,15 +653,11 @@ fn a_new_image_on_the_default_stack_is_sparse() {
 /// unmount, so all of them were lost.
 #[test]
 fn block_mode_keeps_fsynced_records_through_sigkill() {
-    if let Some(why) = missing_prerequisite().or_else(|| missing_tool("python3")) {
-        assert!(!in_ci(), "block-file SIGKILL test cannot run in CI: {why}");
-        println!("skipping the block-file SIGKILL test: {why}");
+    if !can_run("the block-file SIGKILL test", &["python3"]) {
         return;
     }
-    let (fuse_dir, ext4_dir) = (scratch("bkill"), scratch("bkill-ext4"));
-    let image = fuse_dir.with_extension("img");
-    let metrics = fuse_dir.with_extension("json");
-    let _ = std::fs::remove_file(&image);
+    let (fuse_dir, image, metrics) = scratch_with_image("bkill");
+    let ext4_dir = scratch("bkill-ext4");
     let args = ["--block", "--image", image.to_str().unwrap()];
     let mut daemon = Daemon::start_with(&fuse_dir, &metrics, &args);
     let disk = fuse_dir.join("disk.img");
@@ -758,19 +738,11 @@ print(con.execute("PRAGMA integrity_check").fetchone()[0])
 /// fsck.f2fs and a remount, `PRAGMA integrity_check` is ok and every row is there.
 #[test]
 fn sqlite_wal_mode_on_the_f2fs_mount() {
-    if let Some(why) = missing_prerequisite()
-        .or_else(|| missing_tool("sqlite3"))
-        .or_else(|| missing_tool("python3"))
-    {
-        assert!(!in_ci(), "WAL mount test cannot run in CI: {why}");
-        println!("skipping the WAL mount test: {why}");
+    if !can_run("the WAL mount test", &["sqlite3", "python3"]) {
         return;
     }
-    let dir = scratch("wal");
-    let image = dir.with_extension("img");
-    let metrics = dir.with_extension("json");
+    let (dir, image, metrics) = scratch_with_image("wal");
     let script = dir.with_extension("py");
-    let _ = std::fs::remove_file(&image);
     std::fs::write(&script, WAL_SCRIPT).unwrap();
     let image_arg = ["--image", image.to_str().unwrap()];
     let daemon = Daemon::start_with(&dir, &metrics, &image_arg);
@@ -783,15 +755,7 @@ fn sqlite_wal_mode_on_the_f2fs_mount() {
         "sqlite3 {d}/app.db \"INSERT INTO t VALUES (2000, randomblob(10));\""
     ));
     daemon.stop();
-    if let Some(fsck) = f2fs_tool("fsck.f2fs") {
-        let out = sh(&format!("{fsck} -f {} < /dev/null", image.display()));
-        assert!(
-            out.contains("[FSCK] other corrupted bugs") && !out.contains("[Fail]"),
-            "{out}"
-        );
-    } else {
-        assert!(!in_ci(), "fsck.f2fs missing in CI");
-    }
+    fsck_clean(&image);
     let daemon = Daemon::start_with(&dir, &metrics, &image_arg);
     let check = sh(&format!(
         "sqlite3 {d}/app.db 'PRAGMA journal_mode' 'PRAGMA integrity_check' \
@@ -822,20 +786,34 @@ fn as_nobody(command: &str) -> Result<String, String> {
     }
 }
 
-/// fsck.f2fs accepts the image (on a copy: fsck may write), and dump.f2fs shows inode
-/// `ino`'s fields; returns that dump (empty without f2fs-tools outside CI).
-fn fsck_and_dump(image: &Path, ino: u64) -> String {
-    let (Some(fsck), Some(dump)) = (f2fs_tool("fsck.f2fs"), f2fs_tool("dump.f2fs")) else {
-        assert!(!in_ci(), "f2fs-tools missing in CI");
-        return String::new();
+/// fsck.f2fs accepts the image (run on a copy: fsck may write); skipped with a notice
+/// without f2fs-tools outside CI.
+fn fsck_clean(image: &Path) {
+    let Some(fsck) = f2fs_tool("fsck.f2fs") else {
+        assert!(!in_ci(), "fsck.f2fs missing in CI");
+        println!("fsck.f2fs missing: the image is not checked");
+        return;
     };
     let copy = image.with_extension("fsck.img");
     std::fs::copy(image, &copy).unwrap();
     let out = sh(&format!("{fsck} -f {} < /dev/null", copy.display()));
+    let _ = std::fs::remove_file(&copy);
     assert!(
         out.contains("[FSCK] other corrupted bugs") && !out.contains("[Fail]"),
         "{out}"
     );
+}
+
+/// [`fsck_clean`], then dump.f2fs's fields of inode `ino` (empty without f2fs-tools
+/// outside CI).
+fn fsck_and_dump(image: &Path, ino: u64) -> String {
+    fsck_clean(image);
+    let Some(dump) = f2fs_tool("dump.f2fs") else {
+        assert!(!in_ci(), "dump.f2fs missing in CI");
+        return String::new();
+    };
+    let copy = image.with_extension("dump.img");
+    std::fs::copy(image, &copy).unwrap();
     // dump.f2fs exits with 255 after printing the inode.
     let out = Command::new(dump)
         .args(["-i", &ino.to_string()])
@@ -855,18 +833,10 @@ fn fsck_and_dump(image: &Path, ino: u64) -> String {
 /// always 0644/0755, owners the mounting user and every time 1970.
 #[test]
 fn modes_owners_and_times_on_the_f2fs_mount() {
-    if let Some(why) = missing_prerequisite()
-        .or_else(|| missing_tool("setpriv"))
-        .or_else(|| missing_tool("python3"))
-    {
-        assert!(!in_ci(), "POSIX mount test cannot run in CI: {why}");
-        println!("skipping the POSIX mount test: {why}");
+    if !can_run("the POSIX mount test", &["setpriv", "python3"]) {
         return;
     }
-    let dir = scratch("posix");
-    let image = dir.with_extension("img");
-    let metrics = dir.with_extension("json");
-    let _ = std::fs::remove_file(&image);
+    let (dir, image, metrics) = scratch_with_image("posix");
     let args = ["--image", image.to_str().unwrap(), "--allow-other"];
     let daemon = Daemon::start_with(&dir, &metrics, &args);
     let d = dir.display();
@@ -987,19 +957,13 @@ fn modes_owners_and_times_on_the_f2fs_mount() {
 /// kept across unmount and remount, fsck.f2fs clean. Before, all were EOPNOTSUPP.
 #[test]
 fn special_files_and_fallocate_on_the_f2fs_mount() {
-    if let Some(why) = missing_prerequisite()
-        .or_else(|| missing_tool("setpriv"))
-        .or_else(|| missing_tool("fallocate"))
-        .or_else(|| missing_tool("python3"))
-    {
-        assert!(!in_ci(), "special-file mount test cannot run in CI: {why}");
-        println!("skipping the special-file mount test: {why}");
+    if !can_run(
+        "the special-file mount test",
+        &["setpriv", "fallocate", "python3"],
+    ) {
         return;
     }
-    let dir = scratch("special");
-    let image = dir.with_extension("img");
-    let metrics = dir.with_extension("json");
-    let _ = std::fs::remove_file(&image);
+    let (dir, image, metrics) = scratch_with_image("special");
     let args = ["--image", image.to_str().unwrap(), "--allow-other"];
     let daemon = Daemon::start_with(&dir, &metrics, &args);
     let d = dir.display();
@@ -1027,6 +991,11 @@ fn special_files_and_fallocate_on_the_f2fs_mount() {
         sh(&format!("python3 -c \"{talk}\"")),
         "over the socket\nover the fifo"
     );
+    let refused = Command::new("ln")
+        .args([format!("{d}/pipe"), format!("{d}/pipe2")])
+        .output()
+        .unwrap();
+    assert!(!refused.status.success(), "one link per special file");
     let kinds = "stat -c '%n %F %t:%T %a %u' pipe null disk sock";
     let listed = sh(&format!("cd {d} && {kinds}"));
     assert_eq!(

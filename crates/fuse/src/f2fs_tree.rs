@@ -798,9 +798,11 @@ impl<D: BlockDevice + Send + 'static> InodeFs for F2fsTree<D> {
         let start = self.now_ns;
         let result = (|| {
             let (file, dir, name) = (to_u32(ino)?, to_u32(new_parent)?, name_str(new_name)?);
-            if kind_of(&self.stat(ino)?) == Kind::Symlink {
-                // fsck.f2fs requires one link per symlink (link(2): EPERM).
-                return Err(FsError::NotPermitted("hard link to a symlink".into()));
+            if !matches!(kind_of(&self.stat(ino)?), Kind::File | Kind::Dir) {
+                // fsck.f2fs requires one link per symlink and special file (link(2): EPERM).
+                return Err(FsError::NotPermitted(
+                    "hard link to a symlink or special file".into(),
+                ));
             }
             self.on_fs(|fs| fs.link_in(file, dir, name))?;
             self.namespace_dirty = true;

@@ -41,4 +41,4 @@ pub use tree::{
     TimeSet, Timestamp, XattrSet,
 };
 pub use tree_metrics::F2fsTreeMetrics;
-pub use treefs::{TreeFs, WallClock};
+pub use treefs::TreeFs;

@@ -17,8 +17,6 @@ use fuser::{
     Request, WriteFlags,
 };
 
-use flashstack_f2fs::InodeClock;
-
 use crate::errno::{self, libc_consts as e};
 use crate::tree::{
     Attr, FallocMode, Fallocate, FsError, InodeFs, Kind, NewAttr, OpenHow, SetAttr, TimeSet,
@@ -164,17 +162,6 @@ fn new_attr(req: &Request, mode: u32, umask: u32) -> NewAttr {
         perm: (mode & !umask & 0o7777) as u16,
         uid: req.uid(),
         gid: req.gid(),
-    }
-}
-
-/// Inode times from the host's wall clock, for a mount real programs use (make, rsync and
-/// git compare file times with the time of day). Simulated runs keep F2FS's
-/// [`flashstack_f2fs::VirtualClock`]; this is the only wall clock a file system sees.
-pub struct WallClock;
-
-impl InodeClock for WallClock {
-    fn now(&self, _virtual_ns: u64) -> Timestamp {
-        timestamp(SystemTime::now())
     }
 }
 

@@ -158,6 +158,11 @@ fn special_files_live_in_the_core() {
         ]
     );
     assert_eq!(tree.lookup(root, b"null").unwrap().rdev, rdev);
+    let pipe = tree.lookup(root, b"pipe").unwrap().ino;
+    assert!(matches!(
+        tree.link(pipe, root, b"pipe2"),
+        Err(flashstack_fuse::FsError::NotPermitted(_))
+    ));
     assert!(tree
         .mknod(root, b"l", Kind::Symlink, user(0o777, 0), 0)
         .is_err());

@@ -81,12 +81,7 @@ impl<D: BlockDevice> F2fs<D> {
         keep_size: bool,
     ) -> Result<(), FsError> {
         let blocks = offset / BLOCK..end.div_ceil(BLOCK);
-        let mut holes = 0u64;
-        for index in blocks.clone() {
-            if self.block_addr(ino, index)? == NULL_ADDR {
-                holes += 1;
-            }
-        }
+        let holes = self.holes_in(ino, blocks.clone())?;
         self.ensure_room_for(holes)?;
         for index in blocks {
             self.reserve_block(ino, index, false)?;
@@ -112,18 +107,22 @@ impl<D: BlockDevice> F2fs<D> {
         keep_size: bool,
     ) -> Result<(), FsError> {
         let whole = offset.div_ceil(BLOCK)..end / BLOCK;
-        let mut holes = 0u64;
-        for index in whole.clone() {
-            if self.block_addr(ino, index)? == NULL_ADDR {
-                holes += 1;
-            }
-        }
+        let holes = self.holes_in(ino, whole.clone())?;
         self.ensure_room_for(holes)?;
         self.zero_edges(ino, offset, end)?;
         for index in whole {
             self.reserve_block(ino, index, true)?;
         }
         self.grow_unless(ino, end, keep_size)
+    }
+
+    /// How many of the blocks `range` are holes (a reservation would take a block each).
+    fn holes_in(&mut self, ino: u32, range: std::ops::Range<u64>) -> Result<u64, FsError> {
+        let mut holes = 0;
+        for index in range {
+            holes += u64::from(self.block_addr(ino, index)? == NULL_ADDR);
+        }
+        Ok(holes)
     }
 
     /// Zeroes the bytes of `[offset, end)` in blocks the range covers only in part (only
