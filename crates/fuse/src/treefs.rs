@@ -165,12 +165,17 @@ fn new_attr(req: &Request, mode: u32, umask: u32) -> NewAttr {
     }
 }
 
+/// A stored time as the kernel wants it; one the host cannot represent (an image's
+/// garbage) shows as the epoch rather than failing the request.
 fn system_time(t: Timestamp) -> SystemTime {
-    let nanos = Duration::from_nanos(t.nsec as u64);
-    match t.secs >= 0 {
-        true => UNIX_EPOCH + Duration::from_secs(t.secs as u64) + nanos,
-        false => UNIX_EPOCH - Duration::from_secs(t.secs.unsigned_abs()) + nanos,
-    }
+    let secs = Duration::from_secs(t.secs.unsigned_abs());
+    let whole = match t.secs >= 0 {
+        true => UNIX_EPOCH.checked_add(secs),
+        false => UNIX_EPOCH.checked_sub(secs),
+    };
+    whole
+        .and_then(|w| w.checked_add(Duration::from_nanos(t.nsec.min(999_999_999) as u64)))
+        .unwrap_or(UNIX_EPOCH)
 }
 
 fn timestamp(t: SystemTime) -> Timestamp {
@@ -692,5 +697,24 @@ fn open_how(flags: i32, created: bool) -> OpenHow {
         create: created || flags & O_CREAT != 0,
         exclusive: flags & O_EXCL != 0,
         append: flags & O_APPEND != 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_round_trip_before_and_after_the_epoch() {
+        for (secs, nsec) in [(0, 0), (1_767_225_600, 5), (-1, 999_999_999), (-86_400, 1)] {
+            let t = Timestamp { secs, nsec };
+            assert_eq!(timestamp(system_time(t)), t);
+        }
+        let garbage = Timestamp {
+            secs: i64::MIN,
+            nsec: u32::MAX,
+        };
+        // Never a panic on what an image holds.
+        let _ = system_time(garbage);
     }
 }
