@@ -367,6 +367,21 @@ impl Stack {
         })
     }
 
+    /// The inode's times after a read (atime by `relatime`) or a write (mtime and ctime),
+    /// as the kernel's `touch_atime`/`file_update_time` set them at the call: in memory,
+    /// lazily (F2FS's `lazytime`), at the call's arrival `now` or F2FS's clock if later;
+    /// returns when F2FS is done (its inode may have to be read).
+    fn stamp_times(&mut self, ino: u32, now: Nanos, written: bool) -> Result<Nanos, FileError> {
+        let fs = self.fs()?;
+        fs.advance_to(now);
+        match written {
+            true => fs.mark_modified(ino),
+            false => fs.mark_accessed(ino),
+        }
+        .map_err(io)?;
+        Ok(fs.now_ns().max(now))
+    }
+
     fn remove_inode_if_unused(&mut self, ino: u32, now: Nanos) -> Result<Nanos, FileError> {
         let end = self.cache()?.unlink(now, ino as u64).map_err(cache_err)?;
         Ok(end)
@@ -474,6 +489,7 @@ impl FileApi for Stack {
             .cache()?
             .read(start, ino as u64, offset, buf)
             .map_err(cache_err)?;
+        let end = self.stamp_times(ino, start, false)?.max(end);
         Ok((n, self.done("read", start, end, n as u64)))
     }
 
@@ -494,6 +510,7 @@ impl FileApi for Stack {
             .cache()?
             .write(start, ino as u64, offset, data)
             .map_err(cache_err)?;
+        let end = self.stamp_times(ino, start, true)?.max(end);
         Ok(self.done("write", start, end, data.len() as u64))
     }
 
@@ -537,7 +554,7 @@ impl FileApi for Stack {
         if self.namespace_dirty {
             let fs = self.fs()?;
             fs.advance_to(end);
-            fs.sync().map_err(io)?;
+            fs.checkpoint_names().map_err(io)?;
             end = fs.now_ns().max(end);
             self.namespace_dirty = false;
         }
@@ -559,7 +576,7 @@ impl FileApi for Stack {
         if sync_dir {
             let fs = self.fs()?;
             fs.advance_to(end);
-            fs.sync().map_err(io)?;
+            fs.checkpoint_names().map_err(io)?;
             end = fs.now_ns();
             self.namespace_dirty = false;
         }
@@ -638,7 +655,7 @@ impl FileApi for Stack {
         if self.namespace_dirty {
             let fs = self.fs()?;
             fs.advance_to(end);
-            fs.sync().map_err(io)?;
+            fs.checkpoint_names().map_err(io)?;
             end = fs.now_ns().max(end);
             self.namespace_dirty = false;
         }

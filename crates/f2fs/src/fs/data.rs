@@ -295,7 +295,8 @@ impl<D: BlockDevice> F2fs<D> {
             return Ok(page);
         }
         let addr = self.block_addr(ino, index)?;
-        if addr == NULL_ADDR {
+        // A hole, or a block reserved by fallocate: zeros either way.
+        if addr == NULL_ADDR || addr == NEW_ADDR {
             return Ok(page);
         }
         if !self.in_main(addr) {
@@ -348,10 +349,11 @@ impl<D: BlockDevice> F2fs<D> {
         self.metrics.per_log_blocks[wb.log] += 1;
         put_word(self.node(d.nid)?, d.word, addr);
         self.dirty_nodes.insert(d.nid);
-        if self.in_main(old) {
-            self.segs.invalidate(old);
-        } else {
+        if old == NULL_ADDR {
             self.add_blocks(ino, 1)?;
+        } else {
+            // A written block is invalidated; a reservation is used up (still counted).
+            self.release_addr(old);
         }
         Ok(addr)
     }
@@ -459,19 +461,20 @@ impl<D: BlockDevice> F2fs<D> {
         self.grow_size(ino, (offset + data.len()) as u64)
     }
 
+    /// Grows the size to `end` (never shrinks it); times are the caller's business (a
+    /// writeback changes none).
     pub(crate) fn grow_size(&mut self, ino: u32, end: u64) -> Result<(), FsError> {
         let size = self.inode_u64(ino, OFF_SIZE)?;
         if end > size {
             self.set_inode_u64(ino, OFF_SIZE, end)?;
         }
-        self.touch(ino)
+        Ok(())
     }
 
-    /// Sets mtime and ctime to the virtual clock.
-    pub(crate) fn touch(&mut self, ino: u32) -> Result<(), FsError> {
-        let secs = self.now_ns / 1_000_000_000;
-        self.set_inode_u64(ino, OFF_MTIME, secs)?;
-        self.set_inode_u64(ino, OFF_CTIME, secs)
+    /// Sets mtime and ctime to now, making the inode dirty (what truncate and fallocate
+    /// do to a file, and an entry change to its directory).
+    pub fn touch(&mut self, ino: u32) -> Result<(), FsError> {
+        self.stamp(ino, super::attr::Times::MODIFIED, false)
     }
 
     /// Reads up to `len` bytes at `offset`, stopping at the end of the file.
@@ -510,8 +513,7 @@ impl<D: BlockDevice> F2fs<D> {
             self.since_cp.moved_or_shrunk.insert(ino);
             self.shrink_to(ino, size)?;
         }
-        self.set_inode_u64(ino, OFF_SIZE, size)?;
-        self.touch(ino)
+        self.set_inode_u64(ino, OFF_SIZE, size)
     }
 
     fn shrink_to(&mut self, ino: u32, size: u64) -> Result<(), FsError> {
@@ -566,9 +568,7 @@ impl<D: BlockDevice> F2fs<D> {
         if addr == NULL_ADDR {
             return Ok(());
         }
-        if self.in_main(addr) {
-            self.segs.invalidate(addr);
-        }
+        self.release_addr(addr);
         put_word(self.node(nid)?, at, NULL_ADDR);
         self.dirty_nodes.insert(nid);
         self.add_blocks(ino, -1)
