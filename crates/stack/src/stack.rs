@@ -246,13 +246,17 @@ impl Stack {
         self.sync_all(now)
     }
 
-    /// Cuts power now: the page cache and every handle are lost, the NAND tears nothing
-    /// further (use [`arm_power_cut`](Stack::arm_power_cut) to tear a later operation).
+    /// Cuts power now: the page cache and every handle are lost; of what the device's
+    /// write cache holds (when on), what survives reaches the FTL as power fails; the NAND
+    /// tears nothing further (use [`arm_power_cut`](Stack::arm_power_cut) to tear a later
+    /// operation).
     pub fn power_cut(&mut self) {
+        let now = self.now_ns;
         if let Some(cache) = self.cache.as_mut() {
             cache.crash();
             let device = cache.backing_mut().fs_mut().device_mut();
-            device.cut_power();
+            // A device that failed for other reasons is recovered all the same.
+            self.last_power_loss = device.lose_power(now).unwrap_or_default();
             device.inner_mut().nand_mut().cut_power();
         }
     }
@@ -293,8 +297,8 @@ impl Stack {
         })
     }
 
-    /// What the last [`recover`](Stack::recover) found in the device's write cache
-    /// (nothing when the cache is off).
+    /// What the last power loss did to the device's write cache (nothing when the cache
+    /// is off).
     pub fn last_power_loss(&self) -> PowerLoss {
         self.last_power_loss
     }
@@ -305,11 +309,14 @@ impl Stack {
         let cache = self.cache.take().ok_or(StackError::PoweredOff)?;
         let mut device = cache.into_backing().into_fs().into_device();
         let at = device.inner().busy_until_ns().max(self.now_ns);
-        // What the write cache held reaches the FTL or not; then the FTL loses its own
-        // volatile state (its partial page buffers, unlogged trims) and scans.
-        self.last_power_loss = device
-            .lose_power(at)
-            .map_err(|e| StackError::Device(e.to_string()))?;
+        if !device.is_powered() || device.pending_lbas() > 0 {
+            // What the write cache held reaches the FTL or not (unless `power_cut` has
+            // settled it); then the FTL loses its own volatile state (its partial page
+            // buffers, unlogged trims) and scans.
+            self.last_power_loss = device
+                .lose_power(at)
+                .map_err(|e| StackError::Device(e.to_string()))?;
+        }
         let ftl = device.inner_mut();
         ftl.nand_mut().cut_power();
         let at = ftl.busy_until_ns().max(at);
