@@ -27,6 +27,16 @@ pub fn scale() -> u64 {
     }
 }
 
+/// Bytes of `want` (what was promised durable) that `got` (what recovery shows) does not
+/// hold: missing at the end, or different.
+pub fn lost_bytes(want: &[u8], got: &[u8]) -> u64 {
+    if want == got {
+        return 0;
+    }
+    let differ = want.iter().zip(got).filter(|(a, b)| a != b).count();
+    (differ + want.len().saturating_sub(got.len())) as u64
+}
+
 /// Tallies of one crash test.
 #[derive(Clone, Debug, Default)]
 pub struct Exploration {
@@ -127,6 +137,14 @@ impl Exploration {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lost_bytes_counts_missing_and_different_bytes() {
+        assert_eq!(lost_bytes(b"abcd", b"abcd"), 0);
+        assert_eq!(lost_bytes(b"abcd", b"abXdef"), 1);
+        assert_eq!(lost_bytes(b"abcd", b"ab"), 2);
+        assert_eq!(lost_bytes(b"", b"xyz"), 0);
+    }
 
     #[test]
     fn line_names_the_counts() {

@@ -30,7 +30,7 @@ use std::collections::BTreeMap;
 use std::rc::Rc;
 
 use common::*;
-use flashstack_block::explore::{self, Exploration};
+use flashstack_block::explore::{self, lost_bytes, Exploration};
 use flashstack_block::{BlockDevice, VolatileCache, VolatileCacheConfig};
 use flashstack_f2fs::{
     mkfs, F2fs, F2fsConfig, FsError, IpuPolicy, MemDevice, MkfsOptions, WriteHint,
@@ -324,7 +324,7 @@ impl Explorer {
         let fsck_from = std::env::var("F2FS_CRASH_FSCK_FROM")
             .ok()
             .and_then(|v| v.parse::<u64>().ok());
-        if cut % FSCK_EVERY_CUTS == 0 || fsck_from.is_some_and(|from| cut >= from) {
+        if cut.is_multiple_of(FSCK_EVERY_CUTS) || fsck_from.is_some_and(|from| cut >= from) {
             self.fs().device_mut().flush(start_ns).unwrap();
             let image = self.fs().device().inner().clone();
             check_image(&image, &format!("{}-cut-{cut}", self.setup.name));
@@ -382,15 +382,6 @@ impl Explorer {
         }
         self.current = found;
     }
-}
-
-/// Bytes of `want` that `got` does not hold (missing or different).
-fn lost_bytes(want: &[u8], got: &[u8]) -> u64 {
-    if want == got {
-        return 0;
-    }
-    let differ = want.iter().zip(got).filter(|(a, b)| a != b).count();
-    (differ + want.len().saturating_sub(got.len())) as u64
 }
 
 fn describe(content: Option<&[u8]>) -> String {

@@ -22,8 +22,8 @@ mod common;
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
-use common::assert_fsck_clean;
-use flashstack_block::explore::{self, Exploration};
+use common::{assert_fsck_clean, try_read_all};
+use flashstack_block::explore::{self, lost_bytes, Exploration};
 use flashstack_block::VolatileCacheConfig;
 use flashstack_sim::{Rng, NS_PER_SEC};
 use flashstack_sqlvfs::{FileApi, FileError, OpenFlags};
@@ -272,7 +272,7 @@ impl Explorer {
         self.tally.note("unflushed LBAs kept", loss.survived_lbas);
         let cut = self.tally.cut_points();
         self.check(&format!("cut {cut} (op {op_index}, {op:?})"));
-        if cut % FSCK_EVERY_CUTS == 0 {
+        if cut.is_multiple_of(FSCK_EVERY_CUTS) {
             assert_fsck_clean(&mut self.stack, &format!("crash-explore-{cut}"));
         }
         let config = cache_config(&mut self.rng);
@@ -295,7 +295,7 @@ impl Explorer {
                 );
                 continue;
             }
-            let bytes = read_all(&mut self.stack, &p)
+            let bytes = try_read_all(&mut self.stack, &p)
                 .unwrap_or_else(|e| panic!("{what}: {p} unreadable: {e}"));
             if let Some(want) = self.content_promised.get(&f) {
                 let lost = lost_bytes(want, &bytes);
@@ -313,24 +313,6 @@ impl Explorer {
         self.content_promised = self.current.clone();
         self.promise_names();
     }
-}
-
-fn read_all(s: &mut Stack, p: &str) -> Result<Vec<u8>, FileError> {
-    let (h, t) = s.open(s.now_ns(), p, OpenFlags::default())?;
-    let (size, t) = s.size(t, h)?;
-    let mut buf = vec![0u8; size as usize];
-    let (n, t) = s.read_at(t, h, 0, &mut buf)?;
-    assert_eq!(n as u64, size, "{p}: short read");
-    s.close(t, h)?;
-    Ok(buf)
-}
-
-fn lost_bytes(want: &[u8], got: &[u8]) -> u64 {
-    if want == got {
-        return 0;
-    }
-    let differ = want.iter().zip(got).filter(|(a, b)| a != b).count();
-    (differ + want.len().saturating_sub(got.len())) as u64
 }
 
 /// 1 MiB of cache most of the time, sometimes 64 KiB (destaging while powered reorders
