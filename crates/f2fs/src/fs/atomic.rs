@@ -72,6 +72,7 @@ impl<D: BlockDevice> F2fs<D> {
             // Atomic files never keep inline data (`f2fs_may_inline_data`).
             self.convert_inline_data(ino)?;
         }
+        self.zero_post_eof(ino, size_bytes, |i| pages.iter().any(|&(p, _)| p == i))?;
         let old_size = self.inode_u64(ino, OFF_SIZE)?;
         if size_bytes < old_size {
             // Blocks past the new end go; the fsync below then checkpoints (a shrink).

@@ -419,6 +419,8 @@ impl<D: BlockDevice> F2fs<D> {
             }
             self.convert_inline_data(ino)?;
         }
+        let (first, last) = (offset / BLOCK_SIZE as u64, (end - 1) / BLOCK_SIZE as u64);
+        self.zero_post_eof(ino, end, |index| (first..=last).contains(&index))?;
         let wb = self.writeback_plan(ino, None)?;
         let mut pos = offset;
         let mut rest = data;
@@ -435,7 +437,7 @@ impl<D: BlockDevice> F2fs<D> {
             let mut page = if n == BLOCK_SIZE {
                 zero_block()
             } else {
-                self.load_page(ino, index)?
+                self.load_file_page(ino, index)?
             };
             page[within..within + n].copy_from_slice(&rest[..n]);
             self.store_page(ino, index, &page, wb)?;
@@ -459,6 +461,51 @@ impl<D: BlockDevice> F2fs<D> {
         self.dirty_nodes.insert(ino);
         self.metrics.inline_writes += 1;
         self.grow_size(ino, (offset + data.len()) as u64)
+    }
+
+    /// Before a file grows past its end, zeroes what the block of its last page holds past
+    /// that end (the kernel's post-EOF zeroing): after a power cut, an in-place write may
+    /// have left bytes there that the durable size does not cover, and a larger size would
+    /// show them. `rewrites(index)` says the growing operation itself rewrites that page
+    /// (from [`load_file_page`](Self::load_file_page), which zeroes them); otherwise this
+    /// costs one read, and a write only when the bytes are not zero already.
+    pub(crate) fn zero_post_eof(
+        &mut self,
+        ino: u32,
+        new_size: u64,
+        rewrites: impl Fn(u64) -> bool,
+    ) -> Result<(), FsError> {
+        let size = self.inode_u64(ino, OFF_SIZE)?;
+        let bs = BLOCK_SIZE as u64;
+        let (index, within) = (size / bs, (size % bs) as usize);
+        if new_size <= size
+            || within == 0
+            || rewrites(index)
+            || self.has_inline(ino, F2FS_INLINE_DATA)?
+            || self.block_addr(ino, index)? == NULL_ADDR
+        {
+            return Ok(());
+        }
+        let mut page = self.load_page(ino, index)?;
+        if page[within..].iter().all(|&b| b == 0) {
+            return Ok(());
+        }
+        page[within..].fill(0);
+        let wb = self.writeback_plan(ino, None)?;
+        self.store_page(ino, index, &page, wb).map(drop)
+    }
+
+    /// [`load_page`](Self::load_page) of a regular file's data: bytes past the end of the
+    /// file read as zeros whatever its block holds (see [`zero_post_eof`](Self::zero_post_eof)).
+    pub(crate) fn load_file_page(&mut self, ino: u32, index: u64) -> Result<Box<Block>, FsError> {
+        let mut page = self.load_page(ino, index)?;
+        let size = self.inode_u64(ino, OFF_SIZE)?;
+        let start = index.saturating_mul(BLOCK_SIZE as u64);
+        if start.saturating_add(BLOCK_SIZE as u64) > size {
+            let keep = size.saturating_sub(start) as usize;
+            page[keep..].fill(0);
+        }
+        Ok(page)
     }
 
     /// Grows the size to `end` (never shrinks it); times are the caller's business (a
@@ -513,6 +560,7 @@ impl<D: BlockDevice> F2fs<D> {
             self.since_cp.moved_or_shrunk.insert(ino);
             self.shrink_to(ino, size)?;
         }
+        self.zero_post_eof(ino, size, |_| false)?;
         self.set_inode_u64(ino, OFF_SIZE, size)
     }
 

@@ -70,6 +70,11 @@ impl<D: BlockDevice> F2fs<D> {
             self.dirty_nodes.insert(ino);
             nids.push(ino);
         }
+        if self.gc_moved_unflushed {
+            // A flush ahead of the nodes (a PREFLUSH on their writes): cleaning's copies
+            // are durable before any node that points at them can be.
+            self.flush_device()?;
+        }
         let dent = self.since_cp.new_nodes.contains(&ino);
         let last = nids.len() - 1;
         for (i, nid) in nids.into_iter().enumerate() {

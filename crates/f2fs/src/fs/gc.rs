@@ -250,6 +250,7 @@ impl<D: BlockDevice> F2fs<D> {
         let addr = self.alloc_block_aged(log, sum, written_secs)?;
         let temp = Some(super::log_temperature(log));
         self.write_blocks(addr as u64, &page[..], temp, BlockKind::GcData)?;
+        self.gc_moved_unflushed = true;
         self.metrics.per_log_blocks[log] += 1;
         put_word(self.node(sum.nid)?, at, addr);
         self.dirty_nodes.insert(sum.nid);

@@ -96,6 +96,11 @@ pub struct F2fs<D: BlockDevice> {
     metrics: Metrics,
     /// Set while cleaning, so moves do not start another pass.
     in_gc: bool,
+    /// Cleaning moved data blocks since the last device flush. An fsync then flushes
+    /// before it writes its nodes: otherwise, with a volatile write cache, its fsync-marked
+    /// node (pointing at the moved copies) could reach the disk without them, and roll-
+    /// forward after a cut would replace durable data with whatever the new blocks held.
+    gc_moved_unflushed: bool,
     since_cp: fsync::SinceCheckpoint,
     /// Inodes replayed by roll-forward recovery at mount.
     recovered_inodes: usize,
@@ -166,6 +171,7 @@ impl<D: BlockDevice> F2fs<D> {
             generation: 0,
             metrics: Metrics::default(),
             in_gc: false,
+            gc_moved_unflushed: false,
             since_cp: Default::default(),
             recovered_inodes: 0,
             rolling_forward: false,
@@ -404,6 +410,7 @@ impl<D: BlockDevice> F2fs<D> {
             .flush(self.now_ns)
             .map_err(crate::F2fsError::from)?;
         self.now_ns = done.complete_ns;
+        self.gc_moved_unflushed = false;
         Ok(())
     }
 

@@ -250,7 +250,7 @@ impl<D: BlockDevice> F2fs<D> {
     /// Reads whole page `index` of a file (zeros past the end or in a hole).
     pub fn read_page(&mut self, ino: u32, index: u64) -> Result<Box<Block>, FsError> {
         self.check_file(ino)?;
-        self.load_page(ino, index)
+        self.load_file_page(ino, index)
     }
 
     /// Writes whole page `index`; the size grows to cover at most `valid_bytes` of it
@@ -282,6 +282,7 @@ impl<D: BlockDevice> F2fs<D> {
         if self.has_inline(ino, F2FS_INLINE_DATA)? {
             return self.write_at(ino, offset, &page[..valid]);
         }
+        self.zero_post_eof(ino, offset + valid as u64, |i| i == index)?;
         let wb = self.writeback_plan(ino, None)?;
         self.store_page(ino, index, page, wb)?;
         self.grow_size(ino, offset + valid as u64)
@@ -329,6 +330,8 @@ impl<D: BlockDevice> F2fs<D> {
             }
             self.convert_inline_data(ino)?;
         }
+        let end_index = first_index + pages.len() as u64;
+        self.zero_post_eof(ino, size, |i| (first_index..end_index).contains(&i))?;
         let wb = self.writeback_plan(ino, Some(hint))?;
         for (i, page) in pages.iter().enumerate() {
             // Cleaning gets its chance between batches, as in `write_at`.
