@@ -448,3 +448,70 @@ fn read_write_mount_refuses_what_fsck_flags() {
         );
     }
 }
+
+/// The checkpoint's `valid_block_count` counts fallocate's reservations (`NEW_ADDR`),
+/// which the SIT does not: an image with fallocated files is not a count mismatch. It
+/// mounts read-write with the full verification, fsck.f2fs agrees, and the count is held
+/// exactly: one more or fewer than SIT plus reservations is refused, naming the count.
+#[test]
+fn fallocate_reservations_are_counted_not_refused() {
+    let (dev, files) = base_image(&MkfsOptions::default());
+    let mut fs = F2fs::mount_opts(dev, full(false)).unwrap();
+    let f = fs.create("/reserved.db").unwrap();
+    fs.write(f, 0, &pattern(10_000, 5)).unwrap();
+    let keep = flashstack_f2fs::FallocMode::Allocate { keep_size: true };
+    fs.fallocate(f, keep, 1 << 20, 300 * 4096).unwrap();
+    let grow = flashstack_f2fs::FallocMode::Allocate { keep_size: false };
+    let g = fs.create("/grown.bin").unwrap();
+    fs.fallocate(g, grow, 0, 40 * 4096).unwrap();
+    let dev = fs.unmount().unwrap();
+    let s = Surgery::new(dev.clone());
+    let sit: u64 = (0..s.sb.segment_count_main)
+        .map(|seg| s.sit_entry(seg).valid_blocks() as u64)
+        .sum();
+    let cp_count = s.cp.valid_block_count;
+    assert_eq!(
+        cp_count,
+        sit + 340,
+        "the checkpoint counts the 340 reserved blocks"
+    );
+    check_image(&dev, "fallocated image");
+    let mut fs = F2fs::mount_opts(dev.clone(), full(false)).expect("a fallocated image mounts");
+    assert!(!fs.is_read_only() && fs.warnings().is_empty());
+    for (path, want) in &files {
+        assert_eq!(&cat(&mut fs, path).unwrap(), want, "{path}");
+    }
+    assert_eq!(cat(&mut fs, "/grown.bin").unwrap(), vec![0; 40 * 4096]);
+    fs.write(f, 1 << 20, b"into the reservation").unwrap();
+    check_image(&fs.unmount().unwrap(), "fallocated image written again");
+
+    for delta in [1i64, -1, -341] {
+        let mut s = Surgery::new(dev.clone());
+        s.edit_checkpoint(|cp| cp.valid_block_count = (cp_count as i64 + delta) as u64);
+        let bad = s.into_dev();
+        let what = format!("valid_block_count {delta:+} off");
+        if let Some(flagged) = fsck_flags(&bad, "falloc-count") {
+            assert!(flagged, "{what}: fsck.f2fs flags it too");
+        }
+        let err = F2fs::mount_opts(bad.clone(), full(false))
+            .map(|_| ())
+            .expect_err(&what);
+        let c = corruption(&err);
+        assert!(
+            matches!(
+                c,
+                Corruption::Count {
+                    what: "valid blocks",
+                    ..
+                }
+            ),
+            "{what}: {c}"
+        );
+        println!("{what}: refused: {err}");
+        // Read-only, every file still reads.
+        let mut fs = open_for_reading(&bad).unwrap();
+        for (path, want) in &files {
+            assert_eq!(&cat(&mut fs, path).unwrap(), want, "{what}: {path}");
+        }
+    }
+}
