@@ -81,6 +81,11 @@ fn damaged(dir: &Scratch, image: &Path, name: &str, edit: impl FnOnce(&mut Surge
     edit(&mut s);
     let out = dir.path(name);
     s.into_dev().export(&out).unwrap();
+    // FS_VERIFY_KEEP=DIR keeps a copy, to try the binary on it by hand.
+    if let Some(keep) = std::env::var_os("FS_VERIFY_KEEP") {
+        std::fs::create_dir_all(&keep).unwrap();
+        std::fs::copy(&out, Path::new(&keep).join(name)).unwrap();
+    }
     out
 }
 
@@ -115,6 +120,7 @@ fn assert_refused(dir: &Scratch, image: &Path, structure: &str, readable: &[&str
         err.contains(structure),
         "the error must name '{structure}': {err}"
     );
+    println!("{}: fs put refused: {}", image.display(), err.trim());
     let core = err
         .split("corrupt image: ")
         .nth(1)

@@ -11,6 +11,7 @@
 //! ([`Verify::Full`]), and prints the blocks each read. Data pages are zeros, which the
 //! in-memory device does not store, so the run needs memory only for the metadata. Wall
 //! time on the host is what this measures (the device has no timing model).
+//! `VERIFY_COST_IMAGE=PATH` also writes the image to PATH.
 
 use std::time::Instant;
 
@@ -27,6 +28,12 @@ fn main() {
     let start = Instant::now();
     let dev = populate(size, fill, small);
     println!("populated in {:.1} s", start.elapsed().as_secs_f64());
+    // VERIFY_COST_IMAGE=path writes the image out (sparse), e.g. to time
+    // `flashstack fs ls` on it.
+    if let Some(path) = std::env::var_os("VERIFY_COST_IMAGE") {
+        dev.export(std::path::Path::new(&path))
+            .expect("export the image");
+    }
     // VERIFY_COST_REPEAT=n repeats the full mount n times (for a profiler).
     let repeat: usize = std::env::var("VERIFY_COST_REPEAT").map_or(1, |v| v.parse().unwrap_or(1));
     let runs = std::iter::once(Verify::Mount).chain(std::iter::repeat_n(Verify::Full, repeat));

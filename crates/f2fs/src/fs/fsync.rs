@@ -251,10 +251,14 @@ impl<D: BlockDevice> F2fs<D> {
         let mut merged: Box<Block> = Box::new(*block);
         let fsynced = Inode::decode(block);
         let inline = fsynced.inline & (F2FS_INLINE_DATA | F2FS_INLINE_DENTRY) != 0;
+        // Converted from inline data since the checkpoint: the checkpointed address slots
+        // hold the inline bytes, not addresses. They start empty, as for a new inode
+        // (`f2fs_recover_inline_data` truncates the inline area).
+        let was_inline = Inode::decode(&current).inline & F2FS_INLINE_DATA != 0;
         if !inline {
             let start = INODE_ADDR_OFFSET;
             let geo_words = ADDRS_PER_INODE + INODE_NIDS;
-            if exists {
+            if exists && !was_inline {
                 merged[start..start + 4 * geo_words]
                     .copy_from_slice(&current[start..start + 4 * geo_words]);
                 // The inline xattrs are the fsync'd copy's (`recover_inline_xattr`).
