@@ -1,15 +1,16 @@
 //! `flashstack fs` on corrupt images (issue 12, "Corruption accepted silently"), as the
 //! issue reproduced it: a 64 MiB image with a few files copied in by `fs put`, one of
 //! 2 MiB, then one structure damaged. `fs put` must fail with an error naming the
-//! structure, printed once, and leave the image file as it was; `fs cat` must print a
-//! file's exact bytes or fail.
+//! structure, printed once, and leave the image file as it was; `mount --image` must be
+//! refused the same way; `fs cat` must print a file's exact bytes or fail.
 
 #[path = "../../f2fs/tests/common/surgery.rs"]
 #[allow(dead_code)]
 mod surgery;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 use flashstack_f2fs::nat::NatEntry;
 use flashstack_f2fs::{F2fs, MemDevice};
@@ -131,6 +132,7 @@ fn assert_refused(dir: &Scratch, image: &Path, structure: &str, readable: &[&str
         std::fs::read(image).unwrap() == before,
         "fs put changed the image it refused"
     );
+    assert_mount_refused(dir, image, structure);
     for (path, want) in files() {
         let out = flashstack(&["fs", "cat", arg(image), path]);
         if out.status.success() {
@@ -142,6 +144,41 @@ fn assert_refused(dir: &Scratch, image: &Path, structure: &str, readable: &[&str
             assert!(!readable.contains(&path), "{path}: {}", stderr(&out));
         }
     }
+}
+
+/// `mount --image` refuses the image too, naming `structure`, before FUSE comes up, and
+/// leaves it byte-identical. A mount still running after a minute (it came up although it
+/// should have been refused) is killed and unmounted, and the test fails.
+fn assert_mount_refused(dir: &Scratch, image: &Path, structure: &str) {
+    let before = std::fs::read(image).unwrap();
+    let mnt = dir.path("mnt");
+    std::fs::create_dir_all(&mnt).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_flashstack"))
+        .args(["mount", arg(&mnt), "--image", arg(image)])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    let start = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > Duration::from_secs(60) {
+            let _ = child.kill();
+            let _ = child.wait();
+            let _ = Command::new("umount").arg("-l").arg(&mnt).status();
+            panic!("mount --image {} came up: not refused", image.display());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().unwrap();
+    let err = stderr(&out);
+    assert!(
+        !out.status.success() && err.contains(structure),
+        "mount --image must be refused naming '{structure}': {err}"
+    );
+    assert!(
+        std::fs::read(image).unwrap() == before,
+        "a refused mount changed the image"
+    );
 }
 
 /// Item 1: bitmap bytes of a SIT entry zeroed (both copies and the journal) and the
