@@ -437,18 +437,6 @@ fn volatile_cache_cuts_under_default_options() {
     explore_with(default_setup());
 }
 
-/// Found by this exploration and not fixed yet (docs/testing.md): the image recovered
-/// from cut 1,199 of the default setup (an fsync of a file just converted from inline
-/// data, cut with 5 of its 6 unflushed blocks kept) fails fsck.f2fs: "ino 0x8 has
-/// i_blocks 5, but has 6 blocks". Every file reads back as promised. Run with
-/// `cargo test -p flashstack-f2fs --test crash_explore -- --ignored`.
-#[test]
-#[ignore = "known: i_blocks one short after a cut mid-fsync (docs/testing.md)"]
-fn known_issue_i_blocks_after_cut_1199() {
-    std::env::set_var("F2FS_CRASH_FSCK_FROM", "1199");
-    explore_cuts(default_setup(), 1_199);
-}
-
 /// Pure LFS (nothing in place) and a cache large enough to hold everything between
 /// flushes. 128 MiB: on 64 MiB (28 main segments, 14 of them reserved) this workload keeps
 /// the free segments at the reserve, and a cut with 5 left made the recovery fail for
