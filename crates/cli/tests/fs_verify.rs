@@ -4,14 +4,16 @@
 //! structure, printed once, and leave the image file as it was; `mount --image` must be
 //! refused the same way; `fs cat` must print a file's exact bytes or fail.
 
+mod common;
+
 #[path = "../../f2fs/tests/common/surgery.rs"]
 #[allow(dead_code)]
 mod surgery;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Output};
 
+use common::flashstack_within_a_minute;
 use flashstack_f2fs::nat::NatEntry;
 use flashstack_f2fs::{F2fs, MemDevice};
 use surgery::{pattern, Surgery};
@@ -147,32 +149,14 @@ fn assert_refused(dir: &Scratch, image: &Path, structure: &str, readable: &[&str
 }
 
 /// `mount --image` refuses the image too, naming `structure`, before FUSE comes up, and
-/// leaves it byte-identical. A mount still running after a minute (it came up although it
-/// should have been refused) is killed and unmounted, and the test fails.
+/// leaves it byte-identical.
 fn assert_mount_refused(dir: &Scratch, image: &Path, structure: &str) {
     let before = std::fs::read(image).unwrap();
     let mnt = dir.path("mnt");
     std::fs::create_dir_all(&mnt).unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_flashstack"))
-        .args(["mount", arg(&mnt), "--image", arg(image)])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("the binary runs");
-    let start = Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        if start.elapsed() > Duration::from_secs(60) {
-            let _ = child.kill();
-            let _ = child.wait();
-            let _ = Command::new("umount").arg("-l").arg(&mnt).status();
-            panic!("mount --image {} came up: not refused", image.display());
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let out = child.wait_with_output().unwrap();
-    let err = stderr(&out);
+    let (ok, err) = flashstack_within_a_minute(&["mount", arg(&mnt), "--image", arg(image)]);
     assert!(
-        !out.status.success() && err.contains(structure),
+        !ok && err.contains(structure),
         "mount --image must be refused naming '{structure}': {err}"
     );
     assert!(
@@ -190,15 +174,7 @@ fn fs_put_refuses_zeroed_sit_bits_under_live_data() {
     let bad = damaged(&dir, &image, "sit-zeroed.img", |s| {
         let (_, addrs) = file_addrs(s, "/two.bin");
         let rel = addrs[256] - s.sb.main_blkaddr;
-        let (segno, byte) = (rel / 512, ((rel % 512) / 8).min(48) as usize);
-        let bits: u32 = s.sit_entry(segno).valid_map[byte..byte + 16]
-            .iter()
-            .map(|b| b.count_ones())
-            .sum();
-        s.edit_sit(segno, |e| {
-            e.valid_map[byte..byte + 16].fill(0);
-            e.vblocks -= bits as u16;
-        });
+        s.zero_sit_bits(rel / 512, rel % 512);
     });
     assert_refused(
         &dir,

@@ -153,16 +153,7 @@ fn zeroed_sit_bits_under_live_data_are_refused() {
         let mut s = Surgery::new(dev.clone());
         let (_, addrs) = inode_addrs(&s, &dev, "/two.bin");
         let (segno, off) = seg_of(&s, addrs[256]);
-        let byte = ((off / 8) as usize).min(64 - 16);
-        let entry = s.sit_entry(segno);
-        let bits: u32 = entry.valid_map[byte..byte + 16]
-            .iter()
-            .map(|b| b.count_ones())
-            .sum();
-        s.edit_sit(segno, |e| {
-            e.valid_map[byte..byte + 16].fill(0);
-            e.vblocks -= bits as u16;
-        });
+        let bits = s.zero_sit_bits(segno, off);
         if lower_cp_count {
             s.edit_checkpoint(|cp| cp.valid_block_count -= bits as u64);
         }

@@ -131,6 +131,22 @@ impl Surgery {
         });
     }
 
+    /// Issue 12, item 1: zeroes 16 bytes of `segno`'s SIT bitmap around block offset
+    /// `off` (everywhere the entry is stored) and lowers its valid count to match, so the
+    /// blocks there look free. Returns how many valid bits were cleared.
+    pub fn zero_sit_bits(&mut self, segno: u32, off: u32) -> u32 {
+        let byte = ((off / 8) as usize).min(64 - 16);
+        let bits: u32 = self.sit_entry(segno).valid_map[byte..byte + 16]
+            .iter()
+            .map(|b| b.count_ones())
+            .sum();
+        self.edit_sit(segno, |e| {
+            e.valid_map[byte..byte + 16].fill(0);
+            e.vblocks -= bits as u16;
+        });
+        bits
+    }
+
     fn nat_addr(&self, nid: u32) -> u64 {
         let (index, _) = nat_position(nid);
         let bitmap = self.cp.nat_version_bitmap(self.sb.cp_payload);
