@@ -103,6 +103,8 @@ fn block_options(args: &RunArgs) -> Vec<&'static str> {
         ("--content-mix", args.content_mix.is_some()),
         ("--verify", args.verify),
         ("--wrap", args.wrap),
+        ("--no-read-footprint", args.no_read_footprint),
+        ("--processes", args.processes.is_some()),
         ("--repeat", args.repeat > 1),
     ];
     given
