@@ -263,14 +263,14 @@ impl Replayer {
                 time_removed_ns: 0,
             }
         };
-        let existing_reads = self.existing_reads.as_ref().map_or_else(
-            ExistingReadFigures::default,
-            |e| ExistingReadFigures {
-                enabled: e.enabled,
-                lbas_read_unwritten: e.lbas,
-                lbas_laid_down: e.laid_down,
-            },
-        );
+        let existing_reads =
+            self.existing_reads
+                .as_ref()
+                .map_or_else(ExistingReadFigures::default, |e| ExistingReadFigures {
+                    enabled: e.enabled,
+                    lbas_read_unwritten: e.lbas,
+                    lbas_laid_down: e.laid_down,
+                });
         TraceFigures {
             format: trace.format.to_string(),
             requests: trace.requests.len() as u64,

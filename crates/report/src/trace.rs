@@ -215,8 +215,16 @@ fn process_cells(p: &ProcessFigures) -> Vec<String> {
         .max()
         .map_or("-".to_string(), format_ns);
     vec![
-        format!("{} ({})", count(p.read_requests), format_bytes(p.read_bytes)),
-        format!("{} ({})", count(p.write_requests), format_bytes(p.write_bytes)),
+        format!(
+            "{} ({})",
+            count(p.read_requests),
+            format_bytes(p.read_bytes)
+        ),
+        format!(
+            "{} ({})",
+            count(p.write_requests),
+            format_bytes(p.write_bytes)
+        ),
         format!("{} / {}", count(p.trim_requests), count(p.flush_requests)),
         format!(
             "{} / {}",
@@ -236,7 +244,10 @@ fn process_cells(p: &ProcessFigures) -> Vec<String> {
 fn short_name(name: &str) -> String {
     const MAX_CHARS: usize = 32;
     if name.chars().count() > MAX_CHARS {
-        format!("  {}…", name.chars().take(MAX_CHARS - 1).collect::<String>())
+        format!(
+            "  {}…",
+            name.chars().take(MAX_CHARS - 1).collect::<String>()
+        )
     } else {
         format!("  {name}")
     }

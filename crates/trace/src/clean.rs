@@ -235,8 +235,9 @@ fn drop_duplicates(requests: &mut Vec<TraceRequest>, window_ns: u64, report: &mu
             }
             Seen::Duplicate => {
                 report.duplicates_dropped += 1;
-                report.duplicate_bytes_dropped =
-                    report.duplicate_bytes_dropped.saturating_add(request.len_bytes);
+                report.duplicate_bytes_dropped = report
+                    .duplicate_bytes_dropped
+                    .saturating_add(request.len_bytes);
                 false
             }
         }
@@ -303,9 +304,8 @@ mod tests {
 
     #[test]
     fn the_same_process_repeating_itself_is_kept() {
-        let mut requests: Vec<TraceRequest> = [0, 3, 6]
-            .map(|t| req(t, RequestKind::Write, 0))
-            .to_vec();
+        let mut requests: Vec<TraceRequest> =
+            [0, 3, 6].map(|t| req(t, RequestKind::Write, 0)).to_vec();
         requests.push(req(7, RequestKind::Read, 0));
         requests.push(req(8, RequestKind::Read, 0));
         // Another process logs the last rewrite again: that copy alone is dropped.

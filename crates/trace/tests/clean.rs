@@ -147,7 +147,9 @@ fn a_duplicate_of_two_processes_is_dropped_and_a_rewrite_kept() {
         ]
     );
     assert_eq!(trace.clean_report, Some(report));
-    assert!(report.to_string().contains("kept 1 rewrite by the same process"));
+    assert!(report
+        .to_string()
+        .contains("kept 1 rewrite by the same process"));
 }
 
 /// A trace spanning days: the gap is measured as found, and cleaning says how long the
