@@ -86,6 +86,10 @@ fn kind_name(kind: FileKind) -> &'static str {
         FileKind::Dir => "dir",
         FileKind::Symlink => "symlink",
         FileKind::Other => "other",
+        FileKind::CharDevice => "chardev",
+        FileKind::BlockDevice => "blockdev",
+        FileKind::Fifo => "fifo",
+        FileKind::Socket => "socket",
     }
 }
 
