@@ -74,6 +74,11 @@ pub struct RunArgs {
     /// Write the persona's recorded task as a file-level trace (first configuration).
     #[arg(long, value_name = "FILE")]
     pub(crate) record: Option<PathBuf>,
+    /// File-level traces: stop at the first operation the replay cannot honour (an
+    /// unlink of a file that is not there, a hard link, …) instead of counting it by kind
+    /// and carrying on.
+    #[arg(long)]
+    pub(crate) strict: bool,
     /// Replay the workload N times back to back (the LDC paper replays each 3 times).
     #[arg(long, value_name = "N", default_value_t = 1,
           value_parser = clap::value_parser!(u32).range(1..))]

@@ -188,6 +188,7 @@ pub fn run(args: &RunArgs, name: &str) -> Result<()> {
         seed: args.seed,
         dwpd: args.dwpd,
         record: true,
+        strict: args.strict,
     };
     let mut runs: Vec<StackRun> = Vec::new();
     let configs = stacks(args)?;

@@ -194,3 +194,106 @@ fn reads_of_data_the_trace_never_wrote_hit_flash() {
     let cold = json["nand"]["page_reads"].as_u64().unwrap();
     assert!(cold < nand_reads / 10, "{cold} against {nand_reads}");
 }
+
+/// A MobiGen script of an app's SQLite files (issue 20, items 6, 7 and 9): the database
+/// directory opened read-only and fsynced, a stand-in file that existed before the
+/// capture created again with O_EXCL, a journal unlinked that the capture never saw
+/// created (and unlinked again), an rmdir MobiGen has no call for.
+const MOBIGEN: &str = "\
+1 50 open /data/data O_WRONLY|O_CREAT|O_TRUNC|O_LARGEFILE 30
+1 60 pread 30 0 8192
+1 70 close 30 0
+1 100 open \"/data/data/com.example/databases/app.db\" O_RDONLY|O_LARGEFILE 33
+1 110 pread 33 4096 4096
+1 120 close 33 0
+1 200 open data/data O_RDWR|O_CREAT|O_EXCL|O_LARGEFILE 30
+1 300 pwrite 30 0 4096
+1 400 fsync 30 0
+1 500 open \"/data/data/com.example/databases\" O_RDONLY|O_LARGEFILE 31
+1 600 fsync 31 0
+1 700 close 31 0
+1 800 close 30 0
+1 900 unlink \"/data/data/com.example/databases/app.db-journal\" 0
+1 950 unlink \"/data/data/com.example/databases/app.db-journal\" 0
+";
+
+fn imported_mobigen() -> PathBuf {
+    let (script, fst) = (temp("app.mobigen"), temp("app.fst"));
+    std::fs::write(&script, MOBIGEN).unwrap();
+    let out = flashstack(&[
+        "trace",
+        "import",
+        "--from",
+        "mobigen",
+        script.to_str().unwrap(),
+        fst.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stderr).unwrap();
+    assert!(text.contains("1 directory opens"), "{text}");
+    fst
+}
+
+/// Runs a file-level trace on the default stack; the JSON of its one run.
+fn run_stack(fst: &PathBuf, extra: &[&str]) -> Result<(String, Value), String> {
+    let json = temp("stack.json");
+    let mut args = vec![
+        "run",
+        "--quiet",
+        "--workload",
+        fst.to_str().unwrap(),
+        "--json",
+        json.to_str().unwrap(),
+    ];
+    args.extend(extra);
+    let out = flashstack(&args);
+    if !out.status.success() {
+        return Err(String::from_utf8(out.stderr).unwrap());
+    }
+    let value: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let run = match value {
+        Value::Array(mut runs) => runs.remove(0),
+        other => other,
+    };
+    Ok((String::from_utf8(out.stdout).unwrap(), run))
+}
+
+#[test]
+fn a_mobigen_trace_replays_as_captured_and_counts_what_it_cannot_honour() {
+    let fst = imported_mobigen();
+    let text = std::fs::read_to_string(&fst).unwrap();
+    assert!(
+        text.contains("open 31 /data/data/com.example/databases rdonly|directory"),
+        "{text}"
+    );
+    let (table, run) = run_stack(&fst, &[]).unwrap();
+    let replay = &run["replay"];
+    // The stand-in (8 KiB read), the database (read to 8 KiB) and the journal.
+    assert_eq!(replay["preexisting_files"], 3, "{replay}");
+    assert_eq!(replay["preexisting_bytes"], 16384, "{replay}");
+    let unhonoured = &replay["unhonoured"];
+    assert_eq!(
+        unhonoured["exclusive create of an existing file"], 1,
+        "{replay}"
+    );
+    assert_eq!(unhonoured["unlink of a missing file"], 1, "{replay}");
+    assert_eq!(replay["skipped"], 1, "{replay}");
+    assert!(
+        table.contains("exclusive create of an existing file ×1"),
+        "{table}"
+    );
+    // The existing files were on flash: their reads miss the cache.
+    // Three pages: 0–8 KiB of the stand-in, 4–8 KiB of the database.
+    assert_eq!(run["cache"]["read_misses"], 3, "{}", run["cache"]);
+    assert!(run["device"]["nand"]["page_reads"].as_u64().unwrap() >= 2);
+
+    let err = run_stack(&fst, &["--strict"]).unwrap_err();
+    assert!(
+        err.contains("operation 7 (open)") && err.contains("exclusive create of an existing file"),
+        "{err}"
+    );
+}

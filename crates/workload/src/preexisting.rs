@@ -1,0 +1,143 @@
+//! The files a trace uses that existed before its capture began, with the size the trace
+//! implies. A replay lays them down before measuring (as the phone held them), so that
+//! reads of them reach storage and an `O_EXCL` create or an `unlink` of them means what it
+//! meant on the phone.
+//!
+//! A path names a file that existed before the trace when the first operation naming it
+//! is not a creating open: an open without `creat`, an `unlink`, `truncate`, `rename` or
+//! `link` from it (importers keep successful calls only, so the call found the file). A
+//! `stat` is no evidence: a recorded trace (`Recorder`) keeps an existence check whatever
+//! it found, and the format has no result field. Directories ([`crate::directory_paths`])
+//! are not files. The size is the
+//! furthest byte read or written through the file while it still holds its old contents
+//! (until it is truncated, unlinked or renamed over); a file known only by name has size 0.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::op::{FileTrace, OpKind};
+use crate::resolve::{Effect, Resolver};
+
+/// A file that existed before the trace: its path at the trace's start and its size.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PreexistingFile {
+    pub path: String,
+    pub size_bytes: u64,
+}
+
+/// The files `trace` uses that existed before it (see the module documentation), in path
+/// order, and the directories it uses.
+pub fn preexisting_files(trace: &FileTrace) -> (Vec<PreexistingFile>, BTreeSet<String>) {
+    let dirs = crate::directory_paths(trace.ops.iter());
+    let mut sizes: BTreeMap<String, u64> = BTreeMap::new();
+    // Paths seen so far, and for each path whose file still holds its old contents, the
+    // path it had at the start (its key in `sizes`).
+    let mut seen: BTreeSet<String> = BTreeSet::new();
+    let mut old_contents: BTreeMap<String, String> = BTreeMap::new();
+    let mut resolver = Resolver::new();
+    for op in &trace.ops {
+        let first_sight = |path: &str, seen: &BTreeSet<String>| {
+            !seen.contains(path) && !dirs.contains(path.trim_end_matches('/'))
+        };
+        // A first sight that shows the file existed.
+        let existing: Option<&str> = match &op.kind {
+            OpKind::Open { path, flags, .. } if !flags.create && !flags.directory => Some(path),
+            OpKind::Unlink { path }
+            | OpKind::Truncate { path, .. }
+            | OpKind::Rename { from: path, .. }
+            | OpKind::Link { from: path, .. } => Some(path),
+            _ => None,
+        };
+        if let Some(path) = existing.filter(|p| first_sight(p, &seen)) {
+            sizes.insert(path.to_string(), 0);
+            old_contents.insert(path.to_string(), path.to_string());
+        }
+        let Ok(effect) = resolver.apply(op) else {
+            continue;
+        };
+        match effect {
+            Effect::Open { path, created, .. } => {
+                // The resolver calls an open truncating only a file it knew already.
+                let truncates = matches!(&op.kind, OpKind::Open { flags, .. }
+                    if flags.truncate && flags.writable());
+                if created || truncates {
+                    old_contents.remove(&path);
+                }
+                seen.insert(path);
+            }
+            Effect::Read {
+                path,
+                offset_bytes,
+                len_bytes,
+            }
+            | Effect::Write {
+                path,
+                offset_bytes,
+                len_bytes,
+                ..
+            } => {
+                if let Some(key) = old_contents.get(&path) {
+                    let size = sizes.entry(key.clone()).or_default();
+                    *size = (*size).max(offset_bytes.saturating_add(len_bytes));
+                }
+            }
+            Effect::Truncate { path, .. } | Effect::Unlink { path } => {
+                old_contents.remove(&path);
+                seen.insert(path);
+            }
+            Effect::Rename { from, to } => {
+                old_contents.remove(&to);
+                if let Some(key) = old_contents.remove(&from) {
+                    old_contents.insert(to.clone(), key);
+                }
+                seen.insert(from);
+                seen.insert(to);
+            }
+            Effect::Link { from, to } => {
+                seen.insert(from);
+                seen.insert(to);
+            }
+            Effect::Sync { .. } | Effect::Other => {}
+        }
+        if let OpKind::Stat { path } = &op.kind {
+            seen.insert(path.clone());
+        }
+    }
+    let files = sizes
+        .into_iter()
+        .map(|(path, size_bytes)| PreexistingFile { path, size_bytes })
+        .collect();
+    (files, dirs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn trace(text: &str) -> FileTrace {
+        crate::text::parse_str(&format!("#flashstack-filetrace 1\n{text}"), "t").unwrap()
+    }
+
+    #[test]
+    fn files_the_trace_did_not_create_are_found_with_their_reach() {
+        let t = trace(
+            "0 1 open 3 /d/a.db rdwr\n\
+             1 1 pread 3 8192 4096\n\
+             2 1 pwrite 3 20480 4096 sqlite\n\
+             3 1 close 3\n\
+             4 1 open 4 /d/new rdwr|creat\n\
+             5 1 pread 4 0 100\n\
+             6 1 unlink /d/gone\n\
+             7 1 open 5 /d/t rdwr|trunc\n\
+             8 1 pread 5 0 4096\n\
+             9 1 stat /d/s\n\
+             10 1 open 6 /d rdonly\n",
+        );
+        let (files, dirs) = preexisting_files(&t);
+        let files: Vec<(&str, u64)> = files
+            .iter()
+            .map(|f| (f.path.as_str(), f.size_bytes))
+            .collect();
+        assert_eq!(files, [("/d/a.db", 24576), ("/d/gone", 0), ("/d/t", 0)]);
+        assert!(dirs.contains("/d"));
+    }
+}
