@@ -231,6 +231,7 @@ pub fn class_for_path(path: &str) -> Option<ContentClass> {
             Some(ContentClass::SqliteTable)
         }
         FileType::Media => Some(ContentClass::Media),
+        FileType::Prefs => Some(ContentClass::Text),
         _ => None,
     }
 }
