@@ -8,14 +8,22 @@
 //! `link` from it (importers keep successful calls only, so the call found the file). A
 //! `stat` is no evidence: a recorded trace (`Recorder`) keeps an existence check whatever
 //! it found, and the format has no result field. Directories ([`crate::directory_paths`])
-//! are not files. The size is the
-//! furthest byte read or written through the file while it still holds its old contents
-//! (until it is truncated, unlinked or renamed over); a file known only by name has size 0.
+//! are not files.
+//!
+//! The size is the furthest byte the trace reads of the old contents: a read through the
+//! file, while it still holds them (until it is truncated, unlinked or renamed over), of a
+//! range not all written by the trace before. Writes imply no size: SQLite's journals and
+//! WAL grow by appending, and laying down what the trace later writes turns its appends
+//! into overwrites (a recorded `telegram` task replayed 205 data blocks in place that the
+//! run appended). A file known only by name, or only written, has size 0.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::op::{FileTrace, OpKind};
 use crate::resolve::{Effect, Resolver};
+
+/// The unit in which written ranges are remembered.
+const PAGE: u64 = 4096;
 
 /// A file that existed before the trace: its path at the trace's start and its size.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -33,6 +41,8 @@ pub fn preexisting_files(trace: &FileTrace) -> (Vec<PreexistingFile>, BTreeSet<S
     // path it had at the start (its key in `sizes`).
     let mut seen: BTreeSet<String> = BTreeSet::new();
     let mut old_contents: BTreeMap<String, String> = BTreeMap::new();
+    // Pages of each such file the trace wrote (by its key).
+    let mut written: BTreeMap<String, BTreeSet<u64>> = BTreeMap::new();
     let mut resolver = Resolver::new();
     for op in &trace.ops {
         let first_sight = |path: &str, seen: &BTreeSet<String>| {
@@ -68,16 +78,29 @@ pub fn preexisting_files(trace: &FileTrace) -> (Vec<PreexistingFile>, BTreeSet<S
                 path,
                 offset_bytes,
                 len_bytes,
+            } if len_bytes > 0 => {
+                if let Some(key) = old_contents.get(&path) {
+                    let end = offset_bytes.saturating_add(len_bytes);
+                    let pages = written.get(key);
+                    let old_data = (offset_bytes / PAGE..end.div_ceil(PAGE))
+                        .any(|p| !pages.is_some_and(|w| w.contains(&p)));
+                    if old_data {
+                        let size = sizes.entry(key.clone()).or_default();
+                        *size = (*size).max(end);
+                    }
+                }
             }
-            | Effect::Write {
+            Effect::Write {
                 path,
                 offset_bytes,
                 len_bytes,
                 ..
-            } => {
+            } if len_bytes > 0 => {
                 if let Some(key) = old_contents.get(&path) {
-                    let size = sizes.entry(key.clone()).or_default();
-                    *size = (*size).max(offset_bytes.saturating_add(len_bytes));
+                    let end = offset_bytes.saturating_add(len_bytes);
+                    let pages = written.entry(key.clone()).or_default();
+                    // Only whole pages are the trace's own.
+                    pages.extend(offset_bytes.div_ceil(PAGE)..end / PAGE);
                 }
             }
             Effect::Truncate { path, .. } | Effect::Unlink { path } => {
@@ -96,7 +119,7 @@ pub fn preexisting_files(trace: &FileTrace) -> (Vec<PreexistingFile>, BTreeSet<S
                 seen.insert(from);
                 seen.insert(to);
             }
-            Effect::Sync { .. } | Effect::Other => {}
+            Effect::Read { .. } | Effect::Write { .. } | Effect::Sync { .. } | Effect::Other => {}
         }
         if let OpKind::Stat { path } = &op.kind {
             seen.insert(path.clone());
@@ -123,7 +146,12 @@ mod tests {
             "0 1 open 3 /d/a.db rdwr\n\
              1 1 pread 3 8192 4096\n\
              2 1 pwrite 3 20480 4096 sqlite\n\
+             2 1 pread 3 20480 4096\n\
+             2 1 pread 3 12288 4096\n\
              3 1 close 3\n\
+             3 1 open 7 /d/a.db-wal rdwr\n\
+             3 1 pwrite 7 0 8192 sqlite\n\
+             3 1 close 7\n\
              4 1 open 4 /d/new rdwr|creat\n\
              5 1 pread 4 0 100\n\
              6 1 unlink /d/gone\n\
@@ -137,7 +165,15 @@ mod tests {
             .iter()
             .map(|f| (f.path.as_str(), f.size_bytes))
             .collect();
-        assert_eq!(files, [("/d/a.db", 24576), ("/d/gone", 0), ("/d/t", 0)]);
+        assert_eq!(
+            files,
+            [
+                ("/d/a.db", 16384),
+                ("/d/a.db-wal", 0),
+                ("/d/gone", 0),
+                ("/d/t", 0)
+            ]
+        );
         assert!(dirs.contains("/d"));
     }
 }
