@@ -2,7 +2,7 @@
 //! trace section of the report and JSON (issue 20, items 1–5). Each trace is written here,
 //! a few lines long, to reproduce one artefact of the public phone traces.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use serde_json::Value;
@@ -34,7 +34,7 @@ fn pixel(name: &str, rows: &str) -> PathBuf {
 const DEVICE: &str = "ldc-emmc+nand.geometry.blocks_per_plane=64";
 
 /// Runs `trace` on the small device with `extra` options; returns the table and the JSON.
-fn run(trace: &PathBuf, extra: &[&str]) -> (String, Value) {
+fn run(trace: &Path, extra: &[&str]) -> (String, Value) {
     let json = temp(&format!(
         "{}.json",
         trace.file_name().unwrap().to_string_lossy()
@@ -239,7 +239,7 @@ fn imported_mobigen() -> PathBuf {
 }
 
 /// Runs a file-level trace on the default stack; the JSON of its one run.
-fn run_stack(fst: &PathBuf, extra: &[&str]) -> Result<(String, Value), String> {
+fn run_stack(fst: &Path, extra: &[&str]) -> Result<(String, Value), String> {
     let json = temp("stack.json");
     let mut args = vec![
         "run",

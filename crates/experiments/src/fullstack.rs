@@ -176,17 +176,7 @@ fn run_persona(
         record: options.record,
         ..RunOptions::default()
     };
-    let hook_stack = shared.clone();
-    let mut start_measuring = move |now: Nanos| -> Result<Nanos, AppError> {
-        let mut stack = hook_stack.lock();
-        let end = stack
-            .sync_all(now)
-            .map_err(|e| AppError::file("sync_all", "/", e))?;
-        stack
-            .reset_measurement()
-            .map_err(|e| AppError::file("sync_all", "/", e))?;
-        Ok(end)
-    };
+    let mut start_measuring = sync_and_restart(shared, false);
     let out = run_with_hook(
         persona,
         Box::new(shared.clone()),
@@ -207,21 +197,8 @@ fn replay_trace(
     trace: &FileTrace,
     options: &FullStackOptions,
 ) -> Result<ReplayReport, AppError> {
-    let hook_stack = shared.clone();
-    let mut start_measuring = move |now: Nanos| -> Result<Nanos, AppError> {
-        let mut stack = hook_stack.lock();
-        let end = stack
-            .sync_all(now)
-            .map_err(|e| AppError::file("sync_all", "/", e))?;
-        // The data was on flash before the capture: its reads must reach the device.
-        stack
-            .drop_caches()
-            .map_err(|e| AppError::file("drop_caches", "/", e))?;
-        stack
-            .reset_measurement()
-            .map_err(|e| AppError::file("reset", "/", e))?;
-        Ok(end)
-    };
+    // The data was on flash before the capture: its reads must reach the device.
+    let mut start_measuring = sync_and_restart(shared, true);
     let mut api = shared.clone();
     let replay_options = ReplayOptions {
         start_ns: shared.lock().now_ns(),
@@ -234,6 +211,30 @@ fn replay_trace(
         &replay_options,
         &mut start_measuring,
     )
+}
+
+/// The start of a measurement: the stack syncs (every dirty page written, a checkpoint),
+/// with `drop_caches` drops its clean pages, and restarts every layer's counters.
+fn sync_and_restart(
+    shared: &SharedStack,
+    drop_caches: bool,
+) -> impl FnMut(Nanos) -> Result<Nanos, AppError> {
+    let shared = shared.clone();
+    move |now: Nanos| {
+        let mut stack = shared.lock();
+        let end = stack
+            .sync_all(now)
+            .map_err(|e| AppError::file("sync_all", "/", e))?;
+        if drop_caches {
+            stack
+                .drop_caches()
+                .map_err(|e| AppError::file("drop_caches", "/", e))?;
+        }
+        stack
+            .reset_measurement()
+            .map_err(|e| AppError::file("reset", "/", e))?;
+        Ok(end)
+    }
 }
 
 /// Idles past the cache's dirty expiry plus one flusher period: what a phone left alone

@@ -7,7 +7,7 @@ use std::ops::Range;
 
 use flashstack_block::{BlockDevice, RequestKind, LBA_SIZE};
 use flashstack_report::{
-    ExistingReadFigures, IdleGapFigures, ProcessFigures, TraceFigures, OTHER_PROCESSES,
+    ExistingReadFigures, HostFigures, IdleGapFigures, ProcessFigures, TraceFigures, OTHER_PROCESSES,
 };
 use flashstack_sim::LatencyHistogram;
 use flashstack_trace::{idle_gaps, Trace, TraceRequest, IDLE_GAP_NS};
@@ -54,13 +54,15 @@ impl ProcessSlot {
         let bytes = |i: usize| self.lbas[i] * LBA_SIZE as u64;
         ProcessFigures {
             name: self.name.clone(),
-            read_requests: self.requests[0],
-            write_requests: self.requests[1],
-            trim_requests: self.requests[2],
-            flush_requests: self.requests[3],
-            read_bytes: bytes(0),
-            write_bytes: bytes(1),
-            trim_bytes: bytes(2),
+            requests: HostFigures {
+                read_requests: self.requests[0],
+                write_requests: self.requests[1],
+                trim_requests: self.requests[2],
+                flush_requests: self.requests[3],
+                read_bytes: bytes(0),
+                write_bytes: bytes(1),
+                trim_bytes: bytes(2),
+            },
             latency,
         }
     }

@@ -30,7 +30,7 @@ pub struct RunInfo {
     pub precondition: Option<String>,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct HostFigures {
     pub read_requests: u64,
     pub write_requests: u64,

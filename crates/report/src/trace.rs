@@ -9,7 +9,7 @@ use flashstack_sim::units::{format_bytes, format_count as count, format_ns};
 use flashstack_sim::LatencySummary;
 use serde::Serialize;
 
-use crate::{render_columns, RunReport};
+use crate::{render_columns, HostFigures, RunReport};
 
 /// The name under which the processes beyond the listed ones are summed.
 pub const OTHER_PROCESSES: &str = "(other)";
@@ -70,21 +70,18 @@ pub struct ExistingReadFigures {
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct ProcessFigures {
     pub name: String,
-    pub read_requests: u64,
-    pub write_requests: u64,
-    pub trim_requests: u64,
-    pub flush_requests: u64,
-    /// Bytes of whole 4 KiB LBAs, as the host figures count them.
-    pub read_bytes: u64,
-    pub write_bytes: u64,
-    pub trim_bytes: u64,
+    /// Requests and bytes per kind (bytes of whole 4 KiB LBAs, as the host figures count
+    /// them); flattened into the process's JSON object.
+    #[serde(flatten)]
+    pub requests: HostFigures,
     /// Per request kind with requests: read, write, trim, flush.
     pub latency: BTreeMap<String, LatencySummary>,
 }
 
 impl ProcessFigures {
     pub fn bytes(&self) -> u64 {
-        self.read_bytes + self.write_bytes + self.trim_bytes
+        let r = &self.requests;
+        r.read_bytes + r.write_bytes + r.trim_bytes
     }
 }
 
@@ -214,18 +211,19 @@ fn process_cells(p: &ProcessFigures) -> Vec<String> {
         .map(|s| s.latency_ns_max)
         .max()
         .map_or("-".to_string(), format_ns);
+    let r = &p.requests;
     vec![
         format!(
             "{} ({})",
-            count(p.read_requests),
-            format_bytes(p.read_bytes)
+            count(r.read_requests),
+            format_bytes(r.read_bytes)
         ),
         format!(
             "{} ({})",
-            count(p.write_requests),
-            format_bytes(p.write_bytes)
+            count(r.write_requests),
+            format_bytes(r.write_bytes)
         ),
-        format!("{} / {}", count(p.trim_requests), count(p.flush_requests)),
+        format!("{} / {}", count(r.trim_requests), count(r.flush_requests)),
         format!(
             "{} / {}",
             latency("read", |s| s.latency_ns_p50),
