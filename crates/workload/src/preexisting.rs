@@ -22,9 +22,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::op::{FileTrace, OpKind};
 use crate::resolve::{Effect, Resolver};
 
-/// The unit in which written ranges are remembered.
-const PAGE: u64 = 4096;
-
 /// A file that existed before the trace: its path at the trace's start and its size.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PreexistingFile {
@@ -41,8 +38,8 @@ pub fn preexisting_files(trace: &FileTrace) -> (Vec<PreexistingFile>, BTreeSet<S
     // path it had at the start (its key in `sizes`).
     let mut seen: BTreeSet<String> = BTreeSet::new();
     let mut old_contents: BTreeMap<String, String> = BTreeMap::new();
-    // Pages of each such file the trace wrote (by its key).
-    let mut written: BTreeMap<String, BTreeSet<u64>> = BTreeMap::new();
+    // The bytes of each such file the trace wrote (by its key).
+    let mut written: BTreeMap<String, Written> = BTreeMap::new();
     let mut resolver = Resolver::new();
     for op in &trace.ops {
         let first_sight = |path: &str, seen: &BTreeSet<String>| {
@@ -81,10 +78,10 @@ pub fn preexisting_files(trace: &FileTrace) -> (Vec<PreexistingFile>, BTreeSet<S
             } if len_bytes > 0 => {
                 if let Some(key) = old_contents.get(&path) {
                     let end = offset_bytes.saturating_add(len_bytes);
-                    let pages = written.get(key);
-                    let old_data = (offset_bytes / PAGE..end.div_ceil(PAGE))
-                        .any(|p| !pages.is_some_and(|w| w.contains(&p)));
-                    if old_data {
+                    let ours = written
+                        .get(key)
+                        .is_some_and(|w| w.covers(offset_bytes, end));
+                    if !ours {
                         let size = sizes.entry(key.clone()).or_default();
                         *size = (*size).max(end);
                     }
@@ -98,9 +95,10 @@ pub fn preexisting_files(trace: &FileTrace) -> (Vec<PreexistingFile>, BTreeSet<S
             } if len_bytes > 0 => {
                 if let Some(key) = old_contents.get(&path) {
                     let end = offset_bytes.saturating_add(len_bytes);
-                    let pages = written.entry(key.clone()).or_default();
-                    // Only whole pages are the trace's own.
-                    pages.extend(offset_bytes.div_ceil(PAGE)..end / PAGE);
+                    written
+                        .entry(key.clone())
+                        .or_default()
+                        .insert(offset_bytes, end);
                 }
             }
             Effect::Truncate { path, .. } | Effect::Unlink { path } => {
@@ -130,6 +128,38 @@ pub fn preexisting_files(trace: &FileTrace) -> (Vec<PreexistingFile>, BTreeSet<S
         .map(|(path, size_bytes)| PreexistingFile { path, size_bytes })
         .collect();
     (files, dirs)
+}
+
+/// Byte ranges a trace wrote to one file, merged: one entry per run of written bytes, so
+/// memory grows with the number of writes, never with their lengths.
+#[derive(Default)]
+struct Written(BTreeMap<u64, u64>);
+
+impl Written {
+    /// Adds `start..end`, merging it with the runs it overlaps or touches.
+    fn insert(&mut self, mut start: u64, mut end: u64) {
+        if let Some((&s, &e)) = self.0.range(..=start).next_back() {
+            if e >= start {
+                start = s;
+                end = end.max(e);
+            }
+        }
+        let absorbed: Vec<u64> = self.0.range(start..=end).map(|(&s, _)| s).collect();
+        for s in absorbed {
+            if let Some(e) = self.0.remove(&s) {
+                end = end.max(e);
+            }
+        }
+        self.0.insert(start, end);
+    }
+
+    /// Whether every byte of `start..end` was written.
+    fn covers(&self, start: u64, end: u64) -> bool {
+        self.0
+            .range(..=start)
+            .next_back()
+            .is_some_and(|(_, &e)| e >= end)
+    }
 }
 
 #[cfg(test)]
@@ -175,5 +205,22 @@ mod tests {
             ]
         );
         assert!(dirs.contains("/d"));
+    }
+
+    #[test]
+    fn written_ranges_merge_and_cover() {
+        let mut w = Written::default();
+        w.insert(100, 200);
+        w.insert(300, 400);
+        assert!(w.covers(120, 200) && !w.covers(150, 250) && !w.covers(0, 10));
+        w.insert(200, 300);
+        assert_eq!(w.0.len(), 1);
+        assert!(w.covers(100, 400) && !w.covers(100, 401));
+        w.insert(50, 120);
+        w.insert(500, 600);
+        assert_eq!(
+            w.0.iter().map(|(&s, &e)| (s, e)).collect::<Vec<_>>(),
+            [(50, 400), (500, 600)]
+        );
     }
 }
