@@ -35,7 +35,7 @@ pub use medfs::MedfsTask;
 pub use mix::{Mix, SqlWork};
 pub use persona::{AppSpec, DbSpec, Journal, MedfsRow, Persona, Step, UserOp};
 pub use recorder::{BoxedApi, Recorder, RecorderConfig};
-pub use replay::{replay, replay_at, ReplayReport};
+pub use replay::{replay, replay_at, replay_with, ReplayOptions, ReplayReport};
 pub use runner::{run, run_with, run_with_hook, OpReport, PersonaReport, RunOptions, RunOutput};
 pub use schema::Kind;
 pub use shared::Shared;

@@ -463,6 +463,15 @@ impl<F: FileApi> FileApi for Recorder<F> {
         )?;
         Ok(done)
     }
+
+    /// Recorded as `sync`: the format's fds name files, and a directory fsync makes names
+    /// durable as a `sync` does.
+    fn sync_dir(&mut self, now: Nanos, path: &str) -> Result<Nanos, FileError> {
+        self.room(1)?;
+        let done = self.inner.sync_dir(now, path)?;
+        self.push(now, OpKind::Sync)?;
+        Ok(done)
+    }
 }
 
 /// A boxed file system as a sized [`FileApi`], so the runner can wrap any
@@ -525,6 +534,9 @@ impl FileApi for BoxedApi {
     }
     fn mkdir(&mut self, now: Nanos, path: &str) -> Result<Nanos, FileError> {
         self.0.mkdir(now, path)
+    }
+    fn sync_dir(&mut self, now: Nanos, path: &str) -> Result<Nanos, FileError> {
+        self.0.sync_dir(now, path)
     }
     fn atomic_write_supported(&mut self) -> bool {
         self.0.atomic_write_supported()

@@ -93,6 +93,9 @@ impl<F: FileApi> FileApi for Shared<F> {
     fn mkdir(&mut self, now: Nanos, path: &str) -> Result<Nanos, FileError> {
         self.lock().mkdir(now, path)
     }
+    fn sync_dir(&mut self, now: Nanos, path: &str) -> Result<Nanos, FileError> {
+        self.lock().sync_dir(now, path)
+    }
     fn atomic_write_supported(&mut self) -> bool {
         self.lock().atomic_write_supported()
     }

@@ -203,11 +203,22 @@ fn replay_errors_name_the_operation() {
         "t",
     )
     .expect("parses");
+    // Counted by kind and skipped, by default.
     let mut fs = memfs(1);
-    let e = replay(&trace, &mut fs, 1).expect_err("links are not in the file API");
+    let report = replay(&trace, &mut fs, 1).expect("carries on");
+    assert_eq!(report.unhonoured.get("hard link"), Some(&1));
+    assert_eq!((report.ops, report.skipped), (2, 1));
+    // An error naming the operation with `strict`.
+    let mut fs = memfs(1);
+    let strict = flashstack_apps::ReplayOptions {
+        start_ns: 0,
+        strict: true,
+    };
+    let e = flashstack_apps::replay_with(&trace, &mut fs, 1, &strict, &mut |now| Ok(now))
+        .expect_err("links are not in the file API");
     let text = e.to_string();
     assert!(
-        text.contains("operation 2") && text.contains("link"),
+        text.contains("operation 2") && text.contains("link") && text.contains("--strict"),
         "{text}"
     );
 }

@@ -516,6 +516,20 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
         lost
     }
 
+    /// Drops every clean page (Linux's `echo 1 > /proc/sys/vm/drop_caches`); dirty and
+    /// staged pages stay. Returns how many were dropped. Not counted as evictions.
+    pub fn drop_clean_pages(&mut self) -> u64 {
+        let clean = std::mem::take(&mut self.clean_lru);
+        for &(ino, page_index) in clean.values() {
+            self.pages.remove(&(ino, page_index));
+        }
+        let inos: BTreeSet<Ino> = clean.values().map(|&(ino, _)| ino).collect();
+        for ino in inos {
+            self.forget_file_if_unused(ino);
+        }
+        clean.len() as u64
+    }
+
     /// Starts an atomic write of `ino` (`F2FS_IOC_START_ATOMIC_WRITE`): its dirty pages
     /// are written back first (not made durable), then its writes and truncates are
     /// staged — read back by this cache, never written back — until

@@ -2,6 +2,7 @@
 //! structs of the library crates, runs them, and prints their reports.
 
 mod bench;
+mod blocktrace;
 mod compare;
 mod device;
 mod filetrace;

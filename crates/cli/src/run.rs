@@ -35,8 +35,9 @@ pub struct TraceInput {
     /// Time unit of MQSim traces.
     #[arg(long, value_name = "ns|us|ps")]
     pub time_unit: Option<flashstack_trace::TimeUnit>,
-    /// Drop requests logged twice within 10 ms and shorten idle gaps over 10 s (the known
-    /// artefacts of the Pixel mobile traces); reports how much it dropped.
+    /// Drop requests logged twice by two processes within 10 ms (keeping a process's own
+    /// rewrites) and shorten idle gaps over 10 s (the known artefacts of the Pixel mobile
+    /// traces); reports how much it dropped and kept.
     #[arg(long)]
     pub clean: bool,
 }
@@ -73,6 +74,11 @@ pub struct RunArgs {
     /// Write the persona's recorded task as a file-level trace (first configuration).
     #[arg(long, value_name = "FILE")]
     pub(crate) record: Option<PathBuf>,
+    /// File-level traces: stop at the first operation the replay cannot honour (an
+    /// unlink of a file that is not there, a hard link, …) instead of counting it by kind
+    /// and carrying on.
+    #[arg(long)]
+    pub(crate) strict: bool,
     /// Replay the workload N times back to back (the LDC paper replays each 3 times).
     #[arg(long, value_name = "N", default_value_t = 1,
           value_parser = clap::value_parser!(u32).range(1..))]
@@ -115,6 +121,14 @@ pub struct RunArgs {
     /// Fold addresses beyond the device into it instead of failing.
     #[arg(long)]
     pub(crate) wrap: bool,
+    /// Block traces: do not lay down the data the trace reads without ever writing it
+    /// (by default it is written before the measurement, so such reads hit flash).
+    #[arg(long)]
+    pub(crate) no_read_footprint: bool,
+    /// Block traces: processes listed by name in the report, most bytes first (the rest
+    /// are summed as "(other)") [default: 10].
+    #[arg(long, value_name = "N")]
+    pub(crate) processes: Option<usize>,
     /// Drive writes per day to assume in the lifetime projection (default: measured).
     #[arg(long)]
     pub(crate) dwpd: Option<f64>,
@@ -356,14 +370,14 @@ fn run_one(
             replayer
         }
         Input::Trace(trace) => {
-            let mut replayer = prepared(config, args, &mut bar)?;
+            let mut replayer = prepared(config, args, &mut bar, Some(trace))?;
             let requests = back_to_back(trace.requests.iter().copied(), passes, REPEAT_GAP_NS);
             let total = trace.requests.len() as u64 * u64::from(passes);
             replayer.replay(requests, Some(total), &mut bar)?;
             replayer
         }
         Input::Synthetic(spec) => {
-            let mut replayer = prepared(config, args, &mut bar)?;
+            let mut replayer = prepared(config, args, &mut bar, None)?;
             let source = synthetic(spec, replayer.capacity_bytes(), args.seed)
                 .map_err(|e| anyhow!("--synthetic: {e}"))?;
             let requests = back_to_back(source, passes, REPEAT_GAP_NS);
@@ -379,7 +393,10 @@ fn run_one(
             replayer.wrapped_requests
         );
     }
-    let report = replayer.report();
+    let mut report = replayer.report();
+    if let Input::Trace(trace) = input {
+        report.trace = Some(replayer.trace_figures(trace));
+    }
     if let Some(path) = image_out {
         let blocks = replayer.export_image(path)?;
         if !args.quiet {
@@ -393,10 +410,19 @@ fn run_one(
     Ok(report)
 }
 
-/// A replayer, started from `--image` or preconditioned as configured, ready to measure.
-fn prepared(config: RunConfig, args: &RunArgs, bar: &mut Bar) -> Result<Replayer> {
+/// A replayer, started from `--image` or preconditioned as configured, ready to measure;
+/// for a block trace, checked and planned first (`blocktrace::before_prepare`).
+fn prepared(
+    config: RunConfig,
+    args: &RunArgs,
+    bar: &mut Bar,
+    trace: Option<&Trace>,
+) -> Result<Replayer> {
     let quiet = args.quiet;
     let mut replayer = Replayer::new(config)?;
+    if let Some(trace) = trace {
+        crate::blocktrace::before_prepare(&mut replayer, trace, args)?;
+    }
     if let Some(path) = &args.image {
         let report = replayer.load_image(path, bar)?;
         bar.finish();

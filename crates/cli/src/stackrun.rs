@@ -103,6 +103,8 @@ fn block_options(args: &RunArgs) -> Vec<&'static str> {
         ("--content-mix", args.content_mix.is_some()),
         ("--verify", args.verify),
         ("--wrap", args.wrap),
+        ("--no-read-footprint", args.no_read_footprint),
+        ("--processes", args.processes.is_some()),
         ("--repeat", args.repeat > 1),
     ];
     given
@@ -186,6 +188,7 @@ pub fn run(args: &RunArgs, name: &str) -> Result<()> {
         seed: args.seed,
         dwpd: args.dwpd,
         record: true,
+        strict: args.strict,
     };
     let mut runs: Vec<StackRun> = Vec::new();
     let configs = stacks(args)?;

@@ -12,7 +12,8 @@
 use std::collections::BTreeMap;
 
 use flashstack_apps::{
-    run_with_hook, AppError, OpReport, Persona, PersonaReport, ReplayReport, RunOptions,
+    run_with_hook, AppError, OpReport, Persona, PersonaReport, ReplayOptions, ReplayReport,
+    RunOptions,
 };
 use flashstack_cache::CacheMetrics;
 use flashstack_report::{render_columns, ReportOptions, RunInfo, RunReport};
@@ -58,6 +59,9 @@ pub struct FullStackOptions {
     pub dwpd: Option<f64>,
     /// Keep the persona's task as a file-level trace (returned beside the report).
     pub record: bool,
+    /// A trace replay stops at the first operation it cannot honour instead of counting
+    /// it (`ReplayReport::unhonoured`).
+    pub strict: bool,
 }
 
 impl Default for FullStackOptions {
@@ -66,6 +70,7 @@ impl Default for FullStackOptions {
             seed: 1,
             dwpd: None,
             record: true,
+            strict: false,
         }
     }
 }
@@ -122,7 +127,7 @@ pub fn run(
             (Some(report), None, trace)
         }
         StackWorkload::Trace { trace, .. } => {
-            let report = replay_trace(&shared, trace, options.seed).map_err(workload_err)?;
+            let report = replay_trace(&shared, trace, options).map_err(workload_err)?;
             (None, Some(report), None)
         }
     };
@@ -142,7 +147,9 @@ pub fn run(
         raw_capacity_bytes: ftl.config().nand.geometry.raw_bytes(),
         precondition: match workload {
             StackWorkload::Persona(_) => Some("the persona's app setup, synced".into()),
-            StackWorkload::Trace { .. } => None,
+            StackWorkload::Trace { .. } => {
+                Some("the directories and files the trace found on the phone, synced".into())
+            }
         },
     };
     let device = RunReport::from_device(ftl, info, &ReportOptions { dwpd: options.dwpd });
@@ -169,17 +176,7 @@ fn run_persona(
         record: options.record,
         ..RunOptions::default()
     };
-    let hook_stack = shared.clone();
-    let mut start_measuring = move |now: Nanos| -> Result<Nanos, AppError> {
-        let mut stack = hook_stack.lock();
-        let end = stack
-            .sync_all(now)
-            .map_err(|e| AppError::file("sync_all", "/", e))?;
-        stack
-            .reset_measurement()
-            .map_err(|e| AppError::file("sync_all", "/", e))?;
-        Ok(end)
-    };
+    let mut start_measuring = sync_and_restart(shared, false);
     let out = run_with_hook(
         persona,
         Box::new(shared.clone()),
@@ -193,20 +190,51 @@ fn run_persona(
     }
 }
 
+/// Lays down what the trace found on the phone (its directories, the files that existed
+/// before it), syncs it, restarts the counters, then replays the trace.
 fn replay_trace(
     shared: &SharedStack,
     trace: &FileTrace,
-    seed: u64,
+    options: &FullStackOptions,
 ) -> Result<ReplayReport, AppError> {
-    {
+    // The data was on flash before the capture: its reads must reach the device.
+    let mut start_measuring = sync_and_restart(shared, true);
+    let mut api = shared.clone();
+    let replay_options = ReplayOptions {
+        start_ns: shared.lock().now_ns(),
+        strict: options.strict,
+    };
+    flashstack_apps::replay_with(
+        trace,
+        &mut api as &mut dyn FileApi,
+        options.seed,
+        &replay_options,
+        &mut start_measuring,
+    )
+}
+
+/// The start of a measurement: the stack syncs (every dirty page written, a checkpoint),
+/// with `drop_caches` drops its clean pages, and restarts every layer's counters.
+fn sync_and_restart(
+    shared: &SharedStack,
+    drop_caches: bool,
+) -> impl FnMut(Nanos) -> Result<Nanos, AppError> {
+    let shared = shared.clone();
+    move |now: Nanos| {
         let mut stack = shared.lock();
+        let end = stack
+            .sync_all(now)
+            .map_err(|e| AppError::file("sync_all", "/", e))?;
+        if drop_caches {
+            stack
+                .drop_caches()
+                .map_err(|e| AppError::file("drop_caches", "/", e))?;
+        }
         stack
             .reset_measurement()
             .map_err(|e| AppError::file("reset", "/", e))?;
+        Ok(end)
     }
-    let mut api = shared.clone();
-    let start = shared.lock().now_ns();
-    flashstack_apps::replay_at(trace, &mut api as &mut dyn FileApi, seed, start)
 }
 
 /// Idles past the cache's dirty expiry plus one flusher period: what a phone left alone
@@ -216,6 +244,19 @@ fn settle(stack: &mut Stack) -> Result<Nanos, flashstack_sqlvfs::FileError> {
     let settle_ns = cache.dirty_expire_ns + cache.dirty_writeback_interval_ns;
     let until = stack.now_ns().saturating_add(settle_ns);
     stack.idle_until(until)
+}
+
+/// `none`, or each kind the replay could not honour with its count.
+fn unhonoured_cell(report: &ReplayReport) -> String {
+    if report.unhonoured.is_empty() {
+        return "none".into();
+    }
+    let kinds: Vec<String> = report
+        .unhonoured
+        .iter()
+        .map(|(kind, n)| format!("{kind} ×{}", format_count(*n)))
+        .collect();
+    kinds.join(", ")
 }
 
 fn op_cell(run: &StackRun, name: &str, pick: fn(&OpReport) -> Nanos) -> String {
@@ -261,6 +302,21 @@ pub fn render(runs: &[StackRun]) -> String {
             .and_then(|p| p.trace.as_ref())
             .map_or("-".into(), trace_cell)
     });
+    if runs.iter().any(|r| r.replay.is_some()) {
+        row("trace: found on the phone".into(), &|r| {
+            r.replay.as_ref().map_or("-".into(), |p| {
+                format!(
+                    "{} files ({}), {} dirs",
+                    format_count(p.preexisting_files),
+                    format_bytes(p.preexisting_bytes),
+                    format_count(p.directories_made)
+                )
+            })
+        });
+        row("trace: not honoured".into(), &|r| {
+            r.replay.as_ref().map_or("-".into(), unhonoured_cell)
+        });
+    }
     for op in ["write", "read", "fsync", "fdatasync"] {
         row(
             format!("file {op} calls / p99"),

@@ -245,6 +245,12 @@ impl Ftl {
     pub fn mapped_lbas(&self) -> u64 {
         self.l2p.iter().filter(|&&s| s != UNMAPPED).count() as u64
     }
+    /// Whether `lba` holds data (written and not trimmed since); false beyond the device.
+    pub fn is_mapped(&self, lba: u64) -> bool {
+        self.l2p
+            .get(lba as usize)
+            .is_some_and(|&slot| slot != UNMAPPED)
+    }
     /// Free blocks on a die.
     pub fn free_blocks(&self, die: u32) -> u32 {
         self.blocks.free_count(die)

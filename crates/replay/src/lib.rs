@@ -9,6 +9,7 @@ mod image;
 mod precondition;
 mod prefill;
 mod snapshot;
+mod traced;
 
 use std::collections::VecDeque;
 
@@ -24,6 +25,7 @@ use thiserror::Error;
 pub use image::ImageReport;
 pub use precondition::{Precondition, PreconditionReport};
 pub use snapshot::{content_zones, SnapshotReport, DEFAULT_SNAPSHOT_AGING};
+pub use traced::PROCESSES_LISTED_MAX;
 
 /// Requests the replay looks ahead (for prefetching).
 const LOOKAHEAD: usize = 8;
@@ -140,6 +142,12 @@ pub struct Replayer {
     prepared: bool,
     /// Threads generating page contents ahead of the device; `None`: all cores but one.
     content_workers: Option<usize>,
+    /// Per-process counters of the measured replay, when asked for
+    /// ([`track_processes`](Self::track_processes)).
+    processes: Option<traced::ProcessStats>,
+    /// Data a trace reads without writing it, when planned
+    /// ([`plan_existing_reads`](Self::plan_existing_reads)).
+    existing_reads: Option<traced::ExistingReads>,
 }
 
 impl Replayer {
@@ -168,6 +176,8 @@ impl Replayer {
             snapshot_ranges: Vec::new(),
             prepared: false,
             content_workers: None,
+            processes: None,
+            existing_reads: None,
         })
     }
 
@@ -182,13 +192,15 @@ impl Replayer {
         self.ftl.capacity_lbas() * LBA_SIZE as u64
     }
 
-    /// Preconditions (if configured) and starts the measurement phase.
+    /// Preconditions (if configured), lays down the data a trace reads without writing it
+    /// (if planned), and starts the measurement phase.
     pub fn prepare(&mut self, progress: &mut dyn Progress) -> Result<(), ReplayError> {
         if let Some(p) = self.config.precondition.clone() {
             let report =
                 precondition::run(self, &p, progress).map_err(ReplayError::Precondition)?;
             self.precondition = Some(report);
         }
+        self.lay_down_existing_reads(progress)?;
         self.ftl.reset_measurement();
         self.time_offset_ns = self.ftl.measure_start_ns();
         self.last_arrival_ns = self.time_offset_ns;
@@ -392,26 +404,30 @@ impl Replayer {
         let arrival_ns = (self.time_offset_ns + request.arrival_ns).max(self.last_arrival_ns);
         self.last_arrival_ns = arrival_ns;
         let device = |source| ReplayError::Device { index, source };
-        match request.kind {
-            RequestKind::Flush => {
-                self.ftl.flush(arrival_ns).map_err(device)?;
-            }
+        let (lbas, complete_ns) = match request.kind {
+            RequestKind::Flush => (0, self.ftl.flush(arrival_ns).map_err(device)?.complete_ns),
             RequestKind::Trim => {
                 let (lba, count) = self.lba_range(index, request)?;
                 if self.config.store_contents {
                     self.versions[lba as usize..(lba + count as u64) as usize].fill(0);
                 }
-                self.ftl.trim(arrival_ns, lba, count).map_err(device)?;
+                let done = self.ftl.trim(arrival_ns, lba, count).map_err(device)?;
+                (count, done.complete_ns)
             }
             RequestKind::Write => {
                 let (lba, count) = self.lba_range(index, request)?;
-                self.write_from(arrival_ns, lba, count, request.hints, prefill)
+                let done = self
+                    .write_from(arrival_ns, lba, count, request.hints, prefill)
                     .map_err(device)?;
+                (count, done)
             }
             RequestKind::Read => {
                 let (lba, count) = self.lba_range(index, request)?;
-                self.read(index, arrival_ns, lba, count)?;
+                (count, self.read(index, arrival_ns, lba, count)?)
             }
+        };
+        if let Some(stats) = &mut self.processes {
+            stats.record(request, u64::from(lbas), complete_ns - arrival_ns);
         }
         Ok(())
     }
@@ -471,19 +487,21 @@ impl Replayer {
         Ok(self.ftl.write(arrival_ns, lba, payload, hints)?.complete_ns)
     }
 
+    /// Reads (and with `verify_reads` checks) `count` LBAs; returns the completion time.
     fn read(
         &mut self,
         index: u64,
         arrival_ns: u64,
         lba: u64,
         count: u32,
-    ) -> Result<(), ReplayError> {
+    ) -> Result<u64, ReplayError> {
         let device = |source| ReplayError::Device { index, source };
         if !(self.config.store_contents && self.config.verify_reads) {
-            self.ftl
+            let done = self
+                .ftl
                 .read(arrival_ns, lba, count, None)
                 .map_err(device)?;
-            return Ok(());
+            return Ok(done.complete_ns);
         }
         let bytes = count as usize * LBA_SIZE;
         let mut buffer = std::mem::take(&mut self.read_buffer);
@@ -491,14 +509,14 @@ impl Replayer {
         let result = self
             .ftl
             .read(arrival_ns, lba, count, Some(&mut buffer[..bytes]));
-        let checked = result.map_err(device).and_then(|_| {
+        let checked = result.map_err(device).and_then(|done| {
             for i in 0..count as usize {
                 let l = lba + i as u64;
                 if !self.content_matches(l, &buffer[i * LBA_SIZE..(i + 1) * LBA_SIZE]) {
                     return Err(ReplayError::Corruption { index, lba: l });
                 }
             }
-            Ok(())
+            Ok(done.complete_ns)
         });
         self.read_buffer = buffer;
         checked

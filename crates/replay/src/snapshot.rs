@@ -106,7 +106,8 @@ impl Replayer {
         Ok(&self.snapshot)
     }
 
-    fn lay_down(
+    /// Writes every LBA of `lbas` once, in chunks, counting them in `written`.
+    pub(crate) fn lay_down(
         &mut self,
         lbas: Range<u64>,
         written: &mut u64,

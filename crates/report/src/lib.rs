@@ -2,6 +2,7 @@
 //! and rendered as a terminal table, JSON or CSV (one row per run).
 
 mod render;
+mod trace;
 
 use std::collections::BTreeMap;
 
@@ -10,6 +11,10 @@ use flashstack_sim::{LatencySummary, NS_PER_SEC};
 use serde::Serialize;
 
 pub use render::{flatten_json, render_columns, render_csv, render_json, render_table};
+pub use trace::{
+    render_trace_notes, ExistingReadFigures, IdleGapFigures, ProcessFigures, TraceFigures,
+    OTHER_PROCESSES,
+};
 
 /// What was run.
 #[derive(Clone, Debug, Serialize)]
@@ -25,7 +30,7 @@ pub struct RunInfo {
     pub precondition: Option<String>,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct HostFigures {
     pub read_requests: u64,
     pub write_requests: u64,
@@ -142,6 +147,10 @@ pub struct RunReport {
     pub compression: CompressionFigures,
     pub energy: EnergyFigures,
     pub lifetime: LifetimeFigures,
+    /// What the block trace held and what was done to it before the replay, and who issued
+    /// what (block traces only; absent for other workloads).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trace: Option<TraceFigures>,
 }
 
 /// Options for figures that need an outside assumption.
@@ -244,6 +253,7 @@ impl RunReport {
             energy: energy(ftl, span_ns),
             lifetime,
             run,
+            trace: None,
         }
     }
 }

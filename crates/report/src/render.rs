@@ -158,7 +158,8 @@ const ROWS: &[Row] = &[
     }),
 ];
 
-/// One column per run, headed by the device name.
+/// One column per run, headed by the device name; then, for block traces, the trace's
+/// notes and process table ([`crate::render_trace_notes`]).
 pub fn render_table(reports: &[RunReport]) -> String {
     let headers: Vec<String> = reports.iter().map(|r| r.run.device.clone()).collect();
     let rows: Vec<(String, Vec<String>)> = ROWS
@@ -172,6 +173,7 @@ pub fn render_table(reports: &[RunReport]) -> String {
         }
     }
     out.push_str(&render_columns(&headers, &rows));
+    out.push_str(&crate::render_trace_notes(reports));
     out
 }
 

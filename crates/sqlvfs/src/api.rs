@@ -151,6 +151,13 @@ pub trait FileApi: Send {
     /// Creates the directory `path` (its parent must exist on file systems with
     /// directories; a flat file system only records it). `AlreadyExists` if it exists.
     fn mkdir(&mut self, now: Nanos, path: &str) -> Result<Nanos, FileError>;
+    /// fsync of the directory `path` (what SQLite does after creating or deleting a
+    /// journal): the names changed in it become durable. The default does nothing, which
+    /// is right for a file system whose namespace changes are durable at once.
+    fn sync_dir(&mut self, now: Nanos, path: &str) -> Result<Nanos, FileError> {
+        let _ = path;
+        Ok(now)
+    }
     /// Whether [`atomic_begin`](Self::atomic_begin) is available (F2FS's
     /// `F2FS_IOC_GET_FEATURES` reporting `F2FS_FEATURE_ATOMIC_WRITE`): the VFS reports
     /// `SQLITE_IOCAP_BATCH_ATOMIC` only then.

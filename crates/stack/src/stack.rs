@@ -241,6 +241,12 @@ impl Stack {
         failed.map_or(Ok(end), Err)
     }
 
+    /// Drops the page cache's clean pages (`drop_caches`): later reads of them reach
+    /// the device. Returns how many were dropped.
+    pub fn drop_caches(&mut self) -> Result<u64, FileError> {
+        Ok(self.cache()?.drop_clean_pages())
+    }
+
     /// `sync_all`, the state a clean unmount leaves (a checkpoint).
     pub fn unmount(&mut self, now: Nanos) -> Result<Nanos, FileError> {
         self.sync_all(now)
@@ -676,6 +682,23 @@ impl FileApi for Stack {
         Ok(self.done("mkdir", start, end, 0))
     }
 
+    /// A directory fsync: a checkpoint if names changed since the last one (as a file's
+    /// fsync does), else nothing reaches the device.
+    fn sync_dir(&mut self, now: Nanos, path: &str) -> Result<Nanos, FileError> {
+        let start = self.enter(now)?;
+        let dirty = self.namespace_dirty;
+        let fs = self.fs()?;
+        fs.advance_to(start);
+        fs.lookup(path).map_err(|e| fs_err(path, e))?;
+        let mut end = fs.now_ns();
+        if dirty {
+            fs.checkpoint_names().map_err(io)?;
+            end = fs.now_ns();
+            self.namespace_dirty = false;
+        }
+        Ok(self.done("fsync-dir", start, end, 0))
+    }
+
     fn atomic_write_supported(&mut self) -> bool {
         self.config.fs.atomic_write
     }
@@ -783,6 +806,9 @@ impl FileApi for SharedStack {
     }
     fn mkdir(&mut self, now: Nanos, path: &str) -> Result<Nanos, FileError> {
         self.lock().mkdir(now, path)
+    }
+    fn sync_dir(&mut self, now: Nanos, path: &str) -> Result<Nanos, FileError> {
+        self.lock().sync_dir(now, path)
     }
     fn atomic_write_supported(&mut self) -> bool {
         self.lock().atomic_write_supported()

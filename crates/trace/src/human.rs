@@ -5,12 +5,14 @@ pub(crate) fn count(value: u64) -> String {
     flashstack_sim::units::format_count(value)
 }
 
-/// Formats a duration with its two largest units (`5h 2m`, `3m 20s`) or, below a minute, one
-/// unit with a decimal (`1.5s`, `12.0ms`).
+/// Formats a duration with its two largest units (`2d 5h`, `5h 2m`, `3m 20s`) or, below a
+/// minute, one unit with a decimal (`1.5s`, `12.0ms`).
 pub(crate) fn duration(ns: u64) -> String {
     const SEC: u64 = 1_000_000_000;
     let secs = ns / SEC;
-    if secs >= 3600 {
+    if secs >= 86_400 {
+        format!("{}d {}h", secs / 86_400, secs % 86_400 / 3600)
+    } else if secs >= 3600 {
         format!("{}h {}m", secs / 3600, secs % 3600 / 60)
     } else if secs >= 60 {
         format!("{}m {}s", secs / 60, secs % 60)
@@ -64,6 +66,7 @@ mod tests {
             "5h 2m"
         );
         assert_eq!(duration(200 * 1_000_000_000), "3m 20s");
+        assert_eq!(duration((2 * 86_400 + 5 * 3600) * 1_000_000_000), "2d 5h");
         assert_eq!(duration(1_500_000_000), "1.5s");
         assert_eq!(duration(12_000_000), "12.0ms");
         assert_eq!(duration(2_500), "2.5us");

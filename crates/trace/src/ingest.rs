@@ -203,6 +203,7 @@ impl TraceBuilder {
             requests: self.requests,
             processes: self.processes.names,
             parse_report: self.report,
+            clean_report: None,
         })
     }
 }

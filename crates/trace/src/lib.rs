@@ -51,8 +51,9 @@
 //!
 //! # Beyond parsing
 //!
-//! - [`clean`] drops requests logged twice and shortens implausible idle gaps (both known
-//!   artefacts of the Pixel 6a traces).
+//! - [`clean`] drops requests logged twice by two processes (keeping a process's own
+//!   rewrites) and shortens implausible idle gaps (both known artefacts of the Pixel 6a
+//!   traces); [`idle_gaps`] measures the gaps without changing anything.
 //! - [`SyntheticSpec`] and [`synthetic`] generate sequential, uniform, Zipf and hot/cold
 //!   workloads from a one-line spec, deterministically from a seed.
 //! - [`inspect`] summarises any stream of requests ([`TraceSummary`]).
@@ -94,7 +95,7 @@ use std::str::FromStr;
 pub use flashstack_block::{Hints, RequestKind, Temperature};
 use serde::{Deserialize, Serialize};
 
-pub use clean::{clean, CleanOptions, CleanReport};
+pub use clean::{clean, idle_gaps, CleanOptions, CleanReport, IdleGaps, IDLE_GAP_NS};
 pub use error::TraceError;
 pub use ingest::{detect_format, parse_file, parse_reader, DETECT_LINES, MAX_LINE_BYTES};
 pub use inspect::{
@@ -137,6 +138,8 @@ pub struct Trace {
     /// Distinct process (or device) names in order of first appearance.
     pub processes: Vec<String>,
     pub parse_report: ParseReport,
+    /// What [`clean`] changed, if the trace was cleaned.
+    pub clean_report: Option<CleanReport>,
 }
 
 impl Trace {

@@ -145,6 +145,7 @@ proptest! {
             requests,
             processes: Vec::new(),
             parse_report: Default::default(),
+            clean_report: None,
         };
         let report = clean(&mut trace, &CleanOptions { dedup_window_ns: window, max_gap_ns: gap });
         prop_assert_eq!(report.requests_after, trace.requests.len() as u64);

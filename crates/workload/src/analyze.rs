@@ -51,17 +51,28 @@ pub enum FileType {
     Temp,
     /// Media by extension (images, audio, video).
     Media,
+    /// Android's shared preferences: a `shared_prefs` directory on the path (XML files
+    /// rewritten whole).
+    Prefs,
+    /// Anything else in a `cache` or `code_cache` directory.
+    Cache,
+    /// A file whose name the capture lost: the stand-ins of a MobiGen import
+    /// (`…/mobigen-fd<FD>`, `/mobigen/fd<FD>`).
+    Unknown,
     Other,
 }
 
 impl FileType {
-    pub const ALL: [FileType; 7] = [
+    pub const ALL: [FileType; 10] = [
         FileType::SqliteDb,
         FileType::SqliteJournal,
         FileType::SqliteWal,
         FileType::SqliteShm,
         FileType::Temp,
         FileType::Media,
+        FileType::Prefs,
+        FileType::Cache,
+        FileType::Unknown,
         FileType::Other,
     ];
 
@@ -73,13 +84,24 @@ impl FileType {
             FileType::SqliteShm => "sqlite-shm",
             FileType::Temp => "temp",
             FileType::Media => "media",
+            FileType::Prefs => "prefs",
+            FileType::Cache => "cache",
+            FileType::Unknown => "unknown",
             FileType::Other => "other",
         }
     }
 
-    /// The type a path's name suggests.
+    /// The type a path's name suggests. In order: the SQLite suffixes, a MobiGen
+    /// stand-in, a `shared_prefs` directory, temporary names, media extensions, a cache
+    /// directory.
     pub fn of(path: &str) -> FileType {
         let name = path.rsplit('/').next().unwrap_or(path).to_ascii_lowercase();
+        let in_dir = |names: &[&str]| {
+            path.split('/')
+                .rev()
+                .skip(1)
+                .any(|dir| names.contains(&dir.to_ascii_lowercase().as_str()))
+        };
         let extension = name.rsplit_once('.').map_or("", |(_, ext)| ext);
         if name.ends_with("-journal") || name.contains("-mj") && name.contains(".db") {
             return FileType::SqliteJournal;
@@ -93,11 +115,13 @@ impl FileType {
         if matches!(extension, "db" | "sqlite" | "sqlite3" | "db3") {
             return FileType::SqliteDb;
         }
-        let temp_dir = path
-            .split('/')
-            .rev()
-            .skip(1)
-            .any(|dir| matches!(dir.to_ascii_lowercase().as_str(), "tmp" | "temp" | ".tmp"));
+        if name.starts_with("mobigen-fd") || path.starts_with("/mobigen/fd") {
+            return FileType::Unknown;
+        }
+        if in_dir(&["shared_prefs"]) {
+            return FileType::Prefs;
+        }
+        let temp_dir = in_dir(&["tmp", "temp", ".tmp"]);
         if matches!(
             extension,
             "tmp" | "temp" | "bak" | "swp" | "part" | "crdownload"
@@ -134,6 +158,9 @@ impl FileType {
                 | "flac"
         ) {
             return FileType::Media;
+        }
+        if in_dir(&["cache", "code_cache"]) {
+            return FileType::Cache;
         }
         FileType::Other
     }
@@ -199,6 +226,16 @@ pub struct TraceSummary {
     pub fdatasync_count: u64,
     pub sync_count: u64,
     pub by_type: Vec<TypeRow>,
+    /// Columns this trace cannot give (or gives only as a bound), each with why: what the
+    /// capture format did not keep.
+    pub not_computable: Vec<ColumnNote>,
+}
+
+/// A column of the summary that the trace cannot give, and why.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ColumnNote {
+    pub column: &'static str,
+    pub reason: String,
 }
 
 struct Page {
@@ -266,6 +303,7 @@ pub fn analyze(trace: &FileTrace) -> Result<TraceSummary, FieldError> {
         fdatasync_count: 0,
         sync_count: 0,
         by_type: Vec::new(),
+        not_computable: Vec::new(),
     };
     let mut ud_sum = 0.0;
     let id_of = |ids: &mut BTreeMap<String, usize>,
@@ -431,7 +469,53 @@ pub fn analyze(trace: &FileTrace) -> Result<TraceSummary, FieldError> {
             r
         })
         .collect();
+    s.not_computable = not_computable(&s);
     Ok(s)
+}
+
+/// The columns `s` cannot give and why, from what its writes carry and its names.
+fn not_computable(s: &TraceSummary) -> Vec<ColumnNote> {
+    let mut notes = Vec::new();
+    let updates = s.update_write_ops;
+    if updates > 0 && s.update_difference.is_none() {
+        notes.push(ColumnNote {
+            column: "UD",
+            reason: format!(
+                "update writes: {updates}, none with its bytes or a change ratio (MobiGen \
+                 keeps no data; strace keeps a write's bytes only when -s is at least its \
+                 length)"
+            ),
+        });
+    }
+    let unknown = s
+        .by_type
+        .iter()
+        .find(|r| r.file_type == FileType::Unknown && r.write_bytes > 0);
+    if let Some(r) = unknown {
+        let reason = format!(
+            "{} of the written bytes went to {} files whose names the capture lost (MobiGen \
+             cuts a writable open's path to its first two components): their type is \
+             unknown and files sharing an fd number are merged, so Small and the file-type \
+             breakdown are bounds",
+            percent(Some(r.write_share)),
+            r.files
+        );
+        notes.push(ColumnNote {
+            column: "Small, by file type",
+            reason,
+        });
+    }
+    if s.preexisting_write_bytes > 0 {
+        notes.push(ColumnNote {
+            column: "UR",
+            reason: format!(
+                "{} written bytes went to files that existed before the trace (size \
+                 unknown), all counted as updates: UR is an upper bound",
+                s.preexisting_write_bytes
+            ),
+        });
+    }
+    notes
 }
 
 fn row(rows: &mut BTreeMap<FileType, TypeRow>, file_type: FileType) -> &mut TypeRow {
@@ -594,6 +678,9 @@ impl TraceSummary {
                 percent(ur),
                 r.syncs
             );
+        }
+        for note in &self.not_computable {
+            let _ = writeln!(out, "cannot compute {}: {}", note.column, note.reason);
         }
         out
     }

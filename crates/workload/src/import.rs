@@ -37,6 +37,9 @@ pub struct ImportReport {
     pub other_lines: u64,
     /// Calls dropped because the state machine refused them (e.g. a length past the limit).
     pub invalid_calls: u64,
+    /// Read-only opens of a path the trace uses as a directory, marked `directory`
+    /// (SQLite opens a database's directory to fsync it).
+    pub directory_opens: u64,
 }
 
 impl ImportReport {
@@ -55,7 +58,7 @@ impl fmt::Display for ImportReport {
             f,
             "{} lines -> {} operations; left out: {} failed calls, {} calls without a \
              trace operation, {} calls on fds never opened, {} non-call lines, {} invalid; \
-             added: {} stand-in opens, {} implicit closes",
+             added: {} stand-in opens, {} implicit closes; {} directory opens",
             self.lines,
             self.ops,
             self.failed_calls.values().sum::<u64>(),
@@ -64,7 +67,8 @@ impl fmt::Display for ImportReport {
             self.other_lines,
             self.invalid_calls,
             self.stand_in_opens,
-            self.implicit_closes
+            self.implicit_closes,
+            self.directory_opens
         )?;
         for (title, map) in [
             ("failed", &self.failed_calls),
@@ -197,6 +201,7 @@ impl Builder {
                 self.report.invalid_calls += 1;
             }
         }
+        self.report.directory_opens = crate::dirs::mark_directory_opens(&mut ops);
         self.report.ops = ops.len() as u64;
         (FileTrace { ops }, self.report)
     }
@@ -226,6 +231,7 @@ pub fn class_for_path(path: &str) -> Option<ContentClass> {
             Some(ContentClass::SqliteTable)
         }
         FileType::Media => Some(ContentClass::Media),
+        FileType::Prefs => Some(ContentClass::Text),
         _ => None,
     }
 }

@@ -16,19 +16,23 @@
 //!   difference) with sync counts and a file-type breakdown.
 
 pub mod analyze;
+mod dirs;
 mod error;
 mod import;
 pub mod mobigen;
 mod op;
+mod preexisting;
 mod resolve;
 pub mod strace;
 pub mod text;
 
-pub use analyze::{analyze, FileType, TraceSummary};
+pub use analyze::{analyze, ColumnNote, FileType, TraceSummary};
+pub use dirs::{directory_paths, mark_directory_opens};
 pub use error::{FieldError, FileTraceError};
 pub use import::{class_for_path, class_for_prefix, ImportReport};
 pub use op::{
     Access, Data, EncodedPath, FileOp, FileTrace, OpKind, OpenFlags, INLINE_DATA_MAX_BYTES,
     OP_LEN_MAX_BYTES,
 };
+pub use preexisting::{preexisting_files, PreexistingFile};
 pub use resolve::{Effect, FileMeta, Resolver, FILES_MAX, OPEN_FDS_MAX};

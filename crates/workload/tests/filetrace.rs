@@ -415,3 +415,51 @@ fn strace_y_fd_paths_are_read() {
         )
     );
 }
+
+/// Issue 20, item 8: a MobiGen import keeps no data and cuts writable paths. The classes
+/// come from the paths that remain, stand-ins are typed `unknown` rather than `other`,
+/// and the analysis says which columns it cannot give and why.
+#[test]
+fn a_mobigen_analysis_types_what_it_can_and_says_what_it_cannot() {
+    let script = "\
+1 10 open data/data O_RDWR|O_CREAT|O_LARGEFILE 30
+1 20 pwrite 30 0 4096
+1 30 fsync 30 0
+1 40 open \"/data/data/com.example/shared_prefs/settings.xml\" O_RDONLY 31
+1 50 read 31 512
+1 60 close 31 0
+1 70 open /data/data O_WRONLY|O_CREAT|O_TRUNC|O_LARGEFILE 32
+1 80 pwrite 32 8192 4096
+";
+    let (trace, report) = mobigen::import(script.as_bytes(), "m").unwrap();
+    assert_eq!(report.directory_opens, 0);
+    let summary = analyze(&trace).unwrap();
+    let types: Vec<&str> = summary.by_type.iter().map(|r| r.file_type.name()).collect();
+    assert_eq!(types, ["unknown"]);
+    let columns: Vec<&str> = summary.not_computable.iter().map(|n| n.column).collect();
+    assert_eq!(columns, ["UD", "Small, by file type", "UR"]);
+    let table = summary.render();
+    assert!(
+        table.contains("cannot compute UD: update writes: 1, none with its bytes"),
+        "{table}"
+    );
+    assert!(
+        table.contains("MobiGen cuts a writable open's path"),
+        "{table}"
+    );
+
+    use flashstack_workload::FileType;
+    for (path, expected) in [
+        ("/data/data/a/shared_prefs/x.xml", FileType::Prefs),
+        ("/data/data/a/shared_prefs/x.xml.bak", FileType::Prefs),
+        ("/data/data/a/cache/img_17", FileType::Cache),
+        ("/data/data/a/code_cache/x.prof", FileType::Cache),
+        ("/data/data/a/cache/photo.jpg", FileType::Media),
+        ("/data/data/a/databases/m.db-wal", FileType::SqliteWal),
+        ("/data/data/mobigen-fd30", FileType::Unknown),
+        ("/mobigen/fd7", FileType::Unknown),
+        ("/data/data/a/files/blob", FileType::Other),
+    ] {
+        assert_eq!(FileType::of(path), expected, "{path}");
+    }
+}

@@ -1,0 +1,299 @@
+//! Captured block traces (the Pixel CSV) run as captured: the checks before the run, the
+//! trace section of the report and JSON (issue 20, items 1–5). Each trace is written here,
+//! a few lines long, to reproduce one artefact of the public phone traces.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn flashstack(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_flashstack"))
+        .args(args)
+        .output()
+        .expect("the binary runs")
+}
+
+fn temp(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("flashstack-traces-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+/// A Pixel CSV trace of `rows` (`process,device,rw,sector,size,seconds`).
+fn pixel(name: &str, rows: &str) -> PathBuf {
+    let path = temp(name);
+    std::fs::write(
+        &path,
+        format!("proces,device,rw_flag,sector,size,timestamp\n{rows}"),
+    )
+    .unwrap();
+    path
+}
+
+const DEVICE: &str = "ldc-emmc+nand.geometry.blocks_per_plane=64";
+
+/// Runs `trace` on the small device with `extra` options; returns the table and the JSON.
+fn run(trace: &Path, extra: &[&str]) -> (String, Value) {
+    let json = temp(&format!(
+        "{}.json",
+        trace.file_name().unwrap().to_string_lossy()
+    ));
+    let mut args = vec![
+        "run",
+        "--quiet",
+        "--device",
+        DEVICE,
+        "--trace",
+        trace.to_str().unwrap(),
+        "--json",
+        json.to_str().unwrap(),
+    ];
+    args.extend(extra);
+    let out = flashstack(&args);
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let value: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let report = match value {
+        Value::Array(mut runs) => runs.remove(0),
+        other => other,
+    };
+    (String::from_utf8(out.stdout).unwrap(), report)
+}
+
+/// Item 1: a trace of a bigger phone fails before preconditioning, and says which presets
+/// would hold it and that --wrap folds it in.
+#[test]
+fn an_address_beyond_the_device_is_refused_before_preconditioning_with_presets_that_fit() {
+    // Sector 2^26 is byte 32 GiB: beyond the 13 MiB test device and the 16 GiB default.
+    let trace = pixel(
+        "far.csv",
+        "app,sda,W,8,8,1.0\napp,sda,W,67108864,8,1.5\napp,sda,R,8,8,2.0\n",
+    );
+    let args = [
+        "run",
+        "--quiet",
+        "--device",
+        DEVICE,
+        "--precondition",
+        "0.9",
+        "--trace",
+        trace.to_str().unwrap(),
+    ];
+    let out = flashstack(&args);
+    assert!(!out.status.success());
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.contains("checked before preconditioning"), "{err}");
+    assert!(err.contains("request 1"), "{err}");
+    assert!(err.contains("--device ") && err.contains("--wrap"), "{err}");
+    // Only presets at least as big as the trace's reach are offered.
+    assert!(!err.contains("ldc-emmc ("), "{err}");
+    let mut wrapped = args.to_vec();
+    wrapped.push("--wrap");
+    let out = flashstack(&wrapped);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Items 2 and 3: a write logged by a kernel thread and the app is one request, the app
+/// rewriting its block is two; a three-day idle gap and a request out of order are said,
+/// with counts, in the table and the JSON.
+#[test]
+fn duplicates_rewrites_idle_gaps_and_reordering_are_reported() {
+    let trace = pixel(
+        "artefacts.csv",
+        "com.example.app,sda,W,800,8,100.000\n\
+         kworker/u16:3,sda,W,800,8,100.002\n\
+         com.example.app,sda,W,1600,8,100.010\n\
+         com.example.app,sda,W,1600,8,100.013\n\
+         com.example.app,sda,R,800,8,100.012\n\
+         com.example.app,sda,W,2400,8,359300.0\n",
+    );
+    let (table, json) = run(&trace, &["--no-precondition"]);
+    let t = &json["trace"];
+    assert_eq!(t["reordered"], 1, "{t}");
+    assert_eq!(t["idle_gaps"]["count"], 1, "{t}");
+    assert_eq!(t["idle_gaps"]["compressed"], false, "{t}");
+    assert!(table.contains("1 arrived out of order"), "{table}");
+    assert!(table.contains("kept as captured"), "{table}");
+
+    let (table, json) = run(&trace, &["--no-precondition", "--clean"]);
+    let t = &json["trace"];
+    assert_eq!(t["duplicates_dropped"], 1, "{t}");
+    assert_eq!(t["rewrites_kept"], 1, "{t}");
+    assert_eq!(t["requests"], 5, "{t}");
+    assert_eq!(t["idle_gaps"]["compressed"], true, "{t}");
+    assert_eq!(
+        t["idle_gaps"]["longest_ns"],
+        (359_300_000_000_000u64 - 100_013_000_000),
+        "{t}"
+    );
+    assert!(table.contains("each cut to 10.000 s"), "{table}");
+    assert!(
+        table.contains("1 requests logged twice by two processes dropped"),
+        "{table}"
+    );
+    // Simulated time: 13 ms of requests and one gap cut to 10 s.
+    let seconds = json["simulated_seconds"].as_f64().unwrap();
+    assert!(seconds < 11.0, "{seconds}");
+}
+
+/// Item 4: who wrote what, with bytes and latencies, most bytes first.
+#[test]
+fn the_report_breaks_requests_down_by_process() {
+    let trace = pixel(
+        "processes.csv",
+        "com.example.video,sda,W,0,256,1.0\n\
+         com.example.video,sda,W,256,256,1.1\n\
+         f2fs_gc,sda,W,4096,8,1.2\n\
+         com.example.video,sda,R,0,8,1.3\n\
+         logd,sda,W,8192,16,1.4\n",
+    );
+    let (table, json) = run(&trace, &["--no-precondition", "--processes", "2"]);
+    let processes = json["trace"]["processes"].as_array().unwrap();
+    let names: Vec<&str> = processes
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["com.example.video", "logd", "(other)"]);
+    let video = &processes[0];
+    assert_eq!(video["write_requests"], 2);
+    assert_eq!(video["write_bytes"], 2 * 128 * 1024);
+    assert_eq!(video["read_requests"], 1);
+    assert_eq!(video["latency"]["write"]["count"], 2);
+    assert_eq!(processes[2]["write_bytes"], 4096);
+    assert!(
+        table.contains("processes on") && table.contains("com.example.video"),
+        "{table}"
+    );
+}
+
+/// Item 5: data the trace reads without writing is on the phone; the replay writes it
+/// before measuring, so the reads cost NAND reads (and without it, nothing).
+#[test]
+fn reads_of_data_the_trace_never_wrote_hit_flash() {
+    let trace = pixel(
+        "cold-reads.csv",
+        "app,sda,W,0,8,1.0\napp,sda,R,2048,2048,1.1\napp,sda,R,0,8,1.2\n",
+    );
+    let (table, json) = run(&trace, &["--no-precondition"]);
+    let existing = &json["trace"]["existing_reads"];
+    assert_eq!(existing["lbas_read_unwritten"], 256, "{existing}");
+    assert_eq!(existing["lbas_laid_down"], 256, "{existing}");
+    let nand_reads = json["nand"]["page_reads"].as_u64().unwrap();
+    assert!(nand_reads >= 256 / 4, "{nand_reads} NAND reads");
+    assert!(table.contains("so every such read hits flash"), "{table}");
+
+    let (_, json) = run(&trace, &["--no-precondition", "--no-read-footprint"]);
+    let cold = json["nand"]["page_reads"].as_u64().unwrap();
+    assert!(cold < nand_reads / 10, "{cold} against {nand_reads}");
+}
+
+/// A MobiGen script of an app's SQLite files (issue 20, items 6, 7 and 9): the database
+/// directory opened read-only and fsynced, a stand-in file that existed before the
+/// capture created again with O_EXCL, a journal unlinked that the capture never saw
+/// created (and unlinked again), an rmdir MobiGen has no call for.
+const MOBIGEN: &str = "\
+1 50 open /data/data O_WRONLY|O_CREAT|O_TRUNC|O_LARGEFILE 30
+1 60 pread 30 0 8192
+1 70 close 30 0
+1 100 open \"/data/data/com.example/databases/app.db\" O_RDONLY|O_LARGEFILE 33
+1 110 pread 33 4096 4096
+1 120 close 33 0
+1 200 open data/data O_RDWR|O_CREAT|O_EXCL|O_LARGEFILE 30
+1 300 pwrite 30 0 4096
+1 400 fsync 30 0
+1 500 open \"/data/data/com.example/databases\" O_RDONLY|O_LARGEFILE 31
+1 600 fsync 31 0
+1 700 close 31 0
+1 800 close 30 0
+1 900 unlink \"/data/data/com.example/databases/app.db-journal\" 0
+1 950 unlink \"/data/data/com.example/databases/app.db-journal\" 0
+";
+
+fn imported_mobigen() -> PathBuf {
+    let (script, fst) = (temp("app.mobigen"), temp("app.fst"));
+    std::fs::write(&script, MOBIGEN).unwrap();
+    let out = flashstack(&[
+        "trace",
+        "import",
+        "--from",
+        "mobigen",
+        script.to_str().unwrap(),
+        fst.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stderr).unwrap();
+    assert!(text.contains("1 directory opens"), "{text}");
+    fst
+}
+
+/// Runs a file-level trace on the default stack; the JSON of its one run.
+fn run_stack(fst: &Path, extra: &[&str]) -> Result<(String, Value), String> {
+    let json = temp("stack.json");
+    let mut args = vec![
+        "run",
+        "--quiet",
+        "--workload",
+        fst.to_str().unwrap(),
+        "--json",
+        json.to_str().unwrap(),
+    ];
+    args.extend(extra);
+    let out = flashstack(&args);
+    if !out.status.success() {
+        return Err(String::from_utf8(out.stderr).unwrap());
+    }
+    let value: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let run = match value {
+        Value::Array(mut runs) => runs.remove(0),
+        other => other,
+    };
+    Ok((String::from_utf8(out.stdout).unwrap(), run))
+}
+
+#[test]
+fn a_mobigen_trace_replays_as_captured_and_counts_what_it_cannot_honour() {
+    let fst = imported_mobigen();
+    let text = std::fs::read_to_string(&fst).unwrap();
+    assert!(
+        text.contains("open 31 /data/data/com.example/databases rdonly|directory"),
+        "{text}"
+    );
+    let (table, run) = run_stack(&fst, &[]).unwrap();
+    let replay = &run["replay"];
+    // The stand-in (8 KiB read), the database (read to 8 KiB) and the journal.
+    assert_eq!(replay["preexisting_files"], 3, "{replay}");
+    assert_eq!(replay["preexisting_bytes"], 16384, "{replay}");
+    let unhonoured = &replay["unhonoured"];
+    assert_eq!(
+        unhonoured["exclusive create of an existing file"], 1,
+        "{replay}"
+    );
+    assert_eq!(unhonoured["unlink of a missing file"], 1, "{replay}");
+    assert_eq!(replay["skipped"], 1, "{replay}");
+    assert!(
+        table.contains("exclusive create of an existing file ×1"),
+        "{table}"
+    );
+    // The existing files were on flash: their reads miss the cache.
+    // Three pages: 0–8 KiB of the stand-in, 4–8 KiB of the database.
+    assert_eq!(run["cache"]["read_misses"], 3, "{}", run["cache"]);
+    assert!(run["device"]["nand"]["page_reads"].as_u64().unwrap() >= 2);
+
+    let err = run_stack(&fst, &["--strict"]).unwrap_err();
+    assert!(
+        err.contains("operation 7 (open)") && err.contains("exclusive create of an existing file"),
+        "{err}"
+    );
+}
