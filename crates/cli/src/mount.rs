@@ -58,6 +58,10 @@ pub struct MountArgs {
     /// Seed of the device's randomness (default: the stack's seed; 1 in block-file mode).
     #[arg(long)]
     seed: Option<u64>,
+    /// Mount a used phone (`flashstack phone age`): its F2FS over its worn device, on the
+    /// stack (its device must be the phone's). The file itself is not changed.
+    #[arg(long, value_name = "FILE.phone", conflicts_with_all = ["block", "image"])]
+    phone: Option<PathBuf>,
 }
 
 /// Block-file mode's device when --device is not given.
@@ -143,6 +147,9 @@ fn stack_config(args: &MountArgs) -> Result<StackConfig> {
 /// the image survives the daemon being killed (the next mount recovers fsync'd files by
 /// roll-forward; what was only in the page cache is lost, as at a power cut).
 fn mount_f2fs(args: &MountArgs, stack: StackConfig) -> Result<()> {
+    if let Some(path) = &args.phone {
+        return mount_phone(args, stack, path);
+    }
     let ftl = Ftl::new(stack.device.clone(), true, stack.seed)
         .with_context(|| format!("device '{}'", stack.device.name))?;
     let format = MkfsOptions {
@@ -163,6 +170,37 @@ fn mount_f2fs(args: &MountArgs, stack: StackConfig) -> Result<()> {
     };
     let file = BlockFile::new(ftl);
     let report = report(&file, &stack.device, stack.seed, "FUSE F2FS mount");
+    print!("{}", render_table(std::slice::from_ref(&report)));
+    print!("{}", metrics.render_table());
+    if let Some(path) = &args.metrics {
+        std::fs::write(path, mount_json(&report, &stack, &metrics)?)
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    Ok(())
+}
+
+/// `--phone`: the phone's device rebuilt from the file (a `--stack` given must have the
+/// same device; by default the stack the phone was made on), F2FS mounted from the time
+/// the phone was shut down.
+fn mount_phone(args: &MountArgs, stack: StackConfig, path: &Path) -> Result<()> {
+    let image = flashstack_phone::PhoneImage::load(path)?;
+    let stack = if args.stack.is_none() && args.device.is_none() {
+        let mut own = image.header.stack.clone();
+        own.seed = args.seed.unwrap_or(own.seed);
+        own
+    } else {
+        stack
+    };
+    eprintln!("{}: {}", path.display(), image.header.summary());
+    let (ftl, start_ns) = image.into_device(&stack, stack.seed)?;
+    let (ftl, metrics) = serve_f2fs_at(ftl, &stack, args, start_ns)?;
+    let file = BlockFile::new(ftl);
+    let report = report(
+        &file,
+        &stack.device,
+        stack.seed,
+        "FUSE F2FS mount of a used phone",
+    );
     print!("{}", render_table(std::slice::from_ref(&report)));
     print!("{}", metrics.render_table());
     if let Some(path) = &args.metrics {
@@ -224,7 +262,17 @@ fn serve_f2fs<D: BlockDevice + Send + 'static>(
     stack: &StackConfig,
     args: &MountArgs,
 ) -> Result<(D, F2fsTreeMetrics)> {
-    let fs = F2fs::mount_with(dev, 0, stack.fs.mount.clone()).context("mounting F2FS")?;
+    serve_f2fs_at(dev, stack, args, 0)
+}
+
+/// [`serve_f2fs`] with the first request at virtual time `start_ns`.
+fn serve_f2fs_at<D: BlockDevice + Send + 'static>(
+    dev: D,
+    stack: &StackConfig,
+    args: &MountArgs,
+    start_ns: flashstack_sim::Nanos,
+) -> Result<(D, F2fsTreeMetrics)> {
+    let fs = F2fs::mount_with(dev, start_ns, stack.fs.mount.clone()).context("mounting F2FS")?;
     let tree = F2fsTree::new(fs, stack.cache.clone()).context("the page cache")?;
     let tree = match &args.record {
         None => serve(tree, args, &stack.name)?,

@@ -71,6 +71,14 @@ pub struct RunArgs {
     /// Write the persona's recorded task as a file-level trace (first configuration).
     #[arg(long, value_name = "FILE")]
     pub(crate) record: Option<PathBuf>,
+    /// Start personas and file traces from this used phone (`flashstack phone age`)
+    /// instead of the stack's built-in aged phone.
+    #[arg(long, value_name = "FILE.phone", conflicts_with = "fresh")]
+    pub(crate) phone: Option<PathBuf>,
+    /// Start personas and file traces from a factory-new phone (an empty F2FS on a fresh
+    /// device) instead of the built-in aged phone.
+    #[arg(long)]
+    pub(crate) fresh: bool,
     /// Replay the workload N times back to back (the LDC paper replays each 3 times).
     #[arg(long, value_name = "N", default_value_t = 1,
           value_parser = clap::value_parser!(u32).range(1..))]
@@ -276,6 +284,11 @@ pub fn run(args: RunArgs) -> Result<()> {
     if args.stack.is_some() || args.record.is_some() {
         bail!("--stack and --record apply to personas and file-level traces (--workload)");
     }
+    if args.phone.is_some() || args.fresh {
+        bail!(
+            "--phone and --fresh apply to personas and file-level traces (--workload); block              workloads start from --precondition, --image or a built-in workload's own data"
+        );
+    }
     let (input, mut workload_name) = Input::from_args(&args)?;
     if args.repeat > 1 {
         workload_name = format!("{workload_name} x{}", args.repeat);
@@ -303,7 +316,7 @@ pub fn run(args: RunArgs) -> Result<()> {
 }
 
 /// `FILE` for a single device; `FILE-N.ext` (N from 1) for device N of several.
-fn numbered(path: &Path, index: usize, devices: usize) -> PathBuf {
+pub(crate) fn numbered(path: &Path, index: usize, devices: usize) -> PathBuf {
     if devices == 1 {
         return path.to_path_buf();
     }

@@ -146,8 +146,7 @@ impl<D: BlockDevice> F2fs<D> {
         let footer_at = start + cp.cp_pack_total_block_count as u64 - 1;
         self.write_blocks(footer_at, &cp.encode()[..], None, BlockKind::Checkpoint)?;
         self.flush_device()?;
-        self.cp = cp;
-        self.cp_pack = pack;
+        self.set_checkpoint(cp, pack);
         Ok(())
     }
 
