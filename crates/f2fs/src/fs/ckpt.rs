@@ -36,6 +36,7 @@ impl<D: BlockDevice> F2fs<D> {
     /// the block interface), as the kernel does after a checkpoint with `discard` on.
     fn discard_prefree(&mut self) -> Result<(), FsError> {
         let freed = std::mem::take(&mut self.segs.prefree);
+        self.segs.free_changed();
         for segno in freed {
             let start = self.sb.main_blkaddr as u64 + segno as u64 * BLOCKS_PER_SEG as u64;
             let done = self

@@ -242,6 +242,7 @@ impl<D: BlockDevice> F2fs<D> {
             l.sum.journal = Default::default();
         }
         self.segs.logs = logs;
+        self.segs.free_changed();
     }
 
     /// After a checkpoint other than an unmount the node logs' summaries are nowhere on
@@ -729,6 +730,7 @@ fn empty_segs(sb: &Superblock) -> Segs {
         now_secs: 0,
         gc_victim: None,
         ssr_last_victim: 0,
+        free_count: Default::default(),
     }
 }
 
