@@ -55,6 +55,18 @@ fn main() {
         serde_json::to_string_pretty(&image.header.device).unwrap()
     );
     println!("aged in {:.1} s", started.elapsed().as_secs_f64());
+    if let Ok(class) = std::env::var("DUMP") {
+        let mut stack = image.clone().into_stack(None, 1).expect("restore");
+        let (files, _) = stack
+            .with_fs(|fs| flashstack_phone::measure::file_layouts(fs))
+            .unwrap()
+            .unwrap();
+        for f in files {
+            if flashstack_phone::measure::class_of(&f.path) == class {
+                println!("{:>7} blocks {:>5} extents {}", f.blocks, f.extents, f.path);
+            }
+        }
+    }
     if let Some(path) = args.get(5) {
         let t = std::time::Instant::now();
         let bytes = image.save(std::path::Path::new(path)).expect("save");

@@ -9,7 +9,8 @@
 //!   task (real SQLite, preferences, media, state files) on the app's installation;
 //! - fast ([`Fidelity::Fast`]): sessions write the task's page-level footprint
 //!   ([`crate::apps::Footprint`]) directly, SQLite's journal pattern included, and the
-//!   personas' own apps run their real task only every `persona_every_days`.
+//!   personas' own apps run their real task at most every `persona_every_days` (their
+//!   other sessions write only their files, not their databases).
 
 use std::collections::VecDeque;
 
@@ -59,7 +60,7 @@ pub struct AgingSpec {
     pub days: u32,
     pub seed: u64,
     pub fidelity: Fidelity,
-    /// Fast path: days between two real sessions of each persona app.
+    /// Fast path: fewest days between two real sessions of a persona's app.
     pub persona_every_days: u32,
     pub model: PopulationModel,
 }
@@ -72,7 +73,7 @@ impl AgingSpec {
             days,
             seed,
             fidelity,
-            persona_every_days: 30,
+            persona_every_days: 3,
             model: PopulationModel::default(),
         }
     }
@@ -409,24 +410,12 @@ impl<'a> World<'a> {
     }
 
     /// The apps used today: about `apps_used_per_day` distinct ones by popularity (the
-    /// personas' apps first); on the fast path the personas' apps every
-    /// `persona_every_days` only.
-    fn pick_sessions(&mut self, day: u32) -> Vec<usize> {
+    /// personas' apps first).
+    fn pick_sessions(&mut self, _day: u32) -> Vec<usize> {
         let n = self.apps.len();
-        let fast = self.spec.fidelity == Fidelity::Fast;
-        // The fast path runs the personas' apps on their own schedule (their databases
-        // are real SQLite, which a page-level footprint would corrupt).
-        let drawn = |i: usize| !(fast && self.apps[i].persona);
-        let want = poisson(&mut self.rng, self.m.apps_used_per_day)
-            .min((0..n).filter(|&i| drawn(i)).count() as u32);
+        let want = poisson(&mut self.rng, self.m.apps_used_per_day).min(n as u32);
         let weights: Vec<f64> = (0..n)
-            .map(|r| {
-                if drawn(r) {
-                    1.0 / ((r + 1) as f64).powf(self.m.app_popularity_zipf)
-                } else {
-                    0.0
-                }
-            })
+            .map(|r| 1.0 / ((r + 1) as f64).powf(self.m.app_popularity_zipf))
             .collect();
         let mut picked: Vec<usize> = Vec::new();
         for _ in 0..want * 8 {
@@ -438,16 +427,13 @@ impl<'a> World<'a> {
                 picked.push(i);
             }
         }
-        if fast && day % self.spec.persona_every_days == 0 {
-            picked.extend((0..n).filter(|&i| self.apps[i].persona));
-        }
         picked.sort_unstable();
         picked
     }
 
     fn run(&mut self, day: u32, event: Event) -> Result<(), PhoneError> {
         match event {
-            Event::Session(i) => self.session(i),
+            Event::Session(i) => self.session(i, day),
             Event::Photo => self.camera(day, false),
             Event::Video => self.camera(day, true),
             Event::Screenshot => self.user_file(day, UserFile::Screenshot),
@@ -501,6 +487,7 @@ impl<'a> World<'a> {
             set_up: false,
             seq: 0,
             sessions: 0,
+            last_real_day: None,
         };
         self.write_code(&app)?;
         self.counts.app_installs += 1;
@@ -700,18 +687,21 @@ impl<'a> World<'a> {
         }
         self.w.mkdirs(&format!("{dir}/{}", spec.media_dir))?;
         for (i, bytes) in initial_db_bytes(spec).into_iter().enumerate() {
-            let pages = bytes.div_ceil(PAGE).max(2);
+            // Created (header and root pages), then filled the way the app's setup fills
+            // it: transactions of up to 500 rows, each with its journal.
             let path = format!("{dir}/databases/{}", spec.dbs[i].file);
-            self.w.put_file(
-                &path,
-                pages * PAGE,
-                Bytes::Sqlite,
-                key_of(&path, 0),
-                BULK_CHUNK_BYTES,
-                true,
-            )?;
-            app.db_pages.push(pages);
+            let key = key_of(&path, 0);
+            self.w
+                .put_file(&path, 2 * PAGE, Bytes::Sqlite, key, BULK_CHUNK_BYTES, true)?;
+            app.db_pages.push(2);
             app.wal_pages.push(0);
+            let per_txn = 500 * (spec.dbs[i].body_bytes as u64 + crate::apps::ROW_OVERHEAD);
+            let mut left = bytes;
+            while left > 0 {
+                let add = left.min(per_txn);
+                self.db_txn(app, spec, i, add)?;
+                left -= add;
+            }
         }
         for p in spec.prefs {
             let path = format!("{dir}/shared_prefs/{p}.xml");
@@ -749,13 +739,23 @@ impl<'a> World<'a> {
     }
 
     /// One session of app `id`, then its cache trimmed to its quota.
-    fn session(&mut self, id: u32) -> Result<(), PhoneError> {
+    fn session(&mut self, id: u32, day: u32) -> Result<(), PhoneError> {
         let Some(i) = self.index_of(id) else {
             return Ok(());
         };
         let mut app = self.apps[i].clone();
-        let real = app.persona || self.spec.fidelity == Fidelity::Realistic;
+        // The personas' databases are real SQLite, which a page-level footprint would
+        // corrupt: on the fast path their real task runs at most every
+        // `persona_every_days`, and other sessions write only their files.
+        let real_due = app
+            .last_real_day
+            .is_none_or(|d| day >= d + self.spec.persona_every_days);
+        let real = match self.spec.fidelity {
+            Fidelity::Realistic => true,
+            Fidelity::Fast => app.persona && real_due,
+        };
         if real {
+            app.last_real_day = Some(day);
             let persona = self.instance(&app);
             let options = RunOptions {
                 record: false,
@@ -767,7 +767,8 @@ impl<'a> World<'a> {
                 self.counts.persona_sessions += 1;
             }
         } else {
-            self.synthetic_session(&mut app)?;
+            let persona = app.persona;
+            self.synthetic_session(&mut app, !persona)?;
         }
         self.cache_traffic(&mut app)?;
         app.sessions += 1;
@@ -776,9 +777,17 @@ impl<'a> World<'a> {
         Ok(())
     }
 
-    /// The page-level footprint of one session of the archetype's task.
-    fn synthetic_session(&mut self, app: &mut App) -> Result<(), PhoneError> {
-        let f = self.footprints[app.archetype].clone();
+    /// The page-level footprint of one session of the archetype's task; without
+    /// `app_data`, only its media, temporary files and log (not the databases,
+    /// preferences and state file).
+    fn synthetic_session(&mut self, app: &mut App, app_data: bool) -> Result<(), PhoneError> {
+        let mut f = self.footprints[app.archetype].clone();
+        if !app_data {
+            f.inserts.iter_mut().for_each(|x| x.0 = 0);
+            f.updates.iter_mut().for_each(|x| *x = 0);
+            f.prefs_commits = 0;
+            f.state_patches.0 = 0;
+        }
         let spec = self.archetypes[app.archetype].app;
         let dir = app.data_dir();
         let ops = f.inserts.iter().map(|x| x.0).sum::<u32>()
@@ -873,7 +882,12 @@ impl<'a> World<'a> {
         let path = format!("{}/databases/{}", app.data_dir(), spec.dbs[db].file);
         let pages = app.db_pages[db].max(1);
         let new = added.div_ceil(PAGE);
-        let changed = 1 + self.rng.below(3);
+        // Existing pages a transaction changes: a leaf or two for an update; for an
+        // insert also the index leaves its rows land in, about one per eight rows, at
+        // most a sixteenth of the database [calibrated against the realistic path,
+        // docs/aging.md].
+        let rows = added / (spec.dbs[db].body_bytes as u64 + crate::apps::ROW_OVERHEAD);
+        let changed = 1 + self.rng.below(3) + (rows / 8).min(pages / 16);
         let mut touched: Vec<u64> = vec![pages - 1];
         for _ in 1..changed {
             touched.push(self.rng.below(pages));

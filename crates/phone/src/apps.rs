@@ -193,6 +193,8 @@ pub struct App {
     pub seq: u64,
     /// Sessions run so far.
     pub sessions: u64,
+    /// The day of the last session that ran the archetype's real task.
+    pub last_real_day: Option<u32>,
 }
 
 impl App {
