@@ -90,23 +90,92 @@ pub fn builtin(
         .dir
         .as_deref()
         .map(|d| cache_path(d, config, &spec, &cache.build_id));
-    if let Some(path) = path.as_deref().filter(|p| p.exists()) {
-        if let Ok(image) = PhoneImage::load(path) {
-            let mut stack = config.clone();
-            stack.seed = spec.seed;
-            if image.header.stack == stack && image.header.spec == spec {
-                return Ok((image, Provenance::Loaded(path.to_path_buf())));
+    let mut stack = config.clone();
+    stack.seed = spec.seed;
+    let cached = |path: &Path| {
+        PhoneImage::load(path)
+            .ok()
+            .filter(|i| i.header.stack == stack && i.header.spec == spec)
+    };
+    if let Some(path) = &path {
+        if let Some(image) = cached(path) {
+            return Ok((image, Provenance::Loaded(path.clone())));
+        }
+    }
+    // Another process building the same phone: wait for it rather than build it twice.
+    let lock = match (&cache.dir, &path) {
+        (Some(dir), Some(path)) => {
+            let _ = std::fs::create_dir_all(dir);
+            let lock = BuildLock::acquire(path);
+            if let Some(image) = cached(path) {
+                return Ok((image, Provenance::Loaded(path.clone())));
+            }
+            lock
+        }
+        _ => None,
+    };
+    building(path.as_deref().unwrap_or(Path::new("-")));
+    let image = crate::build(config, &spec, progress)?;
+    let saved = match (&lock, &path) {
+        (Some(_), Some(path)) => image.save(path).ok().map(|_| path.clone()),
+        _ => None,
+    };
+    drop(lock);
+    Ok((image, Provenance::Built { saved }))
+}
+
+/// `PATH.lock`, holding the builder's process id while it builds the phone at `PATH`.
+struct BuildLock {
+    path: PathBuf,
+}
+
+impl BuildLock {
+    /// Takes the lock, waiting while a live process holds it (a holder that died leaves
+    /// a stale lock, which is taken over). `None` if the directory is not writable.
+    fn acquire(phone: &Path) -> Option<BuildLock> {
+        let path = phone.with_extension("lock");
+        loop {
+            match std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&path)
+            {
+                Ok(mut file) => {
+                    use std::io::Write;
+                    let _ = write!(file, "{}", std::process::id());
+                    return Some(BuildLock { path });
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                    if !holder_alive(&path) {
+                        let _ = std::fs::remove_file(&path);
+                        continue;
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(500));
+                }
+                Err(_) => return None,
             }
         }
     }
-    building(path.as_deref().unwrap_or(Path::new("-")));
-    let image = crate::build(config, &spec, progress)?;
-    let saved = match (&cache.dir, &path) {
-        (Some(dir), Some(path)) => std::fs::create_dir_all(dir)
-            .ok()
-            .and_then(|()| image.save(path).ok())
-            .map(|_| path.clone()),
-        _ => None,
+}
+
+impl Drop for BuildLock {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// Whether the process named in a lock file still runs (Linux: /proc/PID); an unreadable
+/// lock counts as alive for a while (it may be being written).
+fn holder_alive(lock: &Path) -> bool {
+    let Ok(text) = std::fs::read_to_string(lock) else {
+        return false;
     };
-    Ok((image, Provenance::Built { saved }))
+    let Ok(pid) = text.trim().parse::<u32>() else {
+        let age = std::fs::metadata(lock)
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok());
+        return age.is_none_or(|a| a.as_secs() < 10);
+    };
+    Path::new(&format!("/proc/{pid}")).exists()
 }
