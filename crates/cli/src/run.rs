@@ -190,7 +190,7 @@ fn run_config(args: &RunArgs, spec: &str, workload_name: &str) -> Result<RunConf
         || args.image.is_some()
         || args.image_out.is_some();
     if let (true, Some(p)) = (store_contents, &precondition) {
-        check_memory_for_contents(&device, p.utilization)?;
+        check_memory_for(&device, p.utilization, contents_flag(args))?;
     }
     let mut content = ContentConfig::default();
     if let Some(mix) = &args.content_mix {
@@ -221,23 +221,74 @@ pub(crate) fn check_memory_for_contents(
     device: &flashstack_ftl::DeviceConfig,
     utilization: f64,
 ) -> Result<()> {
+    check_memory_for(device, utilization, "--contents")
+}
+
+/// The option that made a block-level run store page contents: `--image-out`, `--image`,
+/// `--verify` and `--content-mix` turn it on without saying so.
+fn contents_flag(args: &RunArgs) -> &'static str {
+    [
+        (args.contents, "--contents"),
+        (args.image_out.is_some(), "--image-out"),
+        (args.image.is_some(), "--image"),
+        (args.verify, "--verify"),
+        (args.content_mix.is_some(), "--content-mix"),
+    ]
+    .into_iter()
+    .find_map(|(set, flag)| set.then_some(flag))
+    .unwrap_or("--contents")
+}
+
+/// [`check_memory_for_contents`] naming the option `flag` that asked for contents.
+fn check_memory_for(
+    device: &flashstack_ftl::DeviceConfig,
+    utilization: f64,
+    flag: &str,
+) -> Result<()> {
     let Some(available) = available_memory_bytes() else {
         return Ok(());
     };
     let capacity = device.user_capacity_bytes()?;
     let needed = (capacity as f64 * utilization) as u64;
-    if needed > available {
-        bail!(
-            "--contents: preconditioning {:.0}% of '{}' stores {:.1} GiB of page contents, \
-             more than the {:.1} GiB of memory available; use a smaller device (e.g. \
-             +nand.geometry.blocks_per_plane=N), fill less of it, or leave out --contents",
-            utilization * 100.0,
-            device.name,
-            needed as f64 / GIB,
-            available as f64 / GIB
-        );
+    if let Some(refusal) = memory_refusal(flag, &device.name, utilization, needed, available) {
+        bail!("{refusal}");
     }
     Ok(())
+}
+
+/// The refusal when `needed` bytes of contents exceed `available`, naming what asked
+/// for them and every way out.
+fn memory_refusal(
+    flag: &str,
+    device: &str,
+    utilization: f64,
+    needed: u64,
+    available: u64,
+) -> Option<String> {
+    if needed <= available {
+        return None;
+    }
+    let why = match flag {
+        "--contents" => "--contents stores page contents".to_string(),
+        "--image-out" => "--image-out needs page contents (the image holds the bytes), \
+                          so the run stores them"
+            .to_string(),
+        other => format!("{other} needs page contents, so the run stores them"),
+    };
+    let drop = if flag == "--contents" {
+        "leave out --contents".to_string()
+    } else {
+        format!("leave out {flag}")
+    };
+    Some(format!(
+        "{why}: preconditioning {:.0}% of '{device}' would keep {:.1} GiB of them in memory, \
+         more than the {:.1} GiB available; fill less (--precondition 0.1), start empty \
+         (--no-precondition), use a smaller device (e.g. +nand.geometry.blocks_per_plane=N), \
+         or {drop}",
+        utilization * 100.0,
+        needed as f64 / GIB,
+        available as f64 / GIB
+    ))
 }
 
 const GIB: f64 = (1u64 << 30) as f64;
@@ -429,4 +480,26 @@ fn start_builtin(
     }
     replayer.prepare(bar)?;
     Ok((replayer, workload))
+}
+
+#[cfg(test)]
+mod memory_tests {
+    use super::memory_refusal;
+
+    #[test]
+    fn a_refusal_names_the_option_that_asked_for_contents() {
+        assert!(memory_refusal("--image-out", "ldc-emmc", 0.5, 8 << 30, 9 << 30).is_none());
+        let text = memory_refusal("--image-out", "ldc-emmc", 0.5, 8 << 30, 2 << 30).unwrap();
+        assert!(
+            text.starts_with("--image-out needs page contents"),
+            "{text}"
+        );
+        assert!(text.contains("--no-precondition") && text.contains("--precondition 0.1"));
+        assert!(
+            text.contains("8.0 GiB") && text.contains("2.0 GiB"),
+            "{text}"
+        );
+        let text = memory_refusal("--contents", "x", 0.9, 5 << 30, 1 << 30).unwrap();
+        assert!(text.contains("leave out --contents"), "{text}");
+    }
 }

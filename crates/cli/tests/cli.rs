@@ -6,6 +6,11 @@ use std::process::{Command, Output};
 fn flashstack(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_flashstack"))
         .args(args)
+        // Built-in aged phones are built into the target directory, not the user's cache.
+        .env(
+            "FLASHSTACK_CACHE_DIR",
+            PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("phones"),
+        )
         .output()
         .expect("the binary runs")
 }
@@ -98,6 +103,8 @@ fn persona_runs_on_whole_stacks_deterministically() {
             "--quiet",
             "--workload",
             "gmail:launch",
+            // A factory-new phone on both: the same F2FS traffic on either device.
+            "--fresh",
             "--compare",
             "ldc-emmc-pm,ldc-emmc-ldc",
             "--json",
@@ -127,7 +134,13 @@ fn persona_runs_on_whole_stacks_deterministically() {
     assert_eq!(runs[0]["user_ops"][0]["name"], "launch app");
     // The recorded task replays on the whole stack as a file-level trace.
     let trace = temp("persona0.fst");
-    let out = flashstack(&["run", "--quiet", "--workload", trace.to_str().unwrap()]);
+    let out = flashstack(&[
+        "run",
+        "--quiet",
+        "--fresh",
+        "--workload",
+        trace.to_str().unwrap(),
+    ]);
     assert!(
         out.status.success(),
         "{}",

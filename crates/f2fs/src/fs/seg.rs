@@ -185,7 +185,12 @@ impl Segs {
     /// moving to a free segment, pre-free segments freed by a checkpoint.
     pub fn free_segments(&self) -> u32 {
         if let Some(n) = self.free_count.get() {
-            debug_assert_eq!(n, self.count_free(), "stale free-segment count");
+            // Checked against a scan in debug builds, on file systems small enough for
+            // the scan not to dominate (every test image).
+            debug_assert!(
+                self.info.len() > 4096 || n == self.count_free(),
+                "stale free-segment count"
+            );
             return n;
         }
         let n = self.count_free();
