@@ -1,6 +1,11 @@
 //! The block interface: read / write / trim / flush of 4 KiB logical blocks (LBAs) with real
 //! bytes and placement hints. The FTL implements it; trace replay and the file system use it.
 
+pub mod explore;
+pub mod volatile;
+
+pub use volatile::{PowerLoss, VolatileCache, VolatileCacheConfig, VolatileCacheCounters};
+
 use flashstack_sim::Nanos;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;

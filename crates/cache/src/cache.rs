@@ -442,6 +442,34 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
         Ok(t)
     }
 
+    /// Drops the cached pages `first_page..end_page` of `ino`, dirty or clean, without
+    /// writing them back (`truncate_pagecache_range`): the file system below is about to
+    /// free or zero those blocks (fallocate's hole punch and zero range). The size stays.
+    /// A file in an atomic write is left alone (its staged pages are the commit's).
+    pub fn discard_pages(
+        &mut self,
+        now_ns: Nanos,
+        ino: Ino,
+        first_page: u64,
+        end_page: u64,
+    ) -> Result<Nanos, CacheError> {
+        self.enter(now_ns)?;
+        let t = now_ns + self.config.call_overhead_ns;
+        if self.atomic.contains_key(&ino) || end_page <= first_page {
+            return Ok(t);
+        }
+        let doomed: Vec<u64> = self
+            .pages
+            .range((ino, first_page)..(ino, end_page))
+            .map(|(&(_, page_index), _)| page_index)
+            .collect();
+        for page_index in doomed {
+            self.drop_page(ino, page_index);
+        }
+        self.forget_file_if_unused(ino);
+        Ok(t)
+    }
+
     /// Removes the file: its pages are dropped without writeback.
     pub fn unlink(&mut self, now_ns: Nanos, ino: Ino) -> Result<Nanos, CacheError> {
         self.enter(now_ns)?;

@@ -15,7 +15,8 @@ use crate::device;
 
 #[derive(Args, Debug)]
 pub struct BenchArgs {
-    #[arg(long, default_value = "ldc-emmc")]
+    /// Device preset, TOML file, or either with +key=value overrides.
+    #[arg(long, value_name = "PRESET|FILE.toml", default_value = "ldc-emmc")]
     device: String,
     /// Random 4 KiB writes to replay after preconditioning.
     #[arg(long, default_value_t = 1_000_000)]
@@ -35,6 +36,7 @@ pub struct BenchArgs {
     /// per second and app-hours per wall-clock minute.
     #[arg(long)]
     personas: bool,
+    /// Seed of the random writes and the content (speed does not depend on it).
     #[arg(long, default_value_t = 1)]
     seed: u64,
 }

@@ -48,7 +48,15 @@ pub fn apply_overrides(config: &DeviceConfig, overrides: &[&str]) -> Result<Devi
 
 /// `config` as TOML text with the `key=value` overrides applied (keys are dotted paths of
 /// its fields); the caller parses it back with its own validation.
-pub fn override_toml<T: serde::Serialize>(config: &T, overrides: &[&str]) -> Result<String> {
+///
+/// Each override is checked against the type as it is applied, so a bad value is
+/// reported as that override's, with its field and what the field accepts (`override
+/// 'ftl.gc.policy=banana': field 'ftl.gc.policy': unknown variant `banana`, expected one
+/// of ...`), never at a line of the TOML text built here, which the user never saw.
+pub fn override_toml<T>(config: &T, overrides: &[&str]) -> Result<String>
+where
+    T: serde::Serialize + serde::de::DeserializeOwned,
+{
     let mut value: toml::Value = toml::Value::try_from(config)?;
     for entry in overrides {
         let (key, raw) = entry
@@ -56,6 +64,9 @@ pub fn override_toml<T: serde::Serialize>(config: &T, overrides: &[&str]) -> Res
             .ok_or_else(|| anyhow!("override '{entry}' is not key=value"))?;
         set_path(&mut value, key, parse_value(raw))
             .with_context(|| format!("override '{entry}'"))?;
+        if let Err(e) = value.clone().try_into::<T>() {
+            bail!("override '{entry}': field '{key}': {}", e.message().trim());
+        }
     }
     Ok(toml::to_string(&value)?)
 }
@@ -116,5 +127,33 @@ mod tests {
             "{err:#}"
         );
         assert!(resolve("no-such-device").is_err());
+    }
+
+    /// A bad value names the override, its field and what the field accepts, and no line
+    /// of the TOML text the override went through.
+    #[test]
+    fn bad_override_values_name_the_override_and_the_accepted_values() {
+        let err = resolve("ldc-emmc+host.queue_depth=4+ftl.gc.policy=banana").unwrap_err();
+        let text = format!("{err:#}");
+        assert!(
+            text.contains("override 'ftl.gc.policy=banana': field 'ftl.gc.policy'")
+                && text.contains("`greedy`, `cost-benefit`, `compression-aware`"),
+            "{text}"
+        );
+        assert!(!text.contains("line") && !text.contains('\n'), "{text}");
+        let err = resolve("ldc-emmc+nand.geometry.blocks_per_plane=many").unwrap_err();
+        let text = format!("{err:#}");
+        assert!(
+            text.contains("field 'nand.geometry.blocks_per_plane'") && text.contains("u32"),
+            "{text}"
+        );
+        // Stack fields go through the same path.
+        let stack = flashstack_stack::StackConfig::preset("default").unwrap();
+        let err = override_toml(&stack, &["fs.mount.lfs_mode=maybe"]).unwrap_err();
+        let text = format!("{err:#}");
+        assert!(
+            text.contains("field 'fs.mount.lfs_mode'") && text.contains("boolean"),
+            "{text}"
+        );
     }
 }

@@ -24,6 +24,7 @@ pub enum FsCommand {
 
 #[derive(Args)]
 pub struct MkfsArgs {
+    /// The image file to create (overwritten if it exists).
     image: PathBuf,
     /// Image size, e.g. 256MiB or 16GiB.
     #[arg(long)]
@@ -32,6 +33,7 @@ pub struct MkfsArgs {
 
 #[derive(Args)]
 pub struct PathArgs {
+    /// An F2FS image file (`fs mkfs`, `mkfs.f2fs`, or a run's --image-out).
     image: PathBuf,
     /// Path inside the image, e.g. /data/app.db.
     path: String,
@@ -39,7 +41,9 @@ pub struct PathArgs {
 
 #[derive(Args)]
 pub struct PutArgs {
+    /// An F2FS image file; it is written back only if the copy succeeds.
     image: PathBuf,
+    /// The file on this machine to copy in.
     host_file: PathBuf,
     /// Destination path inside the image.
     path: String,
@@ -82,6 +86,10 @@ fn kind_name(kind: FileKind) -> &'static str {
         FileKind::Dir => "dir",
         FileKind::Symlink => "symlink",
         FileKind::Other => "other",
+        FileKind::CharDevice => "chardev",
+        FileKind::BlockDevice => "blockdev",
+        FileKind::Fifo => "fifo",
+        FileKind::Socket => "socket",
     }
 }
 

@@ -4,7 +4,8 @@
 //! device as `MOUNTPOINT/disk.img` for a kernel file system on a loop device.
 
 use std::fs::File;
-use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
+use std::io::{BufWriter, Read};
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -14,11 +15,11 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use flashstack_block::BlockDevice;
 use flashstack_block::LBA_SIZE;
-use flashstack_f2fs::{mkfs, F2fs, MkfsOptions};
+use flashstack_f2fs::{mkfs, F2fs, InodeClock, MkfsOptions, Timestamp};
 use flashstack_ftl::Ftl;
 use flashstack_fuse::{
-    BlockFile, DiskTree, F2fsTree, F2fsTreeMetrics, ImageBacked, InodeFs, Recording, TreeFs,
-    DISK_FILE_NAME,
+    data_ranges, BlockFile, DiskTree, F2fsTree, F2fsTreeMetrics, ImageBacked, InodeFs, Recording,
+    TreeFs, DISK_FILE_NAME,
 };
 use flashstack_report::{render_json, render_table, ReportOptions, RunInfo, RunReport};
 use flashstack_stack::StackConfig;
@@ -43,9 +44,10 @@ pub struct MountArgs {
     /// replaces the stack's device; block-file mode's default is ldc-emmc.
     #[arg(long, value_name = "PRESET|FILE.toml")]
     device: Option<String>,
-    /// Logical device image: loaded at mount if it exists (else a fresh F2FS is made in
-    /// it). F2FS mode keeps it current at every device flush, so it survives the daemon
-    /// being killed; block-file mode writes it back at unmount.
+    /// Logical device image (sparse): loaded at mount if it exists (else made: a fresh
+    /// F2FS in F2FS mode, an empty disk in block-file mode). Kept current at every device
+    /// flush (fsync, sync, unmount), so it survives the daemon being killed. A short or
+    /// oversized image is refused and left as it was.
     #[arg(long, value_name = "FILE")]
     image: Option<PathBuf>,
     /// Write the run's metrics as JSON at unmount.
@@ -62,6 +64,11 @@ pub struct MountArgs {
     /// stack (its device must be the phone's). The file itself is not changed.
     #[arg(long, value_name = "FILE.phone", conflicts_with_all = ["block", "image"])]
     phone: Option<PathBuf>,
+    /// Let users other than the one mounting use the mount (FUSE's allow_other; a
+    /// non-root user needs `user_allow_other` in /etc/fuse.conf). The kernel checks their
+    /// access against the stored modes and owners.
+    #[arg(long)]
+    allow_other: bool,
 }
 
 /// Block-file mode's device when --device is not given.
@@ -77,29 +84,50 @@ pub fn mount(args: MountArgs) -> Result<()> {
     check_fuse_device()?;
     let spec = args.device.as_deref().unwrap_or(BLOCK_DEVICE_DEFAULT);
     let config = device::resolve(spec)?;
-    let name = config.name.clone();
     let seed = args.seed.unwrap_or(1);
     let ftl = Ftl::new(config.clone(), true, seed).with_context(|| format!("device '{spec}'"))?;
     let mut file = BlockFile::new(ftl);
-    if let Some(path) = args.image.as_deref().filter(|p| p.exists()) {
-        let blocks = load_image(&mut file, path)?;
-        eprintln!("{}: loaded {blocks} blocks", path.display());
+    let ftl = match &args.image {
+        None => serve_block(file, &args, &config.name)?,
+        Some(path) => {
+            let image = open_block_image(&mut file, path)?;
+            let backed = BlockFile::new(ImageBacked::new(file.into_inner(), image));
+            serve_block(backed, &args, &config.name)?.into_inner()
+        }
+    };
+    let report = report(&ftl, &config, seed, "FUSE block file");
+    print!("{}", render_table(std::slice::from_ref(&report)));
+    if let Some(path) = &args.metrics {
+        std::fs::write(path, render_json(std::slice::from_ref(&report)))
+            .with_context(|| format!("cannot write {}", path.display()))?;
     }
+    Ok(())
+}
+
+/// Serves the device as `MOUNTPOINT/disk.img` until unmounted; prints the file's counters
+/// and returns the device. Every flush the kernel sends (fsync, close) reaches the device.
+fn serve_block<D: BlockDevice + Send + 'static>(
+    file: BlockFile<D>,
+    args: &MountArgs,
+    name: &str,
+) -> Result<D> {
     let size_bytes = file.size_bytes();
-    let tree = Arc::new(Mutex::new(DiskTree::new(file)));
-    let (uid, gid) = current_ids();
-    let session = start(&args.mountpoint, TreeFs::new(Arc::clone(&tree), uid, gid))?;
+    let tree = Arc::new(Mutex::new(DiskTree::new(file, current_ids())));
+    let stop = stop_on_signals()?;
+    let session = start(args, TreeFs::new(Arc::clone(&tree)))?;
     let disk = args.mountpoint.join(DISK_FILE_NAME);
     eprintln!(
         "{name}: {} ready ({size_bytes} bytes). Unmount with `umount {}` or Ctrl-C.",
         disk.display(),
         args.mountpoint.display()
     );
-    wait_for_unmount(session, &args.mountpoint)?;
-    let mut tree = tree.lock().unwrap_or_else(|p| p.into_inner());
-    let file = tree.file_mut();
-    let report = report(file, &config, seed, "FUSE block file");
-    print!("{}", render_table(std::slice::from_ref(&report)));
+    wait_for_unmount(session, &args.mountpoint, &stop)?;
+    let tree = Arc::try_unwrap(tree)
+        .map_err(|_| anyhow::anyhow!("the file system is still in use after unmount"))?
+        .into_inner()
+        .unwrap_or_else(|p| p.into_inner());
+    let mut file = tree.into_file();
+    file.sync().context("the last flush at unmount")?;
     let c = file.counters();
     println!(
         "block file: {} reads ({} bytes), {} writes ({} bytes, {} partial-block merges), {} \
@@ -113,15 +141,19 @@ pub fn mount(args: MountArgs) -> Result<()> {
         c.discards,
         c.discard_bytes
     );
-    if let Some(path) = &args.metrics {
-        std::fs::write(path, render_json(std::slice::from_ref(&report)))
-            .with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(file.into_inner())
+}
+
+/// Block-file mode's image: an existing one (exactly the device's size) is loaded into the
+/// device; a new one is made, sparse, of the device's size. Returns the file to mirror into.
+fn open_block_image(file: &mut BlockFile<Ftl>, path: &Path) -> Result<File> {
+    if path.exists() {
+        check_image_size(path, file.size_bytes(), ImageKind::Disk)?;
+        let blocks = load_image(file, path)?;
+        eprintln!("{}: loaded {blocks} blocks", path.display());
+        return open_existing(path);
     }
-    if let Some(path) = &args.image {
-        let blocks = save_image(file, path)?;
-        eprintln!("{}: saved {blocks} non-zero blocks", path.display());
-    }
-    Ok(())
+    create_sparse(path, file.size_bytes())
 }
 
 /// The stack `--stack` names (default: the `default` preset), its device replaced by
@@ -147,29 +179,14 @@ fn stack_config(args: &MountArgs) -> Result<StackConfig> {
 /// the image survives the daemon being killed (the next mount recovers fsync'd files by
 /// roll-forward; what was only in the page cache is lost, as at a power cut).
 fn mount_f2fs(args: &MountArgs, stack: StackConfig) -> Result<()> {
-    if let Some(path) = &args.phone {
-        return mount_phone(args, stack, path);
-    }
-    let ftl = Ftl::new(stack.device.clone(), true, stack.seed)
-        .with_context(|| format!("device '{}'", stack.device.name))?;
-    let format = MkfsOptions {
-        overprovision: stack.fs.overprovision_percent,
-        ..MkfsOptions::default()
-    };
-    let (ftl, metrics) = match &args.image {
-        Some(path) => {
-            let backed = image_backed(ftl, path, &format)?;
-            let (backed, metrics) = serve_f2fs(backed, &stack, args)?;
-            (backed.into_inner(), metrics)
-        }
+    let (ftl, metrics, stack, label) = match &args.phone {
+        Some(path) => mount_phone(args, stack, path)?,
         None => {
-            let mut ftl = ftl;
-            mkfs(&mut ftl, &format).context("mkfs")?;
-            serve_f2fs(ftl, &stack, args)?
+            let (ftl, metrics) = mount_new_or_image(args, &stack)?;
+            (ftl, metrics, stack, "FUSE F2FS mount")
         }
     };
-    let file = BlockFile::new(ftl);
-    let report = report(&file, &stack.device, stack.seed, "FUSE F2FS mount");
+    let report = report(&ftl, &stack.device, stack.seed, label);
     print!("{}", render_table(std::slice::from_ref(&report)));
     print!("{}", metrics.render_table());
     if let Some(path) = &args.metrics {
@@ -179,10 +196,39 @@ fn mount_f2fs(args: &MountArgs, stack: StackConfig) -> Result<()> {
     Ok(())
 }
 
+/// A new F2FS on an empty device, or the one in `--image`, served until unmounted.
+fn mount_new_or_image(args: &MountArgs, stack: &StackConfig) -> Result<(Ftl, F2fsTreeMetrics)> {
+    let ftl = Ftl::new(stack.device.clone(), true, stack.seed)
+        .with_context(|| format!("device '{}'", stack.device.name))?;
+    let format = MkfsOptions {
+        overprovision: stack.fs.overprovision_percent,
+        ..MkfsOptions::default()
+    };
+    match &args.image {
+        Some(path) => {
+            let backed = image_backed(ftl, path, &format)?;
+            let (backed, metrics) = serve_f2fs(backed, stack, args, |d| {
+                d.resume()
+                    .with_context(|| format!("image {}: cannot write it", path.display()))
+            })?;
+            Ok((backed.into_inner(), metrics))
+        }
+        None => {
+            let mut ftl = ftl;
+            mkfs(&mut ftl, &format).context("mkfs")?;
+            serve_f2fs(ftl, stack, args, |_| Ok(()))
+        }
+    }
+}
+
 /// `--phone`: the phone's device rebuilt from the file (a `--stack` given must have the
 /// same device; by default the stack the phone was made on), F2FS mounted from the time
-/// the phone was shut down.
-fn mount_phone(args: &MountArgs, stack: StackConfig, path: &Path) -> Result<()> {
+/// the phone was shut down. Returns the device, the mount's metrics and the stack used.
+fn mount_phone(
+    args: &MountArgs,
+    stack: StackConfig,
+    path: &Path,
+) -> Result<(Ftl, F2fsTreeMetrics, StackConfig, &'static str)> {
     let image = flashstack_phone::PhoneImage::load(path)?;
     let stack = if args.stack.is_none() && args.device.is_none() {
         let mut own = image.header.stack.clone();
@@ -193,21 +239,8 @@ fn mount_phone(args: &MountArgs, stack: StackConfig, path: &Path) -> Result<()> 
     };
     eprintln!("{}: {}", path.display(), image.header.summary());
     let (ftl, start_ns) = image.into_device(&stack, stack.seed)?;
-    let (ftl, metrics) = serve_f2fs_at(ftl, &stack, args, start_ns)?;
-    let file = BlockFile::new(ftl);
-    let report = report(
-        &file,
-        &stack.device,
-        stack.seed,
-        "FUSE F2FS mount of a used phone",
-    );
-    print!("{}", render_table(std::slice::from_ref(&report)));
-    print!("{}", metrics.render_table());
-    if let Some(path) = &args.metrics {
-        std::fs::write(path, mount_json(&report, &stack, &metrics)?)
-            .with_context(|| format!("cannot write {}", path.display()))?;
-    }
-    Ok(())
+    let (ftl, metrics) = serve_f2fs_at(ftl, &stack, args, start_ns, |_| Ok(()))?;
+    Ok((ftl, metrics, stack, "FUSE F2FS mount of a used phone"))
 }
 
 /// The `--metrics` JSON of an F2FS mount: the device report's fields, then `stack` (its
@@ -230,39 +263,131 @@ fn mount_json(report: &RunReport, stack: &StackConfig, m: &F2fsTreeMetrics) -> R
     Ok(text)
 }
 
-/// The device mirrored into `path`: an existing image is loaded first; a new one is made
-/// by mkfs through the mirror.
+/// The device mirrored into `path`. An existing image is checked and loaded first, and
+/// mirroring is paused until F2FS has mounted it (so a refused image is never written); a
+/// new one is made, sparse, by mkfs through the mirror.
 fn image_backed(ftl: Ftl, path: &Path, format: &MkfsOptions) -> Result<ImageBacked<Ftl>> {
-    let existed = path.exists();
     let mut file = BlockFile::new(ftl);
-    if existed {
+    if path.exists() {
+        check_image_size(path, file.size_bytes(), ImageKind::F2fs)?;
         let blocks = load_image(&mut file, path)?;
         eprintln!("{}: loaded {blocks} blocks", path.display());
+        return Ok(ImageBacked::paused(file.into_inner(), open_existing(path)?));
     }
+    let image = create_sparse(path, file.size_bytes())?;
+    let mut backed = ImageBacked::new(file.into_inner(), image);
+    mkfs(&mut backed, format).context("mkfs")?;
+    backed.flush(0).context("writing the new image")?;
+    Ok(backed)
+}
+
+/// What an image holds, for the checks made before it is used.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum ImageKind {
+    /// Block-file mode: the whole device, byte for byte.
+    Disk,
+    /// F2FS mode: an F2FS image, at most the device's size.
+    F2fs,
+}
+
+/// Refuses an image whose size does not fit: block-file mode needs exactly the device's
+/// bytes; F2FS mode needs whole blocks, at most the device's size, and at least what the
+/// F2FS superblock in it spans (a shorter file was truncated: zero-padding it would serve
+/// an empty or wrong file system). Nothing is written.
+fn check_image_size(path: &Path, device_bytes: u64, kind: ImageKind) -> Result<()> {
+    let mut image = File::open(path).with_context(|| format!("image {}", path.display()))?;
+    let len = image.metadata()?.len();
+    let shown = path.display();
+    if kind == ImageKind::Disk {
+        if len != device_bytes {
+            bail!(
+                "image {shown} is {len} bytes but the device holds {device_bytes} bytes: \
+                 block-file images are the whole device (choose the --device it was saved from)"
+            );
+        }
+        return Ok(());
+    }
+    if !len.is_multiple_of(LBA_SIZE as u64) || len > device_bytes {
+        bail!(
+            "image {shown} is {len} bytes: not a whole number of 4096-byte blocks within the \
+             device's {device_bytes} bytes"
+        );
+    }
+    let sb = image_superblock(&mut image, len)
+        .with_context(|| format!("image {shown}: no valid F2FS superblock"))?;
+    let spans = sb.block_count.saturating_mul(LBA_SIZE as u64);
+    if spans > len {
+        bail!(
+            "image {shown} is truncated: {len} bytes, but the F2FS in it spans {spans} bytes \
+             ({} blocks of 4096 bytes)",
+            sb.block_count
+        );
+    }
+    if spans > device_bytes {
+        bail!(
+            "image {shown} holds an F2FS of {spans} bytes, larger than the device's \
+             {device_bytes} bytes (choose a larger --device)"
+        );
+    }
+    Ok(())
+}
+
+/// The F2FS superblock of an image file: the first copy, else the second.
+fn image_superblock(image: &mut File, len: u64) -> Result<flashstack_f2fs::Superblock> {
+    let mut blocks = vec![0u8; 2 * LBA_SIZE];
+    let n = (len as usize).min(blocks.len());
+    image.read_exact(&mut blocks[..n])?;
+    let mut first_error = None;
+    for copy in 0..2u8 {
+        let start = copy as usize * LBA_SIZE;
+        let block: &[u8; LBA_SIZE] = blocks[start..start + LBA_SIZE]
+            .try_into()
+            .expect("a block's bytes");
+        match flashstack_f2fs::Superblock::from_block(block, copy) {
+            Ok(sb) => return Ok(sb),
+            Err(e) => {
+                first_error.get_or_insert(e);
+            }
+        }
+    }
+    Err(anyhow::anyhow!(
+        "{}",
+        first_error.expect("both copies were tried")
+    ))
+}
+
+fn open_existing(path: &Path) -> Result<File> {
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(path)
+        .with_context(|| format!("image {}", path.display()))
+}
+
+/// A new image file of `size_bytes`, all hole (nothing written yet).
+fn create_sparse(path: &Path, size_bytes: u64) -> Result<File> {
     let image = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
-        .create(true)
-        .truncate(false)
+        .create_new(true)
         .open(path)
         .with_context(|| format!("image {}", path.display()))?;
-    image.set_len(file.size_bytes())?;
-    let mut backed = ImageBacked::new(file.into_inner(), image);
-    if !existed {
-        mkfs(&mut backed, format).context("mkfs")?;
-        backed.flush(0).context("writing the new image")?;
-    }
-    Ok(backed)
+    image
+        .set_len(size_bytes)
+        .with_context(|| format!("image {}: cannot size it", path.display()))?;
+    Ok(image)
 }
 
 /// Mounts F2FS on `dev` under the stack's page cache and serves it with FUSE until it is
 /// unmounted; returns the device after F2FS's unmount checkpoint, and the mount's figures.
+/// `mounted` runs once F2FS has accepted the device (to start mirroring an image).
 fn serve_f2fs<D: BlockDevice + Send + 'static>(
     dev: D,
     stack: &StackConfig,
     args: &MountArgs,
+    mounted: impl FnOnce(&mut D) -> Result<()>,
 ) -> Result<(D, F2fsTreeMetrics)> {
-    serve_f2fs_at(dev, stack, args, 0)
+    serve_f2fs_at(dev, stack, args, 0, mounted)
 }
 
 /// [`serve_f2fs`] with the first request at virtual time `start_ns`.
@@ -271,8 +396,13 @@ fn serve_f2fs_at<D: BlockDevice + Send + 'static>(
     stack: &StackConfig,
     args: &MountArgs,
     start_ns: flashstack_sim::Nanos,
+    mounted: impl FnOnce(&mut D) -> Result<()>,
 ) -> Result<(D, F2fsTreeMetrics)> {
-    let fs = F2fs::mount_with(dev, start_ns, stack.fs.mount.clone()).context("mounting F2FS")?;
+    let mut fs =
+        F2fs::mount_with(dev, start_ns, stack.fs.mount.clone()).context("mounting F2FS")?;
+    mounted(fs.device_mut())?;
+    // Inode times on the mount are real: programs compare them with the wall clock.
+    fs.set_inode_clock(Box::new(WallClock));
     let tree = F2fsTree::new(fs, stack.cache.clone()).context("the page cache")?;
     let tree = match &args.record {
         None => serve(tree, args, &stack.name)?,
@@ -307,14 +437,14 @@ fn serve_f2fs_at<D: BlockDevice + Send + 'static>(
 /// Serves `core` with FUSE until the mount is unmounted; returns the core.
 fn serve<T: InodeFs>(core: T, args: &MountArgs, name: &str) -> Result<T> {
     let tree = Arc::new(Mutex::new(core));
-    let (uid, gid) = current_ids();
-    let session = start(&args.mountpoint, TreeFs::new(Arc::clone(&tree), uid, gid))?;
+    let stop = stop_on_signals()?;
+    let session = start(args, TreeFs::new(Arc::clone(&tree)))?;
     eprintln!(
         "{name}: page cache + F2FS mounted on {}. Unmount with `umount {}` or Ctrl-C.",
         args.mountpoint.display(),
         args.mountpoint.display()
     );
-    wait_for_unmount(session, &args.mountpoint)?;
+    wait_for_unmount(session, &args.mountpoint, &stop)?;
     Ok(Arc::try_unwrap(tree)
         .map_err(|_| anyhow::anyhow!("the file system is still in use after unmount"))?
         .into_inner()
@@ -350,15 +480,37 @@ fn check_fuse_device() -> Result<()> {
     }
 }
 
-fn start<F: fuser::Filesystem>(mountpoint: &Path, fs: F) -> Result<fuser::BackgroundSession> {
+/// Mounts with `default_permissions`: the kernel checks every access against the modes
+/// and owners the core stores; `--allow-other` lets other users in.
+fn start<F: fuser::Filesystem>(args: &MountArgs, fs: F) -> Result<fuser::BackgroundSession> {
     let mut config = fuser::Config::default();
     config.mount_options = vec![
         fuser::MountOption::FSName("flashstack".into()),
         fuser::MountOption::Subtype("flashstack".into()),
         fuser::MountOption::DefaultPermissions,
     ];
-    fuser::spawn_mount(fs, mountpoint, &config)
-        .with_context(|| format!("cannot mount on {}", mountpoint.display()))
+    if args.allow_other {
+        config.acl = fuser::SessionACL::All;
+    }
+    fuser::spawn_mount(fs, &args.mountpoint, &config)
+        .with_context(|| format!("cannot mount on {}", args.mountpoint.display()))
+}
+
+/// Inode times from the host's wall clock, for a mount real programs use (make, rsync and
+/// git compare file times with the time of day). Simulated runs keep F2FS's
+/// `VirtualClock`; the binary is the only place a file system gets the wall clock.
+struct WallClock;
+
+impl InodeClock for WallClock {
+    fn now(&self, _virtual_ns: u64) -> Timestamp {
+        let since = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        Timestamp {
+            secs: since.as_secs() as i64,
+            nsec: since.subsec_nanos(),
+        }
+    }
 }
 
 /// The owner of the mounted files: whoever runs flashstack (from /proc, no libc call).
@@ -375,13 +527,23 @@ fn current_ids() -> (u32, u32) {
     (id("Uid:"), id("Gid:"))
 }
 
-/// Returns once the file system is unmounted: from outside (`umount`), or by us after
-/// SIGINT/SIGTERM. A busy mount (a loop device still attached) is reported and waited on.
-fn wait_for_unmount(session: fuser::BackgroundSession, mountpoint: &Path) -> Result<()> {
+/// A flag SIGINT and SIGTERM set, registered before the mount appears, so a signal sent
+/// as soon as it is visible is never lost.
+fn stop_on_signals() -> Result<Arc<AtomicBool>> {
     let stop = Arc::new(AtomicBool::new(false));
     for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(signal, Arc::clone(&stop))?;
     }
+    Ok(stop)
+}
+
+/// Returns once the file system is unmounted: from outside (`umount`), or by us after
+/// SIGINT/SIGTERM. A busy mount (a loop device still attached) is reported and waited on.
+fn wait_for_unmount(
+    session: fuser::BackgroundSession,
+    mountpoint: &Path,
+    stop: &AtomicBool,
+) -> Result<()> {
     let mut session = Some(session);
     loop {
         std::thread::sleep(Duration::from_millis(50));
@@ -413,12 +575,11 @@ fn unmount(mountpoint: &Path) -> Result<()> {
 }
 
 fn report(
-    file: &BlockFile<Ftl>,
+    ftl: &Ftl,
     config: &flashstack_ftl::DeviceConfig,
     seed: u64,
     workload: &str,
 ) -> RunReport {
-    let ftl = file.device();
     let info = RunInfo {
         device: config.name.clone(),
         gc_policy: ftl.policy_name().to_string(),
@@ -434,53 +595,33 @@ fn report(
 
 const IMAGE_CHUNK: usize = 256 * LBA_SIZE;
 
-/// Writes the image's non-zero blocks into the file; returns how many.
+/// Writes the image's non-zero blocks into the file, reading only the parts of the image
+/// that hold data (holes are zeros, as the device's unwritten blocks); returns how many.
 fn load_image(file: &mut BlockFile<Ftl>, path: &Path) -> Result<u64> {
-    let mut image = File::open(path).with_context(|| format!("image {}", path.display()))?;
-    let len = image.metadata()?.len();
-    if !len.is_multiple_of(LBA_SIZE as u64) || len > file.size_bytes() {
-        bail!(
-            "image {}: {len} bytes is not a whole number of 4096-byte blocks within the \
-             device's {} bytes",
-            path.display(),
-            file.size_bytes()
-        );
-    }
+    let image = File::open(path).with_context(|| format!("image {}", path.display()))?;
+    let ranges = data_ranges(&image).with_context(|| format!("image {}", path.display()))?;
     let mut chunk = vec![0u8; IMAGE_CHUNK];
-    let (mut offset, mut blocks) = (0u64, 0u64);
-    while offset < len {
-        let n = IMAGE_CHUNK.min((len - offset) as usize);
-        image.read_exact(&mut chunk[..n])?;
-        for (i, block) in chunk[..n].chunks_exact(LBA_SIZE).enumerate() {
-            if block.iter().any(|&b| b != 0) {
-                file.write_at(offset + (i * LBA_SIZE) as u64, block)?;
-                blocks += 1;
+    let mut blocks = 0u64;
+    for (start, end) in ranges {
+        // Whole blocks: a data range may start or end inside one.
+        let (mut offset, end) = (
+            start / LBA_SIZE as u64 * LBA_SIZE as u64,
+            end.div_ceil(LBA_SIZE as u64) * LBA_SIZE as u64,
+        );
+        while offset < end {
+            let n = IMAGE_CHUNK.min((end - offset) as usize);
+            image
+                .read_exact_at(&mut chunk[..n], offset)
+                .with_context(|| format!("image {}: reading at {offset}", path.display()))?;
+            for (i, block) in chunk[..n].chunks_exact(LBA_SIZE).enumerate() {
+                if block.iter().any(|&b| b != 0) {
+                    file.write_at(offset + (i * LBA_SIZE) as u64, block)?;
+                    blocks += 1;
+                }
             }
+            offset += n as u64;
         }
-        offset += n as u64;
     }
     file.sync()?;
-    Ok(blocks)
-}
-
-/// Writes the device's contents as a sparse image; returns the non-zero blocks.
-fn save_image(file: &mut BlockFile<Ftl>, path: &Path) -> Result<u64> {
-    let mut image = File::create(path).with_context(|| format!("image {}", path.display()))?;
-    let size = file.size_bytes();
-    image.set_len(size)?;
-    let mut chunk = vec![0u8; IMAGE_CHUNK];
-    let (mut offset, mut blocks) = (0u64, 0u64);
-    while offset < size {
-        let n = file.read_at(offset, &mut chunk)?;
-        for (i, block) in chunk[..n].chunks_exact(LBA_SIZE).enumerate() {
-            if block.iter().any(|&b| b != 0) {
-                image.seek(SeekFrom::Start(offset + (i * LBA_SIZE) as u64))?;
-                image.write_all(block)?;
-                blocks += 1;
-            }
-        }
-        offset += n as u64;
-    }
-    image.sync_all()?;
     Ok(blocks)
 }

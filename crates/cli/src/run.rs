@@ -14,9 +14,9 @@ use flashstack_trace::{
     clean, parse_file, synthetic, CleanOptions, ParseOptions, SyntheticSpec, Trace, TraceFormat,
 };
 
-use crate::device;
 use crate::progress::Bar;
 use crate::stackrun;
+use crate::{compare, device};
 
 /// The workload `flashstack run` uses when given none: a phone-like mix of small random
 /// writes concentrated on a hot fifth of the data, reads, and a flush (fsync) every 8
@@ -43,10 +43,12 @@ pub struct TraceInput {
 
 #[derive(Args, Debug)]
 pub struct RunArgs {
-    /// Device preset, TOML file, or either with +key=value overrides.
+    /// Device preset, TOML file, or either with +key=value overrides (`flashstack
+    /// presets`); with a persona or file-level trace also a stack preset or stack spec.
     #[arg(long, value_name = "PRESET|FILE.toml")]
     pub(crate) device: Option<String>,
-    /// Compare devices side by side: comma-separated device specifications.
+    /// Compare configurations side by side, one column each: comma-separated device (or,
+    /// with a persona or file-level trace, stack) specifications.
     #[arg(long, value_name = "SPEC,SPEC,...", value_delimiter = ',')]
     pub(crate) compare: Vec<String>,
     /// Block trace to replay.
@@ -83,6 +85,8 @@ pub struct RunArgs {
     #[arg(long, value_name = "N", default_value_t = 1,
           value_parser = clap::value_parser!(u32).range(1..))]
     pub(crate) repeat: u32,
+    /// Seed of every random choice (workload, content, preconditioning); the same command
+    /// and seed print the same bytes.
     #[arg(long, default_value_t = 1)]
     pub(crate) seed: u64,
     /// Override a device field on every device (repeatable), e.g. ftl.gc.policy=cost-benefit.
@@ -122,11 +126,14 @@ pub struct RunArgs {
     /// Drive writes per day to assume in the lifetime projection (default: measured).
     #[arg(long)]
     pub(crate) dwpd: Option<f64>,
+    /// Also write the figures as JSON (one object per run; "-" for standard output).
     #[arg(long, value_name = "FILE")]
     pub(crate) json: Option<PathBuf>,
+    /// Also write the figures as CSV (a header and one row per run, dotted column names;
+    /// "-" for standard output).
     #[arg(long, value_name = "FILE")]
     pub(crate) csv: Option<PathBuf>,
-    /// No progress bar.
+    /// No progress bar and no progress lines.
     #[arg(long, short)]
     pub(crate) quiet: bool,
 }
@@ -337,7 +344,8 @@ pub fn run(args: RunArgs) -> Result<()> {
     }
     if args.phone.is_some() || args.fresh {
         bail!(
-            "--phone and --fresh apply to personas and file-level traces (--workload); block              workloads start from --precondition, --image or a built-in workload's own data"
+            "--phone and --fresh apply to personas and file-level traces (--workload); block \
+             workloads start from --precondition, --image or a built-in workload's own data"
         );
     }
     let (input, mut workload_name) = Input::from_args(&args)?;
@@ -345,9 +353,11 @@ pub fn run(args: RunArgs) -> Result<()> {
         workload_name = format!("{workload_name} x{}", args.repeat);
     }
     let mut reports = Vec::new();
+    let mut devices = Vec::new();
     let specs = device_specs(&args);
     for (index, spec_name) in specs.iter().enumerate() {
         let config = run_config(&args, spec_name, &workload_name)?;
+        devices.push(config.device.clone());
         let image_out = args
             .image_out
             .as_deref()
@@ -357,6 +367,14 @@ pub fn run(args: RunArgs) -> Result<()> {
         reports.push(report);
     }
     print!("{}", render_table(&reports));
+    let columns: Vec<_> = (specs.iter().zip(&devices).zip(&reports))
+        .map(|((name, config), report)| compare::Column {
+            name,
+            config,
+            report,
+        })
+        .collect();
+    print!("{}", compare::no_effect_notes(&columns));
     if let Some(path) = &args.json {
         write_output(path, &render_json(&reports))?;
     }
@@ -446,11 +464,13 @@ fn prepared(config: RunConfig, args: &RunArgs, bar: &mut Bar) -> Result<Replayer
     let mut replayer = Replayer::new(config)?;
     if let Some(path) = &args.image {
         let report = replayer.load_image(path, bar)?;
+        bar.finish();
         if !quiet {
             eprintln!("{}: {report}", replayer.ftl.config().name);
         }
     }
     replayer.prepare(bar)?;
+    bar.finish();
     if let Some(p) = &replayer.precondition {
         if !quiet {
             eprintln!("{}: precondition: {p}", replayer.ftl.config().name);
@@ -474,6 +494,7 @@ fn start_builtin(
     if !args.no_precondition {
         replayer.initialise_snapshot(&content_zones(&workload.snapshot)?, bar)?;
         replayer.age_snapshot(DEFAULT_SNAPSHOT_AGING, bar)?;
+        bar.finish();
         if !args.quiet {
             eprintln!("{}: {}", replayer.ftl.config().name, replayer.snapshot);
         }

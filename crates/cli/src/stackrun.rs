@@ -1,9 +1,7 @@
 //! `flashstack run --workload PERSONA|FILE.fst`: a persona or a file-level trace on whole
 //! stacks (page cache, F2FS, FTL, NAND), one column per stack configuration.
 
-use std::io::IsTerminal;
 use std::path::Path;
-use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context, Result};
 use flashstack_experiments::fullstack::{self, FullStackOptions, StackRun, StackWorkload};
@@ -11,11 +9,11 @@ use flashstack_report::{render_csv, render_json};
 use flashstack_stack::StackConfig;
 use flashstack_trace::builtin::Builtin;
 use flashstack_workload::{text, FileTrace};
-use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::device;
 use crate::phone::StartChoice;
+use crate::progress::Spinner;
 use crate::run::{numbered, write_output, RunArgs};
+use crate::{compare, device};
 
 /// Whether `--workload NAME` names a block-level workload (`ldc:*`) rather than a persona
 /// or a file-level trace.
@@ -160,9 +158,18 @@ fn load(name: &str) -> Result<Loaded> {
         let trace = text::read_file(path)?;
         return Ok(Loaded::Trace(name.to_string(), trace));
     }
-    flashstack_apps::persona(name)
-        .map(Loaded::Persona)
-        .map_err(|e| anyhow!("--workload: {e} (or a block workload ldc:*, or a .fst file)"))
+    match flashstack_apps::persona(name) {
+        Ok(persona) => Ok(Loaded::Persona(persona)),
+        // Persona names have no '/' or '.': this one names a file.
+        Err(_) if path.exists() => {
+            bail!("--workload {name}: not a file-level trace (a directory or special file)")
+        }
+        Err(_) if name.contains(['/', '.']) => bail!(
+            "--workload {name}: no such file, and not a persona (`flashstack workload list`); \
+             `flashstack run --workload PERSONA --record {name}` writes a file-level trace"
+        ),
+        Err(e) => bail!("--workload: {e} (or a block workload ldc:*, or a .fst file)"),
+    }
 }
 
 pub fn run(args: &RunArgs, name: &str) -> Result<()> {
@@ -191,14 +198,12 @@ pub fn run(args: &RunArgs, name: &str) -> Result<()> {
                 .as_deref()
                 .map(|path| numbered(path, i, configs.len())),
         };
-        let spinner = spinner(
+        let spinner = Spinner::start(
             args.quiet,
             &format!("{} on {}", workload.name(), config.name),
         );
         let out = fullstack::run(config, &workload, &options);
-        if let Some(s) = spinner {
-            s.finish_and_clear();
-        }
+        spinner.finish();
         let out = out?;
         if i == 0 {
             if let (Some(path), Some(trace)) = (&args.record, &out.trace) {
@@ -211,6 +216,14 @@ pub fn run(args: &RunArgs, name: &str) -> Result<()> {
         runs.push(out.run);
     }
     print!("{}", fullstack::render(&runs));
+    let columns: Vec<_> = (configs.iter().zip(&runs))
+        .map(|(config, run)| compare::Column {
+            name: &config.name,
+            config,
+            report: run,
+        })
+        .collect();
+    print!("{}", compare::no_effect_notes(&columns));
     if let Some(path) = &args.json {
         write_output(path, &render_json(&runs))?;
     }
@@ -218,17 +231,6 @@ pub fn run(args: &RunArgs, name: &str) -> Result<()> {
         write_output(path, &render_csv(&runs))?;
     }
     Ok(())
-}
-
-fn spinner(quiet: bool, message: &str) -> Option<ProgressBar> {
-    if quiet || !std::io::stderr().is_terminal() {
-        return None;
-    }
-    let s = ProgressBar::new_spinner();
-    s.set_style(ProgressStyle::with_template("{spinner} {msg} ({elapsed})").ok()?);
-    s.set_message(message.to_string());
-    s.enable_steady_tick(Duration::from_millis(200));
-    Some(s)
 }
 
 fn write_trace(path: &Path, trace: &FileTrace) -> Result<()> {

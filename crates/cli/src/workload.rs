@@ -11,6 +11,7 @@ use crate::run::DEFAULT_DEVICE;
 
 #[derive(Args)]
 pub struct ListArgs {
+    /// Seed of the generated block workloads whose figures are shown.
     #[arg(long, default_value_t = 1)]
     seed: u64,
 }

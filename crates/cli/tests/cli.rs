@@ -15,6 +15,24 @@ fn flashstack(args: &[&str]) -> Output {
         .expect("the binary runs")
 }
 
+/// Runs a command that must succeed and returns its standard output.
+fn output_of(args: &[&str]) -> String {
+    let out = flashstack(args);
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("output is UTF-8")
+}
+
+/// Runs a command that must fail and returns its standard error.
+fn error_of(args: &[&str]) -> String {
+    let out = flashstack(args);
+    assert!(!out.status.success(), "{args:?} succeeded");
+    String::from_utf8(out.stderr).expect("errors are UTF-8")
+}
+
 fn temp(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("flashstack-cli-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -514,5 +532,282 @@ fn image_errors_name_the_file() {
     assert!(
         !run.status.success() && stderr.contains("missing.img"),
         "{stderr}"
+    );
+}
+
+/// Runs the binary with standard output a pipe whose reading end is already closed.
+fn into_closed_pipe(args: &[&str]) -> Output {
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    Command::new(env!("CARGO_BIN_EXE_flashstack"))
+        .args(args)
+        .stdout(writer)
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .expect("the binary runs")
+}
+
+/// `flashstack fs ls IMG / | head -1`: every command that prints stops quietly when its
+/// reader goes away (killed by SIGPIPE as `cat` is, or exit 0), never with a panic or
+/// an error message.
+#[test]
+fn every_printing_command_exits_quietly_on_a_closed_pipe() {
+    use std::os::unix::process::ExitStatusExt;
+    let image = temp("pipe.img");
+    let file = temp("pipe.txt");
+    std::fs::write(&file, "x".repeat(100_000)).unwrap();
+    let (img, host) = (image.to_str().unwrap(), file.to_str().unwrap());
+    assert!(flashstack(&["fs", "mkfs", img, "--size", "64MiB"])
+        .status
+        .success());
+    assert!(flashstack(&["fs", "put", img, host, "/d/f.txt"])
+        .status
+        .success());
+    let trace = temp("pipe.csv");
+    std::fs::write(
+        &trace,
+        "proces,device,rw_flag,sector,size,timestamp\napp,sda,W,8,8,1.0\napp,sda,R,8,8,1.5\n",
+    )
+    .unwrap();
+    let tr = trace.to_str().unwrap();
+    let commands: &[&[&str]] = &[
+        &["--help"],
+        &["run", "--help"],
+        &["presets"],
+        &["presets", "--toml", "ufs31"],
+        &["presets", "--toml", "default"],
+        &["workload", "list"],
+        &["workload", "analyze", "gmail:launch"],
+        &["trace", "inspect", tr],
+        &["run", "--quiet", "--trace", tr, "--no-precondition"],
+        &[
+            "run",
+            "--quiet",
+            "--trace",
+            tr,
+            "--no-precondition",
+            "--json",
+            "-",
+        ],
+        &["run", "--quiet", "--workload", "gmail:launch"],
+        &["fs", "mkfs", img, "--size", "64MiB"],
+        &["fs", "put", img, host, "/d/f.txt"],
+        &["fs", "ls", img, "/"],
+        &["fs", "cat", img, "/d/f.txt"],
+        &["fs", "stat", img, "/d"],
+    ];
+    for args in commands {
+        let out = into_closed_pipe(args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let quiet = out.status.success() || out.status.signal() == Some(libc_sigpipe());
+        assert!(
+            quiet && stderr.is_empty(),
+            "{args:?}: {:?}, stderr: {stderr}",
+            out.status
+        );
+    }
+}
+
+/// SIGPIPE's number on Linux.
+fn libc_sigpipe() -> i32 {
+    13
+}
+
+/// A cause that an error message already embeds is not printed again.
+#[test]
+fn error_chains_print_each_cause_once() {
+    let missing = temp("missing.img");
+    let err = error_of(&["fs", "ls", missing.to_str().unwrap(), "/"]);
+    assert_eq!(err.matches("os error 2").count(), 1, "{err}");
+    // Both superblock copies broken: the reason once.
+    let image = temp("nosb.img");
+    assert!(
+        flashstack(&["fs", "mkfs", image.to_str().unwrap(), "--size", "64MiB"])
+            .status
+            .success()
+    );
+    let mut bytes = std::fs::read(&image).unwrap();
+    bytes[1024..1028].copy_from_slice(b"junk");
+    bytes[4096 + 1024..4096 + 1028].copy_from_slice(b"junk");
+    std::fs::write(&image, &bytes).unwrap();
+    let err = error_of(&["fs", "ls", image.to_str().unwrap(), "/"]);
+    assert!(err.contains("superblock"), "{err}");
+    assert_eq!(err.matches("superblock copy 1").count(), 1, "{err}");
+}
+
+#[test]
+fn a_missing_file_trace_is_reported_as_a_missing_file() {
+    let err = error_of(&["run", "--quiet", "--workload", "no-such-dir/x.fst"]);
+    assert!(
+        err.contains("x.fst: no such file") && !err.contains("unknown persona"),
+        "{err}"
+    );
+}
+
+/// A binary file read as a text trace: the message quotes the line escaped and cut, so
+/// no raw bytes reach the terminal.
+#[test]
+fn binary_input_is_escaped_in_errors() {
+    let path = temp("binary.trace");
+    let bytes: Vec<u8> = (0..4096u32).map(|i| (i * 151 % 256) as u8).collect();
+    std::fs::write(&path, bytes).unwrap();
+    let trace = path.to_str().unwrap();
+    let err = error_of(&["run", "--quiet", "--trace", trace, "--format", "mqsim"]);
+    assert!(err.contains("binary.trace:1"), "{err}");
+    assert!(
+        err.trim_end().chars().all(|c| !c.is_control()) && err.len() < 400,
+        "{err:?}"
+    );
+}
+
+/// A device override with a bad value names the override, its field and the accepted
+/// values, not a line of a TOML text the user never wrote.
+#[test]
+fn bad_override_values_are_named() {
+    for args in [
+        &[
+            "run",
+            "--quiet",
+            "--device",
+            "ldc-emmc+ftl.gc.policy=banana",
+        ][..],
+        &[
+            "run",
+            "--quiet",
+            "--synthetic",
+            "default",
+            "--set",
+            "ftl.gc.policy=banana",
+        ],
+        &[
+            "run",
+            "--quiet",
+            "--compare",
+            "default,ldc-emmc+ftl.gc.policy=banana",
+        ],
+    ] {
+        let err = error_of(args);
+        assert!(
+            err.contains("override 'ftl.gc.policy=banana'")
+                && err.contains("`greedy`, `cost-benefit`, `compression-aware`")
+                && !err.contains("line")
+                && err.lines().count() == 1,
+            "{args:?}: {err}"
+        );
+    }
+}
+
+/// Two columns that differ in a knob but not in any figure get a note naming the knob and
+/// why it did nothing; columns whose figures differ get none.
+#[test]
+fn a_knob_without_effect_is_pointed_out() {
+    let text = output_of(&[
+        "run",
+        "--quiet",
+        "--workload",
+        "gmail:launch",
+        "--compare",
+        "ldc-emmc,ldc-emmc+ftl.gc.policy=cost-benefit",
+    ]);
+    assert!(
+        text.contains("gave identical figures: device.ftl.gc.policy")
+            && text.contains("erased no block"),
+        "{text}"
+    );
+    let small = "ldc-emmc+nand.geometry.blocks_per_plane=512";
+    let text = output_of(&[
+        "run",
+        "--quiet",
+        "--synthetic",
+        "uniform,count=20000,size=4k",
+        "--precondition",
+        "0.9",
+        "--compare",
+        &format!("{small},{small}+ftl.gc.policy=cost-benefit"),
+    ]);
+    assert!(!text.contains("note:"), "{text}");
+}
+
+/// Why a recorded task replayed on the same stack writes fewer F2FS blocks than the run
+/// that recorded it (docs/file-traces.md): the run's measurement also covers the app
+/// closing its databases after the task, which the trace leaves out (in WAL mode the
+/// close checkpoints the log into the database: one read from the -wal file and one write
+/// into the database per page). Less those writes, the data blocks agree.
+#[test]
+fn a_recorded_task_replays_to_the_runs_data_blocks_less_the_app_close() {
+    let (run_json, trace, replay_json) = (temp("tr.json"), temp("tr.fst"), temp("trr.json"));
+    let out = flashstack(&[
+        "run",
+        "--quiet",
+        "--workload",
+        "telegram:receive-text",
+        "--record",
+        trace.to_str().unwrap(),
+        "--json",
+        run_json.to_str().unwrap(),
+    ]);
+    assert!(out.status.success());
+    let out = flashstack(&[
+        "run",
+        "--quiet",
+        "--workload",
+        trace.to_str().unwrap(),
+        "--json",
+        replay_json.to_str().unwrap(),
+    ]);
+    assert!(out.status.success());
+    let load = |p: &PathBuf| -> serde_json::Value {
+        serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap()
+    };
+    let (run, replay) = (load(&run_json), load(&replay_json));
+    let count = |r: &serde_json::Value, op: &str| r["file_ops"][op]["count"].as_u64().unwrap();
+    let text = std::fs::read_to_string(&trace).unwrap();
+    let traced_writes = text.lines().filter(|l| l.contains(" pwrite ")).count() as u64;
+    assert!(
+        !text.lines().any(|l| l.contains(" pread ")),
+        "the task reads nothing"
+    );
+    assert_eq!(count(&replay, "write"), traced_writes);
+    // The close: as many reads (from the log) as writes beyond the trace's.
+    let close_writes = count(&run, "write") - traced_writes;
+    assert!(close_writes > 100, "{close_writes}");
+    assert_eq!(count(&run, "read"), close_writes);
+    let data = |r: &serde_json::Value| r["fs"]["data_blocks"].as_u64().unwrap();
+    let expected = data(&run) - close_writes;
+    assert!(
+        data(&replay).abs_diff(expected) <= expected / 100 + 1,
+        "replay {} vs run {} less the close's {close_writes}",
+        data(&replay),
+        data(&run)
+    );
+}
+
+/// Standard error that is not a terminal (a log, CI) still shows progress: one line per
+/// finished phase, each ending its line.
+#[test]
+fn progress_without_a_terminal_is_a_line_per_phase() {
+    let out = flashstack(&[
+        "run",
+        "--device",
+        "ldc-emmc+nand.geometry.blocks_per_plane=512",
+        "--synthetic",
+        "uniform,count=5000,size=4k",
+    ]);
+    assert!(out.status.success());
+    let err = String::from_utf8(out.stderr).unwrap();
+    for phase in ["precondition: fill: ", "precondition: age: ", "replay: "] {
+        assert!(
+            err.lines()
+                .any(|l| l.starts_with(phase) && l.ends_with(" s")),
+            "{phase}: {err}"
+        );
+    }
+    assert!(err.ends_with('\n'), "{err:?}");
+    let out = flashstack(&["run", "--workload", "gmail:launch"]);
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        err.lines()
+            .any(|l| l.starts_with("gmail:launch on default: ")),
+        "{err}"
     );
 }

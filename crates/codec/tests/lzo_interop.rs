@@ -158,12 +158,10 @@ fn read_bytes(r: &mut impl Read, n: usize) -> Vec<u8> {
 #[test]
 fn lzo1x_1_interoperates_with_liblzo() {
     if !lzo_available() {
-        let ci = std::env::var("CI").map(|v| v == "true").unwrap_or(false);
-        assert!(
-            !ci,
-            "CI=true but `{PYTHON} -c 'import lzo'` fails: install python3-lzo"
+        flashstack_testkit::skip(
+            "compare with liblzo",
+            &format!("`{PYTHON} -c 'import lzo'` fails: install python3-lzo"),
         );
-        eprintln!("note: python3-lzo not importable by {PYTHON}; LZO interop test skipped");
         return;
     }
     let cases = cases();

@@ -172,12 +172,23 @@ pub const SIZE_OF_DENTRY_RESERVED: usize =
 pub const FT_UNKNOWN: u8 = 0;
 pub const FT_REG_FILE: u8 = 1;
 pub const FT_DIR: u8 = 2;
+pub const FT_CHRDEV: u8 = 3;
+pub const FT_BLKDEV: u8 = 4;
+pub const FT_FIFO: u8 = 5;
+pub const FT_SOCK: u8 = 6;
 pub const FT_SYMLINK: u8 = 7;
 /// `S_IFMT` / `S_IFDIR` / `S_IFREG` bits of `i_mode`.
 pub const S_IFMT: u16 = 0o170000;
 pub const S_IFDIR: u16 = 0o040000;
 pub const S_IFREG: u16 = 0o100000;
 pub const S_IFLNK: u16 = 0o120000;
+/// The special files: character and block devices, FIFOs, sockets.
+pub const S_IFCHR: u16 = 0o020000;
+pub const S_IFBLK: u16 = 0o060000;
+pub const S_IFIFO: u16 = 0o010000;
+pub const S_IFSOCK: u16 = 0o140000;
+/// Set-group-ID: on a directory, new entries take its group (and new directories the bit).
+pub const S_ISGID: u16 = 0o2000;
 
 /// Superblock feature bits (`F2FS_FEATURE_*`).
 pub const FEATURE_ENCRYPT: u32 = 0x0001;

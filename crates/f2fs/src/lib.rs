@@ -94,8 +94,9 @@ pub mod superblock;
 pub use error::{Corruption, F2fsError};
 pub use features::Features;
 pub use fs::{
-    BlockUsage, DirEntryInfo, F2fs, F2fsConfig, FileKind, FsError, IpuPolicy, Metrics, Stat,
-    WriteHint, XattrMode, SYMLINK_TARGET_MAX,
+    BlockUsage, DirEntryInfo, F2fs, F2fsConfig, FallocMode, FileKind, FsError, InodeClock,
+    IpuPolicy, Metrics, NewInode, SetAttr, Stat, TimeSet, Timestamp, VirtualClock, WriteHint,
+    XattrMode, SIMULATION_EPOCH_SECS, SYMLINK_TARGET_MAX,
 };
 pub use layout::Layout;
 pub use memdev::MemDevice;

@@ -621,7 +621,9 @@ impl Harness {
                 let next = self.model.next;
                 self.model = self.durable.clone();
                 self.model.next = next;
-                return self.check_after_cut();
+                self.check_after_cut()?;
+                CUTS.with(|c| c.set(c.get() + 1));
+                return Ok(());
             }
         }
         if self.fs().metrics().checkpoints != before {
@@ -728,6 +730,7 @@ impl Harness {
             self.check_after_cut()?;
         }
         self.model.next = next;
+        CUTS.with(|c| c.set(c.get() + 1));
         Ok(())
     }
 
@@ -1108,54 +1111,71 @@ fn run_on(ops: &[Op], fsck_at_end: bool, bytes: u64, cfg: F2fsConfig) -> Result<
     h.check()
 }
 
-proptest! {
-    #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
-
-    #[test]
-    fn random_sequences_match_the_model(ops in prop::collection::vec(op(), 1..60), cfg in config()) {
-        run(&ops, false, cfg)?;
-    }
+thread_local! {
+    /// Power cuts recovered from and checked on this thread (a proptest runs its cases on
+    /// the test's own thread).
+    static CUTS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
 
-proptest! {
-    #![proptest_config(ProptestConfig { cases: 12, ..ProptestConfig::default() })]
-
-    #[test]
-    fn random_sequences_pass_fsck(ops in prop::collection::vec(op(), 1..80), cfg in config()) {
-        run(&ops, true, cfg)?;
+/// Prints the test's crash-explore line (docs/testing.md, "Crash exploration").
+fn report_cuts(test: &str) {
+    let mut tally = flashstack_block::explore::Exploration::new(&format!("f2fs rw_model {test}"));
+    for _ in 0..CUTS.with(|c| c.take()) {
+        tally.cut();
     }
+    tally.report();
 }
 
-proptest! {
-    #![proptest_config(ProptestConfig { cases: 4, ..ProptestConfig::default() })]
-
-    #[test]
-    fn cleaning_under_random_sequences(
-        ops in prop::collection::vec(cleaning_op(), 60..120),
-        cfg in config(),
-    ) {
-        let mut all: Vec<Op> = [0, 1, 2, 3, 6].into_iter().map(Op::Create).collect();
-        all.extend(ops);
-        run_on(&all, true, 64 * MIB, cfg)?;
-    }
-}
-
-proptest! {
-    #![proptest_config(ProptestConfig { cases: 4, ..ProptestConfig::default() })]
-
-    /// A 64 MiB volume (free segments always under the SSR threshold) filled to over half
-    /// its user blocks first, then overwritten: the logs recycle dirty segments by SSR.
-    #[test]
-    fn ssr_under_random_sequences(
-        ops in prop::collection::vec(ssr_op(), 60..120),
-        cfg in ssr_config(),
-    ) {
-        let mut all: Vec<Op> = (0..NAMES.len()).map(Op::Create).collect();
-        for slot in 0..5 {
-            all.extend((0..NAMES.len()).map(|p| Op::WriteBig(p, slot, slot as u8)));
+#[test]
+fn random_sequences_match_the_model() {
+    proptest!(
+        ProptestConfig { cases: 128, ..ProptestConfig::default() },
+        |(ops in prop::collection::vec(op(), 1..60), cfg in config())| {
+            run(&ops, false, cfg)?;
         }
-        all.push(Op::Sync);
-        all.extend(ops);
-        run_on(&all, true, 64 * MIB, cfg)?;
-    }
+    );
+    report_cuts("random_sequences_match_the_model");
+}
+
+#[test]
+fn random_sequences_pass_fsck() {
+    proptest!(
+        ProptestConfig { cases: 12, ..ProptestConfig::default() },
+        |(ops in prop::collection::vec(op(), 1..80), cfg in config())| {
+            run(&ops, true, cfg)?;
+        }
+    );
+    report_cuts("random_sequences_pass_fsck");
+}
+
+#[test]
+fn cleaning_under_random_sequences() {
+    proptest!(
+        ProptestConfig { cases: 4, ..ProptestConfig::default() },
+        |(ops in prop::collection::vec(cleaning_op(), 60..120), cfg in config())| {
+            let mut all: Vec<Op> = [0, 1, 2, 3, 6].into_iter().map(Op::Create).collect();
+            all.extend(ops);
+            run_on(&all, true, 64 * MIB, cfg)?;
+        }
+    );
+    report_cuts("cleaning_under_random_sequences");
+}
+
+/// A 64 MiB volume (free segments always under the SSR threshold) filled to over half
+/// its user blocks first, then overwritten: the logs recycle dirty segments by SSR.
+#[test]
+fn ssr_under_random_sequences() {
+    proptest!(
+        ProptestConfig { cases: 4, ..ProptestConfig::default() },
+        |(ops in prop::collection::vec(ssr_op(), 60..120), cfg in ssr_config())| {
+            let mut all: Vec<Op> = (0..NAMES.len()).map(Op::Create).collect();
+            for slot in 0..5 {
+                all.extend((0..NAMES.len()).map(|p| Op::WriteBig(p, slot, slot as u8)));
+            }
+            all.push(Op::Sync);
+            all.extend(ops);
+            run_on(&all, true, 64 * MIB, cfg)?;
+        }
+    );
+    report_cuts("ssr_under_random_sequences");
 }

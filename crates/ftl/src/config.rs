@@ -185,8 +185,7 @@ impl DeviceConfig {
 
     /// Parses a device TOML file's text; errors name the field or line.
     pub fn from_toml(text: &str) -> Result<DeviceConfig, ConfigError> {
-        let config: DeviceConfig =
-            toml::from_str(text).map_err(|e| ConfigError::new("toml", e.to_string()))?;
+        let config: DeviceConfig = toml::from_str(text).map_err(|e| toml_error(text, &e))?;
         config.validate()?;
         Ok(config)
     }
@@ -200,5 +199,64 @@ impl DeviceConfig {
 
     pub fn to_toml(&self) -> String {
         toml::to_string_pretty(self).expect("device configs always serialise")
+    }
+}
+
+/// A TOML error as a [`ConfigError`] naming the dotted field (`ftl.gc.policy`) and the line
+/// where it sits, with the parser's message alone (its own rendering quotes the line
+/// over several lines).
+fn toml_error(text: &str, error: &toml::de::Error) -> ConfigError {
+    let Some(span) = error.span() else {
+        return ConfigError::new("(file)", error.message());
+    };
+    let before = &text[..span.start.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let reason = format!("line {line}: {}", error.message());
+    match field_at(before) {
+        Some(field) => ConfigError::new(field, reason),
+        None => ConfigError::new(format!("(line {line})"), reason),
+    }
+}
+
+/// The dotted path of the key on the last line of `before`: the innermost `[table]`
+/// header above it joined with the key left of `=`.
+fn field_at(before: &str) -> Option<String> {
+    let mut lines = before.rsplit('\n');
+    let current = lines.next()?;
+    // An unknown key is reported at the key itself: then only the table is known here
+    // (the message names the key).
+    let key = match current.split_once('=') {
+        Some((key, _)) => key.trim().trim_matches('"'),
+        None => "",
+    };
+    let table = lines
+        .map(str::trim)
+        .find(|l| l.starts_with('[') && l.ends_with(']'))
+        .map(|l| l.trim_matches(['[', ']']).trim());
+    match (table, key) {
+        (Some(table), "") => Some(table.to_string()),
+        (Some(table), key) => Some(format!("{table}.{key}")),
+        (None, "") => None,
+        (None, key) => Some(key.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod toml_error_tests {
+    use super::*;
+
+    #[test]
+    fn toml_errors_name_the_field_and_line() {
+        let mut text = crate::presets::preset("ldc-emmc").unwrap().to_toml();
+        text = text.replace("policy = \"greedy\"", "policy = \"banana\"");
+        let err = DeviceConfig::from_toml(&text).unwrap_err();
+        assert_eq!(err.field, "ftl.gc.policy", "{err}");
+        assert!(err.reason.starts_with("line "), "{err}");
+        assert!(
+            err.reason
+                .contains("`greedy`, `cost-benefit`, `compression-aware`"),
+            "{err}"
+        );
+        assert!(!err.to_string().contains('\n'), "one line: {err}");
     }
 }

@@ -343,6 +343,7 @@ mod tests {
         let err = DeviceConfig::from_toml(&text).unwrap_err();
         assert_eq!(err.field, "geometry.pages_per_block");
         let err = DeviceConfig::from_toml("name = 3").unwrap_err();
-        assert_eq!(err.field, "toml");
+        assert_eq!(err.field, "name", "{err}");
+        assert!(err.reason.starts_with("line 1: "), "{err}");
     }
 }

@@ -1,10 +1,14 @@
 //! Reference-model tests: random request sequences with power cuts, checked after every
 //! step against a map of what each LBA may hold.
 
+use std::cell::RefCell;
+
+use flashstack_block::explore::{self, Exploration};
 use flashstack_block::{BlockDevice, BlockError, Hints, Payload, Temperature, LBA_SIZE};
-use flashstack_nand::{Endurance, Energy, Faults, Geometry, NandConfig, Timing};
+use flashstack_nand::{oob_flags, Endurance, Energy, Faults, Geometry, NandConfig, Timing, TornOp};
 use proptest::prelude::*;
 
+use crate::blocks::BlockState;
 use crate::compression::{CompressionPolicyKind, ControllerTiming};
 use crate::config::*;
 use crate::Ftl;
@@ -158,6 +162,12 @@ struct Harness {
     model: Model,
     now_ns: u64,
     allow_no_space: bool,
+    /// Steps run so far; `check_invariants` runs from step `check_from` on (a sweep
+    /// that replays one prefix many times checks it once).
+    steps: usize,
+    check_from: usize,
+    /// Power cuts recovered from, where they landed, and the flushed bytes read back.
+    tally: Exploration,
 }
 
 impl Harness {
@@ -169,6 +179,9 @@ impl Harness {
             model: Model::new(lbas),
             now_ns: 0,
             allow_no_space: false,
+            steps: 0,
+            check_from: 0,
+            tally: Exploration::new("ftl").durable_by("flushed"),
         }
     }
 
@@ -209,14 +222,42 @@ impl Harness {
         };
         match result {
             Ok(()) => {}
-            Err(BlockError::PowerLoss) => self.recover(),
+            Err(BlockError::PowerLoss) => {
+                self.note_cut();
+                self.recover();
+            }
             Err(BlockError::NoSpace { .. }) if self.allow_no_space => return false,
             Err(e) => panic!("unexpected error {e}"),
         }
-        if let Err(violation) = self.ftl.check_invariants() {
-            panic!("invariant broken after {op:?}: {violation}");
+        self.steps += 1;
+        if self.steps >= self.check_from {
+            if let Err(violation) = self.ftl.check_invariants() {
+                panic!("invariant broken after {op:?}: {violation}");
+            }
         }
         true
+    }
+
+    /// Counts a power cut by what it interrupted: GC (a victim being collected, or an
+    /// erase torn), host data in a partial page buffer (lost unless flushed), trims not
+    /// yet logged or a trim-record page torn.
+    fn note_cut(&mut self) {
+        let ftl = &self.ftl;
+        let torn = ftl.nand().torn_op();
+        let mid_gc = matches!(torn, Some(TornOp::Erase { .. }))
+            || ftl.blocks.state.contains(&BlockState::Collecting);
+        let mid_buffer = ftl.streams.iter().any(|s| !s.relocation && s.filled > 0);
+        let mid_trim_log = !ftl.pending_trims.is_empty()
+            || matches!(torn, Some(TornOp::Program { flags, .. })
+                if flags & oob_flags::TRIM_RECORD != 0);
+        self.tally.cut();
+        for (name, hit) in [
+            ("mid-GC", mid_gc),
+            ("mid-buffer", mid_buffer),
+            ("mid-trim-log", mid_trim_log),
+        ] {
+            self.tally.note(name, u64::from(hit));
+        }
     }
 
     fn write(&mut self, lba: u64, count: u32, hot: bool) -> Result<(), BlockError> {
@@ -267,6 +308,10 @@ impl Harness {
             self.now_ns += 1_000;
             self.ftl.read(self.now_ns, lba, 1, Some(&mut out)).unwrap();
             let allowed = &self.model.possible[lba as usize];
+            if allowed.len() == 1 {
+                // Flushed and not written since: must read back exactly (checked below).
+                self.tally.checked(LBA_SIZE as u64, 0);
+            }
             let tag = tag_of(&out, allowed).unwrap_or_else(|| {
                 panic!("after power cut lba {lba} holds none of {allowed:?} (durable first)")
             });
@@ -277,8 +322,19 @@ impl Harness {
 }
 
 fn run(config: DeviceConfig, ops: &[Op], seed: u64, allow_no_space: bool) -> Harness {
+    run_checking_from(config, ops, seed, allow_no_space, 0)
+}
+
+fn run_checking_from(
+    config: DeviceConfig,
+    ops: &[Op],
+    seed: u64,
+    allow_no_space: bool,
+    check_from: usize,
+) -> Harness {
     let mut h = Harness::new(config, seed);
     h.allow_no_space = allow_no_space;
+    h.check_from = check_from;
     for op in ops {
         if !h.step(op) {
             return h;
@@ -331,19 +387,35 @@ fn config_strategy() -> impl Strategy<Value = DeviceConfig> {
         })
 }
 
-proptest! {
-    // Thousands of sequences in all: 1,500 fault-free, 500 with injected flash faults.
-    #![proptest_config(ProptestConfig { cases: 1_500, ..ProptestConfig::default() })]
-
-    #[test]
-    fn reads_match_the_model_through_gc_trims_and_power_cuts(
-        config in config_strategy(),
-        ops in prop::collection::vec(op_strategy(), 1..400),
-        seed in any::<u64>(),
-    ) {
-        run(config, &ops, seed, false);
-    }
-
+/// Thousands of sequences in all: 1,500 fault-free (this test), 500 with injected flash
+/// faults. Every power cut they fire (armed ones, which tear a NAND operation, and cuts
+/// between requests) is recovered and checked, and counted by where it landed.
+#[test]
+fn reads_match_the_model_through_gc_trims_and_power_cuts() {
+    let tally = RefCell::new(
+        Exploration::new("ftl reads_match_the_model_through_gc_trims_and_power_cuts")
+            .durable_by("flushed"),
+    );
+    proptest!(
+        ProptestConfig { cases: 1_500, ..ProptestConfig::default() },
+        |(
+            config in config_strategy(),
+            ops in prop::collection::vec(op_strategy(), 1..400),
+            seed in any::<u64>(),
+        )| {
+            let h = run(config, &ops, seed, false);
+            tally.borrow_mut().merge(&h.tally);
+        }
+    );
+    let tally = tally.into_inner();
+    tally.report();
+    assert!(
+        tally.noted("mid-GC") > 50
+            && tally.noted("mid-buffer") > 50
+            && tally.noted("mid-trim-log") > 50,
+        "the cuts must land in GC, in partial buffers and in the trim log: {}",
+        tally.line()
+    );
 }
 
 /// Everything observable about a device after a run: counters, latencies, when it goes
@@ -415,28 +487,36 @@ proptest! {
     }
 }
 
-proptest! {
-    #![proptest_config(ProptestConfig { cases: 500, ..ProptestConfig::default() })]
-
-    #[test]
-    fn injected_flash_faults_never_lose_acknowledged_data(
-        config in config_strategy(),
-        ops in prop::collection::vec(op_strategy(), 1..300),
-        seed in any::<u64>(),
-    ) {
-        let mut config = config;
-        config.nand.faults = Faults {
-            program_fail_probability: 0.01,
-            erase_fail_probability: 0.01,
-            read_error_probability: 0.02,
-        };
-        run(config, &ops, seed, true);
-    }
+#[test]
+fn injected_flash_faults_never_lose_acknowledged_data() {
+    let tally = RefCell::new(
+        Exploration::new("ftl injected_flash_faults_never_lose_acknowledged_data")
+            .durable_by("flushed"),
+    );
+    proptest!(
+        ProptestConfig { cases: 500, ..ProptestConfig::default() },
+        |(
+            config in config_strategy(),
+            ops in prop::collection::vec(op_strategy(), 1..300),
+            seed in any::<u64>(),
+        )| {
+            let mut config = config;
+            config.nand.faults = Faults {
+                program_fail_probability: 0.01,
+                erase_fail_probability: 0.01,
+                read_error_probability: 0.02,
+            };
+            let h = run(config, &ops, seed, true);
+            tally.borrow_mut().merge(&h.tally);
+        }
+    );
+    tally.into_inner().report();
 }
 
 #[test]
 fn long_random_run_with_heavy_gc() {
     use flashstack_sim::Rng;
+    let mut tally = Exploration::new("ftl long_random_run_with_heavy_gc").durable_by("flushed");
     for page in [4096, 16384] {
         let config = tiny_config(page, StreamMode::Temperature, VictimPolicyKind::CostBenefit);
         let mut rng = Rng::new(page as u64);
@@ -463,6 +543,7 @@ fn long_random_run_with_heavy_gc() {
             })
             .collect();
         let h = run(config, &ops, 7, false);
+        tally.merge(&h.tally);
         let c = h.ftl.counters();
         // The run must have exercised what it claims to test.
         assert!(c.gc_cycles_foreground > 100, "{c:?}");
@@ -471,11 +552,13 @@ fn long_random_run_with_heavy_gc() {
         assert!(c.trim_record_pages > 0, "{c:?}");
         assert!(c.wl_cycles > 0, "{c:?}");
     }
+    tally.report();
 }
 
 #[test]
 fn long_random_run_with_compression() {
     use flashstack_sim::Rng;
+    let mut tally = Exploration::new("ftl long_random_run_with_compression").durable_by("flushed");
     for policy in [CompressionPolicyKind::Ldc, CompressionPolicyKind::Zftl] {
         let mut config = tiny_config(8192, StreamMode::Single, VictimPolicyKind::CompressionAware);
         config.ftl.slot_bytes = 512;
@@ -513,6 +596,7 @@ fn long_random_run_with_compression() {
             })
             .collect();
         let h = run(config, &ops, 3, false);
+        tally.merge(&h.tally);
         let c = h.ftl.counters();
         assert!(c.pages_compressed_host > 1_000, "{policy:?} {c:?}");
         assert!(c.gc_cycles_foreground > 50, "{policy:?} {c:?}");
@@ -522,10 +606,15 @@ fn long_random_run_with_compression() {
             assert!(c.straddled_fragments > 0, "{c:?}");
         }
     }
+    tally.report();
 }
 
-/// Power cuts at every device write of a GC-heavy stretch on an LDC device whose GC
-/// straddles fragments across pages: each recovery must keep every flushed write.
+/// A power cut at every NAND operation (program or erase) of a GC-heavy stretch on an LDC
+/// device whose GC straddles fragments across pages: the cut is armed at operation 700 of
+/// the workload and tears its 1st, 2nd, ... 399th NAND operation from there, one run each
+/// (`FLASHSTACK_CRASH_SCALE` widens the window). Each recovery must keep every flushed
+/// write. The 700 operations before the cut are the same in every run: their invariants
+/// are checked in the first run only.
 #[test]
 fn power_cut_at_every_point_of_straddling_gc() {
     let mut config = tiny_config(4096, StreamMode::Single, VictimPolicyKind::CompressionAware);
@@ -540,7 +629,8 @@ fn power_cut_at_every_point_of_straddling_gc() {
     config.nand.geometry.blocks_per_plane = 40;
     config.ftl.overprovisioning_ratio = 0.05;
     let mut rng = flashstack_sim::Rng::new(5);
-    let ops: Vec<Op> = (0..1_500)
+    const CUT_AT_OP: usize = 700;
+    let ops: Vec<Op> = (0..1_100)
         .map(|i| {
             if i % 10 == 9 {
                 Op::Flush
@@ -554,22 +644,33 @@ fn power_cut_at_every_point_of_straddling_gc() {
         })
         .collect();
     let mut straddles = 0;
-    for cut in (1..400).step_by(3) {
+    let mut tally =
+        Exploration::new("ftl power_cut_at_every_point_of_straddling_gc").durable_by("flushed");
+    let window = 400 * explore::scale();
+    for cut in 1..window {
         let mut ops_with_cut = ops.clone();
         ops_with_cut.insert(
-            700,
+            CUT_AT_OP,
             Op::ArmPowerCut {
                 after_device_writes: cut,
             },
         );
-        let h = run(config.clone(), &ops_with_cut, 1, false);
+        let check_from = if cut == 1 { 0 } else { CUT_AT_OP };
+        let h = run_checking_from(config.clone(), &ops_with_cut, 1, false, check_from);
         straddles += h.ftl.counters().straddled_fragments;
-        assert!(h.ftl.counters().power_cycles >= 1);
+        // The cuts of the default window all fire; a wider one may run past the end.
+        assert!(
+            h.tally.cut_points() == 1 || cut >= 400,
+            "the cut armed {cut} NAND operations after op {CUT_AT_OP} did not fire"
+        );
+        tally.merge(&h.tally);
     }
+    tally.report();
     assert!(
         straddles > 100,
         "the sweep must cut around straddling GC: {straddles}"
     );
+    assert!(tally.noted("mid-GC") > 50, "{}", tally.line());
 }
 
 #[test]

@@ -36,11 +36,14 @@ use flashstack_cache::{BackingError, CacheConfig, CacheError, PageCache};
 use flashstack_f2fs::consts::{
     ADDRS_PER_BLOCK, ADDRS_PER_INODE, BLOCK_SIZE, NIDS_PER_BLOCK, ROOT_INO,
 };
-use flashstack_f2fs::{F2fs, FileKind, FsError as F2fsFsError, Stat, XattrMode};
+use flashstack_f2fs::consts::{S_IFBLK, S_IFCHR, S_IFDIR, S_IFIFO, S_IFREG, S_IFSOCK};
+use flashstack_f2fs::{F2fs, FileKind, FsError as F2fsFsError, NewInode, Stat, XattrMode};
 use flashstack_sim::{LatencyHistogram, Nanos};
 use flashstack_stack::{F2fsBacking, OpMetrics};
 
-use crate::tree::{Attr, FsError, FsStats, Ino, InodeFs, Kind, XattrSet};
+use crate::tree::{
+    Attr, FallocMode, Fallocate, FsError, FsStats, Ino, InodeFs, Kind, NewAttr, SetAttr, XattrSet,
+};
 use crate::tree_metrics::F2fsTreeMetrics;
 
 /// The page cache over F2FS on `D`.
@@ -82,9 +85,6 @@ pub struct F2fsTree<D: BlockDevice + Send + 'static> {
     /// Every directory the kernel has seen: inode → (parent, name), to name a path for
     /// F2FS's path-based `open`.
     dirs: BTreeMap<Ino, (Ino, String)>,
-    /// Last write or size change through the cache, by inode (F2FS's mtime follows only
-    /// at writeback).
-    changed_ns: BTreeMap<Ino, Nanos>,
     /// Names changed since the last checkpoint: the next fsync checkpoints too (the
     /// assembled stack's rule, `docs/stack.md`).
     namespace_dirty: bool,
@@ -141,7 +141,24 @@ fn kind_of_file(kind: FileKind) -> Kind {
     match kind {
         FileKind::Dir => Kind::Dir,
         FileKind::Symlink => Kind::Symlink,
-        _ => Kind::File,
+        FileKind::CharDevice => Kind::CharDevice,
+        FileKind::BlockDevice => Kind::BlockDevice,
+        FileKind::Fifo => Kind::Fifo,
+        FileKind::Socket => Kind::Socket,
+        FileKind::File | FileKind::Other => Kind::File,
+    }
+}
+
+/// The inode type bits of a kind.
+fn type_bits(kind: Kind) -> Option<u16> {
+    match kind {
+        Kind::File => Some(S_IFREG),
+        Kind::Dir => Some(S_IFDIR),
+        Kind::CharDevice => Some(S_IFCHR),
+        Kind::BlockDevice => Some(S_IFBLK),
+        Kind::Fifo => Some(S_IFIFO),
+        Kind::Socket => Some(S_IFSOCK),
+        Kind::Symlink => None,
     }
 }
 
@@ -159,7 +176,6 @@ impl<D: BlockDevice + Send + 'static> F2fsTree<D> {
             open_counts: BTreeMap::new(),
             pinned: BTreeSet::new(),
             dirs: BTreeMap::new(),
-            changed_ns: BTreeMap::new(),
             namespace_dirty: false,
             writeback_errors_when_freed: 0,
             ops: BTreeMap::new(),
@@ -311,19 +327,30 @@ impl<D: BlockDevice + Send + 'static> F2fsTree<D> {
         let size = match kind {
             // The cache's size: writes not yet written back count.
             Kind::File => self.on_cache(|c, t| c.file_size(t, ino))?,
-            Kind::Dir | Kind::Symlink => s.size_bytes,
+            _ => s.size_bytes,
         };
-        let mtime_ns = s
-            .mtime_secs
-            .saturating_mul(1_000_000_000)
-            .max(self.changed_ns.get(&ino).copied().unwrap_or(0));
+        // In 512-byte units: F2FS's blocks without the inode block (as the kernel shows
+        // `i_blocks`: written and reserved), or for a file, if more, its size in whole
+        // blocks (the cache's pages are not on F2FS yet; the kernel would have reserved
+        // them at write time).
+        let written = s.blocks.saturating_sub(1) * 8;
+        let cached = match kind {
+            Kind::File => written.max(size.div_ceil(4096) * 8),
+            _ => written,
+        };
         Ok(Attr {
             ino,
             kind,
             size,
+            blocks: cached,
             nlink: s.links,
             perm: s.mode & 0o7777,
-            mtime_ns,
+            uid: s.uid,
+            gid: s.gid,
+            rdev: s.rdev,
+            atime: s.atime,
+            mtime: s.mtime,
+            ctime: s.ctime,
         })
     }
 
@@ -376,7 +403,6 @@ impl<D: BlockDevice + Send + 'static> F2fsTree<D> {
     fn freed(&mut self, ino: Ino) -> Result<(), FsError> {
         self.on_cache(|c, t| c.unlink(t, ino).map(|done| ((), done)))?;
         self.space_freed();
-        self.changed_ns.remove(&ino);
         self.dirs.remove(&ino);
         Ok(())
     }
@@ -400,16 +426,26 @@ impl<D: BlockDevice + Send + 'static> F2fsTree<D> {
         }
         self.on_cache(|c, t| c.truncate(t, ino, size).map(|done| ((), done)))?;
         self.space_freed();
-        self.changed_ns.insert(ino, self.now_ns);
         self.attr(ino)
     }
 
-    fn do_create(&mut self, parent: Ino, name: &[u8], dir: bool) -> Result<Attr, FsError> {
+    /// A new file, directory or special file (`type_bits` and `new`; `rdev` for devices).
+    fn do_create(
+        &mut self,
+        parent: Ino,
+        name: &[u8],
+        type_bits: u16,
+        new: NewAttr,
+        rdev: u32,
+    ) -> Result<Attr, FsError> {
         let (parent32, name) = (to_u32(parent)?, name_str(name)?);
-        let ino = self.on_fs(|fs| match dir {
-            true => fs.mkdir_in(parent32, name),
-            false => fs.create_in(parent32, name),
-        })?;
+        let inode = NewInode {
+            mode: type_bits | (new.perm & 0o7777),
+            uid: new.uid,
+            gid: new.gid,
+            rdev,
+        };
+        let ino = self.on_fs(|fs| fs.mknod_in(parent32, name, &inode))?;
         self.namespace_dirty = true;
         let attr = self.attr(ino as Ino)?;
         self.saw(&attr, parent, name);
@@ -489,8 +525,12 @@ impl<D: BlockDevice + Send + 'static> F2fsTree<D> {
         result
     }
 
+    /// The cache's bytes; atime by F2FS's `relatime`, lazily.
     fn do_read(&mut self, ino: Ino, offset: u64, out: &mut [u8]) -> Result<usize, FsError> {
-        self.on_cache(|c, t| c.read(t, ino, offset, out))
+        let n = self.on_cache(|c, t| c.read(t, ino, offset, out))?;
+        let ino32 = to_u32(ino)?;
+        self.on_fs(|fs| fs.mark_accessed(ino32))?;
+        Ok(n)
     }
 
     fn do_write(&mut self, ino: Ino, offset: u64, data: &[u8]) -> Result<usize, FsError> {
@@ -507,7 +547,8 @@ impl<D: BlockDevice + Send + 'static> F2fsTree<D> {
             }
         }
         self.on_cache(|c, t| c.write(t, ino, offset, data).map(|done| ((), done)))?;
-        self.changed_ns.insert(ino, self.now_ns);
+        let ino32 = to_u32(ino)?;
+        self.on_fs(|fs| fs.mark_modified(ino32))?;
         Ok(data.len())
     }
 
@@ -538,7 +579,7 @@ impl<D: BlockDevice + Send + 'static> F2fsTree<D> {
     /// Checkpoints if names changed since the last checkpoint.
     fn checkpoint_names(&mut self) -> Result<(), FsError> {
         if self.namespace_dirty {
-            self.on_fs(|fs| fs.sync())?;
+            self.on_fs(|fs| fs.checkpoint_names())?;
             self.namespace_dirty = false;
         }
         Ok(())
@@ -548,6 +589,91 @@ impl<D: BlockDevice + Send + 'static> F2fsTree<D> {
         let synced = self.on_cache(|c, t| c.sync_all(t).map(|done| ((), done)));
         self.namespace_dirty = false;
         synced
+    }
+
+    /// `fallocate` through the cache: the cache first zeroes the partial blocks at the
+    /// edges of a punched or zeroed range (as ordinary writes) and drops its pages of the
+    /// whole blocks in between (`truncate_pagecache_range`, dirty ones unwritten); F2FS
+    /// then frees or reserves those whole blocks. Preallocation reserves in F2FS first and
+    /// grows the cache's size after, so `ENOSPC` changes nothing.
+    fn do_fallocate(&mut self, ino: Ino, how: Fallocate) -> Result<(), FsError> {
+        let Fallocate { mode, offset, len } = how;
+        let ino32 = to_u32(ino)?;
+        if kind_of(&self.stat(ino)?) != Kind::File {
+            return Err(FsError::Invalid("fallocate of a non-regular file".into()));
+        }
+        let end = offset
+            .checked_add(len)
+            .filter(|&e| e <= MAX_FILE_BYTES && len > 0)
+            .ok_or_else(|| FsError::TooLarge(format!("fallocate of {len} bytes at {offset}")))?;
+        let size = self.on_cache(|c, t| c.file_size(t, ino))?;
+        // F2FS learns the cache's size first: the cache may drop the pages that held a
+        // growth not written back yet, and must not lose the size with them.
+        if self.stat(ino)?.size_bytes != size {
+            self.on_fs(|fs| fs.writeback_size(ino32, size))?;
+        }
+        let keep_size = match mode {
+            FallocMode::Allocate { keep_size } | FallocMode::ZeroRange { keep_size } => keep_size,
+            FallocMode::PunchHole => true,
+        };
+        let block = BLOCK_SIZE as u64;
+        let (first, last) = (offset.div_ceil(block), end / block);
+        if !matches!(mode, FallocMode::Allocate { .. }) {
+            self.zero_in_cache(ino, offset, end.min(size), first, last)?;
+        }
+        let f2fs_mode = match mode {
+            FallocMode::Allocate { .. } => FallocMode::Allocate { keep_size: true },
+            FallocMode::ZeroRange { .. } => FallocMode::ZeroRange { keep_size: true },
+            FallocMode::PunchHole => FallocMode::PunchHole,
+        };
+        // F2FS sees whole blocks only (the edges are the cache's), at most past its size.
+        let (f2fs_offset, f2fs_end) = match mode {
+            FallocMode::Allocate { .. } => (offset, end),
+            _ => (first * block, (last * block).max(first * block)),
+        };
+        if f2fs_end > f2fs_offset {
+            self.on_fs(|fs| fs.fallocate(ino32, f2fs_mode, f2fs_offset, f2fs_end - f2fs_offset))?;
+        } else {
+            // No whole block: only the times change in F2FS.
+            self.on_fs(|fs| fs.touch(ino32))?;
+        }
+        if !keep_size && end > size {
+            self.on_cache(|c, t| c.truncate(t, ino, end).map(|done| ((), done)))?;
+        }
+        if mode == FallocMode::PunchHole {
+            self.space_freed();
+        }
+        Ok(())
+    }
+
+    /// Zeroes `[offset, end)` outside the whole blocks `first..last` through the cache, and
+    /// drops the cache's pages of those whole blocks.
+    fn zero_in_cache(
+        &mut self,
+        ino: Ino,
+        offset: u64,
+        end: u64,
+        first: u64,
+        last: u64,
+    ) -> Result<(), FsError> {
+        let block = BLOCK_SIZE as u64;
+        let edges = match first > last {
+            true => vec![(offset, end)],
+            false => vec![
+                (offset, (first * block).min(end)),
+                ((last * block).max(offset), end),
+            ],
+        };
+        for (from, to) in edges {
+            if from < to {
+                let zeros = vec![0u8; (to - from) as usize];
+                self.on_cache(|c, t| c.write(t, ino, from, &zeros).map(|done| ((), done)))?;
+            }
+        }
+        if last > first {
+            self.on_cache(|c, t| c.discard_pages(t, ino, first, last).map(|done| ((), done)))?;
+        }
+        Ok(())
     }
 
     fn do_release(&mut self, fh: u64) -> Result<(), FsError> {
@@ -600,22 +726,48 @@ impl<D: BlockDevice + Send + 'static> InodeFs for F2fsTree<D> {
         self.record("truncate", start, result, |_| 0)
     }
 
-    fn set_perm(&mut self, ino: Ino, _perm: u16) -> Result<Attr, FsError> {
-        // Permission bits are not changed after creation (no chmod in the F2FS core yet);
-        // the mount runs with default_permissions as the mounting user.
-        self.attr(ino)
+    fn setattr(&mut self, ino: Ino, attr: &SetAttr) -> Result<Attr, FsError> {
+        let start = self.now_ns;
+        let result = (|| {
+            let ino32 = to_u32(ino)?;
+            self.on_fs(|fs| fs.setattr(ino32, attr))?;
+            self.attr(ino)
+        })();
+        self.record("setattr", start, result, |_| 0)
     }
 
-    fn create(&mut self, parent: Ino, name: &[u8], _perm: u16) -> Result<Attr, FsError> {
+    fn create(&mut self, parent: Ino, name: &[u8], new: NewAttr) -> Result<Attr, FsError> {
         let start = self.now_ns;
-        let result = self.do_create(parent, name, false);
+        let result = self.do_create(parent, name, S_IFREG, new, 0);
         self.record("create", start, result, |_| 0)
     }
 
-    fn mkdir(&mut self, parent: Ino, name: &[u8], _perm: u16) -> Result<Attr, FsError> {
+    fn mkdir(&mut self, parent: Ino, name: &[u8], new: NewAttr) -> Result<Attr, FsError> {
         let start = self.now_ns;
-        let result = self.do_create(parent, name, true);
+        let result = self.do_create(parent, name, S_IFDIR, new, 0);
         self.record("mkdir", start, result, |_| 0)
+    }
+
+    fn mknod(
+        &mut self,
+        parent: Ino,
+        name: &[u8],
+        kind: Kind,
+        new: NewAttr,
+        rdev: u32,
+    ) -> Result<Attr, FsError> {
+        let start = self.now_ns;
+        let result = match type_bits(kind) {
+            Some(bits) => self.do_create(parent, name, bits, new, rdev),
+            None => Err(FsError::Invalid("mknod of a symlink".into())),
+        };
+        self.record("mknod", start, result, |_| 0)
+    }
+
+    fn fallocate(&mut self, ino: Ino, how: Fallocate) -> Result<(), FsError> {
+        let start = self.now_ns;
+        let result = self.do_fallocate(ino, how);
+        self.record("fallocate", start, result, |_| 0)
     }
 
     fn unlink(&mut self, parent: Ino, name: &[u8]) -> Result<(), FsError> {
@@ -646,9 +798,11 @@ impl<D: BlockDevice + Send + 'static> InodeFs for F2fsTree<D> {
         let start = self.now_ns;
         let result = (|| {
             let (file, dir, name) = (to_u32(ino)?, to_u32(new_parent)?, name_str(new_name)?);
-            if kind_of(&self.stat(ino)?) == Kind::Symlink {
-                // fsck.f2fs requires one link per symlink (link(2): EPERM).
-                return Err(FsError::NotPermitted("hard link to a symlink".into()));
+            if !matches!(kind_of(&self.stat(ino)?), Kind::File | Kind::Dir) {
+                // fsck.f2fs requires one link per symlink and special file (link(2): EPERM).
+                return Err(FsError::NotPermitted(
+                    "hard link to a symlink or special file".into(),
+                ));
             }
             self.on_fs(|fs| fs.link_in(file, dir, name))?;
             self.namespace_dirty = true;
@@ -657,11 +811,18 @@ impl<D: BlockDevice + Send + 'static> InodeFs for F2fsTree<D> {
         self.record("link", start, result, |_| 0)
     }
 
-    fn symlink(&mut self, parent: Ino, name: &[u8], target: &[u8]) -> Result<Attr, FsError> {
+    fn symlink(
+        &mut self,
+        parent: Ino,
+        name: &[u8],
+        target: &[u8],
+        owner: NewAttr,
+    ) -> Result<Attr, FsError> {
         let start = self.now_ns;
         let result = (|| {
             let (dir, name) = (to_u32(parent)?, name_str(name)?);
-            let ino = self.on_fs(|fs| fs.symlink_in(dir, name, target))?;
+            let ids = (owner.uid, owner.gid);
+            let ino = self.on_fs(|fs| fs.symlink_in_as(dir, name, target, ids))?;
             self.namespace_dirty = true;
             self.attr(ino as Ino)
         })();

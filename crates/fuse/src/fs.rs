@@ -4,7 +4,9 @@
 
 use flashstack_block::{BlockDevice, BlockError, LBA_SIZE};
 
-use crate::tree::{Attr, Fallocate, FsError, FsStats, Ino, InodeFs, Kind};
+use crate::tree::{
+    Attr, FallocMode, Fallocate, FsError, FsStats, Ino, InodeFs, Kind, NewAttr, SetAttr, Timestamp,
+};
 use crate::{BlockFile, BlockFileError};
 
 /// The one file of block-file mode.
@@ -15,16 +17,23 @@ const DISK: Ino = 2;
 /// A device as the single file of a directory.
 pub struct DiskTree<D: BlockDevice> {
     file: BlockFile<D>,
+    /// Owner shown for the directory and the file: who mounted it.
+    owner: (u32, u32),
 }
 
 impl<D: BlockDevice> DiskTree<D> {
-    pub fn new(file: BlockFile<D>) -> Self {
-        DiskTree { file }
+    /// The device's file, shown as owned by `(uid, gid)`.
+    pub fn new(file: BlockFile<D>, owner: (u32, u32)) -> Self {
+        DiskTree { file, owner }
     }
 
     /// The file, for its counters and device after unmounting.
     pub fn file_mut(&mut self) -> &mut BlockFile<D> {
         &mut self.file
+    }
+
+    pub fn into_file(self) -> BlockFile<D> {
+        self.file
     }
 
     fn attr(&self, ino: Ino) -> Result<Attr, FsError> {
@@ -33,13 +42,21 @@ impl<D: BlockDevice> DiskTree<D> {
             DISK => (Kind::File, 0o644, 1, self.file.size_bytes()),
             _ => return Err(FsError::NotFound),
         };
+        // The device's virtual clock, from the Unix epoch: a block file keeps no times.
+        let now = Timestamp::from_secs_nanos(0, self.file.now_ns());
         Ok(Attr {
             ino,
             kind,
             size,
+            blocks: size.div_ceil(512),
             nlink,
             perm,
-            mtime_ns: self.file.now_ns(),
+            uid: self.owner.0,
+            gid: self.owner.1,
+            rdev: 0,
+            atime: now,
+            mtime: now,
+            ctime: now,
         })
     }
 
@@ -97,15 +114,16 @@ impl<D: BlockDevice + Send + 'static> InodeFs for DiskTree<D> {
         }
     }
 
-    fn set_perm(&mut self, ino: Ino, _perm: u16) -> Result<Attr, FsError> {
+    /// Modes, owners and times of the two fixed entries are not kept.
+    fn setattr(&mut self, ino: Ino, _attr: &SetAttr) -> Result<Attr, FsError> {
         self.attr(ino)
     }
 
-    fn create(&mut self, _parent: Ino, _name: &[u8], _perm: u16) -> Result<Attr, FsError> {
+    fn create(&mut self, _parent: Ino, _name: &[u8], _new: NewAttr) -> Result<Attr, FsError> {
         Err(fixed("create"))
     }
 
-    fn mkdir(&mut self, _parent: Ino, _name: &[u8], _perm: u16) -> Result<Attr, FsError> {
+    fn mkdir(&mut self, _parent: Ino, _name: &[u8], _new: NewAttr) -> Result<Attr, FsError> {
         Err(fixed("mkdir"))
     }
 
@@ -139,6 +157,15 @@ impl<D: BlockDevice + Send + 'static> InodeFs for DiskTree<D> {
         self.file.sync().map_err(convert)
     }
 
+    /// A close of `disk.img` makes it durable too (the loop driver's flushes arrive as
+    /// fsync; a program that writes the file directly and closes it gets the same).
+    fn flush(&mut self, ino: Ino) -> Result<(), FsError> {
+        match ino {
+            DISK => self.file.sync().map_err(convert),
+            _ => Ok(()),
+        }
+    }
+
     fn readdir(&mut self, dir: Ino) -> Result<Vec<(Ino, Kind, Vec<u8>)>, FsError> {
         match dir {
             ROOT => Ok(vec![(DISK, Kind::File, DISK_FILE_NAME.as_bytes().to_vec())]),
@@ -160,13 +187,17 @@ impl<D: BlockDevice + Send + 'static> InodeFs for DiskTree<D> {
         self.file.sync().map_err(convert)
     }
 
-    /// The loop driver turns discards into hole punches: they reach the FTL as TRIM.
+    /// The loop driver turns discards (and write-zeroes) into hole punches and zero
+    /// ranges: they reach the FTL as TRIM, after which the range reads as zeros.
     /// Preallocation within the fixed size changes nothing.
     fn fallocate(&mut self, ino: Ino, how: Fallocate) -> Result<(), FsError> {
         Self::disk(ino)?;
-        match how {
-            Fallocate::PunchHole { offset, len } => self.file.discard(offset, len).map_err(convert),
-            Fallocate::Preallocate { offset, len } => {
+        let Fallocate { mode, offset, len } = how;
+        match mode {
+            FallocMode::PunchHole | FallocMode::ZeroRange { .. } => {
+                self.file.discard(offset, len).map_err(convert)
+            }
+            FallocMode::Allocate { .. } => {
                 match offset
                     .checked_add(len)
                     .is_some_and(|end| end <= self.file.size_bytes())

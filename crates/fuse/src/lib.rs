@@ -33,9 +33,12 @@ mod treefs;
 pub use blockfile::{BlockFile, BlockFileCounters, BlockFileError};
 pub use f2fs_tree::{F2fsTree, MountCache};
 pub use fs::{DiskTree, DISK_FILE_NAME};
-pub use image::ImageBacked;
+pub use image::{data_ranges, punch_hole, ImageBacked};
 pub use memtree::MemTree;
 pub use record::{RecordStats, Recording, OPEN_HANDLES_MAX, PATHS_MAX};
-pub use tree::{Attr, Fallocate, FsError, FsStats, Ino, InodeFs, Kind, OpenHow, XattrSet};
+pub use tree::{
+    Attr, FallocMode, Fallocate, FsError, FsStats, Ino, InodeFs, Kind, NewAttr, OpenHow, SetAttr,
+    TimeSet, Timestamp, XattrSet,
+};
 pub use tree_metrics::F2fsTreeMetrics;
 pub use treefs::TreeFs;

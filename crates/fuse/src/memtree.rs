@@ -4,7 +4,11 @@
 
 use std::collections::BTreeMap;
 
-use crate::tree::{Attr, FsError, FsStats, Ino, InodeFs, Kind};
+use flashstack_f2fs::SIMULATION_EPOCH_SECS;
+
+use crate::tree::{
+    Attr, FsError, FsStats, Ino, InodeFs, Kind, NewAttr, SetAttr, TimeSet, Timestamp,
+};
 
 const ROOT: Ino = 1;
 /// Longest name, as in F2FS and ext4.
@@ -13,24 +17,28 @@ const NAME_BYTES_MAX: usize = 255;
 const INODES_MAX: u64 = 1 << 20;
 
 enum Node {
-    File {
-        data: Vec<u8>,
-        nlink: u32,
-        perm: u16,
-    },
-    Dir {
-        entries: BTreeMap<Vec<u8>, Ino>,
-        perm: u16,
-    },
+    File { data: Vec<u8>, nlink: u32 },
+    Dir { entries: BTreeMap<Vec<u8>, Ino> },
+}
+
+/// Permission bits, owner and times of an inode.
+#[derive(Clone, Copy)]
+struct Meta {
+    perm: u16,
+    uid: u32,
+    gid: u32,
+    atime: Timestamp,
+    mtime: Timestamp,
+    ctime: Timestamp,
 }
 
 /// Directories and files in memory.
 pub struct MemTree {
     nodes: BTreeMap<Ino, Node>,
+    meta: BTreeMap<Ino, Meta>,
     next_ino: Ino,
-    /// Simulated time: one tick per mutating call, for mtimes.
+    /// Simulated time: one tick per mutating call, on the simulation epoch.
     clock_ns: u64,
-    mtime_ns: BTreeMap<Ino, u64>,
 }
 
 impl Default for MemTree {
@@ -41,50 +49,74 @@ impl Default for MemTree {
 
 impl MemTree {
     pub fn new() -> Self {
-        let mut nodes = BTreeMap::new();
-        nodes.insert(
+        let mut tree = MemTree {
+            nodes: BTreeMap::new(),
+            meta: BTreeMap::new(),
+            next_ino: ROOT + 1,
+            clock_ns: 0,
+        };
+        tree.nodes.insert(
             ROOT,
             Node::Dir {
                 entries: BTreeMap::new(),
-                perm: 0o755,
             },
         );
-        MemTree {
-            nodes,
-            next_ino: ROOT + 1,
-            clock_ns: 0,
-            mtime_ns: BTreeMap::new(),
+        tree.meta.insert(ROOT, tree.new_meta(NewAttr::root(0o755)));
+        tree
+    }
+
+    fn now(&self) -> Timestamp {
+        Timestamp::from_secs_nanos(SIMULATION_EPOCH_SECS, self.clock_ns)
+    }
+
+    fn new_meta(&self, new: NewAttr) -> Meta {
+        let now = self.now();
+        Meta {
+            perm: new.perm & 0o7777,
+            uid: new.uid,
+            gid: new.gid,
+            atime: now,
+            mtime: now,
+            ctime: now,
         }
     }
 
+    /// A change to `ino`'s data or entries: mtime and ctime move on.
     fn touch(&mut self, ino: Ino) {
         self.clock_ns += 1_000;
-        self.mtime_ns.insert(ino, self.clock_ns);
+        let now = self.now();
+        if let Some(m) = self.meta.get_mut(&ino) {
+            m.mtime = now;
+            m.ctime = now;
+        }
     }
 
     fn attr_of(&self, ino: Ino) -> Result<Attr, FsError> {
         let node = self.nodes.get(&ino).ok_or(FsError::NotFound)?;
-        let mtime_ns = self.mtime_ns.get(&ino).copied().unwrap_or(0);
-        Ok(match node {
-            Node::File { data, nlink, perm } => Attr {
-                ino,
-                kind: Kind::File,
-                size: data.len() as u64,
-                nlink: *nlink,
-                perm: *perm,
-                mtime_ns,
-            },
-            Node::Dir { entries, perm } => Attr {
-                ino,
-                kind: Kind::Dir,
-                size: 4096,
-                nlink: 2 + entries
+        let m = self.meta.get(&ino).ok_or(FsError::NotFound)?;
+        let (kind, size, nlink) = match node {
+            Node::File { data, nlink } => (Kind::File, data.len() as u64, *nlink),
+            Node::Dir { entries } => {
+                let subdirs = entries
                     .values()
                     .filter(|i| matches!(self.nodes.get(i), Some(Node::Dir { .. })))
-                    .count() as u32,
-                perm: *perm,
-                mtime_ns,
-            },
+                    .count() as u32;
+                (Kind::Dir, 4096, 2 + subdirs)
+            }
+        };
+        Ok(Attr {
+            ino,
+            kind,
+            size,
+            blocks: size.div_ceil(512),
+            nlink,
+            perm: m.perm,
+            uid: m.uid,
+            gid: m.gid,
+            rdev: 0,
+            atime: m.atime,
+            mtime: m.mtime,
+            ctime: m.ctime,
         })
     }
 
@@ -104,7 +136,13 @@ impl MemTree {
         }
     }
 
-    fn new_entry(&mut self, parent: Ino, name: &[u8], node: Node) -> Result<Attr, FsError> {
+    fn new_entry(
+        &mut self,
+        parent: Ino,
+        name: &[u8],
+        node: Node,
+        new: NewAttr,
+    ) -> Result<Attr, FsError> {
         check_name(name)?;
         if self.entries(parent)?.contains_key(name) {
             return Err(FsError::Exists);
@@ -117,7 +155,8 @@ impl MemTree {
         self.nodes.insert(ino, node);
         self.entries_mut(parent)?.insert(name.to_vec(), ino);
         self.touch(parent);
-        self.touch(ino);
+        let meta = self.new_meta(new);
+        self.meta.insert(ino, meta);
         self.attr_of(ino)
     }
 
@@ -135,7 +174,7 @@ impl MemTree {
             *nlink -= 1;
             if *nlink == 0 {
                 self.nodes.remove(&ino);
-                self.mtime_ns.remove(&ino);
+                self.meta.remove(&ino);
             }
         }
     }
@@ -178,29 +217,36 @@ impl InodeFs for MemTree {
         self.attr_of(ino)
     }
 
-    fn set_perm(&mut self, ino: Ino, new: u16) -> Result<Attr, FsError> {
-        match self.nodes.get_mut(&ino) {
-            Some(Node::File { perm, .. }) | Some(Node::Dir { perm, .. }) => *perm = new & 0o7777,
-            None => return Err(FsError::NotFound),
-        }
+    fn setattr(&mut self, ino: Ino, attr: &SetAttr) -> Result<Attr, FsError> {
+        self.clock_ns += 1_000;
+        let now = self.now();
+        let m = self.meta.get_mut(&ino).ok_or(FsError::NotFound)?;
+        let at = |t: TimeSet| match t {
+            TimeSet::Now => now,
+            TimeSet::At(t) => t,
+        };
+        m.perm = attr.perm.map_or(m.perm, |p| p & 0o7777);
+        m.uid = attr.uid.unwrap_or(m.uid);
+        m.gid = attr.gid.unwrap_or(m.gid);
+        m.atime = attr.atime.map_or(m.atime, at);
+        m.mtime = attr.mtime.map_or(m.mtime, at);
+        m.ctime = now;
         self.attr_of(ino)
     }
 
-    fn create(&mut self, parent: Ino, name: &[u8], perm: u16) -> Result<Attr, FsError> {
+    fn create(&mut self, parent: Ino, name: &[u8], new: NewAttr) -> Result<Attr, FsError> {
         let node = Node::File {
             data: Vec::new(),
             nlink: 1,
-            perm,
         };
-        self.new_entry(parent, name, node)
+        self.new_entry(parent, name, node, new)
     }
 
-    fn mkdir(&mut self, parent: Ino, name: &[u8], perm: u16) -> Result<Attr, FsError> {
+    fn mkdir(&mut self, parent: Ino, name: &[u8], new: NewAttr) -> Result<Attr, FsError> {
         let node = Node::Dir {
             entries: BTreeMap::new(),
-            perm,
         };
-        self.new_entry(parent, name, node)
+        self.new_entry(parent, name, node, new)
     }
 
     fn unlink(&mut self, parent: Ino, name: &[u8]) -> Result<(), FsError> {
@@ -222,6 +268,7 @@ impl InodeFs for MemTree {
         }
         self.entries_mut(parent)?.remove(name);
         self.nodes.remove(&ino);
+        self.meta.remove(&ino);
         self.touch(parent);
         Ok(())
     }
@@ -247,6 +294,7 @@ impl InodeFs for MemTree {
                 (true, true) if !self.is_empty_dir(target) => return Err(FsError::NotEmpty),
                 (true, true) => {
                     self.nodes.remove(&target);
+                    self.meta.remove(&target);
                 }
                 (false, false) => self.drop_link(target),
             }

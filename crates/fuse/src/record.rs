@@ -29,7 +29,9 @@ use std::io::{self, Write};
 use flashstack_workload::text::HEADER;
 use flashstack_workload::{Access, Data, FileOp, OpKind, OpenFlags, INLINE_DATA_MAX_BYTES};
 
-use crate::tree::{Attr, Fallocate, FsError, FsStats, Ino, InodeFs, Kind, OpenHow, XattrSet};
+use crate::tree::{
+    Attr, Fallocate, FsError, FsStats, Ino, InodeFs, Kind, NewAttr, OpenHow, SetAttr, XattrSet,
+};
 
 /// Most inode paths tracked.
 pub const PATHS_MAX: usize = 1 << 20;
@@ -237,12 +239,13 @@ impl<T: InodeFs> InodeFs for Recording<T> {
         Ok(attr)
     }
 
-    fn set_perm(&mut self, ino: Ino, perm: u16) -> Result<Attr, FsError> {
-        self.inner.set_perm(ino, perm)
+    // Modes, owners and times are not part of the trace format: passed through.
+    fn setattr(&mut self, ino: Ino, attr: &SetAttr) -> Result<Attr, FsError> {
+        self.inner.setattr(ino, attr)
     }
 
-    fn create(&mut self, parent: Ino, name: &[u8], perm: u16) -> Result<Attr, FsError> {
-        let attr = self.inner.create(parent, name, perm)?;
+    fn create(&mut self, parent: Ino, name: &[u8], new: NewAttr) -> Result<Attr, FsError> {
+        let attr = self.inner.create(parent, name, new)?;
         let path = self.child_path(parent, name);
         self.paths.remove(&attr.ino);
         self.remember(attr.ino, path);
@@ -250,9 +253,9 @@ impl<T: InodeFs> InodeFs for Recording<T> {
         Ok(attr)
     }
 
-    fn mkdir(&mut self, parent: Ino, name: &[u8], perm: u16) -> Result<Attr, FsError> {
+    fn mkdir(&mut self, parent: Ino, name: &[u8], new: NewAttr) -> Result<Attr, FsError> {
         let t = self.inner.now_ns();
-        let attr = self.inner.mkdir(parent, name, perm)?;
+        let attr = self.inner.mkdir(parent, name, new)?;
         let path = self.child_path(parent, name);
         self.remember(attr.ino, path.clone());
         self.emit(t, OpKind::Mkdir { path });
@@ -368,9 +371,31 @@ impl<T: InodeFs> InodeFs for Recording<T> {
         self.inner.statfs()
     }
 
-    // Symlinks are not part of the trace format (`docs/file-traces.md`): passed through.
-    fn symlink(&mut self, parent: Ino, name: &[u8], target: &[u8]) -> Result<Attr, FsError> {
-        self.inner.symlink(parent, name, target)
+    // Symlinks and special files are not part of the trace format
+    // (`docs/file-traces.md`): passed through.
+    fn symlink(
+        &mut self,
+        parent: Ino,
+        name: &[u8],
+        target: &[u8],
+        owner: NewAttr,
+    ) -> Result<Attr, FsError> {
+        self.inner.symlink(parent, name, target, owner)
+    }
+
+    fn mknod(
+        &mut self,
+        parent: Ino,
+        name: &[u8],
+        kind: Kind,
+        new: NewAttr,
+        rdev: u32,
+    ) -> Result<Attr, FsError> {
+        self.inner.mknod(parent, name, kind, new, rdev)
+    }
+
+    fn flush(&mut self, ino: Ino) -> Result<(), FsError> {
+        self.inner.flush(ino)
     }
 
     fn readlink(&mut self, ino: Ino) -> Result<Vec<u8>, FsError> {
@@ -487,8 +512,8 @@ mod tests {
         let sink = Shared::default();
         let mut fs = Recording::new(MemTree::new(), Box::new(sink.clone())).unwrap();
         let root = fs.root();
-        let dir = fs.mkdir(root, b"db", 0o755).unwrap().ino;
-        let a = fs.create(dir, b"app.db", 0o644).unwrap().ino;
+        let dir = fs.mkdir(root, b"db", NewAttr::root(0o755)).unwrap().ino;
+        let a = fs.create(dir, b"app.db", NewAttr::root(0o644)).unwrap().ino;
         fs.opened(a, 7, OpenHow { create: true, ..RW });
         fs.write(a, 0, &[1u8; 5000]).unwrap();
         fs.write(a, 4096, &[2u8; 100]).unwrap();

@@ -10,6 +10,8 @@
 
 use thiserror::Error;
 
+pub use flashstack_f2fs::{FallocMode, SetAttr, TimeSet, Timestamp};
+
 /// An inode number; the root directory's is [`InodeFs::root`].
 pub type Ino = u64;
 
@@ -18,6 +20,10 @@ pub enum Kind {
     File,
     Dir,
     Symlink,
+    CharDevice,
+    BlockDevice,
+    Fifo,
+    Socket,
 }
 
 /// What `stat` shows of an inode.
@@ -26,11 +32,38 @@ pub struct Attr {
     pub ino: Ino,
     pub kind: Kind,
     pub size: u64,
+    /// Space in use, in 512-byte units (`st_blocks`).
+    pub blocks: u64,
     pub nlink: u32,
-    /// Permission bits (`0o644`).
+    /// Permission bits (`0o644`, set-ID and sticky bits included).
     pub perm: u16,
-    /// Last modification, in simulated nanoseconds since the file system was made.
-    pub mtime_ns: u64,
+    pub uid: u32,
+    pub gid: u32,
+    /// A device file's number (`st_rdev`, the kernel's new encoding); 0 otherwise.
+    pub rdev: u32,
+    pub atime: Timestamp,
+    pub mtime: Timestamp,
+    pub ctime: Timestamp,
+}
+
+/// What a new inode gets besides its type: permission bits (the umask applied) and the
+/// owner (the caller's fsuid and fsgid, as FUSE tells them).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NewAttr {
+    pub perm: u16,
+    pub uid: u32,
+    pub gid: u32,
+}
+
+impl NewAttr {
+    /// Permission bits `perm`, owned by root.
+    pub fn root(perm: u16) -> NewAttr {
+        NewAttr {
+            perm,
+            uid: 0,
+            gid: 0,
+        }
+    }
 }
 
 /// Capacity figures for `statfs`, in 4 KiB blocks.
@@ -42,13 +75,13 @@ pub struct FsStats {
     pub files_free: u64,
 }
 
-/// What `fallocate` asks for (the modes a mount passes on; others are refused).
+/// What `fallocate` asks for: a mode F2FS knows (others are refused before reaching the
+/// core) and the byte range.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Fallocate {
-    /// `FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE`: the range reads as zeros afterwards.
-    PunchHole { offset: u64, len: u64 },
-    /// Mode 0 or `FALLOC_FL_KEEP_SIZE`: reserve space for the range.
-    Preallocate { offset: u64, len: u64 },
+pub struct Fallocate {
+    pub mode: FallocMode,
+    pub offset: u64,
+    pub len: u64,
 }
 
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
@@ -109,9 +142,22 @@ pub trait InodeFs: Send + 'static {
     fn getattr(&mut self, ino: Ino) -> Result<Attr, FsError>;
     /// Truncates or extends (with zeros) a regular file.
     fn set_size(&mut self, ino: Ino, size: u64) -> Result<Attr, FsError>;
-    fn set_perm(&mut self, ino: Ino, perm: u16) -> Result<Attr, FsError>;
-    fn create(&mut self, parent: Ino, name: &[u8], perm: u16) -> Result<Attr, FsError>;
-    fn mkdir(&mut self, parent: Ino, name: &[u8], perm: u16) -> Result<Attr, FsError>;
+    /// chmod, chown, utimensat: sets what `attr` names and ctime to now. Who may do what
+    /// is the kernel's check (the mount uses `default_permissions`), not the core's.
+    fn setattr(&mut self, ino: Ino, attr: &SetAttr) -> Result<Attr, FsError>;
+    fn create(&mut self, parent: Ino, name: &[u8], new: NewAttr) -> Result<Attr, FsError>;
+    fn mkdir(&mut self, parent: Ino, name: &[u8], new: NewAttr) -> Result<Attr, FsError>;
+    /// A device file (`rdev`), FIFO or socket.
+    fn mknod(
+        &mut self,
+        _parent: Ino,
+        _name: &[u8],
+        kind: Kind,
+        _new: NewAttr,
+        _rdev: u32,
+    ) -> Result<Attr, FsError> {
+        Err(FsError::Unsupported(format!("{kind:?} files")))
+    }
     fn unlink(&mut self, parent: Ino, name: &[u8]) -> Result<(), FsError>;
     fn rmdir(&mut self, parent: Ino, name: &[u8]) -> Result<(), FsError>;
     /// Replaces an existing target (a file, or an empty directory by a directory).
@@ -133,6 +179,11 @@ pub trait InodeFs: Send + 'static {
     fn statfs(&mut self) -> Result<FsStats, FsError>;
     /// Makes everything durable and consistent (unmount, `sync`).
     fn sync(&mut self) -> Result<(), FsError>;
+    /// A handle of `ino` is closed (`close(2)`; FUSE `flush`). File systems make nothing
+    /// durable here (Linux's do not); a raw device file does.
+    fn flush(&mut self, _ino: Ino) -> Result<(), FsError> {
+        Ok(())
+    }
     fn fallocate(&mut self, _ino: Ino, how: Fallocate) -> Result<(), FsError> {
         Err(FsError::Unsupported(format!("{how:?}")))
     }
@@ -141,8 +192,15 @@ pub trait InodeFs: Send + 'static {
     fn opened(&mut self, _ino: Ino, _fh: u64, _how: OpenHow) {}
     /// The last user of handle `fh` closed it.
     fn released(&mut self, _fh: u64) {}
-    /// Makes a symlink `name` in `parent` pointing to `target` (stored as given).
-    fn symlink(&mut self, _parent: Ino, _name: &[u8], _target: &[u8]) -> Result<Attr, FsError> {
+    /// Makes a symlink `name` in `parent` pointing to `target` (stored as given), owned
+    /// by `owner` (its permission bits are always 0777).
+    fn symlink(
+        &mut self,
+        _parent: Ino,
+        _name: &[u8],
+        _target: &[u8],
+        _owner: NewAttr,
+    ) -> Result<Attr, FsError> {
         Err(FsError::Unsupported("symlinks".into()))
     }
     /// The target of symlink `ino`.

@@ -11,19 +11,31 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use fuser::{
-    Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo, LockOwner,
-    OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyEmpty,
-    ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, ReplyXattr, Request, WriteFlags,
+    Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo, InitFlags,
+    KernelConfig, LockOwner, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData,
+    ReplyDirectory, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, ReplyXattr,
+    Request, WriteFlags,
 };
 
 use crate::errno::{self, libc_consts as e};
-use crate::tree::{Attr, Fallocate, FsError, InodeFs, Kind, OpenHow, XattrSet};
+use crate::tree::{
+    Attr, FallocMode, Fallocate, FsError, InodeFs, Kind, NewAttr, OpenHow, SetAttr, TimeSet,
+    Timestamp, XattrSet,
+};
 
 /// Nothing is cached in the kernel: the core is the only truth.
 const TTL: Duration = Duration::ZERO;
-/// `fallocate` mode bits (Linux): keep the size, punch a hole.
+/// `fallocate` mode bits (Linux): keep the size, punch a hole, zero a range.
 const FALLOC_FL_KEEP_SIZE: i32 = 0x01;
 const FALLOC_FL_PUNCH_HOLE: i32 = 0x02;
+const FALLOC_FL_ZERO_RANGE: i32 = 0x10;
+/// File type bits of a mode (`S_IFMT` and the types `mknod` makes).
+const S_IFMT: u32 = 0o170000;
+const S_IFREG: u32 = 0o100000;
+const S_IFCHR: u32 = 0o020000;
+const S_IFBLK: u32 = 0o060000;
+const S_IFIFO: u32 = 0o010000;
+const S_IFSOCK: u32 = 0o140000;
 /// `renameat2` flags (Linux).
 const RENAME_NOREPLACE: u32 = 1;
 const RENAME_EXCHANGE: u32 = 2;
@@ -32,21 +44,18 @@ const XATTR_CREATE: i32 = 1;
 const XATTR_REPLACE: i32 = 2;
 
 /// A mounted [`InodeFs`]. The core is shared so that the caller can read its figures after
-/// unmounting.
+/// unmounting. Modes, owners and times are the core's; the kernel checks permissions
+/// against them (mount with `default_permissions`).
 pub struct TreeFs<F: InodeFs> {
     core: Arc<Mutex<F>>,
-    uid: u32,
-    gid: u32,
     /// The next file handle: unique per mount, so a core can tell opens apart.
     next_fh: AtomicU64,
 }
 
 impl<F: InodeFs> TreeFs<F> {
-    pub fn new(core: Arc<Mutex<F>>, uid: u32, gid: u32) -> Self {
+    pub fn new(core: Arc<Mutex<F>>) -> Self {
         TreeFs {
             core,
-            uid,
-            gid,
             next_fh: AtomicU64::new(1),
         }
     }
@@ -77,21 +86,20 @@ impl<F: InodeFs> TreeFs<F> {
     }
 
     fn file_attr(&self, root: u64, a: &Attr) -> FileAttr {
-        let mtime = UNIX_EPOCH + Duration::from_nanos(a.mtime_ns);
         FileAttr {
             ino: self.to_fuse(root, a.ino),
             size: a.size,
-            blocks: a.size.div_ceil(512),
-            atime: mtime,
-            mtime,
-            ctime: mtime,
-            crtime: mtime,
+            blocks: a.blocks,
+            atime: system_time(a.atime),
+            mtime: system_time(a.mtime),
+            ctime: system_time(a.ctime),
+            crtime: system_time(a.ctime),
             kind: file_type(a.kind),
             perm: a.perm,
             nlink: a.nlink,
-            uid: self.uid,
-            gid: self.gid,
-            rdev: 0,
+            uid: a.uid,
+            gid: a.gid,
+            rdev: a.rdev,
             blksize: 4096,
             flags: 0,
         }
@@ -141,14 +149,105 @@ fn file_type(kind: Kind) -> FileType {
         Kind::File => FileType::RegularFile,
         Kind::Dir => FileType::Directory,
         Kind::Symlink => FileType::Symlink,
+        Kind::CharDevice => FileType::CharDevice,
+        Kind::BlockDevice => FileType::BlockDevice,
+        Kind::Fifo => FileType::NamedPipe,
+        Kind::Socket => FileType::Socket,
     }
 }
 
-fn perm_of(mode: u32, umask: u32) -> u16 {
-    (mode & !umask & 0o7777) as u16
+/// A new inode's permission bits (the umask applied) and owner: the caller's.
+fn new_attr(req: &Request, mode: u32, umask: u32) -> NewAttr {
+    NewAttr {
+        perm: (mode & !umask & 0o7777) as u16,
+        uid: req.uid(),
+        gid: req.gid(),
+    }
+}
+
+/// A stored time as the kernel wants it; one the host cannot represent (an image's
+/// garbage) shows as the epoch rather than failing the request.
+fn system_time(t: Timestamp) -> SystemTime {
+    let secs = Duration::from_secs(t.secs.unsigned_abs());
+    let whole = match t.secs >= 0 {
+        true => UNIX_EPOCH.checked_add(secs),
+        false => UNIX_EPOCH.checked_sub(secs),
+    };
+    whole
+        .and_then(|w| w.checked_add(Duration::from_nanos(t.nsec.min(999_999_999) as u64)))
+        .unwrap_or(UNIX_EPOCH)
+}
+
+fn timestamp(t: SystemTime) -> Timestamp {
+    match t.duration_since(UNIX_EPOCH) {
+        Ok(d) => Timestamp::from_secs_nanos(d.as_secs() as i64, d.subsec_nanos() as u64),
+        Err(before) => {
+            let d = before.duration();
+            let (secs, nsec) = (d.as_secs() as i64, d.subsec_nanos());
+            match nsec {
+                0 => Timestamp { secs: -secs, nsec },
+                _ => Timestamp {
+                    secs: -secs - 1,
+                    nsec: 1_000_000_000 - nsec,
+                },
+            }
+        }
+    }
+}
+
+fn time_set(t: fuser::TimeOrNow) -> TimeSet {
+    match t {
+        fuser::TimeOrNow::Now => TimeSet::Now,
+        fuser::TimeOrNow::SpecificTime(t) => TimeSet::At(timestamp(t)),
+    }
+}
+
+/// The kind `mknod` makes of a mode's type bits.
+fn mknod_kind(mode: u32) -> Option<Kind> {
+    match mode & S_IFMT {
+        S_IFREG => Some(Kind::File),
+        S_IFCHR => Some(Kind::CharDevice),
+        S_IFBLK => Some(Kind::BlockDevice),
+        S_IFIFO => Some(Kind::Fifo),
+        S_IFSOCK => Some(Kind::Socket),
+        _ => None,
+    }
+}
+
+/// `fallocate`'s mode bits as a mode F2FS knows; others (collapse, insert, unshare) none.
+fn falloc_mode(mode: i32) -> Option<FallocMode> {
+    const KEEP: i32 = FALLOC_FL_KEEP_SIZE;
+    match mode {
+        0 => Some(FallocMode::Allocate { keep_size: false }),
+        KEEP => Some(FallocMode::Allocate { keep_size: true }),
+        m if m == FALLOC_FL_PUNCH_HOLE | KEEP => Some(FallocMode::PunchHole),
+        FALLOC_FL_ZERO_RANGE => Some(FallocMode::ZeroRange { keep_size: false }),
+        m if m == FALLOC_FL_ZERO_RANGE | KEEP => Some(FallocMode::ZeroRange { keep_size: true }),
+        _ => None,
+    }
 }
 
 impl<F: InodeFs> Filesystem for TreeFs<F> {
+    /// Files stay in direct-I/O mode (every read and write reaches the core), but may be
+    /// mapped shared (`FUSE_DIRECT_IO_ALLOW_MMAP`, Linux 6.6+): SQLite's WAL index (the
+    /// `-shm` file) is a shared mapping. The kernel keeps the two coherent: a direct read
+    /// or write first writes back the range's dirty mapped pages, and a direct write drops
+    /// the cached pages it covers; mapped pages reach the core when the kernel writes them
+    /// back (msync, munmap, fsync, memory pressure). Older kernels refuse shared mappings
+    /// of such files (ENODEV), as before.
+    fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> std::io::Result<()> {
+        if config
+            .add_capabilities(InitFlags::FUSE_DIRECT_IO_ALLOW_MMAP)
+            .is_err()
+        {
+            eprintln!(
+                "flashstack: this kernel cannot map direct-I/O files shared (before Linux \
+                 6.6): SQLite's WAL mode will fail on the mount"
+            );
+        }
+        Ok(())
+    }
+
     fn destroy(&mut self) {
         // Unmount: checkpoint, so the device holds a consistent image.
         if let Err(error) = self.core().sync() {
@@ -173,11 +272,11 @@ impl<F: InodeFs> Filesystem for TreeFs<F> {
         _req: &Request,
         ino: INodeNo,
         mode: Option<u32>,
-        _uid: Option<u32>,
-        _gid: Option<u32>,
+        uid: Option<u32>,
+        gid: Option<u32>,
         size: Option<u64>,
-        _atime: Option<fuser::TimeOrNow>,
-        _mtime: Option<fuser::TimeOrNow>,
+        atime: Option<fuser::TimeOrNow>,
+        mtime: Option<fuser::TimeOrNow>,
         _ctime: Option<SystemTime>,
         _fh: Option<FileHandle>,
         _crtime: Option<SystemTime>,
@@ -192,38 +291,48 @@ impl<F: InodeFs> Filesystem for TreeFs<F> {
         if let (Ok(_), Some(size)) = (&result, size) {
             result = core.set_size(ino, size);
         }
-        if let (Ok(_), Some(mode)) = (&result, mode) {
-            result = core.set_perm(ino, (mode & 0o7777) as u16);
+        let attr = SetAttr {
+            perm: mode.map(|m| (m & 0o7777) as u16),
+            uid,
+            gid,
+            atime: atime.map(time_set),
+            mtime: mtime.map(time_set),
+        };
+        // ctime is the core's (now, with any change).
+        if result.is_ok() && attr != SetAttr::default() {
+            result = core.setattr(ino, &attr);
         }
         drop(core);
-        // Owners and times are not stored: the mount shows the mounting user and mtimes in
-        // simulated time.
         self.attr(result, reply);
     }
 
     fn mknod(
         &self,
-        _req: &Request,
+        req: &Request,
         parent: INodeNo,
         name: &OsStr,
         mode: u32,
         umask: u32,
-        _rdev: u32,
+        rdev: u32,
         reply: ReplyEntry,
     ) {
-        if mode & 0o170000 != 0o100000 {
-            return reply.error(Errno::from_i32(e::EOPNOTSUPP));
-        }
+        let Some(kind) = mknod_kind(mode) else {
+            return reply.error(Errno::from_i32(e::EINVAL));
+        };
         let parent = self.to_core(parent);
-        let result = self
-            .core()
-            .create(parent, name.as_bytes(), perm_of(mode, umask));
+        let new = new_attr(req, mode, umask);
+        let mut core = self.core();
+        let result = match kind {
+            Kind::File => core.create(parent, name.as_bytes(), new),
+            _ => core.mknod(parent, name.as_bytes(), kind, new, rdev),
+        };
+        drop(core);
         self.entry(result, reply);
     }
 
     fn mkdir(
         &self,
-        _req: &Request,
+        req: &Request,
         parent: INodeNo,
         name: &OsStr,
         mode: u32,
@@ -233,7 +342,7 @@ impl<F: InodeFs> Filesystem for TreeFs<F> {
         let parent = self.to_core(parent);
         let result = self
             .core()
-            .mkdir(parent, name.as_bytes(), perm_of(mode, umask));
+            .mkdir(parent, name.as_bytes(), new_attr(req, mode, umask));
         self.entry(result, reply);
     }
 
@@ -286,16 +395,20 @@ impl<F: InodeFs> Filesystem for TreeFs<F> {
 
     fn symlink(
         &self,
-        _req: &Request,
+        req: &Request,
         parent: INodeNo,
         link_name: &OsStr,
         target: &Path,
         reply: ReplyEntry,
     ) {
         let parent = self.to_core(parent);
-        let result =
-            self.core()
-                .symlink(parent, link_name.as_bytes(), target.as_os_str().as_bytes());
+        let owner = new_attr(req, 0o777, 0);
+        let result = self.core().symlink(
+            parent,
+            link_name.as_bytes(),
+            target.as_os_str().as_bytes(),
+            owner,
+        );
         self.entry(result, reply);
     }
 
@@ -379,7 +492,7 @@ impl<F: InodeFs> Filesystem for TreeFs<F> {
 
     fn create(
         &self,
-        _req: &Request,
+        req: &Request,
         parent: INodeNo,
         name: &OsStr,
         mode: u32,
@@ -390,7 +503,7 @@ impl<F: InodeFs> Filesystem for TreeFs<F> {
         let parent = self.to_core(parent);
         let mut core = self.core();
         let root = core.root();
-        match core.create(parent, name.as_bytes(), perm_of(mode, umask)) {
+        match core.create(parent, name.as_bytes(), new_attr(req, mode, umask)) {
             Ok(a) => {
                 let fh = self.new_fh();
                 core.opened(a.ino, fh, open_how(flags, true));
@@ -449,13 +562,13 @@ impl<F: InodeFs> Filesystem for TreeFs<F> {
     fn flush(
         &self,
         _req: &Request,
-        _ino: INodeNo,
+        ino: INodeNo,
         _fh: FileHandle,
         _lock_owner: LockOwner,
         reply: ReplyEmpty,
     ) {
-        // close() does not make data durable on Linux file systems either.
-        reply.ok();
+        let ino = self.to_core(ino);
+        empty(self.core().flush(ino), reply);
     }
 
     fn release(
@@ -506,16 +619,13 @@ impl<F: InodeFs> Filesystem for TreeFs<F> {
         mode: i32,
         reply: ReplyEmpty,
     ) {
-        let how = match mode {
-            m if m == FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE => Fallocate::PunchHole {
-                offset,
-                len: length,
-            },
-            0 | FALLOC_FL_KEEP_SIZE => Fallocate::Preallocate {
-                offset,
-                len: length,
-            },
-            _ => return reply.error(Errno::from_i32(e::EOPNOTSUPP)),
+        let Some(mode) = falloc_mode(mode) else {
+            return reply.error(Errno::from_i32(e::EOPNOTSUPP));
+        };
+        let how = Fallocate {
+            mode,
+            offset,
+            len: length,
         };
         let ino = self.to_core(ino);
         empty(self.core().fallocate(ino, how), reply);
@@ -587,5 +697,24 @@ fn open_how(flags: i32, created: bool) -> OpenHow {
         create: created || flags & O_CREAT != 0,
         exclusive: flags & O_EXCL != 0,
         append: flags & O_APPEND != 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_round_trip_before_and_after_the_epoch() {
+        for (secs, nsec) in [(0, 0), (1_767_225_600, 5), (-1, 999_999_999), (-86_400, 1)] {
+            let t = Timestamp { secs, nsec };
+            assert_eq!(timestamp(system_time(t)), t);
+        }
+        let garbage = Timestamp {
+            secs: i64::MIN,
+            nsec: u32::MAX,
+        };
+        // Never a panic on what an image holds.
+        let _ = system_time(garbage);
     }
 }

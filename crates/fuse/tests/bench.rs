@@ -12,7 +12,7 @@ use std::time::Instant;
 
 use flashstack_f2fs::{mkfs, F2fs, MkfsOptions};
 use flashstack_ftl::Ftl;
-use flashstack_fuse::{F2fsTree, InodeFs, OpenHow};
+use flashstack_fuse::{F2fsTree, InodeFs, NewAttr, OpenHow};
 use flashstack_stack::StackConfig;
 
 /// The default stack (ldc-emmc, the phone page cache), formatted and mounted as
@@ -60,7 +60,7 @@ fn in_process_dd_and_fsync_loop() {
 
     let start = Instant::now();
     let v0 = tree.now_ns();
-    let ino = tree.create(root, b"seq", 0o644).unwrap().ino;
+    let ino = tree.create(root, b"seq", NewAttr::root(0o644)).unwrap().ino;
     tree.opened(ino, 1, OpenHow::default());
     for (i, chunk) in data.chunks(REQUEST).enumerate() {
         tree.write(ino, (i * REQUEST) as u64, chunk).unwrap();
@@ -81,7 +81,10 @@ fn in_process_dd_and_fsync_loop() {
     let page = noise(4096, 7);
     let start = Instant::now();
     let v0 = tree.now_ns();
-    let ino = tree.create(root, b"sync", 0o644).unwrap().ino;
+    let ino = tree
+        .create(root, b"sync", NewAttr::root(0o644))
+        .unwrap()
+        .ino;
     tree.opened(ino, 2, OpenHow::default());
     for i in 0..FSYNCS {
         let offset = (i as u64 * 4096) % (4 << 20);

@@ -4,7 +4,7 @@
 use flashstack_cache::{CacheConfig, WritebackReason};
 use flashstack_f2fs::{mkfs, F2fs, MkfsOptions};
 use flashstack_ftl::{presets, Ftl};
-use flashstack_fuse::{F2fsTree, FsError, InodeFs, Kind, OpenHow};
+use flashstack_fuse::{F2fsTree, FsError, InodeFs, Kind, NewAttr, OpenHow};
 
 fn small_ftl(blocks_per_plane: u32) -> Ftl {
     let mut device = presets::ldc_emmc();
@@ -53,7 +53,7 @@ fn pattern(len: usize, seed: u8) -> Vec<u8> {
 fn writes_stay_in_the_cache_until_fsync() {
     let mut tree = fresh(256);
     let root = tree.root();
-    let ino = tree.create(root, b"f", 0o644).unwrap().ino;
+    let ino = tree.create(root, b"f", NewAttr::root(0o644)).unwrap().ino;
     let data_blocks = tree.fs().metrics().data_blocks;
     let data = pattern(10_000, 1);
     tree.write(ino, 0, &data).unwrap();
@@ -92,17 +92,26 @@ fn writes_stay_in_the_cache_until_fsync() {
 fn fsynced_data_survives_a_power_cut_unsynced_data_is_lost() {
     let mut tree = fresh(256);
     let root = tree.root();
-    let dir = tree.mkdir(root, b"d", 0o755).unwrap().ino;
+    let dir = tree.mkdir(root, b"d", NewAttr::root(0o755)).unwrap().ino;
     // A checkpointed file, for data synced into it later with fdatasync.
-    let other = tree.create(root, b"other", 0o644).unwrap().ino;
+    let other = tree
+        .create(root, b"other", NewAttr::root(0o644))
+        .unwrap()
+        .ino;
     tree.sync().unwrap();
-    let synced = tree.create(dir, b"synced", 0o644).unwrap().ino;
+    let synced = tree
+        .create(dir, b"synced", NewAttr::root(0o644))
+        .unwrap()
+        .ino;
     let v1 = pattern(30_000, 7);
     tree.write(synced, 0, &v1).unwrap();
     tree.fsync(synced, false).unwrap();
     // Later changes stay in the cache: lost at the cut.
     tree.write(synced, 0, &pattern(30_000, 99)).unwrap();
-    let volatile = tree.create(dir, b"volatile", 0o644).unwrap().ino;
+    let volatile = tree
+        .create(dir, b"volatile", NewAttr::root(0o644))
+        .unwrap()
+        .ino;
     tree.write(volatile, 0, &pattern(8192, 3)).unwrap();
     tree.write(other, 0, b"fdatasync'd").unwrap();
     tree.fsync(other, true).unwrap();
@@ -129,7 +138,7 @@ fn fsynced_data_survives_a_power_cut_unsynced_data_is_lost() {
 fn time_only_moves_forward_one_request_after_another() {
     let mut tree = fresh(256);
     let root = tree.root();
-    let ino = tree.create(root, b"t", 0o644).unwrap().ino;
+    let ino = tree.create(root, b"t", NewAttr::root(0o644)).unwrap().ino;
     let mut last = tree.now_ns();
     for i in 0..50u64 {
         tree.write(ino, i * 4096, &[i as u8; 4096]).unwrap();
@@ -153,8 +162,11 @@ fn time_only_moves_forward_one_request_after_another() {
 fn an_open_file_outlives_its_last_name_until_released() {
     let mut tree = fresh(256);
     let root = tree.root();
-    let dir = tree.mkdir(root, b"tmp", 0o755).unwrap().ino;
-    let ino = tree.create(dir, b"scratch", 0o644).unwrap().ino;
+    let dir = tree.mkdir(root, b"tmp", NewAttr::root(0o755)).unwrap().ino;
+    let ino = tree
+        .create(dir, b"scratch", NewAttr::root(0o644))
+        .unwrap()
+        .ino;
     tree.opened(ino, 1, OpenHow::default());
     tree.write(ino, 0, &pattern(12_000, 5)).unwrap();
     tree.unlink(dir, b"scratch").unwrap();
@@ -169,7 +181,7 @@ fn an_open_file_outlives_its_last_name_until_released() {
     tree.released(1);
     assert!(tree.getattr(ino).is_err(), "freed at the last release");
     // The freed inode leaves nothing behind: new files work, sync writes nothing lost.
-    let next = tree.create(dir, b"next", 0o644).unwrap().ino;
+    let next = tree.create(dir, b"next", NewAttr::root(0o644)).unwrap().ino;
     tree.write(next, 0, b"fresh").unwrap();
     tree.sync().unwrap();
     assert_eq!(read_all(&mut tree, next), b"fresh");
@@ -180,14 +192,14 @@ fn an_open_file_outlives_its_last_name_until_released() {
 fn freed_inodes_drop_their_cached_pages() {
     let mut tree = fresh(256);
     let root = tree.root();
-    let a = tree.create(root, b"a", 0o644).unwrap().ino;
+    let a = tree.create(root, b"a", NewAttr::root(0o644)).unwrap().ino;
     tree.write(a, 0, &pattern(40_000, 1)).unwrap();
-    let b = tree.create(root, b"b", 0o644).unwrap().ino;
+    let b = tree.create(root, b"b", NewAttr::root(0o644)).unwrap().ino;
     tree.write(b, 0, b"replacement").unwrap();
     // rename over `a`: a's dirty pages are dropped, never written back.
     tree.rename(root, b"b", root, b"a").unwrap();
     assert!(!tree.cache().is_dirty(a, 0));
-    let c = tree.create(root, b"c", 0o644).unwrap().ino;
+    let c = tree.create(root, b"c", NewAttr::root(0o644)).unwrap().ino;
     tree.write(c, 0, &pattern(9000, 2)).unwrap();
     tree.unlink(root, b"c").unwrap();
     assert!(!tree.cache().is_dirty(c, 0));
@@ -202,9 +214,9 @@ fn freed_inodes_drop_their_cached_pages() {
     let a = tree.lookup(root, b"a").unwrap().ino;
     assert_eq!(read_all(&mut tree, a), b"replacement");
     // Directories: rename one, then name paths through it (an open file unlinked in it).
-    let d = tree.mkdir(root, b"d", 0o755).unwrap().ino;
+    let d = tree.mkdir(root, b"d", NewAttr::root(0o755)).unwrap().ino;
     tree.rename(root, b"d", root, b"e").unwrap();
-    let f = tree.create(d, b"f", 0o644).unwrap().ino;
+    let f = tree.create(d, b"f", NewAttr::root(0o644)).unwrap().ino;
     tree.opened(f, 9, OpenHow::default());
     tree.unlink(d, b"f").unwrap();
     tree.write(f, 0, b"orphan").unwrap();
@@ -221,7 +233,7 @@ fn freed_inodes_drop_their_cached_pages() {
 fn a_full_file_system_reports_enospc_and_recovers_after_a_delete() {
     let mut tree = fresh(256);
     let root = tree.root();
-    let ino = tree.create(root, b"big", 0o644).unwrap().ino;
+    let ino = tree.create(root, b"big", NewAttr::root(0o644)).unwrap().ino;
     let chunk = vec![0x5au8; 1 << 20];
     let mut offset = 0u64;
     let error = loop {
@@ -247,7 +259,7 @@ fn a_full_file_system_reports_enospc_and_recovers_after_a_delete() {
     let mut head = vec![0u8; 4096];
     assert_eq!(tree.read(ino, 0, &mut head), Ok(4096));
     assert!(matches!(
-        tree.create(root, b"small", 0o644),
+        tree.create(root, b"small", NewAttr::root(0o644)),
         Ok(_) | Err(FsError::NoSpace)
     ));
     // This F2FS refuses even an unlink when it is full to the last block (the cleaning
@@ -255,7 +267,10 @@ fn a_full_file_system_reports_enospc_and_recovers_after_a_delete() {
     tree.set_size(ino, 0).unwrap();
     tree.unlink(root, b"big").unwrap();
     assert_eq!(tree.lookup(root, b"big"), Err(FsError::NotFound));
-    let again = tree.create(root, b"again", 0o644).unwrap().ino;
+    let again = tree
+        .create(root, b"again", NewAttr::root(0o644))
+        .unwrap()
+        .ino;
     tree.write(again, 0, &chunk).unwrap();
     tree.fsync(again, false).unwrap();
     tree.sync().unwrap();
@@ -270,14 +285,20 @@ fn new_files_fsynced_one_after_another_survive_a_power_cut() {
     let root = tree.root();
     for i in 0..6usize {
         let name = format!("synced{i}");
-        let ino = tree.create(root, name.as_bytes(), 0o644).unwrap().ino;
+        let ino = tree
+            .create(root, name.as_bytes(), NewAttr::root(0o644))
+            .unwrap()
+            .ino;
         let content = format!("file {i} ").repeat(1500 + 300 * i).into_bytes();
         for (k, chunk) in content.chunks(8192).enumerate() {
             tree.write(ino, (k * 8192) as u64, chunk).unwrap();
         }
         tree.fsync(ino, false).unwrap();
     }
-    let u = tree.create(root, b"unsynced", 0o644).unwrap().ino;
+    let u = tree
+        .create(root, b"unsynced", NewAttr::root(0o644))
+        .unwrap()
+        .ino;
     tree.write(u, 0, b"may be lost").unwrap();
     let mut tree = cut_and_remount(tree);
     for i in 0..6usize {

@@ -144,6 +144,21 @@ pub trait FlashMedium {
 struct PowerState {
     off: bool,
     cut_after_ops: Option<u64>,
+    /// The operation an armed cut tore, until power returns.
+    torn: Option<TornOp>,
+}
+
+/// The operation a power cut tore (for crash tests to see where their cuts landed).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TornOp {
+    /// A page program; `flags` are the OOB flags it was writing (`oob_flags`).
+    Program {
+        page: u32,
+        flags: u8,
+    },
+    Erase {
+        block: u32,
+    },
 }
 
 /// The flash array model. See [`FlashMedium`] for its physics.
@@ -513,6 +528,12 @@ impl Nand {
         !self.power.off
     }
 
+    /// The operation the last armed cut tore (`None` after a cut between operations, and
+    /// once power is back).
+    pub fn torn_op(&self) -> Option<TornOp> {
+        self.power.torn
+    }
+
     /// Restores power. Die and channel queues are empty: in-flight work died with the power.
     pub fn power_on(&mut self, now_ns: Nanos) {
         self.power = PowerState::default();
@@ -701,6 +722,10 @@ impl FlashMedium for Nand {
         self.counters.page_programs += 1;
         self.counters.transfer_bytes += self.config.geometry.page_size_bytes as u64;
         if self.tears_now() {
+            self.power.torn = Some(TornOp::Program {
+                page,
+                flags: oob.flags,
+            });
             self.mark_corrupt(page);
             return Err(NandError::PowerLoss);
         }
@@ -772,6 +797,7 @@ impl FlashMedium for Nand {
         let first_page = self.first_page(block);
         let pages = first_page..first_page + self.pages_per_block;
         if self.tears_now() {
+            self.power.torn = Some(TornOp::Erase { block });
             // An interrupted erase leaves every page undefined; the block needs a new erase.
             for page in pages {
                 self.mark_corrupt(page);

@@ -58,7 +58,7 @@ fn main() {
     if let Ok(class) = std::env::var("DUMP") {
         let mut stack = image.clone().into_stack(None, 1).expect("restore");
         let (files, _) = stack
-            .with_fs(|fs| flashstack_phone::measure::file_layouts(fs))
+            .with_fs(flashstack_phone::measure::file_layouts)
             .unwrap()
             .unwrap();
         for f in files {

@@ -188,7 +188,7 @@ impl<'a> Aging<'a> {
         config.seed = spec.seed;
         let mut stack = Stack::new(config).map_err(|e| PhoneError::Stack(e.to_string()))?;
         stack
-            .with_fs(|fs| fs.device_mut().nand_mut().enable_frame_dedup())
+            .with_fs(|fs| fs.device_mut().inner_mut().nand_mut().enable_frame_dedup())
             .map_err(|e| PhoneError::Stack(e.to_string()))?;
         let shared = SharedStack::new(stack);
         Ok(Aging {
@@ -1063,8 +1063,7 @@ impl<'a> World<'a> {
             .filter(|m| m.delete_day.is_some_and(|d| d <= day))
             .map(|m| m.path.clone())
             .collect();
-        self.media
-            .retain(|m| !m.delete_day.is_some_and(|d| d <= day));
+        self.media.retain(|m| m.delete_day.is_none_or(|d| d > day));
         for path in due {
             self.w.delete(&path)?;
             self.counts.media_deleted += 1;

@@ -25,6 +25,9 @@ use flashstack_sim::Nanos;
 use flashstack_stack::{Stack, StackConfig};
 use serde::{Deserialize, Serialize};
 
+/// Page-content frames in chunks of [`FRAMES_PER_CHUNK`], as the NAND model keeps them.
+type FrameChunks = Vec<Box<[u8]>>;
+
 use crate::age::{AgingCounts, AgingSpec};
 use crate::error::PhoneError;
 use crate::measure::{device_state, fs_state, DeviceState, FsState};
@@ -511,7 +514,7 @@ impl<R: Read> SectionReader<R> {
         }
         Ok(())
     }
-    fn frames(&mut self, frame_bytes: usize) -> Result<(u32, Vec<Box<[u8]>>), PhoneError> {
+    fn frames(&mut self, frame_bytes: usize) -> Result<(u32, FrameChunks), PhoneError> {
         let tag = b"FRAMES\0\0";
         let len = self.open(tag)?;
         let mut sum = Checksum::new();
@@ -624,7 +627,7 @@ fn read_image<R: Read>(r: &mut SectionReader<R>) -> Result<PhoneImage, PhoneErro
         .map_err(|e| r.bad(format!("section HEADER: device: {e}")))?;
     let g = header.stack.device.nand.geometry.clone();
     let slot_bytes = header.stack.device.ftl.slot_bytes;
-    if slot_bytes == 0 || g.page_size_bytes % slot_bytes != 0 {
+    if slot_bytes == 0 || !g.page_size_bytes.is_multiple_of(slot_bytes) {
         return Err(r.bad("section HEADER: slot size does not divide the page size"));
     }
     let spp = (g.page_size_bytes / slot_bytes) as usize;
@@ -667,8 +670,8 @@ fn read_image<R: Read>(r: &mut SectionReader<R>) -> Result<PhoneImage, PhoneErro
         let mut slot_frame = vec![NO_FRAME; pages * spp];
         let mut f = fields(&data, "FRAMEMAP");
         for &p in &programmed {
-            for s in p * spp..(p + 1) * spp {
-                slot_frame[s] = f.u32().map_err(|e| r.bad(e))?;
+            for frame in &mut slot_frame[p * spp..(p + 1) * spp] {
+                *frame = f.u32().map_err(|e| r.bad(e))?;
             }
         }
         f.end().map_err(|e| r.bad(e))?;
@@ -747,7 +750,7 @@ fn decode_trims(data: &[u8]) -> Result<Vec<(u32, Vec<u32>)>, String> {
 }
 
 fn decode_u32s(data: &[u8], section: &'static str) -> Result<Vec<u32>, String> {
-    if data.len() % 4 != 0 {
+    if !data.len().is_multiple_of(4) {
         return Err(format!(
             "section {section}: {} bytes is not a whole number of entries",
             data.len()

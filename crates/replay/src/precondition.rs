@@ -11,6 +11,7 @@
 use std::fmt;
 
 use flashstack_block::{BlockDevice, BlockError, Hints};
+use flashstack_sim::units::format_count;
 use flashstack_sim::Rng;
 
 use crate::prefill::{Prefill, WriteStream};
@@ -44,25 +45,57 @@ pub struct PreconditionReport {
     pub utilization: f64,
     pub filled_lbas: u64,
     pub aging_writes: u64,
+    /// The bound on aging writes, as a multiple of the filled LBAs.
+    pub aging_factor_max: f64,
+    /// Whether garbage collection erased a block while aging.
+    pub gc_started: bool,
     pub steady: bool,
     pub write_amplification_last_window: f64,
 }
 
 impl fmt::Display for PreconditionReport {
+    /// What state the measurement starts from, in words a user can act on.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "filled {:.0}% ({} LBAs), aged with {} random writes, {} at WA {:.3}",
+            "filled {:.0}% ({} LBAs)",
             self.utilization * 100.0,
-            self.filled_lbas,
-            self.aging_writes,
-            if self.steady {
-                "steady"
-            } else {
-                "stopped at the bound"
-            },
-            self.write_amplification_last_window
-        )
+            format_count(self.filled_lbas)
+        )?;
+        if self.aging_writes == 0 {
+            return write!(f, ", not aged");
+        }
+        let writes = format_count(self.aging_writes);
+        let wa = self.write_amplification_last_window;
+        if self.steady {
+            return write!(
+                f,
+                ", aged with {writes} random writes to steady state (write amplification \
+                 {wa:.3}, stable over three windows)"
+            );
+        }
+        write!(
+            f,
+            ", aged with {writes} random writes, the bound ({} x the filled LBAs), \
+             before steady state: ",
+            format!("{:.2}", self.aging_factor_max)
+                .trim_end_matches('0')
+                .trim_end_matches('.')
+        )?;
+        if self.gc_started {
+            write!(
+                f,
+                "garbage collection runs but write amplification still changes (last \
+                 window {wa:.3}); a higher --aging-max ages the device further"
+            )
+        } else {
+            write!(
+                f,
+                "garbage collection never ran (free blocks never ran out), so this \
+                 measures a device not yet in use; fill more (--precondition) or age \
+                 longer (--aging-max) to measure one with GC at work"
+            )
+        }
     }
 }
 
@@ -93,6 +126,8 @@ pub(crate) fn run(
         utilization: p.utilization,
         filled_lbas: filled,
         aging_writes: 0,
+        aging_factor_max: p.aging_factor_max,
+        gc_started: false,
         steady: false,
         write_amplification_last_window: 0.0,
     };
@@ -147,7 +182,15 @@ fn age_windows<I: Iterator<Item = (u64, u32)>>(
         let programs_before = replayer.ftl.nand().counters().page_programs;
         let erases_before = replayer.ftl.nand().counters().block_erases;
         let slots_per_page = replayer.ftl.nand().config().geometry.page_size_bytes as u64 / 4096;
-        for _ in 0..window.min(writes_max - report.aging_writes) {
+        // A remainder shorter than a window joins the last one: a window of a few writes
+        // measures nothing (two writes into a 16 KiB page buffer program no page: WA 0).
+        let remaining = writes_max - report.aging_writes;
+        let writes_in_window = if remaining < 2 * window {
+            remaining
+        } else {
+            window
+        };
+        for _ in 0..writes_in_window {
             let (lba, count) = writes.next(prefill.as_deref_mut()).expect("endless");
             let now = replayer.ftl.busy_until_ns();
             replayer.write_from(now, lba, count, Hints::default(), prefill.as_deref_mut())?;
@@ -156,8 +199,11 @@ fn age_windows<I: Iterator<Item = (u64, u32)>>(
         progress.advance(report.aging_writes);
         let programmed =
             (replayer.ftl.nand().counters().page_programs - programs_before) * slots_per_page;
-        let wa = programmed as f64 / window as f64;
+        let wa = programmed as f64 / writes_in_window as f64;
         report.write_amplification_last_window = wa;
+        if replayer.ftl.nand().counters().block_erases != erases_before {
+            report.gc_started = true;
+        }
         if replayer.ftl.nand().counters().block_erases == erases_before {
             // GC has not run in this window: the device is still eating fresh space.
             previous_wa = None;

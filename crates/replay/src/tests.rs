@@ -88,6 +88,56 @@ fn preconditioning_reaches_steady_state() {
     assert_eq!(r.ftl.counters().host_write_lbas, 0);
 }
 
+/// Aging that ends at its bound says so in words: whether GC ran, and what to change.
+/// The last window's write amplification is a real measurement even when the bound
+/// leaves a remainder of a couple of writes (it read 0.000 on 16 KiB pages).
+#[test]
+fn preconditioning_that_stops_at_the_bound_says_why() {
+    let mut device = presets::preset("ufs31").unwrap();
+    device.nand.geometry.blocks_per_plane = 16;
+    device.nand.geometry.pages_per_block = 128;
+    let mut c = config(false);
+    c.device = device;
+    let capacity = Replayer::new(c.clone()).unwrap().ftl.capacity_lbas();
+    let filled = (capacity as f64 * 0.5) as u64;
+    let window = (filled / 4).max(4_096);
+    // Sixteen windows (GC has started by then) and two writes more.
+    c.precondition = Some(Precondition {
+        utilization: 0.5,
+        aging_factor_max: (16 * window) as f64 / filled as f64 + 2.5 / filled as f64,
+        steady_tolerance: 0.0,
+    });
+    let mut r = Replayer::new(c).unwrap();
+    r.prepare(&mut NoProgress).unwrap();
+    let p = r.precondition.clone().unwrap();
+    assert_eq!(p.aging_writes, 16 * window + 2, "{p}");
+    assert!(!p.steady && p.gc_started, "{p}");
+    assert!(p.write_amplification_last_window > 0.5, "{p}");
+    let text = p.to_string();
+    assert!(
+        text.contains("before steady state") && text.contains("--aging-max"),
+        "{text}"
+    );
+
+    // Little data and little aging: GC never runs, and the message says what that means.
+    let mut c = config(false);
+    c.precondition = Some(Precondition {
+        utilization: 0.1,
+        aging_factor_max: 0.5,
+        ..Precondition::default()
+    });
+    let mut r = Replayer::new(c).unwrap();
+    r.prepare(&mut NoProgress).unwrap();
+    let p = r.precondition.clone().unwrap();
+    assert!(!p.gc_started && !p.steady, "{p}");
+    let text = p.to_string();
+    assert!(
+        text.contains("garbage collection never ran") && text.contains("--precondition"),
+        "{text}"
+    );
+    assert!(!text.contains("WA 0.000"), "{text}");
+}
+
 fn zone(lbas: std::ops::Range<u64>, mix: &str) -> flashstack_content::Zone {
     flashstack_content::Zone::new(lbas, mix.parse().unwrap())
 }

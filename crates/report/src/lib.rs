@@ -9,7 +9,7 @@ use flashstack_ftl::Ftl;
 use flashstack_sim::{LatencySummary, NS_PER_SEC};
 use serde::Serialize;
 
-pub use render::{render_columns, render_csv, render_json, render_table};
+pub use render::{flatten_json, render_columns, render_csv, render_json, render_table};
 
 /// What was run.
 #[derive(Clone, Debug, Serialize)]
@@ -91,7 +91,7 @@ pub struct CompressionFigures {
     /// Codec output of the compressed pages.
     pub compressed_bytes: u64,
     /// Flash bytes that host data took when first written ÷ host bytes: the R_compress of
-    /// the lifetime formula (1.0 without compression).
+    /// the lifetime formula (1.0 when no host page was compressed).
     pub stored_ratio: f64,
     /// Mean |predicted − actual| ratio over the pages the predictor's choice let us check.
     pub prediction_error_mean: f64,
@@ -112,12 +112,19 @@ pub struct EnergyFigures {
 /// with each input shown.
 #[derive(Clone, Debug, Serialize)]
 pub struct LifetimeFigures {
+    /// Program/erase cycles a block endures (`nand.endurance.pe_cycles_max`).
     pub pe_cycles: u32,
+    /// Over-provisioning ratio (`ftl.overprovisioning_ratio`).
     pub overprovisioning: f64,
+    /// Host bytes written per day ÷ user capacity.
     pub dwpd: f64,
     /// "measured" (host writes over the simulated span) or "assumed" (given by the user).
     pub dwpd_source: String,
+    /// Flash bytes programmed per byte *stored* (after compression): the report's write
+    /// amplification ÷ `compression_ratio`, so that WA × R_compress is the report's write
+    /// amplification (flash bytes per host byte).
     pub write_amplification: f64,
+    /// R_compress: [`CompressionFigures::stored_ratio`].
     pub compression_ratio: f64,
     pub lifetime_years: f64,
 }
@@ -171,8 +178,11 @@ impl RunReport {
             padding: slot(c.program_slots_padding),
             metadata: slot(c.program_slots_meta),
         };
-        let stored_ratio = match host_bytes {
-            0 => 1.0,
+        // Without compressed host pages the ratio is 1 by definition (host slots ÷ host
+        // bytes would read 0.999 when a write superseded another still in the buffer,
+        // which is padding, not compression).
+        let stored_ratio = match (host_bytes, c.pages_compressed_host) {
+            (0, _) | (_, 0) => 1.0,
             _ => ratio(c.program_slots_host * slot_bytes, host_bytes),
         };
         let compression = CompressionFigures {

@@ -47,8 +47,10 @@ impl LatencyHistogram {
 
     #[inline]
     pub fn record(&mut self, latency_ns: Nanos) {
-        let value = latency_ns.clamp(1, HIGHEST_TRACKABLE_NS);
-        if value != latency_ns.max(1) {
+        // Zero is recorded as zero: a request with nothing to wait for (a flush with
+        // nothing buffered on a device without command overhead) must not read as 1 ns.
+        let value = latency_ns.min(HIGHEST_TRACKABLE_NS);
+        if value != latency_ns {
             self.clamped_count += 1;
         }
         self.sum_ns += latency_ns as u128;
@@ -108,6 +110,16 @@ mod tests {
         assert!((s.latency_ns_p50 as i64 - 500_000).abs() <= 500);
         assert!((s.latency_ns_p99 as i64 - 990_000).abs() <= 1_000);
         assert!((s.latency_ns_max as i64 - 1_000_000).abs() <= 1_000);
+    }
+
+    #[test]
+    fn zero_is_recorded_as_zero() {
+        let mut h = LatencyHistogram::new();
+        h.record(0);
+        h.record(0);
+        let s = h.summary();
+        assert_eq!((s.count, s.latency_ns_p99, s.latency_ns_max), (2, 0, 0));
+        assert_eq!(h.clamped_count(), 0);
     }
 
     #[test]

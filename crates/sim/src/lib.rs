@@ -8,6 +8,7 @@ pub mod histogram;
 pub mod memory;
 pub mod resource;
 pub mod rng;
+pub mod text;
 pub mod units;
 
 pub use divisor::Divisor;

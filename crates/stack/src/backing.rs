@@ -89,7 +89,7 @@ impl<D: BlockDevice> Backing for F2fsBacking<D> {
             }
             // The cache's size is the truth: a hole past the last page grows the file.
             if fs.stat_ino(i)?.size_bytes != file_size_bytes {
-                fs.truncate(i, file_size_bytes)?;
+                fs.writeback_size(i, file_size_bytes)?;
             }
             Ok(())
         })?;
@@ -117,7 +117,7 @@ impl<D: BlockDevice> Backing for F2fsBacking<D> {
             // The cache's size is the truth: F2FS only grows to the end of the last page
             // written, so a size inside a hole past it (or a smaller one) is set here.
             if fs.stat_ino(i)?.size_bytes != file_size_bytes {
-                fs.truncate(i, file_size_bytes)?;
+                fs.writeback_size(i, file_size_bytes)?;
             }
             Ok(())
         })?;

@@ -49,6 +49,20 @@ pub struct StackConfig {
 }
 
 impl StackConfig {
+    /// The named presets and what each is (each has the page cache of a 4 GiB phone and
+    /// F2FS with kernel-default mount options).
+    pub const PRESETS: [(&'static str, &'static str); 3] = [
+        (
+            "default",
+            "the whole stack `run` uses: F2FS and a phone page cache on the LDC paper's eMMC",
+        ),
+        ("ldc-emmc", "the same stack, named after its device"),
+        (
+            "ufs31",
+            "F2FS and a phone page cache on a 128 GiB UFS 3.1 device",
+        ),
+    ];
+
     /// A named preset: `default` (the ldc-emmc device, a phone page cache), `ldc-emmc`,
     /// `ufs31`.
     pub fn preset(name: &str) -> Result<Self, ConfigError> {

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use flashstack_block::BlockDevice;
+use flashstack_block::{BlockDevice, PowerLoss, VolatileCache, VolatileCacheConfig};
 use flashstack_cache::{CacheError, PageCache};
 use flashstack_f2fs::{mkfs, F2fs, FsError, MkfsOptions};
 use flashstack_ftl::Ftl;
@@ -63,7 +63,11 @@ pub struct OpMetrics {
     pub latency: flashstack_sim::LatencySummary,
 }
 
-type Cache = PageCache<F2fsBacking<Ftl>>;
+/// The device F2FS writes to: the FTL behind a volatile write cache that is off (every
+/// request passes straight through) unless a crash test turns it on
+/// ([`Stack::set_volatile_cache`]).
+pub type Device = VolatileCache<Ftl>;
+type Cache = PageCache<F2fsBacking<Device>>;
 
 /// The assembled stack. Data goes through the page cache; namespace operations go straight
 /// to F2FS. After [`power_cut`](Stack::power_cut) every call fails until
@@ -77,6 +81,7 @@ pub struct Stack {
     /// Namespace changes since the last checkpoint: a later fsync checkpoints (what F2FS
     /// does when roll-forward cannot recover the change, `need_do_checkpoint`).
     namespace_dirty: bool,
+    last_power_loss: PowerLoss,
     ops: BTreeMap<&'static str, OpStats>,
 }
 
@@ -126,8 +131,12 @@ impl Stack {
             ..MkfsOptions::default()
         };
         mkfs(&mut ftl, &opts).map_err(|e| StackError::Mkfs(e.to_string()))?;
-        let fs = F2fs::mount_with(ftl, 0, config.fs.mount.clone())
-            .map_err(|e| StackError::Mount(e.to_string()))?;
+        let fs = F2fs::mount_with(
+            VolatileCache::write_through(ftl),
+            0,
+            config.fs.mount.clone(),
+        )
+        .map_err(|e| StackError::Mount(e.to_string()))?;
         let now_ns = fs.now_ns();
         let cache = PageCache::new(config.cache.clone(), F2fsBacking::new(fs))
             .map_err(|e| StackError::Cache(e.to_string()))?;
@@ -138,6 +147,7 @@ impl Stack {
             next_handle: 1,
             now_ns,
             namespace_dirty: false,
+            last_power_loss: PowerLoss::default(),
             ops: BTreeMap::new(),
         })
     }
@@ -145,7 +155,8 @@ impl Stack {
     /// Mounts the F2FS already on `ftl` (a saved phone's device) under an empty page
     /// cache, the first request arriving at `start_ns`.
     pub fn from_ftl(config: StackConfig, ftl: Ftl, start_ns: Nanos) -> Result<Stack, StackError> {
-        let fs = F2fs::mount_with(ftl, start_ns, config.fs.mount.clone())
+        let device = VolatileCache::write_through(ftl);
+        let fs = F2fs::mount_with(device, start_ns, config.fs.mount.clone())
             .map_err(|e| StackError::Mount(e.to_string()))?;
         let now_ns = fs.now_ns().max(start_ns);
         let cache = PageCache::new(config.cache.clone(), F2fsBacking::new(fs))
@@ -157,6 +168,7 @@ impl Stack {
             next_handle: 1,
             now_ns,
             namespace_dirty: false,
+            last_power_loss: PowerLoss::default(),
             ops: BTreeMap::new(),
         })
     }
@@ -175,14 +187,17 @@ impl Stack {
         let cache = self.cache.take().ok_or(FileError::PowerLost)?;
         let mut fs = cache.into_backing().into_fs();
         fs.advance_to(end);
-        let ftl = fs.unmount().map_err(|e| fs_err("(unmount)", e))?;
+        let device = fs.unmount().map_err(|e| fs_err("(unmount)", e))?;
+        // The unmount checkpoint flushed the device, so its write cache holds nothing.
+        assert_eq!(device.pending_lbas(), 0, "unflushed writes after unmount");
+        let ftl = device.into_inner();
         let done = ftl.busy_until_ns().max(end);
         Ok((ftl, done))
     }
 
     /// Runs `f` on the mounted F2FS (inspection: file block addresses, space in use).
     /// Dirty pages still in the cache are not visible to it: sync first.
-    pub fn with_fs<T>(&mut self, f: impl FnOnce(&mut F2fs<Ftl>) -> T) -> Result<T, FileError> {
+    pub fn with_fs<T>(&mut self, f: impl FnOnce(&mut F2fs<Device>) -> T) -> Result<T, FileError> {
         Ok(f(self.fs()?))
     }
 
@@ -199,7 +214,7 @@ impl Stack {
         self.cache.as_mut().ok_or(FileError::PowerLost)
     }
 
-    fn fs(&mut self) -> Result<&mut F2fs<Ftl>, FileError> {
+    fn fs(&mut self) -> Result<&mut F2fs<Device>, FileError> {
         Ok(self.cache()?.backing_mut().fs_mut())
     }
 
@@ -294,46 +309,85 @@ impl Stack {
         self.sync_all(now)
     }
 
-    /// Cuts power now: the page cache and every handle are lost, the NAND tears nothing
-    /// further (use [`arm_power_cut`](Stack::arm_power_cut) to tear a later operation).
+    /// Cuts power now: the page cache and every handle are lost; of what the device's
+    /// write cache holds (when on), what survives reaches the FTL as power fails; the NAND
+    /// tears nothing further (use [`arm_power_cut`](Stack::arm_power_cut) to tear a later
+    /// operation).
     pub fn power_cut(&mut self) {
+        let now = self.now_ns;
         if let Some(cache) = self.cache.as_mut() {
             cache.crash();
-            cache
-                .backing_mut()
-                .fs_mut()
-                .device_mut()
-                .nand_mut()
-                .cut_power();
+            let device = cache.backing_mut().fs_mut().device_mut();
+            // A device that failed for other reasons is recovered all the same.
+            self.last_power_loss = device.lose_power(now).unwrap_or_default();
+            device.inner_mut().nand_mut().cut_power();
         }
     }
 
     /// Arms a power cut at the `ops`-th NAND operation from now (at least 1).
     pub fn arm_power_cut(&mut self, ops: u64) -> Result<(), FileError> {
         let ops = ops.max(1);
-        self.fs()?.device_mut().nand_mut().arm_power_cut(ops);
+        self.fs()?
+            .device_mut()
+            .inner_mut()
+            .nand_mut()
+            .arm_power_cut(ops);
         Ok(())
     }
 
-    /// Whether the NAND has lost power.
+    /// Puts a volatile write cache between F2FS and the FTL (`capacity_lbas = 0` takes it
+    /// away): acknowledged writes not yet flushed may be lost in any subset and persist in
+    /// any order at a power cut ([`VolatileCache`]), on top of what the FTL itself loses.
+    /// For crash tests; what the cache holds is written down first.
+    pub fn set_volatile_cache(&mut self, config: VolatileCacheConfig) -> Result<(), FileError> {
+        let now = self.now_ns;
+        self.fs()?.device_mut().set_config(now, config).map_err(io)
+    }
+
+    /// Arms a power cut at the `requests`-th write or trim F2FS sends the device from now
+    /// (at least 1): that request is torn and fails, and so does everything after it.
+    pub fn arm_device_power_cut(&mut self, requests: u64) -> Result<(), FileError> {
+        self.fs()?.device_mut().arm_power_cut(requests.max(1));
+        Ok(())
+    }
+
+    /// Whether the device (the NAND, or the write cache in front of the FTL) has lost
+    /// power.
     pub fn is_powered_off(&self) -> bool {
-        self.cache
-            .as_ref()
-            .is_none_or(|c| !c.backing().fs().device().nand().is_powered())
+        self.cache.as_ref().is_none_or(|c| {
+            let device = c.backing().fs().device();
+            !device.is_powered() || !device.inner().nand().is_powered()
+        })
+    }
+
+    /// What the last power loss did to the device's write cache (nothing when the cache
+    /// is off).
+    pub fn last_power_loss(&self) -> PowerLoss {
+        self.last_power_loss
     }
 
     /// After a power cut: FTL power cycle (scan), F2FS remount with roll-forward, an empty
     /// cache. Handles are gone.
     pub fn recover(&mut self) -> Result<Nanos, StackError> {
         let cache = self.cache.take().ok_or(StackError::PoweredOff)?;
-        let mut ftl = cache.into_backing().into_fs().into_device();
+        let mut device = cache.into_backing().into_fs().into_device();
+        let at = device.inner().busy_until_ns().max(self.now_ns);
+        if !device.is_powered() || device.pending_lbas() > 0 {
+            // What the write cache held reaches the FTL or not (unless `power_cut` has
+            // settled it); then the FTL loses its own volatile state (its partial page
+            // buffers, unlogged trims) and scans.
+            self.last_power_loss = device
+                .lose_power(at)
+                .map_err(|e| StackError::Device(e.to_string()))?;
+        }
+        let ftl = device.inner_mut();
         ftl.nand_mut().cut_power();
-        let at = ftl.busy_until_ns().max(self.now_ns);
+        let at = ftl.busy_until_ns().max(at);
         let completion = ftl
             .power_cycle(at)
             .map_err(|e| StackError::Device(e.to_string()))?;
         let at = completion.complete_ns.max(at);
-        let fs = F2fs::mount_with(ftl, at, self.config.fs.mount.clone())
+        let fs = F2fs::mount_with(device, at, self.config.fs.mount.clone())
             .map_err(|e| StackError::Mount(e.to_string()))?;
         self.now_ns = fs.now_ns().max(at);
         let cache = PageCache::new(self.config.cache.clone(), F2fsBacking::new(fs))
@@ -389,13 +443,13 @@ impl Stack {
         cache.reset_metrics();
         let fs = cache.backing_mut().fs_mut();
         fs.reset_metrics();
-        fs.device_mut().reset_measurement();
+        fs.device_mut().inner_mut().reset_measurement();
         Ok(())
     }
 
     /// The device under the file system (`None` while powered off).
     pub fn device(&self) -> Option<&Ftl> {
-        Some(self.cache.as_ref()?.backing().fs().device())
+        Some(self.cache.as_ref()?.backing().fs().device().inner())
     }
 
     /// Every layer's figures.
@@ -421,8 +475,23 @@ impl Stack {
             ops,
             cache: cache.metrics().clone(),
             f2fs: fs.metrics().clone(),
-            ftl: fs.device().counters().clone(),
+            ftl: fs.device().inner().counters().clone(),
         })
+    }
+
+    /// The inode's times after a read (atime by `relatime`) or a write (mtime and ctime),
+    /// as the kernel's `touch_atime`/`file_update_time` set them at the call: in memory,
+    /// lazily (F2FS's `lazytime`), at the call's arrival `now` or F2FS's clock if later;
+    /// returns when F2FS is done (its inode may have to be read).
+    fn stamp_times(&mut self, ino: u32, now: Nanos, written: bool) -> Result<Nanos, FileError> {
+        let fs = self.fs()?;
+        fs.advance_to(now);
+        match written {
+            true => fs.mark_modified(ino),
+            false => fs.mark_accessed(ino),
+        }
+        .map_err(io)?;
+        Ok(fs.now_ns().max(now))
     }
 
     fn remove_inode_if_unused(&mut self, ino: u32, now: Nanos) -> Result<Nanos, FileError> {
@@ -532,6 +601,7 @@ impl FileApi for Stack {
             .cache()?
             .read(start, ino as u64, offset, buf)
             .map_err(cache_err)?;
+        let end = self.stamp_times(ino, start, false)?.max(end);
         Ok((n, self.done("read", start, end, n as u64)))
     }
 
@@ -552,6 +622,7 @@ impl FileApi for Stack {
             .cache()?
             .write(start, ino as u64, offset, data)
             .map_err(cache_err)?;
+        let end = self.stamp_times(ino, start, true)?.max(end);
         Ok(self.done("write", start, end, data.len() as u64))
     }
 
@@ -595,7 +666,7 @@ impl FileApi for Stack {
         if self.namespace_dirty {
             let fs = self.fs()?;
             fs.advance_to(end);
-            fs.sync().map_err(io)?;
+            fs.checkpoint_names().map_err(io)?;
             end = fs.now_ns().max(end);
             self.namespace_dirty = false;
         }
@@ -617,7 +688,7 @@ impl FileApi for Stack {
         if sync_dir {
             let fs = self.fs()?;
             fs.advance_to(end);
-            fs.sync().map_err(io)?;
+            fs.checkpoint_names().map_err(io)?;
             end = fs.now_ns();
             self.namespace_dirty = false;
         }
@@ -696,7 +767,7 @@ impl FileApi for Stack {
         if self.namespace_dirty {
             let fs = self.fs()?;
             fs.advance_to(end);
-            fs.sync().map_err(io)?;
+            fs.checkpoint_names().map_err(io)?;
             end = fs.now_ns().max(end);
             self.namespace_dirty = false;
         }

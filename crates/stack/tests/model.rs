@@ -6,8 +6,11 @@
 //! exactly as synced, and every file that exists reads back without error (no corruption).
 //! Unsynced data and names are free to survive or not: the model adopts what recovery shows.
 
+mod common;
+
 use std::collections::BTreeMap;
 
+use common::try_read_all;
 use flashstack_sqlvfs::{FileApi, OpenFlags};
 use flashstack_stack::{Stack, StackConfig};
 use proptest::prelude::*;
@@ -85,16 +88,6 @@ fn read_all(s: &mut Stack, p: &str) -> Vec<u8> {
     buf
 }
 
-fn try_read_all(s: &mut Stack, p: &str) -> Result<Vec<u8>, flashstack_sqlvfs::FileError> {
-    let (f, t) = s.open(s.now_ns(), p, OpenFlags::default())?;
-    let (size, t) = s.size(t, f)?;
-    let mut buf = vec![0u8; size as usize];
-    let (n, t) = s.read_at(t, f, 0, &mut buf)?;
-    assert_eq!(n as u64, size);
-    s.close(t, f)?;
-    Ok(buf)
-}
-
 /// Runs one op; Err means the armed cut fired.
 fn apply(s: &mut Stack, m: &mut BTreeMap<String, ModelFile>, op: &Op) -> Result<(), ()> {
     let t = s.now_ns() + 1000;
@@ -162,7 +155,14 @@ fn apply(s: &mut Stack, m: &mut BTreeMap<String, ModelFile>, op: &Op) -> Result<
     Ok(())
 }
 
+thread_local! {
+    /// Power cuts recovered from and checked on this thread (the proptest's cases run on
+    /// the test's own thread).
+    static CUTS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
 fn recover_and_check(s: &mut Stack, m: &mut BTreeMap<String, ModelFile>) {
+    CUTS.with(|c| c.set(c.get() + 1));
     s.power_cut();
     s.recover().unwrap();
     let before = std::mem::take(m);
@@ -190,31 +190,47 @@ fn recover_and_check(s: &mut Stack, m: &mut BTreeMap<String, ModelFile>) {
     }
 }
 
-proptest! {
-    #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
-    #[test]
-    fn stack_matches_model(ops in prop::collection::vec(op(), 1..40)) {
-        let mut s = Stack::new(StackConfig::preset("default").unwrap()).unwrap();
-        s.mkdir(0, "/m").unwrap();
-        s.sync_all(s.now_ns()).unwrap();
-        let mut m = BTreeMap::new();
-        for op in &ops {
-            if apply(&mut s, &mut m, op).is_err() || s.is_powered_off() {
-                recover_and_check(&mut s, &mut m);
-                continue;
-            }
-            let mut cut = false;
-            for (p, f) in &m {
-                match try_read_all(&mut s, p) {
-                    Ok(bytes) => prop_assert_eq!(&bytes, &f.bytes, "after {:?}", op),
-                    Err(_) if s.is_powered_off() => { cut = true; break; }
-                    Err(e) => panic!("{p}: {e}"),
+/// Every case ends with a cut too; the test prints how many cuts it recovered from.
+#[test]
+fn stack_matches_model() {
+    proptest!(
+        ProptestConfig { cases: 128, ..ProptestConfig::default() },
+        |(ops in prop::collection::vec(op(), 1..40))| {
+            one_case(&ops)?;
+        }
+    );
+    let mut tally = flashstack_block::explore::Exploration::new("stack model stack_matches_model");
+    for _ in 0..CUTS.with(|c| c.take()) {
+        tally.cut();
+    }
+    tally.report();
+}
+
+fn one_case(ops: &[Op]) -> Result<(), TestCaseError> {
+    let mut s = Stack::new(StackConfig::preset("default").unwrap()).unwrap();
+    s.mkdir(0, "/m").unwrap();
+    s.sync_all(s.now_ns()).unwrap();
+    let mut m = BTreeMap::new();
+    for op in ops {
+        if apply(&mut s, &mut m, op).is_err() || s.is_powered_off() {
+            recover_and_check(&mut s, &mut m);
+            continue;
+        }
+        let mut cut = false;
+        for (p, f) in &m {
+            match try_read_all(&mut s, p) {
+                Ok(bytes) => prop_assert_eq!(&bytes, &f.bytes, "after {:?}", op),
+                Err(_) if s.is_powered_off() => {
+                    cut = true;
+                    break;
                 }
-            }
-            if cut {
-                recover_and_check(&mut s, &mut m);
+                Err(e) => panic!("{p}: {e}"),
             }
         }
-        recover_and_check(&mut s, &mut m);
+        if cut {
+            recover_and_check(&mut s, &mut m);
+        }
     }
+    recover_and_check(&mut s, &mut m);
+    Ok(())
 }

@@ -33,14 +33,10 @@ impl FieldError {
 /// Longest value quoted in an error message; longer ones are cut with `...`.
 const QUOTE_MAX_CHARS: usize = 40;
 
-/// The value in single quotes, lossily decoded and cut to a readable length.
+/// The value in single quotes, escaped (a binary file's bytes reach no terminal) and cut
+/// to a readable length.
 pub(crate) fn quoted(text: &[u8]) -> String {
-    let decoded = String::from_utf8_lossy(text);
-    if decoded.chars().count() <= QUOTE_MAX_CHARS {
-        return format!("'{decoded}'");
-    }
-    let cut: String = decoded.chars().take(QUOTE_MAX_CHARS).collect();
-    format!("'{cut}...'")
+    flashstack_sim::text::quoted(text, QUOTE_MAX_CHARS)
 }
 
 /// Whitespace-separated fields (runs of spaces and tabs count as one separator).

@@ -64,13 +64,9 @@ impl FieldError {
 /// Longest value quoted in an error message; longer ones are cut with `...`.
 const QUOTE_MAX_CHARS: usize = 40;
 
-/// The value in single quotes, cut to a readable length.
+/// The value in single quotes, control characters escaped and cut to a readable length.
 pub(crate) fn quoted(text: &str) -> String {
-    if text.chars().count() <= QUOTE_MAX_CHARS {
-        return format!("'{text}'");
-    }
-    let cut: String = text.chars().take(QUOTE_MAX_CHARS).collect();
-    format!("'{cut}...'")
+    flashstack_sim::text::quoted(text.as_bytes(), QUOTE_MAX_CHARS)
 }
 
 /// A non-negative decimal integer (digits only).

@@ -5,6 +5,8 @@ use std::fmt;
 use flashstack_content::ContentClass;
 use serde::{Deserialize, Serialize};
 
+use crate::error::quoted;
+
 /// The largest write whose bytes a trace may carry inline (`hex:`), and the largest length
 /// of any read or write: bounds the memory one line can ask for.
 pub const OP_LEN_MAX_BYTES: u64 = 1 << 30;
@@ -172,7 +174,8 @@ impl OpenFlags {
             "rdwr" => Access::Rdwr,
             other => {
                 return Err(format!(
-                    "'{other}' is not an access mode (rdonly, wronly or rdwr first)"
+                    "{} is not an access mode (rdonly, wronly or rdwr first)",
+                    quoted(other)
                 ))
             }
         };
@@ -190,13 +193,15 @@ impl OpenFlags {
                 "directory" => (&mut flags.directory, 5),
                 other => {
                     return Err(format!(
-                        "'{other}' is not a flag (creat, excl, trunc, append, directory)"
+                        "{} is not a flag (creat, excl, trunc, append, directory)",
+                        quoted(other)
                     ))
                 }
             };
             if rank <= last {
                 return Err(format!(
-                    "'{word}' out of order or repeated (order: creat|excl|trunc|append|directory)"
+                    "{} out of order or repeated (order: creat|excl|trunc|append|directory)",
+                    quoted(word)
                 ));
             }
             last = rank;

@@ -72,6 +72,7 @@ impl<D: BlockDevice> F2fs<D> {
             // Atomic files never keep inline data (`f2fs_may_inline_data`).
             self.convert_inline_data(ino)?;
         }
+        self.zero_post_eof(ino, size_bytes, |i| pages.iter().any(|&(p, _)| p == i))?;
         let old_size = self.inode_u64(ino, OFF_SIZE)?;
         if size_bytes < old_size {
             // Blocks past the new end go; the fsync below then checkpoints (a shrink).
@@ -98,7 +99,7 @@ impl<D: BlockDevice> F2fs<D> {
     /// inode) fit in the user capacity and in the free segments above the reserve.
     fn ensure_atomic_space(&mut self, pages: u64) -> Result<(), FsError> {
         let nodes = self.dirty_nodes.len() as u64 + pages + 1;
-        if self.segs.valid_blocks + nodes + pages > self.cp.user_block_count {
+        if self.used_blocks() + nodes + pages > self.cp.user_block_count {
             return Err(FsError::NoSpace);
         }
         let segs = (pages + nodes).div_ceil(BLOCKS_PER_SEG as u64) + 2;

@@ -214,7 +214,7 @@ impl<D: BlockDevice> F2fs<D> {
         let mut cp = self.cp.clone();
         let orphan_blocks = self.orphans.len().div_ceil(ORPHANS_PER_BLOCK) as u32;
         cp.checkpoint_ver = self.cp.checkpoint_ver.wrapping_add(1);
-        cp.valid_block_count = self.segs.valid_blocks;
+        cp.valid_block_count = self.used_blocks();
         cp.free_segment_count = self.segs.empty_segments();
         for i in 0..NR_CURSEG_DATA_TYPE {
             let (d, n) = (&self.segs.logs[i], &self.segs.logs[i + NR_CURSEG_DATA_TYPE]);

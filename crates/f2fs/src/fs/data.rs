@@ -295,7 +295,8 @@ impl<D: BlockDevice> F2fs<D> {
             return Ok(page);
         }
         let addr = self.block_addr(ino, index)?;
-        if addr == NULL_ADDR {
+        // A hole, or a block reserved by fallocate: zeros either way.
+        if addr == NULL_ADDR || addr == NEW_ADDR {
             return Ok(page);
         }
         if !self.in_main(addr) {
@@ -348,10 +349,11 @@ impl<D: BlockDevice> F2fs<D> {
         self.metrics.per_log_blocks[wb.log] += 1;
         put_word(self.node(d.nid)?, d.word, addr);
         self.dirty_nodes.insert(d.nid);
-        if self.in_main(old) {
-            self.segs.invalidate(old);
-        } else {
+        if old == NULL_ADDR {
             self.add_blocks(ino, 1)?;
+        } else {
+            // A written block is invalidated; a reservation is used up (still counted).
+            self.release_addr(old);
         }
         Ok(addr)
     }
@@ -417,6 +419,8 @@ impl<D: BlockDevice> F2fs<D> {
             }
             self.convert_inline_data(ino)?;
         }
+        let (first, last) = (offset / BLOCK_SIZE as u64, (end - 1) / BLOCK_SIZE as u64);
+        self.zero_post_eof(ino, end, |index| (first..=last).contains(&index))?;
         let wb = self.writeback_plan(ino, None)?;
         let mut pos = offset;
         let mut rest = data;
@@ -433,7 +437,7 @@ impl<D: BlockDevice> F2fs<D> {
             let mut page = if n == BLOCK_SIZE {
                 zero_block()
             } else {
-                self.load_page(ino, index)?
+                self.load_file_page(ino, index)?
             };
             page[within..within + n].copy_from_slice(&rest[..n]);
             self.store_page(ino, index, &page, wb)?;
@@ -459,19 +463,65 @@ impl<D: BlockDevice> F2fs<D> {
         self.grow_size(ino, (offset + data.len()) as u64)
     }
 
+    /// Before a file grows past its end, zeroes what the block of its last page holds past
+    /// that end (the kernel's post-EOF zeroing): after a power cut, an in-place write may
+    /// have left bytes there that the durable size does not cover, and a larger size would
+    /// show them. `rewrites(index)` says the growing operation itself rewrites that page
+    /// (from [`load_file_page`](Self::load_file_page), which zeroes them); otherwise this
+    /// costs one read, and a write only when the bytes are not zero already.
+    pub(crate) fn zero_post_eof(
+        &mut self,
+        ino: u32,
+        new_size: u64,
+        rewrites: impl Fn(u64) -> bool,
+    ) -> Result<(), FsError> {
+        let size = self.inode_u64(ino, OFF_SIZE)?;
+        let bs = BLOCK_SIZE as u64;
+        let (index, within) = (size / bs, (size % bs) as usize);
+        if new_size <= size
+            || within == 0
+            || rewrites(index)
+            || self.has_inline(ino, F2FS_INLINE_DATA)?
+            || self.block_addr(ino, index)? == NULL_ADDR
+        {
+            return Ok(());
+        }
+        let mut page = self.load_page(ino, index)?;
+        if page[within..].iter().all(|&b| b == 0) {
+            return Ok(());
+        }
+        page[within..].fill(0);
+        let wb = self.writeback_plan(ino, None)?;
+        self.store_page(ino, index, &page, wb).map(drop)
+    }
+
+    /// [`load_page`](Self::load_page) of a regular file's data: bytes past the end of the
+    /// file read as zeros whatever its block holds (see [`zero_post_eof`](Self::zero_post_eof)).
+    pub(crate) fn load_file_page(&mut self, ino: u32, index: u64) -> Result<Box<Block>, FsError> {
+        let mut page = self.load_page(ino, index)?;
+        let size = self.inode_u64(ino, OFF_SIZE)?;
+        let start = index.saturating_mul(BLOCK_SIZE as u64);
+        if start.saturating_add(BLOCK_SIZE as u64) > size {
+            let keep = size.saturating_sub(start) as usize;
+            page[keep..].fill(0);
+        }
+        Ok(page)
+    }
+
+    /// Grows the size to `end` (never shrinks it); times are the caller's business (a
+    /// writeback changes none).
     pub(crate) fn grow_size(&mut self, ino: u32, end: u64) -> Result<(), FsError> {
         let size = self.inode_u64(ino, OFF_SIZE)?;
         if end > size {
             self.set_inode_u64(ino, OFF_SIZE, end)?;
         }
-        self.touch(ino)
+        Ok(())
     }
 
-    /// Sets mtime and ctime to the virtual clock.
-    pub(crate) fn touch(&mut self, ino: u32) -> Result<(), FsError> {
-        let secs = self.now_ns / 1_000_000_000;
-        self.set_inode_u64(ino, OFF_MTIME, secs)?;
-        self.set_inode_u64(ino, OFF_CTIME, secs)
+    /// Sets mtime and ctime to now, making the inode dirty (what truncate and fallocate
+    /// do to a file, and an entry change to its directory).
+    pub fn touch(&mut self, ino: u32) -> Result<(), FsError> {
+        self.stamp(ino, super::attr::Times::MODIFIED, false)
     }
 
     /// Reads up to `len` bytes at `offset`, stopping at the end of the file.
@@ -510,8 +560,8 @@ impl<D: BlockDevice> F2fs<D> {
             self.since_cp.moved_or_shrunk.insert(ino);
             self.shrink_to(ino, size)?;
         }
-        self.set_inode_u64(ino, OFF_SIZE, size)?;
-        self.touch(ino)
+        self.zero_post_eof(ino, size, |_| false)?;
+        self.set_inode_u64(ino, OFF_SIZE, size)
     }
 
     fn shrink_to(&mut self, ino: u32, size: u64) -> Result<(), FsError> {
@@ -566,9 +616,7 @@ impl<D: BlockDevice> F2fs<D> {
         if addr == NULL_ADDR {
             return Ok(());
         }
-        if self.in_main(addr) {
-            self.segs.invalidate(addr);
-        }
+        self.release_addr(addr);
         put_word(self.node(nid)?, at, NULL_ADDR);
         self.dirty_nodes.insert(nid);
         self.add_blocks(ino, -1)

@@ -38,9 +38,15 @@ pub(crate) struct SinceCheckpoint {
 }
 
 impl<D: BlockDevice> F2fs<D> {
-    /// Makes a file's data and metadata durable (see the module doc).
+    /// Makes a file's data and metadata durable (see the module doc); times changed
+    /// lazily make the inode dirty first (`vfs_fsync_range` does so for `I_DIRTY_TIME`).
     pub fn fsync(&mut self, ino: u32) -> Result<(), FsError> {
-        self.timed("fsync", |fs| fs.fsync_op(ino))
+        self.timed("fsync", |fs| {
+            if fs.lazy_times.remove(&ino) {
+                fs.dirty_nodes.insert(ino);
+            }
+            fs.fsync_op(ino)
+        })
     }
 
     pub(crate) fn fsync_op(&mut self, ino: u32) -> Result<(), FsError> {
@@ -64,6 +70,11 @@ impl<D: BlockDevice> F2fs<D> {
             self.dirty_nodes.insert(ino);
             nids.push(ino);
         }
+        if self.gc_moved_unflushed {
+            // A flush ahead of the nodes (a PREFLUSH on their writes): cleaning's copies
+            // are durable before any node that points at them can be.
+            self.flush_device()?;
+        }
         let dent = self.since_cp.new_nodes.contains(&ino);
         let last = nids.len() - 1;
         for (i, nid) in nids.into_iter().enumerate() {
@@ -78,10 +89,11 @@ impl<D: BlockDevice> F2fs<D> {
         self.flush_device()
     }
 
-    /// As [`F2fs::fsync`] (data blocks are already on the device when written, so the
-    /// difference the kernel makes for timestamps does not arise).
+    /// As [`F2fs::fsync`], but times changed lazily do not make the inode dirty (the
+    /// kernel's fdatasync leaves `I_DIRTY_TIME` alone); the inode is still written when
+    /// nothing else of the file is (as `fsync_op` always writes one node).
     pub fn fdatasync(&mut self, ino: u32) -> Result<(), FsError> {
-        self.fsync(ino)
+        self.timed("fsync", |fs| fs.fsync_op(ino))
     }
 
     /// The cases where replaying the warm node chain could not rebuild the file.
@@ -300,17 +312,33 @@ impl<D: BlockDevice> F2fs<D> {
     /// valid again with its summary naming the recovered owner.
     fn replay_addr(&mut self, ino: u32, index: u64, dest: u32) -> Result<(), FsError> {
         let src = self.block_addr(ino, index)?;
-        if src == dest || dest == NEW_ADDR {
+        if src == dest {
             return Ok(());
         }
         if dest == NULL_ADDR {
             let Some(d) = self.dnode(ino, index, false)? else {
                 return Ok(());
             };
-            self.segs.invalidate(src);
+            self.release_addr(src);
             put_word(self.node(d.nid)?, d.word, NULL_ADDR);
             self.dirty_nodes.insert(d.nid);
             return self.add_blocks(ino, -1);
+        }
+        if dest == NEW_ADDR {
+            // A reservation (fallocate): the old block goes, the slot stays counted.
+            let d = self
+                .dnode(ino, index, true)?
+                .ok_or_else(|| corrupt("replay: node path vanished"))?;
+            put_word(self.node(d.nid)?, d.word, NEW_ADDR);
+            self.dirty_nodes.insert(d.nid);
+            self.reserved_blocks += 1;
+            return match src {
+                NULL_ADDR => self.add_blocks(ino, 1),
+                _ => {
+                    self.release_addr(src);
+                    Ok(())
+                }
+            };
         }
         if !self.in_main(dest) || self.segs.is_valid(dest) {
             return Err(corrupt(format!(
@@ -330,11 +358,11 @@ impl<D: BlockDevice> F2fs<D> {
         self.set_summary(dest, sum)?;
         put_word(self.node(d.nid)?, d.word, dest);
         self.dirty_nodes.insert(d.nid);
-        if self.in_main(src) {
-            self.segs.invalidate(src);
-            Ok(())
-        } else {
+        if src == NULL_ADDR {
             self.add_blocks(ino, 1)
+        } else {
+            self.release_addr(src);
+            Ok(())
         }
     }
 

@@ -22,7 +22,7 @@ impl<D: BlockDevice> F2fs<D> {
     /// Refuses a block past the user-visible capacity (`inc_valid_block_count`).
     pub(crate) fn ensure_space(&mut self) -> Result<(), FsError> {
         let pending = self.dirty_nodes.len() as u64;
-        if self.segs.valid_blocks + pending + 1 > self.cp.user_block_count {
+        if self.used_blocks() + pending + 1 > self.cp.user_block_count {
             return Err(FsError::NoSpace);
         }
         Ok(())
@@ -159,7 +159,7 @@ impl<D: BlockDevice> F2fs<D> {
 
     /// `utilization`: valid blocks as a share of the user blocks, in percent.
     pub(crate) fn utilization_percent(&self) -> u64 {
-        self.segs.valid_blocks * 100 / self.cp.user_block_count.max(1)
+        self.used_blocks() * 100 / self.cp.user_block_count.max(1)
     }
 
     /// `f2fs_need_SSR` from the free and reserved segments and the dirty nodes.
@@ -250,6 +250,7 @@ impl<D: BlockDevice> F2fs<D> {
         let addr = self.alloc_block_aged(log, sum, written_secs)?;
         let temp = Some(super::log_temperature(log));
         self.write_blocks(addr as u64, &page[..], temp, BlockKind::GcData)?;
+        self.gc_moved_unflushed = true;
         self.metrics.per_log_blocks[log] += 1;
         put_word(self.node(sum.nid)?, at, addr);
         self.dirty_nodes.insert(sum.nid);

@@ -8,11 +8,13 @@
 //! kernel's node writeback does. See `docs/f2fs.md` for the write path step by step.
 
 mod atomic;
+mod attr;
 mod ckpt;
 mod data;
 mod dir;
 mod error;
 mod extents;
+mod falloc;
 mod fsync;
 mod gc;
 mod hash;
@@ -30,8 +32,13 @@ use std::collections::{BTreeMap, BTreeSet};
 use flashstack_block::{BlockDevice, Hints, Payload, Temperature};
 use flashstack_sim::{LatencyHistogram, LatencySummary, Nanos};
 
+pub use attr::{
+    is_special, InodeClock, NewInode, SetAttr, TimeSet, Timestamp, VirtualClock,
+    SIMULATION_EPOCH_SECS,
+};
 pub use error::FsError;
 pub use extents::BlockUsage;
+pub use falloc::FallocMode;
 pub use hash::{dentry_hash, has_extension};
 pub use metrics::{BlockKind, Metrics};
 pub use ops::{DirEntryInfo, FileKind, Stat};
@@ -74,8 +81,16 @@ pub struct F2fs<D: BlockDevice> {
     nat: NatTable,
     nodes: BTreeMap<u32, Box<Block>>,
     dirty_nodes: BTreeSet<u32>,
+    /// Inodes whose node block holds time changes that did not make it dirty
+    /// (`lazytime`, see `attr.rs`): written with the inode, or at sync and unmount.
+    lazy_times: BTreeSet<u32>,
+    /// Where inode times come from.
+    inode_clock: Box<dyn InodeClock>,
     valid_node_count: u32,
     valid_inode_count: u32,
+    /// Data addresses reserved by fallocate (`NEW_ADDR`): counted in the checkpoint's
+    /// `valid_block_count` and in `i_blocks`, with no block in the SIT.
+    reserved_blocks: u64,
     /// Inodes unlinked while open: freed on the last close, or at the next mount.
     orphans: BTreeSet<u32>,
     open_counts: BTreeMap<u32, u32>,
@@ -86,6 +101,11 @@ pub struct F2fs<D: BlockDevice> {
     metrics: Metrics,
     /// Set while cleaning, so moves do not start another pass.
     in_gc: bool,
+    /// Cleaning moved data blocks since the last device flush. An fsync then flushes
+    /// before it writes its nodes: otherwise, with a volatile write cache, its fsync-marked
+    /// node (pointing at the moved copies) could reach the disk without them, and roll-
+    /// forward after a cut would replace durable data with whatever the new blocks held.
+    gc_moved_unflushed: bool,
     since_cp: fsync::SinceCheckpoint,
     /// Inodes replayed by roll-forward recovery at mount.
     recovered_inodes: usize,
@@ -143,8 +163,11 @@ impl<D: BlockDevice> F2fs<D> {
             },
             nodes: BTreeMap::new(),
             dirty_nodes: BTreeSet::new(),
+            lazy_times: BTreeSet::new(),
+            inode_clock: Box::new(VirtualClock::default()),
             valid_node_count: cp.valid_node_count,
             valid_inode_count: cp.valid_inode_count,
+            reserved_blocks: 0,
             orphans: BTreeSet::new(),
             open_counts: BTreeMap::new(),
             cold_exts,
@@ -153,6 +176,7 @@ impl<D: BlockDevice> F2fs<D> {
             generation: 0,
             metrics: Metrics::default(),
             in_gc: false,
+            gc_moved_unflushed: false,
             since_cp: Default::default(),
             recovered_inodes: 0,
             rolling_forward: false,
@@ -167,6 +191,8 @@ impl<D: BlockDevice> F2fs<D> {
         fs.segs.now_secs = fs.cp.elapsed_time;
         fs.load_sit_bitmap()?;
         fs.load_sit(&m.sit_journal)?;
+        // `valid_block_count` counts fallocate's reservations too; the SIT does not.
+        fs.reserved_blocks = fs.cp.valid_block_count.saturating_sub(fs.segs.valid_blocks);
         fs.clock.min_mtime = fs.segs.info.iter().map(|s| s.mtime).min().unwrap_or(0);
         fs.load_logs(&m.data_summaries, &m.node_summaries);
         if !fs.cp.has_flag(CP_UMOUNT_FLAG) {
@@ -272,8 +298,10 @@ impl<D: BlockDevice> F2fs<D> {
         Ok(())
     }
 
-    /// Writes a checkpoint marked as an unmount and returns the device.
+    /// Writes a checkpoint marked as an unmount (lazily updated times included) and
+    /// returns the device.
     pub fn unmount(mut self) -> Result<D, FsError> {
+        self.flush_lazy_times();
         self.checkpoint(true)?;
         Ok(self.dev)
     }
@@ -389,6 +417,7 @@ impl<D: BlockDevice> F2fs<D> {
             .flush(self.now_ns)
             .map_err(crate::F2fsError::from)?;
         self.now_ns = done.complete_ns;
+        self.gc_moved_unflushed = false;
         Ok(())
     }
 
@@ -520,6 +549,7 @@ impl<D: BlockDevice> F2fs<D> {
         self.nat_set(nid, NatEntry::default())?;
         self.nodes.remove(&nid);
         self.dirty_nodes.remove(&nid);
+        self.lazy_times.remove(&nid);
         self.nat.released.insert(nid);
         self.valid_node_count = self.valid_node_count.saturating_sub(1);
         Ok(())
@@ -570,6 +600,7 @@ impl<D: BlockDevice> F2fs<D> {
         )?;
         self.nodes.insert(nid, block);
         self.dirty_nodes.remove(&nid);
+        self.lazy_times.remove(&nid);
         Ok(())
     }
 
@@ -678,7 +709,7 @@ impl<D: BlockDevice> F2fs<D> {
             .nodes
             .keys()
             .copied()
-            .filter(|n| !self.dirty_nodes.contains(n))
+            .filter(|n| !self.dirty_nodes.contains(n) && !self.lazy_times.contains(n))
             .take(excess)
             .collect();
         for v in victims {

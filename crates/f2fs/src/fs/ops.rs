@@ -2,6 +2,7 @@
 
 use flashstack_block::BlockDevice;
 
+use super::attr::{self, NewInode, Times, Timestamp};
 use super::data::*;
 use super::dir::Area;
 use super::hash::has_extension;
@@ -16,6 +17,10 @@ pub enum FileKind {
     File,
     Dir,
     Symlink,
+    CharDevice,
+    BlockDevice,
+    Fifo,
+    Socket,
     Other,
 }
 
@@ -24,12 +29,19 @@ pub enum FileKind {
 pub struct Stat {
     pub ino: u32,
     pub kind: FileKind,
+    /// Type and permission bits (`i_mode`).
     pub mode: u16,
+    pub uid: u32,
+    pub gid: u32,
     pub links: u32,
     pub size_bytes: u64,
     /// Blocks in use, counting the inode block (`i_blocks`).
     pub blocks: u64,
-    pub mtime_secs: u64,
+    pub atime: Timestamp,
+    pub mtime: Timestamp,
+    pub ctime: Timestamp,
+    /// A device file's number (the kernel's new `dev_t` encoding); 0 otherwise.
+    pub rdev: u32,
     pub inline_data: bool,
     pub inline_dentry: bool,
 }
@@ -47,8 +59,17 @@ fn kind_of_type(file_type: u8) -> FileKind {
         FT_REG_FILE => FileKind::File,
         FT_DIR => FileKind::Dir,
         FT_SYMLINK => FileKind::Symlink,
+        FT_CHRDEV => FileKind::CharDevice,
+        FT_BLKDEV => FileKind::BlockDevice,
+        FT_FIFO => FileKind::Fifo,
+        FT_SOCK => FileKind::Socket,
         _ => FileKind::Other,
     }
+}
+
+/// What an inode's mode says it is.
+fn kind_of_mode(mode: u16) -> FileKind {
+    kind_of_type(attr::file_type_of(mode))
 }
 
 /// Splits a path into its parent's components and the last name.
@@ -150,7 +171,7 @@ impl<D: BlockDevice> F2fs<D> {
         if self.find_entry(dir, name.as_bytes())?.is_some() {
             return Err(FsError::Exists(path.to_string()));
         }
-        let ino = self.new_inode(dir, name, false)?;
+        let ino = self.new_inode_as(dir, name, &NewInode::root_owned(S_IFREG | 0o644))?;
         self.add_entry(dir, name.as_bytes(), ino, FT_REG_FILE)?;
         Ok(ino)
     }
@@ -177,7 +198,7 @@ impl<D: BlockDevice> F2fs<D> {
         if self.find_entry(dir, name.as_bytes())?.is_some() {
             return Err(FsError::Exists(path.to_string()));
         }
-        let ino = self.new_inode(dir, name, true)?;
+        let ino = self.new_inode_as(dir, name, &NewInode::root_owned(S_IFDIR | 0o755))?;
         self.add_entry(dir, name.as_bytes(), ino, FT_DIR)?;
         self.add_links(dir, 1)?;
         Ok(ino)
@@ -206,22 +227,30 @@ impl<D: BlockDevice> F2fs<D> {
         Ok(())
     }
 
-    /// Reads up to `len` bytes from `offset` (short at the end of the file).
+    /// Reads up to `len` bytes from `offset` (short at the end of the file); atime by
+    /// `relatime` ([`F2fs::mark_accessed`]).
     pub fn read(&mut self, ino: u32, offset: u64, len: usize) -> Result<Vec<u8>, FsError> {
         self.check_file(ino)?;
-        self.timed("read", |fs| fs.read_at(ino, offset, len))
+        self.timed("read", |fs| {
+            let data = fs.read_at(ino, offset, len)?;
+            fs.mark_accessed(ino)?;
+            Ok(data)
+        })
     }
 
     /// Writes `data` at `offset`, growing the file as needed (holes read as zeros).
     pub fn write(&mut self, ino: u32, offset: u64, data: &[u8]) -> Result<(), FsError> {
         self.check_file(ino)?;
-        self.balanced("write", |fs| fs.write_at(ino, offset, data))
+        self.balanced("write", |fs| {
+            fs.write_at(ino, offset, data)?;
+            fs.mark_modified(ino)
+        })
     }
 
     /// Reads whole page `index` of a file (zeros past the end or in a hole).
     pub fn read_page(&mut self, ino: u32, index: u64) -> Result<Box<Block>, FsError> {
         self.check_file(ino)?;
-        self.load_page(ino, index)
+        self.load_file_page(ino, index)
     }
 
     /// Writes whole page `index`; the size grows to cover at most `valid_bytes` of it
@@ -253,6 +282,7 @@ impl<D: BlockDevice> F2fs<D> {
         if self.has_inline(ino, F2FS_INLINE_DATA)? {
             return self.write_at(ino, offset, &page[..valid]);
         }
+        self.zero_post_eof(ino, offset + valid as u64, |i| i == index)?;
         let wb = self.writeback_plan(ino, None)?;
         self.store_page(ino, index, page, wb)?;
         self.grow_size(ino, offset + valid as u64)
@@ -300,6 +330,8 @@ impl<D: BlockDevice> F2fs<D> {
             }
             self.convert_inline_data(ino)?;
         }
+        let end_index = first_index + pages.len() as u64;
+        self.zero_post_eof(ino, size, |i| (first_index..end_index).contains(&i))?;
         let wb = self.writeback_plan(ino, Some(hint))?;
         for (i, page) in pages.iter().enumerate() {
             // Cleaning gets its chance between batches, as in `write_at`.
@@ -315,15 +347,31 @@ impl<D: BlockDevice> F2fs<D> {
     /// Sets a file's size (shrinking frees blocks; growing leaves a hole).
     pub fn truncate(&mut self, ino: u32, size: u64) -> Result<(), FsError> {
         self.check_file(ino)?;
+        self.balanced("truncate", |fs| {
+            fs.set_size(ino, size)?;
+            fs.stamp(ino, Times::MODIFIED, false)
+        })
+    }
+
+    /// The page cache's writeback sets the size it knows (a file grown into a hole past its
+    /// last page): no time changes, the write that grew it already changed them.
+    pub fn writeback_size(&mut self, ino: u32, size: u64) -> Result<(), FsError> {
+        self.check_file(ino)?;
         self.balanced("truncate", |fs| fs.set_size(ino, size))
     }
 
-    fn check_file(&mut self, ino: u32) -> Result<(), FsError> {
+    pub(super) fn check_file(&mut self, ino: u32) -> Result<(), FsError> {
         if self.is_dir_inode(ino)? {
             return Err(FsError::IsDir(format!("inode {ino}")));
         }
         if self.is_symlink_inode(ino)? {
             return Err(FsError::Invalid(format!("inode {ino} is a symlink")));
+        }
+        let node = self.node(ino)?;
+        if attr::is_special(u16::from_le_bytes([node[0], node[1]])) {
+            return Err(FsError::Invalid(format!(
+                "inode {ino} is a device file, FIFO or socket"
+            )));
         }
         Ok(())
     }
@@ -335,23 +383,21 @@ impl<D: BlockDevice> F2fs<D> {
 
     pub fn stat_ino(&mut self, ino: u32) -> Result<Stat, FsError> {
         let inode = Inode::decode(self.node(ino)?);
-        let kind = if inode.is_dir() {
-            FileKind::Dir
-        } else if inode.is_reg() {
-            FileKind::File
-        } else if inode.mode & S_IFMT == S_IFLNK {
-            FileKind::Symlink
-        } else {
-            FileKind::Other
-        };
+        let [atime, mtime, ctime] = attr::times_of(self.node(ino)?);
+        let rdev = self.rdev_of(ino, inode.mode)?;
         Ok(Stat {
             ino,
-            kind,
+            kind: kind_of_mode(inode.mode),
             mode: inode.mode,
+            uid: inode.uid,
+            gid: inode.gid,
             links: inode.links,
             size_bytes: inode.size,
             blocks: inode.blocks,
-            mtime_secs: inode.mtime,
+            atime,
+            mtime,
+            ctime,
+            rdev,
             inline_data: inode.inline & F2FS_INLINE_DATA != 0,
             inline_dentry: inode.inline & F2FS_INLINE_DENTRY != 0,
         })
@@ -411,10 +457,13 @@ impl<D: BlockDevice> F2fs<D> {
     }
 
     fn link_at(&mut self, ino: u32, dir: u32, name: &str, new_path: &str) -> Result<(), FsError> {
-        // fsck.f2fs requires a symlink to have exactly one link.
-        if self.is_symlink_inode(ino)? {
+        // fsck.f2fs requires a symlink (and, from f2fs-tools 1.17, a special file) to have
+        // exactly one link.
+        let node = self.node(ino)?;
+        let mode = u16::from_le_bytes([node[0], node[1]]);
+        if mode & S_IFMT == S_IFLNK || attr::is_special(mode) {
             return Err(FsError::Unsupported(format!(
-                "{new_path}: hard link to a symlink"
+                "{new_path}: hard link to a symlink or special file"
             )));
         }
         if self.find_entry(dir, name.as_bytes())?.is_some() {
@@ -422,7 +471,8 @@ impl<D: BlockDevice> F2fs<D> {
         }
         self.add_entry(dir, name.as_bytes(), ino, FT_REG_FILE)?;
         self.since_cp.moved_or_shrunk.insert(ino);
-        self.add_links(ino, 1)
+        self.add_links(ino, 1)?;
+        self.stamp(ino, Times::CHANGED, false)
     }
 
     /// Removes a file's name; the inode goes with its last link (or last close).
@@ -568,6 +618,7 @@ impl<D: BlockDevice> F2fs<D> {
             .ok_or_else(|| corrupt("rename source vanished"))?;
         self.edit_entry(src_dir, &src, |a, buf, f| a.remove(buf, f))?;
         self.set_name(ino, dst_dir, dst_name)?;
+        self.stamp(ino, Times::CHANGED, false)?;
         if is_dir && src_dir != dst_dir {
             self.set_dotdot(ino, dst_dir)?;
             self.add_links(src_dir, -1)?;
@@ -647,7 +698,7 @@ impl<D: BlockDevice> F2fs<D> {
         self.since_cp.moved_or_shrunk.insert(ino);
         self.add_links(ino, -1)?;
         if le32_at(&self.node(ino)?[..], OFF_LINKS) > 0 {
-            return Ok(());
+            return self.stamp(ino, Times::CHANGED, false);
         }
         self.release_inode(ino)
     }
@@ -677,11 +728,19 @@ impl<D: BlockDevice> F2fs<D> {
         Ok(())
     }
 
-    /// Builds a new inode in memory (written at the next checkpoint or fsync).
-    pub(super) fn new_inode(&mut self, parent: u32, name: &str, dir: bool) -> Result<u32, FsError> {
+    /// Builds a new inode in memory (written at the next checkpoint or fsync): a
+    /// directory (inline, holding "." and ".."), a regular file or symlink (inline data),
+    /// or a special file, as `new` says.
+    pub(super) fn new_inode_as(
+        &mut self,
+        parent: u32,
+        name: &str,
+        new: &NewInode,
+    ) -> Result<u32, FsError> {
         self.ensure_space()?;
         let ino = self.alloc_nid()?;
-        let inode = self.initial_inode(ino, parent, name, dir);
+        let inode = self.initial_inode(ino, parent, name, new);
+        let dir = new.mode & S_IFMT == S_IFDIR;
         self.new_node(ino, ino, 0, !dir)?;
         self.put_node(ino, inode.encode());
         self.valid_inode_count += 1;
@@ -694,31 +753,42 @@ impl<D: BlockDevice> F2fs<D> {
             // An inline directory's size is its inline area (`f2fs_make_empty_inline_dir`).
             self.set_inode_u64(ino, OFF_SIZE, geo.inline_bytes as u64)?;
         }
+        if matches!(new.mode & S_IFMT, S_IFCHR | S_IFBLK) {
+            self.set_rdev(ino, new.rdev)?;
+        }
         Ok(ino)
     }
 
-    fn initial_inode(&mut self, ino: u32, parent: u32, name: &str, dir: bool) -> Inode {
-        let secs = self.now_ns / 1_000_000_000;
+    fn initial_inode(&mut self, ino: u32, parent: u32, name: &str, new: &NewInode) -> Inode {
+        let now = self.timestamp();
         self.generation = self.generation.wrapping_add(1);
+        let kind = new.mode & S_IFMT;
+        let dir = kind == S_IFDIR;
+        // `f2fs_may_inline_data`: regular files and symlinks; directories inline dentries.
         let inline = F2FS_INLINE_XATTR
-            | if dir {
-                F2FS_INLINE_DENTRY
-            } else {
-                F2FS_INLINE_DATA
+            | match kind {
+                S_IFDIR => F2FS_INLINE_DENTRY,
+                S_IFREG | S_IFLNK => F2FS_INLINE_DATA,
+                _ => 0,
             };
         let mut inode = Inode {
-            mode: if dir {
-                S_IFDIR | 0o755
+            mode: new.mode,
+            advise: if kind == S_IFREG {
+                self.advise_for(name)
             } else {
-                S_IFREG | 0o644
+                0
             },
-            advise: if dir { 0 } else { self.advise_for(name) },
             inline,
+            uid: new.uid,
+            gid: new.gid,
             links: if dir { 2 } else { 1 },
             blocks: 1,
-            atime: secs,
-            ctime: secs,
-            mtime: secs,
+            atime: now.secs as u64,
+            ctime: now.secs as u64,
+            mtime: now.secs as u64,
+            atime_nsec: now.nsec,
+            ctime_nsec: now.nsec,
+            mtime_nsec: now.nsec,
             generation: self.generation,
             current_depth: u32::from(dir),
             pino: parent,
@@ -733,11 +803,11 @@ impl<D: BlockDevice> F2fs<D> {
             },
             ..Inode::default()
         };
-        self.set_extra_attrs(&mut inode, secs);
+        self.set_extra_attrs(&mut inode, now);
         inode
     }
 
-    fn set_extra_attrs(&self, inode: &mut Inode, secs: u64) {
+    fn set_extra_attrs(&self, inode: &mut Inode, now: Timestamp) {
         let f = self.sb.feature;
         if !f.contains(FEATURE_EXTRA_ATTR) {
             return;
@@ -751,7 +821,12 @@ impl<D: BlockDevice> F2fs<D> {
                 0
             },
             crtime: if f.contains(FEATURE_INODE_CRTIME) {
-                secs
+                now.secs as u64
+            } else {
+                0
+            },
+            crtime_nsec: if f.contains(FEATURE_INODE_CRTIME) {
+                now.nsec
             } else {
                 0
             },
@@ -771,8 +846,19 @@ impl<D: BlockDevice> F2fs<D> {
         }
     }
 
-    /// Checkpoints everything (`sync(2)`).
-    pub fn sync(&mut self) -> Result<(), FsError> {
+    /// Checkpoints so that names changed since the last checkpoint are durable, as the
+    /// kernel's fsync does when roll-forward cannot cover a change (`f2fs_sync_fs` from
+    /// `f2fs_do_sync_file`): a checkpoint of F2FS's own, so times changed lazily stay in
+    /// memory (unlike [`F2fs::sync`]).
+    pub fn checkpoint_names(&mut self) -> Result<(), FsError> {
         self.timed("sync", |fs| fs.checkpoint(false))
+    }
+
+    /// Checkpoints everything (`sync(2)`), lazily updated times included.
+    pub fn sync(&mut self) -> Result<(), FsError> {
+        self.timed("sync", |fs| {
+            fs.flush_lazy_times();
+            fs.checkpoint(false)
+        })
     }
 }

@@ -534,6 +534,22 @@ fn greedy_ssr_search(state: &SsrState, seg_type: u8, last_victim: u32) -> (Optio
     (best.map(|b| b.1), cursor)
 }
 
+/// Seconds after which `relatime` updates atime even if the file did not change
+/// (`relatime_need_update` in `fs/inode.c`: a day).
+pub const RELATIME_MAX_AGE_SECS: i64 = 24 * 60 * 60;
+
+/// `relatime` (the kernel's default atime policy): a read updates atime only if atime is
+/// not newer than mtime or ctime (so "read since the last change" stays answerable), or
+/// is a day old.
+pub fn atime_due(
+    atime: super::Timestamp,
+    mtime: super::Timestamp,
+    ctime: super::Timestamp,
+    now: super::Timestamp,
+) -> bool {
+    atime <= mtime || atime <= ctime || now.secs.saturating_sub(atime.secs) >= RELATIME_MAX_AGE_SECS
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -790,5 +806,23 @@ mod tests {
         assert_eq!(back, cfg);
         let partial: F2fsConfig = serde_json::from_str(r#"{"lfs_mode": true}"#).unwrap();
         assert!(partial.lfs_mode && partial.bg_gc);
+    }
+
+    #[test]
+    fn relatime_updates_after_a_change_or_a_day() {
+        use super::super::Timestamp;
+        let t = |secs| Timestamp { secs, nsec: 0 };
+        assert!(atime_due(t(10), t(10), t(5), t(11)), "atime == mtime");
+        assert!(
+            !atime_due(t(11), t(10), t(10), t(12)),
+            "read since the change"
+        );
+        assert!(atime_due(t(11), t(10), t(12), t(13)), "ctime moved past it");
+        assert!(atime_due(
+            t(11),
+            t(10),
+            t(10),
+            t(11 + RELATIME_MAX_AGE_SECS)
+        ));
     }
 }

@@ -16,10 +16,10 @@
 
 use flashstack_block::BlockDevice;
 
+use super::attr::NewInode;
 use super::data::OFF_SIZE;
 use super::{F2fs, FsError};
 use crate::consts::*;
-use crate::node::Inode;
 
 /// Longest symlink target in bytes (a block, less the NUL the kernel counts).
 pub const SYMLINK_TARGET_MAX: usize = BLOCK_SIZE - 1;
@@ -29,15 +29,26 @@ impl<D: BlockDevice> F2fs<D> {
     pub fn symlink(&mut self, path: &str, target: &[u8]) -> Result<u32, FsError> {
         self.balanced("symlink", |fs| {
             let (dir, name) = fs.parent_of(path)?;
-            fs.symlink_at(dir, name, target, path)
+            fs.symlink_at(dir, name, target, path, (0, 0))
         })
     }
 
     /// `symlink` by parent directory and name (as a FUSE mount asks).
     pub fn symlink_in(&mut self, dir: u32, name: &str, target: &[u8]) -> Result<u32, FsError> {
+        self.symlink_in_as(dir, name, target, (0, 0))
+    }
+
+    /// [`F2fs::symlink_in`] owned by `(uid, gid)`.
+    pub fn symlink_in_as(
+        &mut self,
+        dir: u32,
+        name: &str,
+        target: &[u8],
+        owner: (u32, u32),
+    ) -> Result<u32, FsError> {
         self.balanced("symlink", |fs| {
             fs.check_parent(dir, name)?;
-            fs.symlink_at(dir, name, target, name)
+            fs.symlink_at(dir, name, target, name, owner)
         })
     }
 
@@ -47,6 +58,7 @@ impl<D: BlockDevice> F2fs<D> {
         name: &str,
         target: &[u8],
         path: &str,
+        (uid, gid): (u32, u32),
     ) -> Result<u32, FsError> {
         if target.is_empty() {
             return Err(FsError::NotFound(format!("{path}: empty symlink target")));
@@ -60,12 +72,14 @@ impl<D: BlockDevice> F2fs<D> {
         if self.find_entry(dir, name.as_bytes())?.is_some() {
             return Err(FsError::Exists(path.to_string()));
         }
-        // A regular file's inode (inline data, cold node), then made a symlink.
-        let ino = self.new_inode(dir, name, false)?;
-        let mut inode = Inode::decode(self.node(ino)?);
-        inode.mode = S_IFLNK | 0o777;
-        inode.advise = 0;
-        self.put_node(ino, inode.encode());
+        // Inline data and a cold node, as a regular file's.
+        let new = NewInode {
+            mode: S_IFLNK | 0o777,
+            uid,
+            gid,
+            rdev: 0,
+        };
+        let ino = self.new_inode_as(dir, name, &new)?;
         self.add_entry(dir, name.as_bytes(), ino, FT_SYMLINK)?;
         self.write_at(ino, 0, target)?;
         Ok(ino)

@@ -22,7 +22,7 @@
 
 use flashstack_block::BlockDevice;
 
-use super::data::{OFF_CTIME, OFF_XATTR_NID};
+use super::data::OFF_XATTR_NID;
 use super::{corrupt, F2fs, FsError};
 use crate::codec::le32_at;
 use crate::consts::*;
@@ -244,8 +244,7 @@ impl<D: BlockDevice> F2fs<D> {
         let node = self.node(ino)?;
         node[start..start + len].fill(0);
         node[start..start + bytes.len()].copy_from_slice(&bytes);
-        let secs = self.now_ns / 1_000_000_000;
-        self.set_inode_u64(ino, OFF_CTIME, secs)
+        self.stamp(ino, super::attr::Times::CHANGED, false)
     }
 }
 

@@ -1,8 +1,8 @@
 //! Helpers for the tests that run the real f2fs-tools (Debian package f2fs-tools).
 //!
-//! When a tool is missing the test prints a notice and passes, except under `CI=true`,
-//! where a missing tool is a failure: CI must really run the external judge
-//! (`scripts/test` installs the package when it runs as root).
+//! When a tool is missing the test skips (`flashstack_testkit::skip`: logged for
+//! `scripts/test` to list), except under `CI=true`, where a missing tool is a failure: CI
+//! must really run the external judge (`scripts/test` installs the package as root).
 
 #![allow(dead_code)]
 
@@ -20,11 +20,10 @@ pub fn tool(name: &str) -> Option<PathBuf> {
         .map(|dir| dir.join(name))
         .find(|p| p.is_file());
     if found.is_none() {
-        let msg = format!("{name} not found: install the f2fs-tools package");
-        if std::env::var("CI").is_ok_and(|v| v == "true") {
-            panic!("{msg} (CI=true makes this a failure; scripts/test installs it as root)");
-        }
-        eprintln!("notice: {msg}; skipping this test");
+        flashstack_testkit::skip(
+            &format!("run {name}"),
+            "not found: install the f2fs-tools package (scripts/test does, as root)",
+        );
     }
     found
 }

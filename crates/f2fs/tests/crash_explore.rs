@@ -1,0 +1,536 @@
+//! Crash exploration of F2FS on a device with a volatile write cache
+//! (`flashstack_block::VolatileCache` over a RAM disk): at a power cut, writes acknowledged
+//! since the last flush are lost in any subset and persist in any order, as on a real
+//! eMMC or UFS device with its cache on. The RAM-disk tests elsewhere (`rw_model.rs`,
+//! `roll_forward.rs`) keep a strict prefix of the writes, so an F2FS that forgot a flush
+//! would pass them; here it fails (docs/testing.md, "Crash exploration").
+//!
+//! A seeded random workload over a few files (writes, truncates, fsyncs, renames,
+//! unlinks, syncs, idle periods with background cleaning and checkpoints) runs with a
+//! power cut armed at a random write or trim request; when it fires, the cache loses
+//! power, F2FS mounts what reached the disk (roll-forward recovery) and every promise is
+//! checked against a reference model:
+//! - a file whose last change was a completed fsync reads back exactly, under its name;
+//! - after a completed checkpoint (sync, a checkpointing fsync, an idle period's
+//!   background checkpoint) every name exists or not exactly as then, with its content;
+//! - a name an unfinished operation touched may show any state, but reads without error.
+//!
+//! Then the workload goes on from what was recovered, with the next cut armed. A sample of
+//! the recovered images goes through `fsck.f2fs -f`.
+//!
+//! To look into a failure (with `--nocapture`): `F2FS_CRASH_TRACE=1` prints every
+//! operation and cut; `F2FS_CRASH_FSCK_FROM=N` runs fsck.f2fs on every image from cut N;
+//! `F2FS_CRASH_DUMP=PATH` writes the image that broke a promise; `F2FS_CRASH_CACHE_LBAS=0`
+//! turns the cache off (write-through: only the torn request may be lost), to see whether
+//! a failure needs the reordering. `FLASHSTACK_CRASH_SCALE=N` explores N times as many cuts.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::rc::Rc;
+
+use common::*;
+use flashstack_block::explore::{self, lost_bytes, Exploration};
+use flashstack_block::{BlockDevice, VolatileCache, VolatileCacheConfig};
+use flashstack_f2fs::{
+    mkfs, F2fs, F2fsConfig, FsError, IpuPolicy, MemDevice, MkfsOptions, WriteHint,
+};
+use flashstack_sim::{Rng, NS_PER_SEC};
+
+type Dev = VolatileCache<MemDevice>;
+
+/// The files of the workload; `/d` is made (and checkpointed) first.
+const NAMES: [&str; 6] = ["/a", "/b", "/c.db", "/d/e", "/d/f.mp4", "/d/g"];
+
+/// A power cut is armed this many write or trim requests ahead, at most.
+const CUT_WITHIN_REQUESTS: u64 = 40;
+
+/// Cut points per test in a CI run (times `FLASHSTACK_CRASH_SCALE`).
+const CUTS_PER_TEST: u64 = 1_000;
+
+/// One recovered image in this many goes through fsck.f2fs (it takes tens of ms).
+const FSCK_EVERY_CUTS: u64 = 150;
+
+#[derive(Clone, Copy, Debug)]
+enum Op {
+    Write {
+        file: usize,
+        offset: u64,
+        len: usize,
+        seed: u8,
+    },
+    Truncate {
+        file: usize,
+        size: u64,
+    },
+    Fsync(usize),
+    Rename(usize, usize),
+    Unlink(usize),
+    Sync,
+    Idle {
+        secs: u64,
+    },
+}
+
+impl Op {
+    fn draw(rng: &mut Rng) -> Op {
+        let file = rng.below(NAMES.len() as u64) as usize;
+        match rng.below(100) {
+            0..=39 => Op::Write {
+                file,
+                // Inline data, the inode's own addresses, a direct node's.
+                offset: [0, 100, 4096, 3 * 4096 + 17, 95 * 4096][rng.below(5) as usize],
+                len: 1 + rng.below(20_000) as usize,
+                seed: rng.below(256) as u8,
+            },
+            40..=46 => Op::Truncate {
+                file,
+                size: [0, 10, 4096, 5000, 3 * 4096][rng.below(5) as usize],
+            },
+            47..=74 => Op::Fsync(file),
+            75..=81 => Op::Rename(file, rng.below(NAMES.len() as u64) as usize),
+            82..=87 => Op::Unlink(file),
+            88..=94 => Op::Sync,
+            // Past a GC wake, past the periodic checkpoint.
+            _ => Op::Idle {
+                secs: [40, 70][rng.below(2) as usize],
+            },
+        }
+    }
+
+    /// Names whose state this operation changes.
+    fn touches(&self) -> Vec<usize> {
+        match *self {
+            Op::Write { file, .. } | Op::Truncate { file, .. } | Op::Unlink(file) => vec![file],
+            Op::Rename(a, b) => vec![a, b],
+            Op::Fsync(_) | Op::Sync | Op::Idle { .. } => vec![],
+        }
+    }
+
+    fn kind(&self) -> &'static str {
+        match self {
+            Op::Write { .. } => "mid-write",
+            Op::Truncate { .. } => "mid-truncate",
+            Op::Fsync(_) => "mid-fsync",
+            Op::Rename(..) => "mid-rename",
+            Op::Unlink(_) => "mid-unlink",
+            Op::Sync => "mid-sync",
+            Op::Idle { .. } => "mid-idle",
+        }
+    }
+}
+
+/// `F2FS_CRASH_TRACE=1` prints every operation (with `--nocapture`), to see what led to a
+/// failure.
+fn trace() -> bool {
+    std::env::var_os("F2FS_CRASH_TRACE").is_some()
+}
+
+fn bytes(len: usize, seed: u8) -> Vec<u8> {
+    (0..len)
+        .map(|i| (i as u8).wrapping_mul(7) ^ seed ^ (i >> 9) as u8)
+        .collect()
+}
+
+/// What a test explores: the mount options and the write cache's size.
+struct Setup {
+    name: &'static str,
+    fs: F2fsConfig,
+    cache_lbas: u32,
+    seed: u64,
+    volume_bytes: u64,
+}
+
+struct Explorer {
+    setup: Setup,
+    fs: Option<F2fs<Dev>>,
+    rng: Rng,
+    /// Every name's content now (absent: no such file). Shared with `promised` until
+    /// written (files run to megabytes; a checkpoint promises all of them).
+    current: BTreeMap<usize, Rc<Vec<u8>>>,
+    /// Names whose state is promised to survive a power cut: `Some(content)` or `None`
+    /// (must not exist). A name missing here may show any state.
+    promised: BTreeMap<usize, Option<Rc<Vec<u8>>>>,
+    tally: Exploration,
+}
+
+impl Explorer {
+    fn new(setup: Setup) -> Explorer {
+        let mut dev = MemDevice::new(setup.volume_bytes);
+        mkfs(&mut dev, &MkfsOptions::default()).unwrap();
+        let mut rng = Rng::new(setup.seed);
+        let cache = cache_config(setup.cache_lbas, &mut rng);
+        let mut fs = F2fs::mount_with(VolatileCache::new(dev, cache), 0, setup.fs.clone())
+            .expect("mount a fresh image");
+        fs.mkdir("/d").unwrap();
+        fs.sync().unwrap();
+        Explorer {
+            tally: Exploration::new(&format!("f2fs crash_explore {}", setup.name)),
+            setup,
+            fs: Some(fs),
+            rng,
+            current: BTreeMap::new(),
+            promised: (0..NAMES.len()).map(|f| (f, None)).collect(),
+        }
+    }
+
+    fn fs(&mut self) -> &mut F2fs<Dev> {
+        self.fs.as_mut().expect("mounted")
+    }
+
+    /// Runs the workload until `cuts` power cuts have been explored.
+    fn explore(&mut self, cuts: u64) {
+        let mut op_index = 0u64;
+        while self.tally.cut_points() < cuts {
+            let ahead = 1 + self.rng.below(CUT_WITHIN_REQUESTS);
+            self.fs().device_mut().arm_power_cut(ahead);
+            loop {
+                let op = Op::draw(&mut self.rng);
+                op_index += 1;
+                if trace() {
+                    let fs = self.fs();
+                    println!(
+                        "op {op_index} {op:?} (checkpoints {}, pending {})",
+                        fs.metrics().checkpoints,
+                        fs.device().pending_lbas()
+                    );
+                }
+                if let Err(e) = self.apply(op) {
+                    assert!(
+                        !self.fs().device().is_powered(),
+                        "op {op_index} {op:?} failed without a power cut: {e}"
+                    );
+                    self.recover(op, op_index);
+                    break;
+                }
+            }
+        }
+    }
+
+    /// Runs `op` on F2FS and the model; an error is the armed cut firing.
+    fn apply(&mut self, op: Op) -> Result<(), FsError> {
+        for name in op.touches() {
+            self.promised.remove(&name);
+        }
+        let checkpoints = self.fs().metrics().checkpoints;
+        self.run(op)?;
+        if self.fs().metrics().checkpoints != checkpoints {
+            // A checkpoint covered every name but those the operation changed after it.
+            let touched = op.touches();
+            for f in 0..NAMES.len() {
+                if !touched.contains(&f) {
+                    self.promised.insert(f, self.current.get(&f).cloned());
+                }
+            }
+        } else if let Op::Fsync(f) = op {
+            if let Some(content) = self.current.get(&f) {
+                self.promised.insert(f, Some(content.clone()));
+            }
+        }
+        Ok(())
+    }
+
+    fn run(&mut self, op: Op) -> Result<(), FsError> {
+        match op {
+            Op::Write {
+                file,
+                offset,
+                len,
+                seed,
+            } => {
+                if !self.current.contains_key(&file) {
+                    self.fs().create(NAMES[file])?;
+                    self.current.insert(file, Rc::default());
+                }
+                let ino = self.fs().lookup(NAMES[file])?;
+                let data = bytes(len, seed);
+                self.fs().write(ino, offset, &data)?;
+                let content = Rc::make_mut(self.current.get_mut(&file).unwrap());
+                let end = offset as usize + len;
+                if content.len() < end {
+                    content.resize(end, 0);
+                }
+                content[offset as usize..end].copy_from_slice(&data);
+            }
+            Op::Truncate { file, size } => {
+                if self.current.contains_key(&file) {
+                    let ino = self.fs().lookup(NAMES[file])?;
+                    self.fs().truncate(ino, size)?;
+                    Rc::make_mut(self.current.get_mut(&file).unwrap()).resize(size as usize, 0);
+                }
+            }
+            Op::Fsync(file) => {
+                if self.current.contains_key(&file) {
+                    let ino = self.fs().lookup(NAMES[file])?;
+                    self.fs().fsync(ino)?;
+                }
+            }
+            Op::Rename(a, b) => {
+                if a != b && self.current.contains_key(&a) {
+                    self.fs().rename(NAMES[a], NAMES[b])?;
+                    let moved = self.current.remove(&a).unwrap();
+                    self.current.insert(b, moved);
+                }
+            }
+            Op::Unlink(file) => {
+                if self.current.remove(&file).is_some() {
+                    self.fs().unlink(NAMES[file])?;
+                }
+            }
+            Op::Sync => self.fs().sync()?,
+            Op::Idle { secs } => {
+                let until = self.fs().now_ns() + secs * NS_PER_SEC;
+                self.fs().idle(until)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The cut fired during `op`: the cache loses power, F2FS mounts what reached the disk,
+    /// every promise is checked, and what was found becomes the model.
+    fn recover(&mut self, op: Op, op_index: u64) {
+        let fs = self.fs.take().expect("mounted");
+        if trace() {
+            println!(
+                "metrics at the cut: {:?}; free segments {}",
+                fs.metrics(),
+                fs.free_segments()
+            );
+        }
+        let now_ns = fs.now_ns();
+        let mut dev = fs.into_device();
+        let loss = dev.lose_power(now_ns).unwrap();
+        self.tally.cut();
+        self.tally.note(op.kind(), 1);
+        self.tally.note("unflushed LBAs lost", loss.lost_lbas);
+        self.tally.note("unflushed LBAs kept", loss.survived_lbas);
+        if trace() {
+            println!(
+                "cut during {op:?}: {loss:?}; promised {:?}",
+                self.promised
+                    .iter()
+                    .map(|(f, p)| (NAMES[*f], p.as_ref().map(|c| c.len())))
+                    .collect::<Vec<_>>()
+            );
+        }
+        let cut = self.tally.cut_points();
+        let cache = cache_config(self.setup.cache_lbas, &mut self.rng);
+        let dev = VolatileCache::new(dev.into_inner(), cache);
+        let start_ns = now_ns + NS_PER_SEC;
+        let fs = F2fs::mount_with(dev, start_ns, self.setup.fs.clone())
+            .unwrap_or_else(|e| panic!("cut {cut} (op {op_index}, {op:?}): recovery failed: {e}"));
+        self.fs = Some(fs);
+        self.check(&format!("cut {cut} (op {op_index}, {op:?})"));
+        let fsck_from = std::env::var("F2FS_CRASH_FSCK_FROM")
+            .ok()
+            .and_then(|v| v.parse::<u64>().ok());
+        if cut.is_multiple_of(FSCK_EVERY_CUTS) || fsck_from.is_some_and(|from| cut >= from) {
+            self.fs().device_mut().flush(start_ns).unwrap();
+            let image = self.fs().device().inner().clone();
+            check_image(&image, &format!("{}-cut-{cut}", self.setup.name));
+        }
+    }
+
+    /// Every promised name is as promised; every other name reads without error. The
+    /// state found is durable from now on.
+    fn check(&mut self, what: &str) {
+        let mut found = BTreeMap::new();
+        for (f, name) in NAMES.iter().enumerate() {
+            let content = match self.fs().lookup(name) {
+                Ok(ino) => {
+                    let size = self.fs().stat_ino(ino).unwrap().size_bytes;
+                    let data = self
+                        .fs()
+                        .read(ino, 0, size as usize)
+                        .unwrap_or_else(|e| panic!("{what}: {name} unreadable: {e}"));
+                    assert_eq!(data.len() as u64, size, "{what}: {name} short read");
+                    Some(data)
+                }
+                Err(FsError::NotFound(_)) => None,
+                Err(e) => panic!("{what}: lookup {name}: {e}"),
+            };
+            if let Some(promise) = self.promised.get(&f) {
+                let want = promise.as_deref().map_or(&[][..], Vec::as_slice);
+                let got = content.as_deref().unwrap_or_default();
+                let lost = lost_bytes(want, got);
+                self.tally.checked(want.len() as u64, lost);
+                let first = want.iter().zip(got).position(|(a, b)| a != b);
+                if lost > 0 {
+                    if let Some(path) = std::env::var_os("F2FS_CRASH_DUMP") {
+                        self.fs
+                            .as_ref()
+                            .unwrap()
+                            .device()
+                            .inner()
+                            .export(path.as_ref())
+                            .unwrap();
+                    }
+                }
+                assert!(
+                    lost == 0 && promise.is_some() == content.is_some(),
+                    "{what}: {name} was promised {} and holds {} ({lost} of its bytes lost, \
+                     the first at offset {first:?})",
+                    describe(promise.as_deref().map(Vec::as_slice)),
+                    describe(content.as_deref()),
+                );
+            }
+            let content = content.map(Rc::new);
+            if let Some(c) = &content {
+                found.insert(f, c.clone());
+            }
+            self.promised.insert(f, content);
+        }
+        self.current = found;
+    }
+}
+
+fn describe(content: Option<&[u8]>) -> String {
+    match content {
+        None => "no file".into(),
+        Some(c) => format!("{} bytes", c.len()),
+    }
+}
+
+fn cache_config(capacity_lbas: u32, rng: &mut Rng) -> VolatileCacheConfig {
+    let capacity_lbas = std::env::var("F2FS_CRASH_CACHE_LBAS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(capacity_lbas);
+    VolatileCacheConfig {
+        capacity_lbas,
+        seed: rng.next_u64(),
+    }
+}
+
+fn explore_with(setup: Setup) {
+    explore_cuts(setup, CUTS_PER_TEST * explore::scale());
+}
+
+fn explore_cuts(setup: Setup, cuts: u64) {
+    let mut explorer = Explorer::new(setup);
+    explorer.explore(cuts);
+    explorer.tally.report();
+    assert_eq!(explorer.tally.lost_bytes(), 0);
+    for kind in ["mid-write", "mid-fsync", "mid-sync", "mid-rename"] {
+        assert!(
+            explorer.tally.noted(kind) > 20,
+            "the cuts must land in every kind of operation: {}",
+            explorer.tally.line()
+        );
+    }
+}
+
+/// The kernel's defaults (in-place updates for small fsync writebacks and cold files) and
+/// a write cache of 1 MiB (random destaging when full reorders writes while powered too).
+fn default_setup() -> Setup {
+    Setup {
+        name: "default",
+        fs: F2fsConfig::default(),
+        cache_lbas: 256,
+        seed: 0xC0FFEE,
+        volume_bytes: 64 * MIB,
+    }
+}
+
+#[test]
+fn volatile_cache_cuts_under_default_options() {
+    explore_with(default_setup());
+}
+
+/// Found by this exploration and not fixed yet (docs/testing.md): the image recovered
+/// from cut 1,199 of the default setup (an fsync of a file just converted from inline
+/// data, cut with 5 of its 6 unflushed blocks kept) fails fsck.f2fs: "ino 0x8 has
+/// i_blocks 5, but has 6 blocks". Every file reads back as promised. Run with
+/// `cargo test -p flashstack-f2fs --test crash_explore -- --ignored`.
+#[test]
+#[ignore = "known: i_blocks one short after a cut mid-fsync (docs/testing.md)"]
+fn known_issue_i_blocks_after_cut_1199() {
+    std::env::set_var("F2FS_CRASH_FSCK_FROM", "1199");
+    explore_cuts(default_setup(), 1_199);
+}
+
+/// Pure LFS (nothing in place) and a cache large enough to hold everything between
+/// flushes. 128 MiB: on 64 MiB (28 main segments, 14 of them reserved) this workload keeps
+/// the free segments at the reserve, and a cut with 5 left made the recovery fail for
+/// want of a fresh segment per log (docs/testing.md, "Found and not yet fixed").
+#[test]
+fn volatile_cache_cuts_under_pure_lfs() {
+    explore_with(Setup {
+        name: "lfs",
+        fs: F2fsConfig::pure_lfs(),
+        cache_lbas: 16_384,
+        seed: 0xF2F5,
+        volume_bytes: 128 * MIB,
+    });
+}
+
+/// Regression (found by the exploration above, shrunk by hand): an in-place write that
+/// reached the disk while the size it grew the file to did not (power lost before any
+/// fsync or checkpoint) leaves bytes past the durable end in the file's last block.
+/// Growing the file later (truncate up, a write further on, a page-cache writeback of a
+/// later page) used to show them where zeros belong; so did reading that page.
+#[test]
+fn growing_a_file_after_a_cut_shows_zeros_past_its_old_end() {
+    let force = F2fsConfig {
+        ipu_policy: IpuPolicy {
+            force: true,
+            ..IpuPolicy::OFF
+        },
+        ..F2fsConfig::default()
+    };
+    let mut dev = MemDevice::new(64 * MIB);
+    mkfs(&mut dev, &MkfsOptions::default()).unwrap();
+    let mut fs = F2fs::mount_with(dev, 0, force.clone()).unwrap();
+    let ino = fs.create("/f").unwrap();
+    fs.write(ino, 0, &[1; 5000]).unwrap();
+    fs.sync().unwrap();
+    fs.write(ino, 5000, &[2; 3000]).unwrap();
+    assert!(
+        fs.metrics().ipu_data_blocks > 0,
+        "page 1 rewritten in place"
+    );
+    // The cut: the RAM disk keeps every write; the durable size is still 5000.
+    let crash = fs.into_device();
+    type Grow = fn(&mut F2fs<MemDevice>, u32);
+    let ways: [(&str, Grow); 4] = [
+        ("truncate up", |fs, ino| fs.truncate(ino, 8192).unwrap()),
+        ("write further on", |fs, ino| {
+            fs.write(ino, 20_000, b"x").unwrap()
+        }),
+        ("write inside the last page", |fs, ino| {
+            fs.write(ino, 7000, b"y").unwrap()
+        }),
+        ("writeback of a later page", |fs, ino| {
+            let page = [3u8; 4096];
+            let hint = WriteHint {
+                inode_dirty_pages: 1,
+                fsync: false,
+            };
+            fs.write_pages_hinted(ino, 3, &[&page], 4 * 4096, hint)
+                .unwrap()
+        }),
+    ];
+    for (what, grow) in ways {
+        let mut fs = F2fs::mount_with(crash.clone(), 0, force.clone()).unwrap();
+        let ino = fs.lookup("/f").unwrap();
+        assert_eq!(fs.stat_ino(ino).unwrap().size_bytes, 5000);
+        let page = fs.read_page(ino, 1).unwrap();
+        assert!(
+            page[5000 - 4096..].iter().all(|&b| b == 0),
+            "read_page past the end"
+        );
+        grow(&mut fs, ino);
+        let got = fs.read(ino, 5000, 2000).unwrap();
+        assert!(
+            got.iter().all(|&b| b == 0),
+            "{what}: the bytes past the old end must read as zeros"
+        );
+        // And so they stay, on disk: after an unmount and a mount too.
+        let mut fs = F2fs::mount_with(fs.unmount().unwrap(), 0, force.clone()).unwrap();
+        let ino = fs.lookup("/f").unwrap();
+        assert!(
+            fs.read(ino, 5000, 2000).unwrap().iter().all(|&b| b == 0),
+            "{what}"
+        );
+    }
+}
