@@ -26,11 +26,10 @@ pub fn fsck() -> Option<PathBuf> {
     .into_iter()
     .find(|p| p.is_file());
     if found.is_none() {
-        let msg = "fsck.f2fs not found: install the f2fs-tools package";
-        if std::env::var("CI").is_ok_and(|v| v == "true") {
-            panic!("{msg} (CI=true makes this a failure)");
-        }
-        println!("notice: {msg}; skipping the fsck part");
+        flashstack_testkit::skip(
+            "check the image with fsck.f2fs",
+            "not found: install the f2fs-tools package (scripts/test does, as root)",
+        );
     }
     found
 }
