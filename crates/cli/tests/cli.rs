@@ -589,7 +589,7 @@ fn every_printing_command_exits_quietly_on_a_closed_pipe() {
             "--json",
             "-",
         ],
-        &["run", "--quiet", "--workload", "gmail:launch"],
+        &["run", "--quiet", "--fresh", "--workload", "gmail:launch"],
         &["fs", "mkfs", img, "--size", "64MiB"],
         &["fs", "put", img, host, "/d/f.txt"],
         &["fs", "ls", img, "/"],
@@ -706,6 +706,8 @@ fn a_knob_without_effect_is_pointed_out() {
         "--quiet",
         "--workload",
         "gmail:launch",
+        // A factory-new phone, whose device erases no block in this task.
+        "--fresh",
         "--compare",
         "ldc-emmc,ldc-emmc+ftl.gc.policy=cost-benefit",
     ]);
@@ -736,9 +738,11 @@ fn a_knob_without_effect_is_pointed_out() {
 #[test]
 fn a_recorded_task_replays_to_the_runs_data_blocks_less_the_app_close() {
     let (run_json, trace, replay_json) = (temp("tr.json"), temp("tr.fst"), temp("trr.json"));
+    // Both on factory-new phones: the trace then starts from what the run started from.
     let out = flashstack(&[
         "run",
         "--quiet",
+        "--fresh",
         "--workload",
         "telegram:receive-text",
         "--record",
@@ -750,6 +754,7 @@ fn a_recorded_task_replays_to_the_runs_data_blocks_less_the_app_close() {
     let out = flashstack(&[
         "run",
         "--quiet",
+        "--fresh",
         "--workload",
         trace.to_str().unwrap(),
         "--json",
@@ -803,7 +808,7 @@ fn progress_without_a_terminal_is_a_line_per_phase() {
         );
     }
     assert!(err.ends_with('\n'), "{err:?}");
-    let out = flashstack(&["run", "--workload", "gmail:launch"]);
+    let out = flashstack(&["run", "--fresh", "--workload", "gmail:launch"]);
     let err = String::from_utf8(out.stderr).unwrap();
     assert!(
         err.lines()

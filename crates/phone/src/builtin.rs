@@ -47,15 +47,26 @@ fn fnv(bytes: &[u8], mut h: u64) -> u64 {
     h
 }
 
-/// The cache file of a phone of `spec` on `config`.
+/// `config` as far as it shapes a phone: everything but its name (the `default` and
+/// `ldc-emmc` presets are one stack under two names, and share one phone).
+fn shaping(config: &StackConfig) -> StackConfig {
+    StackConfig {
+        name: String::new(),
+        ..config.clone()
+    }
+}
+
+/// The cache file of a phone of `spec` on `config`: named after the device, keyed by
+/// everything that shapes the phone.
 pub fn cache_path(dir: &Path, config: &StackConfig, spec: &AgingSpec, build_id: &str) -> PathBuf {
     let text = format!(
         "{FORMAT_VERSION}/{AGING_MODEL_VERSION}/{}/{}/{build_id}",
-        serde_json::to_string(config).unwrap_or_default(),
+        serde_json::to_string(&shaping(config)).unwrap_or_default(),
         serde_json::to_string(spec).unwrap_or_default()
     );
     let key = fnv(text.as_bytes(), 0xCBF2_9CE4_8422_2325);
     let name: String = config
+        .device
         .name
         .chars()
         .map(|c| {
@@ -95,7 +106,7 @@ pub fn builtin(
     let cached = |path: &Path| {
         PhoneImage::load(path)
             .ok()
-            .filter(|i| i.header.stack == stack && i.header.spec == spec)
+            .filter(|i| shaping(&i.header.stack) == shaping(&stack) && i.header.spec == spec)
     };
     if let Some(path) = &path {
         if let Some(image) = cached(path) {
@@ -178,4 +189,30 @@ fn holder_alive(lock: &Path) -> bool {
         return age.is_none_or(|a| a.as_secs() < 10);
     };
     Path::new(&format!("/proc/{pid}")).exists()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_phone_per_shaping_configuration() {
+        let dir = Path::new("/cache");
+        let spec = builtin_spec();
+        let path = |c: &StackConfig| cache_path(dir, c, &spec, "b");
+        let default = StackConfig::preset("default").unwrap();
+        let emmc = StackConfig::preset("ldc-emmc").unwrap();
+        assert_ne!(default.name, emmc.name);
+        assert_eq!(path(&default), path(&emmc), "a name does not shape a phone");
+        let mut policy = default.clone();
+        policy.device.ftl.gc.policy = flashstack_ftl::VictimPolicyKind::CostBenefit;
+        assert_ne!(path(&default), path(&policy));
+        assert_ne!(
+            path(&default),
+            cache_path(dir, &default, &spec, "other build")
+        );
+        let mut other_spec = spec.clone();
+        other_spec.days = 30;
+        assert_ne!(path(&default), cache_path(dir, &default, &other_spec, "b"));
+    }
 }
