@@ -356,7 +356,7 @@ fn contents_beyond_available_memory_are_refused_up_front() {
     assert!(!out.status.success());
     let err = String::from_utf8(out.stderr).unwrap();
     assert!(
-        err.contains("--contents") && err.contains("GiB of memory available"),
+        err.contains("--contents stores page contents") && err.contains("GiB available"),
         "{err}"
     );
 }

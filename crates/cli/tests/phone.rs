@@ -67,17 +67,8 @@ fn small_phone() -> &'static Path {
     })
 }
 
-fn fsck() -> Option<&'static str> {
-    let found = ["/usr/sbin/fsck.f2fs", "/sbin/fsck.f2fs"]
-        .into_iter()
-        .find(|p| Path::new(p).is_file());
-    if found.is_none() {
-        flashstack_testkit::skip(
-            "check the image with fsck.f2fs",
-            "not found: install the f2fs-tools package (scripts/test does, as root)",
-        );
-    }
-    found
+fn fsck() -> Option<PathBuf> {
+    flashstack_testkit::fsck_f2fs()
 }
 
 #[test]
@@ -137,7 +128,7 @@ fn a_persona_runs_from_the_phone_deterministically_and_its_image_passes_fsck() {
     assert!(outputs[0] == outputs[1], "two runs from one phone differ");
     let v: serde_json::Value = serde_json::from_slice(&outputs[0].1).unwrap();
     // Facebook's app is on the phone: its setup is skipped, its task runs on aged data.
-    let precondition = v[0]["device"]["run"]["precondition"].as_str().unwrap_or("");
+    let precondition = v["device"]["run"]["precondition"].as_str().unwrap_or("");
     assert!(precondition.contains("used phone"), "{precondition}");
 }
 
@@ -296,13 +287,27 @@ fn the_default_run_starts_from_an_aged_phone_with_cleaning_and_erases() {
         "{table}"
     );
     let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
-    let run = &v[0];
+    let run = &v; // one run: one object
     let cleaning = run["fs"]["gc_cycles"].as_u64().unwrap();
     let erases = run["device"]["nand"]["block_erases"].as_u64().unwrap();
     println!("default run on the aged phone: {cleaning} F2FS cleaning cycles, {erases} erases");
     assert!(cleaning > 0, "no F2FS cleaning");
     assert!(erases > 0, "no device erases");
-    // --fresh: the factory-new phone of before, where nothing needs cleaning.
-    let fresh = ok(flashstack(&["run", "--quiet", "--fresh"]), "run --fresh");
+    // --fresh: the factory-new phone of before, whose device erases nothing (so the
+    // assertion above fails there).
+    let fresh_json = temp("fresh.json");
+    let fresh = ok(
+        flashstack(&[
+            "run",
+            "--quiet",
+            "--fresh",
+            "--json",
+            fresh_json.to_str().unwrap(),
+        ]),
+        "run --fresh",
+    );
     assert!(fresh.contains("factory-new phone"), "{fresh}");
+    let v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&fresh_json).unwrap()).unwrap();
+    assert_eq!(v["device"]["nand"]["block_erases"].as_u64(), Some(0));
 }

@@ -17,21 +17,7 @@ pub fn small_stack() -> StackConfig {
 }
 
 pub fn fsck() -> Option<PathBuf> {
-    let found = [
-        "/usr/sbin/fsck.f2fs",
-        "/sbin/fsck.f2fs",
-        "/usr/bin/fsck.f2fs",
-    ]
-    .map(PathBuf::from)
-    .into_iter()
-    .find(|p| p.is_file());
-    if found.is_none() {
-        flashstack_testkit::skip(
-            "check the image with fsck.f2fs",
-            "not found: install the f2fs-tools package (scripts/test does, as root)",
-        );
-    }
-    found
+    flashstack_testkit::fsck_f2fs()
 }
 
 /// `fsck.f2fs -f` on the stack's image (after a checkpoint).
