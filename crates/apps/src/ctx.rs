@@ -164,6 +164,11 @@ impl Ctx {
     }
 
     /// A fresh number for unique names.
+    /// Restarts the counter of unique names at `seq` (runs sharing an installation).
+    pub(crate) fn set_seq(&mut self, seq: u64) {
+        self.seq = seq;
+    }
+
     pub fn next_seq(&mut self) -> u64 {
         self.seq += 1;
         self.seq

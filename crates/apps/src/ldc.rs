@@ -494,6 +494,9 @@ impl Persona for MixPersona {
         }
         ctx.close_app()
     }
+    fn apps(&self) -> Vec<&'static AppSpec> {
+        self.apps.iter().map(|a| a.app).collect()
+    }
     fn run(&self, ctx: &mut Ctx) -> Result<(), AppError> {
         let rounds = self.rounds.max(1);
         for _ in 0..rounds {

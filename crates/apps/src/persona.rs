@@ -27,6 +27,10 @@ pub trait Persona {
     fn setup(&self, ctx: &mut Ctx) -> Result<(), AppError>;
     /// The user's task; recorded.
     fn run(&self, ctx: &mut Ctx) -> Result<(), AppError>;
+    /// The apps the persona installs in its setup (a used phone may hold them already).
+    fn apps(&self) -> Vec<&'static AppSpec> {
+        Vec::new()
+    }
 }
 
 /// One row of the MedFS workload table (FAST '25 slides, "Empirical Study on Mobile I/O

@@ -28,6 +28,9 @@ pub struct RunOptions {
     pub skip_setup: bool,
     /// Run the setup phase only (e.g. to lay down the state a trace starts from).
     pub setup_only: bool,
+    /// First value of the run's counter of unique file names (media, temporary files), so
+    /// that several runs on one installation create distinct files.
+    pub seq_start: u64,
 }
 
 impl Default for RunOptions {
@@ -39,6 +42,7 @@ impl Default for RunOptions {
             app_cpu_ns_per_call: 10_000,
             skip_setup: false,
             setup_only: false,
+            seq_start: 0,
         }
     }
 }
@@ -153,6 +157,7 @@ pub fn run_with_hook(
         Err(e) => return failed(report, e.into()),
     };
     let mut ctx = Ctx::new(vfs, fs.clone(), seed, options.app_cpu_ns_per_call);
+    ctx.set_seq(options.seq_start);
     let (trace, error) = phases(persona, &mut ctx, options, &mut report, task_start);
     if let Some(t) = &trace {
         match analyze(t) {

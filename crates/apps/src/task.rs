@@ -35,6 +35,9 @@ impl Persona for TaskPersona {
         self.app.install(ctx)?;
         run_ops(ctx, self.app, &self.warmup)
     }
+    fn apps(&self) -> Vec<&'static AppSpec> {
+        vec![self.app]
+    }
     fn run(&self, ctx: &mut Ctx) -> Result<(), AppError> {
         if ctx.db().is_err() {
             // Without setup (already installed), the app opens its databases first.

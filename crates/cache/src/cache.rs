@@ -160,7 +160,13 @@ pub struct PageCache<B: Backing, P: WritebackPolicy = LinuxPolicy> {
     errors: WritebackErrors,
     /// Files in an atomic write (see [`PageCache::atomic_begin`]).
     atomic: BTreeMap<Ino, Staged>,
+    /// Page buffers of dropped pages, reused for new ones (allocating zeroed memory for
+    /// every page of a large file costs more than the rest of caching it). Memory only.
+    spare_pages: Vec<Box<Page>>,
 }
+
+/// Most page buffers kept for reuse (16 MiB).
+const SPARE_PAGES_MAX: usize = 4096;
 
 /// Writeback errors as Linux keeps them: per file (the mapping's `wb_err`, reported to the
 /// file's next fsync, once) and for the whole file system (the superblock's `s_wb_err`,
@@ -203,7 +209,25 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
             metrics: CacheMetrics::default(),
             errors: WritebackErrors::default(),
             atomic: BTreeMap::new(),
+            spare_pages: Vec::new(),
         })
+    }
+
+    /// A zeroed page buffer, reused when one is spare.
+    fn zeroed_page(&mut self) -> Box<Page> {
+        match self.spare_pages.pop() {
+            Some(mut page) => {
+                page.fill(0);
+                page
+            }
+            None => Box::new([0u8; PAGE_SIZE_BYTES]),
+        }
+    }
+
+    fn recycle(&mut self, page: Box<Page>) {
+        if self.spare_pages.len() < SPARE_PAGES_MAX {
+            self.spare_pages.push(page);
+        }
     }
 
     pub fn config(&self) -> &CacheConfig {
@@ -996,7 +1020,7 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
             return Ok(now_ns);
         }
         let mut t = self.make_room(now_ns, ino)?;
-        let mut data: Box<Page> = Box::new([0u8; PAGE_SIZE_BYTES]);
+        let mut data = self.zeroed_page();
         if read_below {
             t = self.backing.read_page(t, ino, page_index, &mut data)?;
         }
@@ -1025,7 +1049,9 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
         let mut t = now_ns;
         while self.pages.len() as u64 >= self.config.cache_pages_max() {
             if let Some((_, (ino, page_index))) = self.clean_lru.pop_first() {
-                self.pages.remove(&(ino, page_index));
+                if let Some(page) = self.pages.remove(&(ino, page_index)) {
+                    self.recycle(page.data);
+                }
                 self.metrics.evictions += 1;
                 if ino != in_use {
                     self.forget_file_if_unused(ino);
@@ -1099,6 +1125,7 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
             } else {
                 self.clean_lru.remove(&page.lru_seq);
             }
+            self.recycle(page.data);
         }
     }
 

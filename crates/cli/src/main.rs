@@ -8,6 +8,7 @@ mod device;
 mod filetrace;
 mod fs;
 mod mount;
+mod phone;
 mod progress;
 mod run;
 mod stackrun;
@@ -67,6 +68,11 @@ enum Command {
     Fs {
         #[command(subcommand)]
         command: fs::FsCommand,
+    },
+    /// Used phones: make one (months of use on a whole stack), describe one.
+    Phone {
+        #[command(subcommand)]
+        command: phone::PhoneCommand,
     },
 }
 
@@ -164,6 +170,7 @@ fn main() {
             command: WorkloadCommand::Analyze(args),
         } => filetrace::analyze_file(args),
         Command::Fs { command } => fs::fs(command),
+        Command::Phone { command } => phone::phone(command),
     };
     if let Err(error) = result {
         eprintln!("error: {}", error_text(&error));

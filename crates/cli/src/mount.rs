@@ -60,6 +60,10 @@ pub struct MountArgs {
     /// Seed of the device's randomness (default: the stack's seed; 1 in block-file mode).
     #[arg(long)]
     seed: Option<u64>,
+    /// Mount a used phone (`flashstack phone age`): its F2FS over its worn device, on the
+    /// stack (its device must be the phone's). The file itself is not changed.
+    #[arg(long, value_name = "FILE.phone", conflicts_with_all = ["block", "image"])]
+    phone: Option<PathBuf>,
     /// Let users other than the one mounting use the mount (FUSE's allow_other; a
     /// non-root user needs `user_allow_other` in /etc/fuse.conf). The kernel checks their
     /// access against the stored modes and owners.
@@ -175,29 +179,14 @@ fn stack_config(args: &MountArgs) -> Result<StackConfig> {
 /// the image survives the daemon being killed (the next mount recovers fsync'd files by
 /// roll-forward; what was only in the page cache is lost, as at a power cut).
 fn mount_f2fs(args: &MountArgs, stack: StackConfig) -> Result<()> {
-    let ftl = Ftl::new(stack.device.clone(), true, stack.seed)
-        .with_context(|| format!("device '{}'", stack.device.name))?;
-    let format = MkfsOptions {
-        overprovision: stack.fs.overprovision_percent,
-        ..MkfsOptions::default()
-    };
-    let (ftl, metrics) = match &args.image {
-        Some(path) => {
-            let backed = image_backed(ftl, path, &format)?;
-            // An image from outside is verified whole before anything is written to it.
-            let (backed, metrics) = serve_f2fs(backed, &stack, args, Verify::Full, |d| {
-                d.resume()
-                    .with_context(|| format!("image {}: cannot write it", path.display()))
-            })?;
-            (backed.into_inner(), metrics)
-        }
+    let (ftl, metrics, stack, label) = match &args.phone {
+        Some(path) => mount_phone(args, stack, path)?,
         None => {
-            let mut ftl = ftl;
-            mkfs(&mut ftl, &format).context("mkfs")?;
-            serve_f2fs(ftl, &stack, args, Verify::Mount, |_| Ok(()))?
+            let (ftl, metrics) = mount_new_or_image(args, &stack)?;
+            (ftl, metrics, stack, "FUSE F2FS mount")
         }
     };
-    let report = report(&ftl, &stack.device, stack.seed, "FUSE F2FS mount");
+    let report = report(&ftl, &stack.device, stack.seed, label);
     print!("{}", render_table(std::slice::from_ref(&report)));
     print!("{}", metrics.render_table());
     if let Some(path) = &args.metrics {
@@ -205,6 +194,54 @@ fn mount_f2fs(args: &MountArgs, stack: StackConfig) -> Result<()> {
             .with_context(|| format!("cannot write {}", path.display()))?;
     }
     Ok(())
+}
+
+/// A new F2FS on an empty device, or the one in `--image`, served until unmounted.
+fn mount_new_or_image(args: &MountArgs, stack: &StackConfig) -> Result<(Ftl, F2fsTreeMetrics)> {
+    let ftl = Ftl::new(stack.device.clone(), true, stack.seed)
+        .with_context(|| format!("device '{}'", stack.device.name))?;
+    let format = MkfsOptions {
+        overprovision: stack.fs.overprovision_percent,
+        ..MkfsOptions::default()
+    };
+    match &args.image {
+        Some(path) => {
+            let backed = image_backed(ftl, path, &format)?;
+            // An image from outside is verified whole before anything is written to it.
+            let (backed, metrics) = serve_f2fs(backed, stack, args, Verify::Full, |d| {
+                d.resume()
+                    .with_context(|| format!("image {}: cannot write it", path.display()))
+            })?;
+            Ok((backed.into_inner(), metrics))
+        }
+        None => {
+            let mut ftl = ftl;
+            mkfs(&mut ftl, &format).context("mkfs")?;
+            serve_f2fs(ftl, stack, args, Verify::Mount, |_| Ok(()))
+        }
+    }
+}
+
+/// `--phone`: the phone's device rebuilt from the file (a `--stack` given must have the
+/// same device; by default the stack the phone was made on), F2FS mounted from the time
+/// the phone was shut down. Returns the device, the mount's metrics and the stack used.
+fn mount_phone(
+    args: &MountArgs,
+    stack: StackConfig,
+    path: &Path,
+) -> Result<(Ftl, F2fsTreeMetrics, StackConfig, &'static str)> {
+    let image = flashstack_phone::PhoneImage::load(path)?;
+    let stack = if args.stack.is_none() && args.device.is_none() {
+        let mut own = image.header.stack.clone();
+        own.seed = args.seed.unwrap_or(own.seed);
+        own
+    } else {
+        stack
+    };
+    eprintln!("{}: {}", path.display(), image.header.summary());
+    let (ftl, start_ns) = image.into_device(&stack, stack.seed)?;
+    let (ftl, metrics) = serve_f2fs_at(ftl, &stack, args, start_ns, Verify::Mount, |_| Ok(()))?;
+    Ok((ftl, metrics, stack, "FUSE F2FS mount of a used phone"))
 }
 
 /// The `--metrics` JSON of an F2FS mount: the device report's fields, then `stack` (its
@@ -352,7 +389,20 @@ fn serve_f2fs<D: BlockDevice + Send + 'static>(
     verify: Verify,
     mounted: impl FnOnce(&mut D) -> Result<()>,
 ) -> Result<(D, F2fsTreeMetrics)> {
+    serve_f2fs_at(dev, stack, args, 0, verify, mounted)
+}
+
+/// [`serve_f2fs`] with the first request at virtual time `start_ns`.
+fn serve_f2fs_at<D: BlockDevice + Send + 'static>(
+    dev: D,
+    stack: &StackConfig,
+    args: &MountArgs,
+    start_ns: flashstack_sim::Nanos,
+    verify: Verify,
+    mounted: impl FnOnce(&mut D) -> Result<()>,
+) -> Result<(D, F2fsTreeMetrics)> {
     let opts = MountOptions {
+        start_ns,
         config: stack.fs.mount.clone(),
         verify,
         ..MountOptions::default()

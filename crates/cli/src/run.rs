@@ -79,6 +79,14 @@ pub struct RunArgs {
     /// and carrying on.
     #[arg(long)]
     pub(crate) strict: bool,
+    /// Start personas and file traces from this used phone (`flashstack phone age`)
+    /// instead of the stack's built-in aged phone.
+    #[arg(long, value_name = "FILE.phone", conflicts_with = "fresh")]
+    pub(crate) phone: Option<PathBuf>,
+    /// Start personas and file traces from a factory-new phone (an empty F2FS on a fresh
+    /// device) instead of the built-in aged phone.
+    #[arg(long)]
+    pub(crate) fresh: bool,
     /// Replay the workload N times back to back (the LDC paper replays each 3 times).
     #[arg(long, value_name = "N", default_value_t = 1,
           value_parser = clap::value_parser!(u32).range(1..))]
@@ -203,7 +211,7 @@ fn run_config(args: &RunArgs, spec: &str, workload_name: &str) -> Result<RunConf
         || args.image.is_some()
         || args.image_out.is_some();
     if let (true, Some(p)) = (store_contents, &precondition) {
-        check_memory_for_contents(&device, p.utilization)?;
+        check_memory_for(&device, p.utilization, contents_flag(args))?;
     }
     let mut content = ContentConfig::default();
     if let Some(mix) = &args.content_mix {
@@ -234,23 +242,74 @@ pub(crate) fn check_memory_for_contents(
     device: &flashstack_ftl::DeviceConfig,
     utilization: f64,
 ) -> Result<()> {
+    check_memory_for(device, utilization, "--contents")
+}
+
+/// The option that made a block-level run store page contents: `--image-out`, `--image`,
+/// `--verify` and `--content-mix` turn it on without saying so.
+fn contents_flag(args: &RunArgs) -> &'static str {
+    [
+        (args.contents, "--contents"),
+        (args.image_out.is_some(), "--image-out"),
+        (args.image.is_some(), "--image"),
+        (args.verify, "--verify"),
+        (args.content_mix.is_some(), "--content-mix"),
+    ]
+    .into_iter()
+    .find_map(|(set, flag)| set.then_some(flag))
+    .unwrap_or("--contents")
+}
+
+/// [`check_memory_for_contents`] naming the option `flag` that asked for contents.
+fn check_memory_for(
+    device: &flashstack_ftl::DeviceConfig,
+    utilization: f64,
+    flag: &str,
+) -> Result<()> {
     let Some(available) = available_memory_bytes() else {
         return Ok(());
     };
     let capacity = device.user_capacity_bytes()?;
     let needed = (capacity as f64 * utilization) as u64;
-    if needed > available {
-        bail!(
-            "--contents: preconditioning {:.0}% of '{}' stores {:.1} GiB of page contents, \
-             more than the {:.1} GiB of memory available; use a smaller device (e.g. \
-             +nand.geometry.blocks_per_plane=N), fill less of it, or leave out --contents",
-            utilization * 100.0,
-            device.name,
-            needed as f64 / GIB,
-            available as f64 / GIB
-        );
+    if let Some(refusal) = memory_refusal(flag, &device.name, utilization, needed, available) {
+        bail!("{refusal}");
     }
     Ok(())
+}
+
+/// The refusal when `needed` bytes of contents exceed `available`, naming what asked
+/// for them and every way out.
+fn memory_refusal(
+    flag: &str,
+    device: &str,
+    utilization: f64,
+    needed: u64,
+    available: u64,
+) -> Option<String> {
+    if needed <= available {
+        return None;
+    }
+    let why = match flag {
+        "--contents" => "--contents stores page contents".to_string(),
+        "--image-out" => "--image-out needs page contents (the image holds the bytes), \
+                          so the run stores them"
+            .to_string(),
+        other => format!("{other} needs page contents, so the run stores them"),
+    };
+    let drop = if flag == "--contents" {
+        "leave out --contents".to_string()
+    } else {
+        format!("leave out {flag}")
+    };
+    Some(format!(
+        "{why}: preconditioning {:.0}% of '{device}' would keep {:.1} GiB of them in memory, \
+         more than the {:.1} GiB available; fill less (--precondition 0.1), start empty \
+         (--no-precondition), use a smaller device (e.g. +nand.geometry.blocks_per_plane=N), \
+         or {drop}",
+        utilization * 100.0,
+        needed as f64 / GIB,
+        available as f64 / GIB
+    ))
 }
 
 const GIB: f64 = (1u64 << 30) as f64;
@@ -297,6 +356,12 @@ pub fn run(args: RunArgs) -> Result<()> {
     if args.stack.is_some() || args.record.is_some() {
         bail!("--stack and --record apply to personas and file-level traces (--workload)");
     }
+    if args.phone.is_some() || args.fresh {
+        bail!(
+            "--phone and --fresh apply to personas and file-level traces (--workload); block \
+             workloads start from --precondition, --image or a built-in workload's own data"
+        );
+    }
     let (input, mut workload_name) = Input::from_args(&args)?;
     if args.repeat > 1 {
         workload_name = format!("{workload_name} x{}", args.repeat);
@@ -334,7 +399,7 @@ pub fn run(args: RunArgs) -> Result<()> {
 }
 
 /// `FILE` for a single device; `FILE-N.ext` (N from 1) for device N of several.
-fn numbered(path: &Path, index: usize, devices: usize) -> PathBuf {
+pub(crate) fn numbered(path: &Path, index: usize, devices: usize) -> PathBuf {
     if devices == 1 {
         return path.to_path_buf();
     }
@@ -462,4 +527,26 @@ fn start_builtin(
     }
     replayer.prepare(bar)?;
     Ok((replayer, workload))
+}
+
+#[cfg(test)]
+mod memory_tests {
+    use super::memory_refusal;
+
+    #[test]
+    fn a_refusal_names_the_option_that_asked_for_contents() {
+        assert!(memory_refusal("--image-out", "ldc-emmc", 0.5, 8 << 30, 9 << 30).is_none());
+        let text = memory_refusal("--image-out", "ldc-emmc", 0.5, 8 << 30, 2 << 30).unwrap();
+        assert!(
+            text.starts_with("--image-out needs page contents"),
+            "{text}"
+        );
+        assert!(text.contains("--no-precondition") && text.contains("--precondition 0.1"));
+        assert!(
+            text.contains("8.0 GiB") && text.contains("2.0 GiB"),
+            "{text}"
+        );
+        let text = memory_refusal("--contents", "x", 0.9, 5 << 30, 1 << 30).unwrap();
+        assert!(text.contains("leave out --contents"), "{text}");
+    }
 }

@@ -10,8 +10,9 @@ use flashstack_stack::StackConfig;
 use flashstack_trace::builtin::Builtin;
 use flashstack_workload::{text, FileTrace};
 
+use crate::phone::StartChoice;
 use crate::progress::Spinner;
-use crate::run::{write_output, RunArgs};
+use crate::run::{numbered, write_output, RunArgs};
 use crate::{compare, device};
 
 /// Whether `--workload NAME` names a block-level workload (`ldc:*`) rather than a persona
@@ -98,7 +99,6 @@ fn block_options(args: &RunArgs) -> Vec<&'static str> {
         ("--precondition", args.precondition.is_some()),
         ("--no-precondition", args.no_precondition),
         ("--image", args.image.is_some()),
-        ("--image-out", args.image_out.is_some()),
         ("--contents", args.contents),
         ("--content-mix", args.content_mix.is_some()),
         ("--verify", args.verify),
@@ -184,15 +184,23 @@ pub fn run(args: &RunArgs, name: &str) -> Result<()> {
             trace,
         },
     };
-    let options = FullStackOptions {
-        seed: args.seed,
-        dwpd: args.dwpd,
-        record: true,
-        strict: args.strict,
-    };
-    let mut runs: Vec<StackRun> = Vec::new();
+    let starts = StartChoice::from_args(args.phone.as_deref(), args.fresh)?;
     let configs = stacks(args)?;
+    let mut runs: Vec<StackRun> = Vec::new();
     for (i, config) in configs.iter().enumerate() {
+        let options = FullStackOptions {
+            seed: args.seed,
+            dwpd: args.dwpd,
+            record: true,
+            strict: args.strict,
+            start: starts
+                .start_for(config, args.quiet)
+                .with_context(|| format!("stack '{}'", config.name))?,
+            image_out: args
+                .image_out
+                .as_deref()
+                .map(|path| numbered(path, i, configs.len())),
+        };
         let spinner = Spinner::start(
             args.quiet,
             &format!("{} on {}", workload.name(), config.name),
@@ -204,6 +212,9 @@ pub fn run(args: &RunArgs, name: &str) -> Result<()> {
             if let (Some(path), Some(trace)) = (&args.record, &out.trace) {
                 write_trace(path, trace)?;
             }
+        }
+        if let (Some(path), false) = (&options.image_out, args.quiet) {
+            eprintln!("{}: F2FS image written to {}", config.name, path.display());
         }
         runs.push(out.run);
     }

@@ -6,6 +6,11 @@ use std::process::{Command, Output};
 fn flashstack(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_flashstack"))
         .args(args)
+        // Built-in aged phones are built into the target directory, not the user's cache.
+        .env(
+            "FLASHSTACK_CACHE_DIR",
+            PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("phones"),
+        )
         .output()
         .expect("the binary runs")
 }
@@ -116,6 +121,8 @@ fn persona_runs_on_whole_stacks_deterministically() {
             "--quiet",
             "--workload",
             "gmail:launch",
+            // A factory-new phone on both: the same F2FS traffic on either device.
+            "--fresh",
             "--compare",
             "ldc-emmc-pm,ldc-emmc-ldc",
             "--json",
@@ -145,7 +152,13 @@ fn persona_runs_on_whole_stacks_deterministically() {
     assert_eq!(runs[0]["user_ops"][0]["name"], "launch app");
     // The recorded task replays on the whole stack as a file-level trace.
     let trace = temp("persona0.fst");
-    let out = flashstack(&["run", "--quiet", "--workload", trace.to_str().unwrap()]);
+    let out = flashstack(&[
+        "run",
+        "--quiet",
+        "--fresh",
+        "--workload",
+        trace.to_str().unwrap(),
+    ]);
     assert!(
         out.status.success(),
         "{}",
@@ -343,7 +356,7 @@ fn contents_beyond_available_memory_are_refused_up_front() {
     assert!(!out.status.success());
     let err = String::from_utf8(out.stderr).unwrap();
     assert!(
-        err.contains("--contents") && err.contains("GiB of memory available"),
+        err.contains("--contents stores page contents") && err.contains("GiB available"),
         "{err}"
     );
 }
@@ -576,7 +589,7 @@ fn every_printing_command_exits_quietly_on_a_closed_pipe() {
             "--json",
             "-",
         ],
-        &["run", "--quiet", "--workload", "gmail:launch"],
+        &["run", "--quiet", "--fresh", "--workload", "gmail:launch"],
         &["fs", "mkfs", img, "--size", "64MiB"],
         &["fs", "put", img, host, "/d/f.txt"],
         &["fs", "ls", img, "/"],
@@ -693,6 +706,8 @@ fn a_knob_without_effect_is_pointed_out() {
         "--quiet",
         "--workload",
         "gmail:launch",
+        // A factory-new phone, whose device erases no block in this task.
+        "--fresh",
         "--compare",
         "ldc-emmc,ldc-emmc+ftl.gc.policy=cost-benefit",
     ]);
@@ -723,9 +738,11 @@ fn a_knob_without_effect_is_pointed_out() {
 #[test]
 fn a_recorded_task_replays_to_the_runs_data_blocks_less_the_app_close() {
     let (run_json, trace, replay_json) = (temp("tr.json"), temp("tr.fst"), temp("trr.json"));
+    // Both on factory-new phones: the trace then starts from what the run started from.
     let out = flashstack(&[
         "run",
         "--quiet",
+        "--fresh",
         "--workload",
         "telegram:receive-text",
         "--record",
@@ -737,6 +754,7 @@ fn a_recorded_task_replays_to_the_runs_data_blocks_less_the_app_close() {
     let out = flashstack(&[
         "run",
         "--quiet",
+        "--fresh",
         "--workload",
         trace.to_str().unwrap(),
         "--json",
@@ -790,7 +808,7 @@ fn progress_without_a_terminal_is_a_line_per_phase() {
         );
     }
     assert!(err.ends_with('\n'), "{err:?}");
-    let out = flashstack(&["run", "--workload", "gmail:launch"]);
+    let out = flashstack(&["run", "--fresh", "--workload", "gmail:launch"]);
     let err = String::from_utf8(out.stderr).unwrap();
     assert!(
         err.lines()

@@ -8,14 +8,22 @@
 //! plus one flusher period, so the task's dirty pages reach flash as they would on a phone
 //! left alone, and F2FS's idle work (background cleaning, the periodic checkpoint) runs;
 //! then the figures are taken. A trace starts on a freshly formatted stack.
+//!
+//! Starting state ([`Start`]): a factory-new phone (an empty F2FS on a fresh device), or a
+//! used phone ([`flashstack_phone::PhoneImage`]: a full, fragmented F2FS over a worn
+//! device). On a used phone a persona whose apps the phone holds skips its setup and runs
+//! its task on the apps' aged data; other personas install their apps first.
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
 
 use flashstack_apps::{
     run_with_hook, AppError, OpReport, Persona, PersonaReport, ReplayOptions, ReplayReport,
     RunOptions,
 };
 use flashstack_cache::CacheMetrics;
+use flashstack_phone::PhoneImage;
 use flashstack_report::{render_columns, ReportOptions, RunInfo, RunReport};
 use flashstack_sim::units::{format_bytes, format_count, format_ns};
 use flashstack_sim::Nanos;
@@ -51,6 +59,26 @@ impl StackWorkload<'_> {
     }
 }
 
+/// The state a run starts from.
+#[derive(Clone, Debug, Default)]
+pub enum Start {
+    /// A factory-new phone: F2FS freshly made on a fresh device.
+    #[default]
+    Fresh,
+    /// A used phone (its device must fit the stack's: same flash array and capacity).
+    Phone(Arc<PhoneImage>),
+}
+
+impl Start {
+    /// One line for the report's header.
+    pub fn describe(&self) -> String {
+        match self {
+            Start::Fresh => "factory-new phone (empty F2FS, fresh device)".to_string(),
+            Start::Phone(image) => image.header.summary(),
+        }
+    }
+}
+
 /// Options of a whole-stack run.
 #[derive(Clone, Debug)]
 pub struct FullStackOptions {
@@ -62,6 +90,10 @@ pub struct FullStackOptions {
     /// A trace replay stops at the first operation it cannot honour instead of counting
     /// it (`ReplayReport::unhonoured`).
     pub strict: bool,
+    /// The phone the run starts from.
+    pub start: Start,
+    /// Write the F2FS image (the logical device, sparse) here after the run.
+    pub image_out: Option<PathBuf>,
 }
 
 impl Default for FullStackOptions {
@@ -71,6 +103,8 @@ impl Default for FullStackOptions {
             dwpd: None,
             record: true,
             strict: false,
+            start: Start::Fresh,
+            image_out: None,
         }
     }
 }
@@ -81,6 +115,8 @@ pub struct StackRun {
     /// The configuration's name (the column header).
     pub stack: String,
     pub workload: String,
+    /// The state the run started from (fill, age, free segments, fragmentation).
+    pub start: String,
     /// User-perceived latency per user operation (personas).
     pub user_ops: Vec<OpReport>,
     /// The persona's own report: operations, commits, phases, the trace's MedFS columns.
@@ -115,7 +151,7 @@ pub fn run(
     };
     let mut config = config.clone();
     config.seed = options.seed;
-    let stack = Stack::new(config.clone()).map_err(|e| stack_err(e.to_string()))?;
+    let (stack, skip_setup) = start_stack(&config, workload, options).map_err(stack_err)?;
     let shared = SharedStack::new(stack);
     let workload_err = |e: AppError| FullStackError::Workload {
         stack: config.name.clone(),
@@ -123,7 +159,8 @@ pub fn run(
     };
     let (persona, replayed, trace) = match workload {
         StackWorkload::Persona(p) => {
-            let (report, trace) = run_persona(&shared, *p, options).map_err(workload_err)?;
+            let (report, trace) =
+                run_persona(&shared, *p, options, skip_setup).map_err(workload_err)?;
             (Some(report), None, trace)
         }
         StackWorkload::Trace { trace, .. } => {
@@ -146,6 +183,9 @@ pub fn run(
         user_capacity_bytes: ftl.user_capacity_bytes(),
         raw_capacity_bytes: ftl.config().nand.geometry.raw_bytes(),
         precondition: match workload {
+            StackWorkload::Persona(_) if skip_setup => {
+                Some("the persona's apps as the used phone holds them, synced".into())
+            }
             StackWorkload::Persona(_) => Some("the persona's app setup, synced".into()),
             StackWorkload::Trace { .. } => {
                 Some("the directories and files the trace found on the phone, synced".into())
@@ -153,9 +193,13 @@ pub fn run(
         },
     };
     let device = RunReport::from_device(ftl, info, &ReportOptions { dwpd: options.dwpd });
+    if let Some(path) = &options.image_out {
+        write_image(&mut stack, path).map_err(stack_err)?;
+    }
     let run = StackRun {
         stack: config.name.clone(),
         workload: workload.name(),
+        start: options.start.describe(),
         user_ops: persona.as_ref().map(|p| p.ops.clone()).unwrap_or_default(),
         persona,
         replay: replayed,
@@ -167,13 +211,57 @@ pub fn run(
     Ok(StackRunOutput { run, trace })
 }
 
+/// The stack the run starts on, and whether the persona's apps are already on it.
+fn start_stack(
+    config: &StackConfig,
+    workload: &StackWorkload,
+    options: &FullStackOptions,
+) -> Result<(Stack, bool), String> {
+    let image = match &options.start {
+        Start::Fresh => {
+            return Ok((
+                Stack::new(config.clone()).map_err(|e| e.to_string())?,
+                false,
+            ))
+        }
+        Start::Phone(image) => image,
+    };
+    let header = image.header.clone();
+    let image = Arc::try_unwrap(Arc::clone(image)).unwrap_or_else(|shared| (*shared).clone());
+    let mut stack = image
+        .into_stack(Some(config), options.seed)
+        .map_err(|e| e.to_string())?;
+    let skip_setup = match workload {
+        StackWorkload::Persona(p) => {
+            flashstack_phone::prepare_persona(&mut stack, &header, &p.apps())
+                .map_err(|e| e.to_string())?
+        }
+        StackWorkload::Trace { .. } => false,
+    };
+    Ok((stack, skip_setup))
+}
+
+/// The logical device (the F2FS image) after a checkpoint, as a sparse file.
+fn write_image(stack: &mut Stack, path: &std::path::Path) -> Result<(), String> {
+    let now = stack.now_ns();
+    stack
+        .sync_all(now)
+        .map_err(|e| format!("checkpoint before writing the image: {e}"))?;
+    stack
+        .write_image(path)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(())
+}
+
 fn run_persona(
     shared: &SharedStack,
     persona: &dyn Persona,
     options: &FullStackOptions,
+    skip_setup: bool,
 ) -> Result<(PersonaReport, Option<FileTrace>), AppError> {
     let run_options = RunOptions {
         record: options.record,
+        skip_setup,
         ..RunOptions::default()
     };
     let mut start_measuring = sync_and_restart(shared, false);
@@ -389,6 +477,9 @@ pub fn render(runs: &[StackRun]) -> String {
         )
     });
     let mut out = format!("workload: {}\n", runs.first().map_or("", |r| &r.workload));
+    for r in runs {
+        out.push_str(&format!("start ({}): {}\n", r.stack, r.start));
+    }
     out.push_str(&render_columns(&headers, &rows));
     out.push_str("device (the block requests F2FS issued):\n");
     let devices: Vec<RunReport> = runs.iter().map(|r| r.device.clone()).collect();

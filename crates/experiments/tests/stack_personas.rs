@@ -83,21 +83,7 @@ fn check_databases(shared: &SharedStack, out: &RunOutput) -> Result<(), String> 
 }
 
 fn fsck() -> Option<PathBuf> {
-    let found = [
-        "/usr/sbin/fsck.f2fs",
-        "/sbin/fsck.f2fs",
-        "/usr/bin/fsck.f2fs",
-    ]
-    .map(PathBuf::from)
-    .into_iter()
-    .find(|p| p.is_file());
-    if found.is_none() {
-        flashstack_testkit::skip(
-            "check the image with fsck.f2fs",
-            "not found: install the f2fs-tools package (scripts/test does, as root)",
-        );
-    }
-    found
+    flashstack_testkit::fsck_f2fs()
 }
 
 fn assert_fsck_clean(stack: &mut Stack, what: &str) {

@@ -397,6 +397,61 @@ const GENERATION_OFFSET: usize = 68;
 
 /// Whether the checksum word is inside the extra attributes the inode declares
 /// (`F2FS_FITS_IN_INODE(.., i_inode_checksum)`); only then is a checksum stored.
+/// The fields of an inode block that place its `i_addr` words, read in place (the write
+/// path needs them for every page; [`Inode::decode`] copies the whole block).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct InodeLayout {
+    pub inline: u8,
+    /// `i_extra_isize` when `F2FS_EXTRA_ATTR` is set.
+    pub extra_isize: Option<u16>,
+    pub inline_xattr_size: u16,
+}
+
+impl InodeLayout {
+    pub fn read(block: &Block) -> InodeLayout {
+        let inline = block[3];
+        let word = |at: usize| u16::from_le_bytes([block[at], block[at + 1]]);
+        let extra = inline & F2FS_EXTRA_ATTR != 0;
+        InodeLayout {
+            inline,
+            extra_isize: extra.then(|| word(INODE_ADDR_OFFSET)),
+            inline_xattr_size: if extra {
+                word(INODE_ADDR_OFFSET + 2)
+            } else {
+                0
+            },
+        }
+    }
+
+    /// As [`Inode::extra_words`].
+    pub fn extra_words(&self) -> usize {
+        self.extra_isize
+            .map_or(0, |e| (e as usize / 4).min(ADDRS_PER_INODE))
+    }
+
+    /// As [`Inode::inline_xattr_words`].
+    pub fn inline_xattr_words(&self, flexible_inline_xattr: bool) -> usize {
+        let words = if flexible_inline_xattr {
+            if self.extra_isize.is_some() {
+                self.inline_xattr_size as u32
+            } else {
+                0
+            }
+        } else if self.inline & (F2FS_INLINE_XATTR | F2FS_INLINE_DENTRY) != 0 {
+            DEFAULT_INLINE_XATTR_ADDRS
+        } else {
+            0
+        };
+        (words as usize).min(ADDRS_PER_INODE)
+    }
+
+    /// As [`checksum_fits`].
+    pub fn checksum_fits(&self) -> bool {
+        self.extra_isize
+            .is_some_and(|e| e as usize >= INODE_CHECKSUM_OFFSET - INODE_ADDR_OFFSET + 4)
+    }
+}
+
 pub fn checksum_fits(inode: &Inode) -> bool {
     inode
         .extra()

@@ -21,6 +21,7 @@ pub mod config;
 mod counters;
 mod gc;
 mod host;
+mod parts;
 pub mod policy;
 pub mod predictor;
 mod predictor_table;
@@ -46,11 +47,15 @@ pub use config::{
 };
 pub use counters::FtlCounters;
 use host::HostQueue;
+pub use parts::DeviceParts;
 use policy::{GcPolicy, VictimCandidate};
 use stream::Stream;
 
 /// Mapping-table value of an unmapped logical page.
 pub(crate) const UNMAPPED: u32 = u32::MAX;
+/// Superseded fragments remembered at most between two flushes (their bytes are dropped
+/// at the flush; beyond this bound they stay until their block is erased).
+pub(crate) const DEAD_FRAGMENTS_MAX: usize = 1 << 20;
 
 /// Why a block's data is being moved.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -122,6 +127,9 @@ pub struct Ftl {
     relocation_slots: Vec<(u32, u32)>,
     /// The fragment GC is moving right now, so a straddling copy can be undone.
     relocation_origin: Option<(u32, u32)>,
+    /// Superseded fragments on flash (first slot, slots, the page's sequence number)
+    /// whose bytes go at the next flush (`write.rs`, `note_dead`).
+    dead_fragments: Vec<(u32, u32, u64)>,
     measure_start_ns: Nanos,
     last_arrival_ns: Nanos,
 }
@@ -133,6 +141,22 @@ impl Ftl {
         config.validate()?;
         let slot_bytes = config.ftl.slot_bytes;
         let nand = Nand::with_slot_bytes(config.nand.clone(), slot_bytes, store_contents, seed)?;
+        Ftl::with_nand(config, nand)
+    }
+
+    /// A device over `nand` (erased, or holding state to be rebuilt by
+    /// [`Ftl::power_cycle`]); the NAND must have been built for `config.nand` with
+    /// `config.ftl.slot_bytes`.
+    fn with_nand(config: DeviceConfig, nand: Nand) -> Result<Ftl, ConfigError> {
+        config.validate()?;
+        let slot_bytes = config.ftl.slot_bytes;
+        if nand.config() != &config.nand || nand.slot_bytes() != slot_bytes {
+            return Err(ConfigError::new(
+                "nand",
+                "the flash array was built for another geometry or slot size",
+            ));
+        }
+        let store_contents = nand.stores_contents();
         let slots_per_lpn = LBA_SIZE as u32 / slot_bytes;
         let g = nand.geometry().clone();
         let compressor = compress::Compressor::new(
@@ -211,6 +235,7 @@ impl Ftl {
             candidate_blocks: Vec::new(),
             relocation_slots: Vec::new(),
             relocation_origin: None,
+            dead_fragments: Vec::new(),
             measure_start_ns: 0,
             last_arrival_ns: 0,
             nand,

@@ -64,6 +64,8 @@ impl Ftl {
         );
         self.streams = build_streams(self.host_streams, g.units(), g.page_size_bytes);
         self.pending_trims.clear();
+        // What was superseded before the cut may be what recovery maps now.
+        self.dead_fragments.clear();
         self.block_ratio_sum.fill(0);
         self.block_ratio_count.fill(0);
         self.retire_queue.clear();

@@ -5,7 +5,7 @@ use flashstack_nand::{oob_flags, FlashMedium, NandError, PageOob, NO_LPN, NO_SOU
 use flashstack_sim::Nanos;
 
 use crate::stream::PROGRAM_ATTEMPTS_MAX;
-use crate::{policy, BlockState, Cause, Ftl, FtlError, UNMAPPED};
+use crate::{policy, BlockState, Cause, Ftl, FtlError, DEAD_FRAGMENTS_MAX, UNMAPPED};
 
 impl Ftl {
     pub(crate) fn host_write(
@@ -114,6 +114,35 @@ impl Ftl {
         if old != UNMAPPED {
             let len = self.len_of(lpn);
             self.blocks.remove_valid(self.block_of_slot(old), len);
+            self.note_dead(old, len);
+        }
+    }
+
+    /// Remembers a superseded fragment on flash: once whatever superseded it is durable
+    /// (the next [`Ftl::make_durable`]), no recovery can ever map it again, so its stored
+    /// bytes are dropped ([`Ftl::forget_dead_bytes`]). Memory only; no result changes.
+    /// A fragment still in a page buffer has no bytes on flash yet (it is programmed as
+    /// padding); past the bound the bytes simply stay until the block is erased.
+    fn note_dead(&mut self, slot: u32, len: u32) {
+        if !self.nand.stores_contents() || self.dead_fragments.len() >= DEAD_FRAGMENTS_MAX {
+            return;
+        }
+        if let Some(oob) = self.nand.oob(self.page_of_slot(slot)) {
+            self.dead_fragments.push((slot, len, oob.seq));
+        }
+    }
+
+    /// Drops the bytes of the fragments superseded before the state just made durable;
+    /// a page erased and programmed again since (a higher sequence number) is left alone.
+    fn forget_dead_bytes(&mut self) {
+        for (slot, len, seq) in std::mem::take(&mut self.dead_fragments) {
+            let same_program = self
+                .nand
+                .oob(self.page_of_slot(slot))
+                .is_some_and(|o| o.seq == seq);
+            if same_program {
+                self.nand.forget_bytes(slot, len);
+            }
         }
     }
 
@@ -304,6 +333,7 @@ impl Ftl {
         if !self.pending_trims.is_empty() {
             done_ns = done_ns.max(self.write_trim_records(now_ns)?);
         }
+        self.forget_dead_bytes();
         Ok(done_ns)
     }
 

@@ -11,6 +11,7 @@
 //! or whole of a page) is slot `s % slots_per_page` of page `s / slots_per_page`.
 
 pub mod config;
+mod parts;
 mod store;
 
 use std::ops::Range;
@@ -23,7 +24,9 @@ pub use config::{
     ConfigError, Endurance, Energy, Faults, Geometry, NandConfig, PageTypeTiming, Timing,
     MAX_SLOTS_PER_PAGE, MIN_SLOT_BYTES, SLOT_SIZE,
 };
+pub use parts::NandParts;
 use store::FrameStore;
+pub use store::{StoredFrames, FRAMES_PER_CHUNK};
 
 /// OOB value of a slot that holds no logical data (padding, or a metadata page).
 pub const NO_LPN: u32 = u32::MAX;
@@ -651,6 +654,17 @@ impl Nand {
                 store.share(slot, sources[i] as u64);
             } else if let Some(bytes) = data {
                 store.put(slot, &bytes[i * sb..(i + 1) * sb]);
+            }
+        }
+    }
+
+    /// Drops the stored bytes of `count` slots from `first` (the FTL guarantees it never
+    /// reads them again: what superseded them is durable). They read as zeros from now
+    /// on; the spare areas are untouched.
+    pub fn forget_bytes(&mut self, first: u32, count: u32) {
+        if let Some(store) = self.store.as_mut() {
+            for slot in first..first + count {
+                store.release(slot as u64);
             }
         }
     }

@@ -1,7 +1,11 @@
 //! Sparse storage of page bytes: only slots that were programmed with data hold memory.
 
-const FRAMES_PER_CHUNK: usize = 256; // 1 MiB chunks keep allocation count and overhead low.
-const NO_FRAME: u32 = u32::MAX;
+use std::collections::HashMap;
+
+/// Frames per allocation chunk (1 MiB chunks of 4 KiB frames keep allocation count and
+/// overhead low).
+pub const FRAMES_PER_CHUNK: usize = 256;
+pub(crate) const NO_FRAME: u32 = u32::MAX;
 
 /// An arena of 4 KiB frames plus a map from physical slot to frame. Frames freed by an erase
 /// are reused before the arena grows, so memory tracks the bytes actually stored. A slot
@@ -16,6 +20,30 @@ pub(crate) struct FrameStore {
     /// Slots referring to each frame.
     refs: Vec<u16>,
     frame_bytes: usize,
+    /// With deduplication on, frames holding identical bytes are stored once.
+    dedup: Option<Dedup>,
+}
+
+/// The index of stored frames by a sample of their bytes. Lookups only (no iteration), so
+/// no hash-map order can reach a result; a hit is confirmed by comparing every byte.
+#[derive(Debug, Default)]
+struct Dedup {
+    by_key: HashMap<u64, u32>,
+    /// The key each frame was indexed under (`u64::MAX`: not indexed).
+    key_of_frame: Vec<u64>,
+}
+
+/// A cheap key of a frame's bytes: 32 words spread over it, mixed. Distinct frames that
+/// share it only cost a comparison; they are stored separately.
+fn frame_key(data: &[u8]) -> u64 {
+    let words = data.len() / 8;
+    let step = (words / 32).max(1);
+    let mut h: u64 = 0x9E37_79B9_7F4A_7C15;
+    for i in (0..words).step_by(step) {
+        let w = u64::from_le_bytes(data[i * 8..i * 8 + 8].try_into().expect("8 bytes"));
+        h = (h ^ w).wrapping_mul(0xBF58_476D_1CE4_E5B9).rotate_left(29);
+    }
+    h
 }
 
 impl FrameStore {
@@ -53,6 +81,32 @@ impl FrameStore {
         frame
     }
 
+    /// Turns deduplication of identical frames on: from now on a frame written with bytes
+    /// already stored shares that frame (memory follows distinct bytes, not slots).
+    pub fn enable_dedup(&mut self) {
+        if self.dedup.is_some() {
+            return;
+        }
+        let mut dedup = Dedup {
+            by_key: HashMap::new(),
+            key_of_frame: vec![u64::MAX; self.frame_count as usize],
+        };
+        for frame in 0..self.frame_count {
+            if self.refs[frame as usize] > 0 {
+                let key = frame_key(self.frame(frame));
+                dedup.by_key.entry(key).or_insert(frame);
+                dedup.key_of_frame[frame as usize] = key;
+            }
+        }
+        self.dedup = Some(dedup);
+    }
+
+    /// A stored frame holding exactly `data` that can take one more reference.
+    fn find_same(&self, key: u64, data: &[u8]) -> Option<u32> {
+        let frame = *self.dedup.as_ref()?.by_key.get(&key)?;
+        (self.refs[frame as usize] < u16::MAX && self.frame(frame) == data).then_some(frame)
+    }
+
     pub fn put(&mut self, slot: u64, data: &[u8]) {
         debug_assert_eq!(data.len(), self.frame_bytes);
         let existing = self.frame_of_slot[slot as usize];
@@ -60,11 +114,34 @@ impl FrameStore {
             existing, NO_FRAME,
             "slot {slot} programmed twice without erase"
         );
+        if self.dedup.is_some() {
+            return self.put_dedup(slot, data);
+        }
         let frame = self.allocate();
         // Stored bytes are rarely read back soon: keep them out of the cache.
         flashstack_sim::memory::copy_streaming(self.frame_mut(frame), data);
         self.frame_of_slot[slot as usize] = frame;
         self.refs[frame as usize] = 1;
+    }
+
+    fn put_dedup(&mut self, slot: u64, data: &[u8]) {
+        let key = frame_key(data);
+        if let Some(frame) = self.find_same(key, data) {
+            self.refs[frame as usize] += 1;
+            self.frame_of_slot[slot as usize] = frame;
+            return;
+        }
+        let frame = self.allocate();
+        self.frame_mut(frame).copy_from_slice(data);
+        self.frame_of_slot[slot as usize] = frame;
+        self.refs[frame as usize] = 1;
+        let dedup = self.dedup.as_mut().expect("checked by the caller");
+        dedup
+            .key_of_frame
+            .resize(self.frame_count as usize, u64::MAX);
+        dedup.key_of_frame[frame as usize] = key;
+        // The newest frame with a key answers for it (an older one may be full).
+        dedup.by_key.insert(key, frame);
     }
 
     /// Makes `slot` hold the same bytes as `source` (zeros if the source holds none).
@@ -74,10 +151,25 @@ impl FrameStore {
             "slot {slot} programmed twice"
         );
         let frame = self.frame_of_slot[source as usize];
-        if frame != NO_FRAME {
-            self.refs[frame as usize] += 1;
-            self.frame_of_slot[slot as usize] = frame;
+        if frame == NO_FRAME {
+            return;
         }
+        if self.refs[frame as usize] == u16::MAX {
+            // A frame shared by as many slots as its count can say: copy it.
+            let copy = self.allocate();
+            let bytes = self.frame(frame).to_vec();
+            self.frame_mut(copy).copy_from_slice(&bytes);
+            self.refs[copy as usize] = 1;
+            self.frame_of_slot[slot as usize] = copy;
+            if let Some(dedup) = self.dedup.as_mut() {
+                dedup
+                    .key_of_frame
+                    .resize(self.frame_count as usize, u64::MAX);
+            }
+            return;
+        }
+        self.refs[frame as usize] += 1;
+        self.frame_of_slot[slot as usize] = frame;
     }
 
     /// Cache hints for the reference counts of the frames behind `slots` (a block about to
@@ -105,7 +197,21 @@ impl FrameStore {
             self.refs[frame as usize] -= 1;
             if self.refs[frame as usize] == 0 {
                 self.free.push(frame);
+                self.unindex(frame);
             }
+        }
+    }
+
+    fn unindex(&mut self, frame: u32) {
+        let Some(dedup) = self.dedup.as_mut() else {
+            return;
+        };
+        let Some(key) = dedup.key_of_frame.get_mut(frame as usize) else {
+            return;
+        };
+        let key = std::mem::replace(key, u64::MAX);
+        if key != u64::MAX && dedup.by_key.get(&key) == Some(&frame) {
+            dedup.by_key.remove(&key);
         }
     }
 
@@ -113,4 +219,114 @@ impl FrameStore {
     pub fn frames_in_use(&self) -> u64 {
         self.frame_count as u64 - self.free.len() as u64
     }
+
+    pub fn dedup_enabled(&self) -> bool {
+        self.dedup.is_some()
+    }
+
+    /// The stored bytes in portable form: per slot the index of its frame among the
+    /// frames in use (numbered in order of their first slot; [`NO_FRAME`] for none), and
+    /// those frames' bytes in that order, in chunks of [`FRAMES_PER_CHUNK`] frames.
+    pub fn export(&self) -> StoredFrames {
+        let mut dense = vec![NO_FRAME; self.frame_count as usize];
+        let mut slot_frame = Vec::with_capacity(self.frame_of_slot.len());
+        let mut order: Vec<u32> = Vec::new();
+        for &frame in &self.frame_of_slot {
+            if frame == NO_FRAME {
+                slot_frame.push(NO_FRAME);
+                continue;
+            }
+            if dense[frame as usize] == NO_FRAME {
+                dense[frame as usize] = order.len() as u32;
+                order.push(frame);
+            }
+            slot_frame.push(dense[frame as usize]);
+        }
+        let chunk_bytes = FRAMES_PER_CHUNK * self.frame_bytes;
+        let chunks = order
+            .chunks(FRAMES_PER_CHUNK)
+            .map(|frames| {
+                let mut chunk = vec![0u8; chunk_bytes].into_boxed_slice();
+                for (i, &f) in frames.iter().enumerate() {
+                    chunk[i * self.frame_bytes..(i + 1) * self.frame_bytes]
+                        .copy_from_slice(self.frame(f));
+                }
+                chunk
+            })
+            .collect();
+        StoredFrames {
+            slot_frame,
+            frame_count: order.len() as u32,
+            chunks,
+        }
+    }
+
+    /// A store holding `frames` (as [`FrameStore::export`] gives them), checked: every
+    /// slot's frame exists and every frame is used.
+    pub fn import(frames: StoredFrames, frame_bytes: u32, dedup: bool) -> Result<Self, String> {
+        let StoredFrames {
+            slot_frame,
+            frame_count,
+            chunks,
+        } = frames;
+        let chunk_bytes = FRAMES_PER_CHUNK * frame_bytes as usize;
+        if chunks.len() != (frame_count as usize).div_ceil(FRAMES_PER_CHUNK)
+            || chunks.iter().any(|c| c.len() != chunk_bytes)
+        {
+            return Err(format!(
+                "{} chunks of frame bytes do not hold {frame_count} frames",
+                chunks.len()
+            ));
+        }
+        let mut refs = vec![0u16; frame_count as usize];
+        for (slot, &frame) in slot_frame.iter().enumerate() {
+            if frame == NO_FRAME {
+                continue;
+            }
+            let Some(count) = refs.get_mut(frame as usize) else {
+                return Err(format!(
+                    "slot {slot} refers to frame {frame} of {frame_count}"
+                ));
+            };
+            *count = count.checked_add(1).ok_or_else(|| {
+                format!("frame {frame} is shared by more than {} slots", u16::MAX)
+            })?;
+        }
+        if let Some(unused) = refs.iter().position(|&r| r == 0) {
+            return Err(format!("frame {unused} is stored but no slot refers to it"));
+        }
+        let mut store = FrameStore {
+            chunks,
+            free: Vec::new(),
+            frame_count,
+            frame_of_slot: slot_frame,
+            refs,
+            frame_bytes: frame_bytes as usize,
+            dedup: None,
+        };
+        if dedup {
+            store.enable_dedup();
+        }
+        Ok(store)
+    }
+
+    /// Slots the store covers.
+    pub fn slots(&self) -> usize {
+        self.frame_of_slot.len()
+    }
+
+    pub fn has_frame(&self, slot: u64) -> bool {
+        self.frame_of_slot[slot as usize] != NO_FRAME
+    }
+}
+
+/// Stored page bytes in portable form ([`FrameStore::export`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoredFrames {
+    /// Per physical slot, the index of its frame (`u32::MAX`: no bytes stored).
+    pub slot_frame: Vec<u32>,
+    pub frame_count: u32,
+    /// The frames' bytes in index order, [`FRAMES_PER_CHUNK`] frames per chunk (the last
+    /// chunk padded with zeros).
+    pub chunks: Vec<Box<[u8]>>,
 }

@@ -66,7 +66,7 @@ pub struct OpMetrics {
 /// The device F2FS writes to: the FTL behind a volatile write cache that is off (every
 /// request passes straight through) unless a crash test turns it on
 /// ([`Stack::set_volatile_cache`]).
-type Device = VolatileCache<Ftl>;
+pub type Device = VolatileCache<Ftl>;
 type Cache = PageCache<F2fsBacking<Device>>;
 
 /// The assembled stack. Data goes through the page cache; namespace operations go straight
@@ -152,6 +152,55 @@ impl Stack {
         })
     }
 
+    /// Mounts the F2FS already on `ftl` (a saved phone's device) under an empty page
+    /// cache, the first request arriving at `start_ns`.
+    pub fn from_ftl(config: StackConfig, ftl: Ftl, start_ns: Nanos) -> Result<Stack, StackError> {
+        let device = VolatileCache::write_through(ftl);
+        let fs = F2fs::mount_with(device, start_ns, config.fs.mount.clone())
+            .map_err(|e| StackError::Mount(e.to_string()))?;
+        let now_ns = fs.now_ns().max(start_ns);
+        let cache = PageCache::new(config.cache.clone(), F2fsBacking::new(fs))
+            .map_err(|e| StackError::Cache(e.to_string()))?;
+        Ok(Stack {
+            config,
+            cache: Some(cache),
+            handles: BTreeMap::new(),
+            next_handle: 1,
+            now_ns,
+            namespace_dirty: false,
+            last_power_loss: PowerLoss::default(),
+            ops: BTreeMap::new(),
+        })
+    }
+
+    /// A clean shutdown at `now` (no open handles): every dirty page written back, F2FS
+    /// unmounted (its unmount checkpoint flushes the device). Returns the device and the
+    /// time the shutdown completed.
+    pub fn shut_down(mut self, now: Nanos) -> Result<(Ftl, Nanos), FileError> {
+        if !self.handles.is_empty() {
+            return Err(FileError::Io(format!(
+                "shutdown with {} files still open",
+                self.handles.len()
+            )));
+        }
+        let end = self.sync_all(now)?;
+        let cache = self.cache.take().ok_or(FileError::PowerLost)?;
+        let mut fs = cache.into_backing().into_fs();
+        fs.advance_to(end);
+        let device = fs.unmount().map_err(|e| fs_err("(unmount)", e))?;
+        // The unmount checkpoint flushed the device, so its write cache holds nothing.
+        assert_eq!(device.pending_lbas(), 0, "unflushed writes after unmount");
+        let ftl = device.into_inner();
+        let done = ftl.busy_until_ns().max(end);
+        Ok((ftl, done))
+    }
+
+    /// Runs `f` on the mounted F2FS (inspection: file block addresses, space in use).
+    /// Dirty pages still in the cache are not visible to it: sync first.
+    pub fn with_fs<T>(&mut self, f: impl FnOnce(&mut F2fs<Device>) -> T) -> Result<T, FileError> {
+        Ok(f(self.fs()?))
+    }
+
     pub fn config(&self) -> &StackConfig {
         &self.config
     }
@@ -190,6 +239,20 @@ impl Stack {
         let end = self.fs_idle(t)?.max(t);
         self.now_ns = self.now_ns.max(end);
         Ok(end)
+    }
+
+    /// The phone suspends until `t` (screen off, CPU asleep): every dirty page is written
+    /// back and F2FS checkpoints first (Linux syncs before suspend), then time passes with
+    /// no background work at all (no flusher, no GC thread, no periodic checkpoint).
+    /// Returns the time the stack resumes: `t`, or later if the sync took longer.
+    pub fn suspend_until(&mut self, t: Nanos) -> Result<Nanos, FileError> {
+        let start = self.now_ns;
+        let end = self.sync_all(start)?;
+        let resume = t.max(end);
+        self.cache()?.advance_to(resume).map_err(cache_err)?;
+        self.fs()?.advance_to(resume);
+        self.now_ns = resume;
+        Ok(resume)
     }
 
     fn fs_idle(&mut self, until_ns: Nanos) -> Result<Nanos, FileError> {

@@ -43,6 +43,26 @@ pub fn skip(what: &str, why: &str) {
     }
 }
 
+/// Where `fsck.f2fs` is, or `None` after [`skip`]ping the check (not installed).
+#[track_caller]
+pub fn fsck_f2fs() -> Option<std::path::PathBuf> {
+    let found = [
+        "/usr/sbin/fsck.f2fs",
+        "/sbin/fsck.f2fs",
+        "/usr/bin/fsck.f2fs",
+    ]
+    .map(std::path::PathBuf::from)
+    .into_iter()
+    .find(|p| p.is_file());
+    if found.is_none() {
+        skip(
+            "check the image with fsck.f2fs",
+            "not found: install the f2fs-tools package (scripts/test does, as root)",
+        );
+    }
+    found
+}
+
 /// The running test's name: libtest names each test's thread after it.
 fn current_test() -> String {
     let thread = std::thread::current();

@@ -36,6 +36,7 @@ impl<D: BlockDevice> F2fs<D> {
     /// the block interface), as the kernel does after a checkpoint with `discard` on.
     fn discard_prefree(&mut self) -> Result<(), FsError> {
         let freed = std::mem::take(&mut self.segs.prefree);
+        self.segs.free_changed();
         for segno in freed {
             let start = self.sb.main_blkaddr as u64 + segno as u64 * BLOCKS_PER_SEG as u64;
             let done = self
@@ -146,8 +147,7 @@ impl<D: BlockDevice> F2fs<D> {
         let footer_at = start + cp.cp_pack_total_block_count as u64 - 1;
         self.write_blocks(footer_at, &cp.encode()[..], None, BlockKind::Checkpoint)?;
         self.flush_device()?;
-        self.cp = cp;
-        self.cp_pack = pack;
+        self.set_checkpoint(cp, pack);
         Ok(())
     }
 

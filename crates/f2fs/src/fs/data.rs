@@ -9,7 +9,7 @@ use super::{corrupt, le64_at, put_le64_at, put_word, word, BlockKind, F2fs, FsEr
 use crate::codec::{zero_block, Block};
 use crate::consts::*;
 use crate::layout::*;
-use crate::node::Inode;
+use crate::node::InodeLayout;
 use crate::summary::Summary;
 
 /// Byte offsets of inode fields the write path updates in place.
@@ -149,7 +149,7 @@ pub const MAX_FILE_BYTES: u64 = (ADDRS_PER_INODE as u64
 impl<D: BlockDevice> F2fs<D> {
     pub(crate) fn geometry(&mut self, ino: u32) -> Result<Geometry, FsError> {
         let flexible = self.sb.feature.contains(FEATURE_FLEXIBLE_INLINE_XATTR);
-        let inode = Inode::decode(self.inode_node(ino)?);
+        let inode = InodeLayout::read(self.inode_node(ino)?);
         let extra = inode.extra_words();
         let xattr = inode.inline_xattr_words(flexible);
         let addrs = ADDRS_PER_INODE.saturating_sub(extra + xattr);

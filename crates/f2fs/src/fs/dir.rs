@@ -66,6 +66,16 @@ impl Area {
 
     pub fn entries(&self, buf: &[u8]) -> Vec<Found> {
         let mut out = Vec::new();
+        self.walk(buf, |slot, name| {
+            out.push(self.found(buf, slot, name));
+            false
+        });
+        out
+    }
+
+    /// Visits each live entry (its slot and name) in slot order until `visit` returns
+    /// true; returns that entry's slot.
+    fn walk(&self, buf: &[u8], mut visit: impl FnMut(usize, &[u8]) -> bool) -> Option<usize> {
         let mut slot = 0;
         while slot < self.slots {
             if !test_bit_le(&buf[..self.bitmap], slot) {
@@ -77,21 +87,31 @@ impl Area {
             let used = name_len.div_ceil(SLOT_LEN).max(1);
             let avail = (self.slots - slot) * SLOT_LEN;
             let n = name_len.min(avail);
-            out.push(Found {
-                slot,
-                ino: le32_at(buf, d + 4),
-                file_type: buf[d + 10],
-                name: buf[self.name(slot)..self.name(slot) + n].to_vec(),
-                hash: le32_at(buf, d),
-                name_len,
-            });
+            if visit(slot, &buf[self.name(slot)..self.name(slot) + n]) {
+                return Some(slot);
+            }
             slot += used;
         }
-        out
+        None
     }
 
+    fn found(&self, buf: &[u8], slot: usize, name: &[u8]) -> Found {
+        let d = self.dentry(slot);
+        Found {
+            slot,
+            ino: le32_at(buf, d + 4),
+            file_type: buf[d + 10],
+            name: name.to_vec(),
+            hash: le32_at(buf, d),
+            name_len: u16::from_le_bytes([buf[d + 8], buf[d + 9]]) as usize,
+        }
+    }
+
+    /// The entry called `name` (compared in place: a lookup allocates nothing until it
+    /// finds it).
     pub fn find(&self, buf: &[u8], name: &[u8]) -> Option<Found> {
-        self.entries(buf).into_iter().find(|f| f.name == name)
+        let slot = self.walk(buf, |_, n| n == name)?;
+        Some(self.found(buf, slot, name))
     }
 
     /// First run of `count` free slots.

@@ -14,6 +14,7 @@ mod ckpt;
 mod data;
 mod dir;
 mod error;
+mod extents;
 mod falloc;
 mod fsync;
 mod gc;
@@ -38,6 +39,7 @@ pub use attr::{
     SIMULATION_EPOCH_SECS,
 };
 pub use error::FsError;
+pub use extents::BlockUsage;
 pub use falloc::FallocMode;
 pub use hash::{dentry_hash, has_extension};
 pub use metrics::{BlockKind, Metrics};
@@ -54,7 +56,7 @@ use crate::error::Corruption;
 use crate::layout::*;
 use crate::mount::mount_at;
 use crate::nat::{nat_block_addr, nat_position, NatBlock, NatEntry};
-use crate::node::{checksum_fits, checksum_seed, inode_checksum, Inode, NodeFooter, NodeKind};
+use crate::node::{checksum_seed, inode_checksum, InodeLayout, NodeFooter, NodeKind};
 use crate::sit::SitBlock;
 use crate::summary::{Summary, SummaryBlock};
 use crate::superblock::Superblock;
@@ -74,6 +76,9 @@ pub struct F2fs<D: BlockDevice> {
     cp: Checkpoint,
     /// Pack (1 or 2) holding `cp`.
     cp_pack: u8,
+    /// What node footers carry under `cp` (its version, with its CRC when
+    /// `CP_CRC_RECOVERY_FLAG` is set): computed once per checkpoint, not per node write.
+    cp_node_version: u64,
     sit_bitmap: Vec<u8>,
     nat_bitmap: Vec<u8>,
     segs: Segs,
@@ -205,6 +210,7 @@ impl<D: BlockDevice> F2fs<D> {
             clock: idle::BackgroundClock::new(now_ns, m.checkpoint.elapsed_time, &cfg),
             cfg,
             cp_pack: m.cp_pack,
+            cp_node_version: node_version_of(&cp),
             sb,
             cp,
             read_only: opts.read_only,
@@ -339,6 +345,7 @@ impl<D: BlockDevice> F2fs<D> {
             l.sum.journal = Default::default();
         }
         self.segs.logs = logs;
+        self.segs.free_changed();
     }
 
     /// After a checkpoint other than an unmount the node logs' summaries are nowhere on
@@ -678,18 +685,22 @@ impl<D: BlockDevice> F2fs<D> {
     /// What node footers carry: the current checkpoint's version, with its CRC in the
     /// high half under `CP_CRC_RECOVERY_FLAG`.
     fn cp_version_for_nodes(&self) -> u64 {
-        if self.cp.has_flag(CP_CRC_RECOVERY_FLAG) {
-            self.cp.crc_version()
-        } else {
-            self.cp.checkpoint_ver
-        }
+        debug_assert_eq!(self.cp_node_version, node_version_of(&self.cp));
+        self.cp_node_version
+    }
+
+    /// Makes `cp` the current checkpoint (written, or found at mount).
+    pub(crate) fn set_checkpoint(&mut self, cp: Checkpoint, pack: u8) {
+        self.cp_node_version = node_version_of(&cp);
+        self.cp = cp;
+        self.cp_pack = pack;
     }
 
     fn seal_inode_checksum(&self, block: &mut Block) {
         let Some(seed) = self.chksum_seed else {
             return;
         };
-        if NodeFooter::decode(block).offset() != 0 || !checksum_fits(&Inode::decode(block)) {
+        if NodeFooter::decode(block).offset() != 0 || !InodeLayout::read(block).checksum_fits() {
             return;
         }
         let crc = inode_checksum(block, seed);
@@ -786,6 +797,15 @@ impl<D: BlockDevice> F2fs<D> {
     }
 }
 
+/// What node footers carry under checkpoint `cp`.
+fn node_version_of(cp: &Checkpoint) -> u64 {
+    if cp.has_flag(CP_CRC_RECOVERY_FLAG) {
+        cp.crc_version()
+    } else {
+        cp.checkpoint_ver
+    }
+}
+
 /// Refuses images whose features this writer cannot keep consistent.
 fn check_supported(sb: &Superblock, cp: &Checkpoint) -> Result<(), FsError> {
     let refused = [
@@ -819,6 +839,7 @@ fn empty_segs(sb: &Superblock) -> Segs {
         now_secs: 0,
         gc_victim: None,
         ssr_last_victim: 0,
+        free_count: Default::default(),
     }
 }
 

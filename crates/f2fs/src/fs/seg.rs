@@ -110,6 +110,9 @@ pub(crate) struct Segs {
     pub gc_victim: Option<u32>,
     /// `last_victim[GC_GREEDY]`: where the next SSR search starts.
     pub ssr_last_victim: u32,
+    /// [`Segs::free_segments`] as last counted; `None` once a segment may have become
+    /// free or stopped being free (see [`Segs::free_changed`]).
+    pub free_count: std::cell::Cell<Option<u32>>,
 }
 
 impl Segs {
@@ -151,6 +154,9 @@ impl Segs {
     /// `written_secs`: when the block's data was written (a block moved by cleaning
     /// keeps its old segment's age), 0 for now.
     fn mark_valid(&mut self, segno: u32, off: u32, seg_type: u8, written_secs: u64) {
+        if self.info[segno as usize].valid_blocks == 0 {
+            self.free_changed();
+        }
         let seg = &mut self.info[segno as usize];
         seg.age_by(if written_secs == 0 {
             self.now_secs
@@ -174,10 +180,34 @@ impl Segs {
             && !self.is_current(segno)
     }
 
+    /// Free segments. Counting scans the SIT, so the count is kept until a segment can
+    /// have changed between free and not free: an empty segment taking a block, a log
+    /// moving to a free segment, pre-free segments freed by a checkpoint.
     pub fn free_segments(&self) -> u32 {
+        if let Some(n) = self.free_count.get() {
+            // Checked against a scan in debug builds, on file systems small enough for
+            // the scan not to dominate (every test image).
+            debug_assert!(
+                self.info.len() > 4096 || n == self.count_free(),
+                "stale free-segment count"
+            );
+            return n;
+        }
+        let n = self.count_free();
+        self.free_count.set(Some(n));
+        n
+    }
+
+    fn count_free(&self) -> u32 {
         (0..self.info.len() as u32)
             .filter(|&s| self.is_free(s))
             .count() as u32
+    }
+
+    /// Forgets the free-segment count: call after anything that can free a segment or
+    /// take a free one outside this module (mount, the checkpoint's pre-free release).
+    pub fn free_changed(&self) {
+        self.free_count.set(None);
     }
 
     /// Segments with no valid block that are not current (what a checkpoint records as
@@ -240,12 +270,14 @@ impl Segs {
         let old_type = self.info[segno as usize].seg_type;
         self.mark_valid(segno, off, if keep_type { old_type } else { seg_type }, 0);
         self.prefree.remove(&segno);
+        self.free_changed();
     }
 
     /// Moves log `log` to a new free segment whatever its fill; returns the old segment
     /// and its summary.
     pub fn switch(&mut self, log: usize) -> Option<(u32, SummaryBlock)> {
         let next = self.pick_free()?;
+        self.free_changed();
         let entry_type = self.logs[log].sum.entry_type;
         let old = std::mem::replace(
             &mut self.logs[log],
@@ -291,6 +323,7 @@ impl Segs {
         if self.info[old.segno as usize].valid_blocks == 0 {
             self.prefree.insert(old.segno);
         }
+        self.free_changed();
         (old.segno, old.sum)
     }
 
@@ -355,6 +388,7 @@ mod tests {
             now_secs: 0,
             gc_victim: None,
             ssr_last_victim: 0,
+            free_count: Default::default(),
         }
     }
 

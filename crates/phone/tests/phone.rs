@@ -1,0 +1,228 @@
+//! A used phone: built deterministically, saved and loaded exactly, checked by fsck.f2fs
+//! and SQLite, and a damaged or wrong file refused with the place named.
+
+mod common;
+
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+use common::{assert_fsck_clean, check_persona_databases, small_stack};
+use flashstack_phone::measure::{device_state, fs_state};
+use flashstack_phone::{build, AgingSpec, Fidelity, PhoneError, PhoneImage};
+use flashstack_stack::{SharedStack, StackConfig};
+use proptest::prelude::*;
+
+fn spec(seed: u64) -> AgingSpec {
+    AgingSpec::new(0.8, 8, seed, Fidelity::Fast)
+}
+
+/// The phone most tests share (built once per test binary).
+fn phone() -> &'static PhoneImage {
+    static PHONE: OnceLock<PhoneImage> = OnceLock::new();
+    PHONE.get_or_init(|| build(&small_stack(), &spec(1), &mut |_, _| {}).expect("aging"))
+}
+
+/// Its file, saved once.
+fn phone_file() -> &'static PathBuf {
+    static FILE: OnceLock<PathBuf> = OnceLock::new();
+    FILE.get_or_init(|| {
+        let path = temp("shared.phone");
+        phone().save(&path).unwrap();
+        path
+    })
+}
+
+fn temp(name: &str) -> PathBuf {
+    std::env::temp_dir().join(format!(
+        "flashstack-phone-test-{}-{name}",
+        std::process::id()
+    ))
+}
+
+#[test]
+fn the_phone_is_what_was_asked_for() {
+    let h = &phone().header;
+    assert!(
+        (h.fs.utilization - 0.8).abs() < 0.01,
+        "fill {}",
+        h.fs.utilization
+    );
+    assert_eq!(h.spec.days, 8);
+    assert!(h.fs.free_segments > 0 && h.fs.free_segments < h.fs.main_segments);
+    // A used phone: its databases are fragmented, its device has erased blocks.
+    let db = &h.fs.classes["database"];
+    assert!(db.files > 0 && db.dof_mean > 1.5, "{db:?}");
+    assert!(h.device.erase_count_max > 0, "{:?}", h.device);
+    assert!(h.device.turnover >= 1.0, "{:?}", h.device);
+    assert_eq!(h.persona_apps.len(), 6);
+    assert!(h.counts.app_sessions > 0 && h.counts.photos > 0 && h.counts.app_updates > 0);
+}
+
+#[test]
+fn same_seed_same_phone_file_and_another_seed_another_phone() {
+    let again = build(&small_stack(), &spec(1), &mut |_, _| {}).unwrap();
+    let path = temp("again.phone");
+    again.save(&path).unwrap();
+    let a = std::fs::read(phone_file()).unwrap();
+    let b = std::fs::read(&path).unwrap();
+    let _ = std::fs::remove_file(&path);
+    assert!(a == b, "two builds with seed 1 differ");
+    let other = build(&small_stack(), &spec(2), &mut |_, _| {}).unwrap();
+    assert_ne!(other.mapping, phone().mapping);
+}
+
+#[test]
+fn a_saved_phone_loads_exactly_and_measures_the_same() {
+    let loaded = PhoneImage::load(phone_file()).unwrap();
+    let p = phone();
+    assert_eq!(loaded.header, p.header);
+    assert!(
+        loaded.device == p.device,
+        "device state differs after a round trip"
+    );
+    assert_eq!(loaded.mapping, p.mapping);
+    assert_eq!(loaded.valid, p.valid);
+    let mut stack = loaded.into_stack(None, 1).unwrap();
+    let ftl = stack.device().unwrap();
+    let device = device_state(ftl);
+    assert_eq!(
+        device.valid_share_histogram,
+        p.header.device.valid_share_histogram
+    );
+    assert_eq!(
+        device.erase_count_histogram,
+        p.header.device.erase_count_histogram
+    );
+    let fs = stack.with_fs(fs_state).unwrap().unwrap();
+    assert_eq!(fs.classes, p.header.fs.classes);
+    assert_eq!(fs.valid_blocks, p.header.fs.valid_blocks);
+    assert_eq!(fs.files, p.header.fs.files);
+}
+
+#[test]
+fn the_aged_image_passes_fsck_and_the_personas_databases_are_intact() {
+    let stack = phone().clone().into_stack(None, 1).unwrap();
+    let shared = SharedStack::new(stack);
+    let checked = check_persona_databases(&shared);
+    assert!(checked >= 12, "{checked} databases");
+    assert_fsck_clean(&mut shared.lock(), "aged");
+}
+
+#[test]
+fn a_phone_is_refused_on_a_stack_with_another_device() {
+    let ufs = StackConfig::preset("ufs31").unwrap();
+    let Err(err) = phone().clone().into_stack(Some(&ufs), 1) else {
+        panic!("a phone of another device was started");
+    };
+    let text = err.to_string();
+    assert!(matches!(err, PhoneError::Incompatible(_)), "{text}");
+    assert!(
+        text.contains("ldc-emmc") && text.contains("ufs31"),
+        "{text}"
+    );
+    // Another FTL policy over the same flash is fine.
+    let mut greedy = small_stack();
+    greedy.device.ftl.gc.policy = flashstack_ftl::VictimPolicyKind::CostBenefit;
+    phone().clone().into_stack(Some(&greedy), 1).unwrap();
+}
+
+fn load_err(bytes: &[u8], name: &str) -> String {
+    let path = temp(name);
+    std::fs::write(&path, bytes).unwrap();
+    let result = PhoneImage::load(&path);
+    let _ = std::fs::remove_file(&path);
+    match result {
+        Ok(_) => panic!("{name}: a damaged file was loaded"),
+        Err(e) => e.to_string(),
+    }
+}
+
+/// Where each section's payload starts and ends (after the magic and version).
+fn sections(bytes: &[u8]) -> Vec<(String, usize, usize)> {
+    let mut at = 20;
+    let mut out = Vec::new();
+    while at + 16 <= bytes.len() {
+        let tag: String = bytes[at..at + 8]
+            .iter()
+            .take_while(|&&b| b != 0)
+            .map(|&b| b as char)
+            .collect();
+        let len = u64::from_le_bytes(bytes[at + 8..at + 16].try_into().unwrap()) as usize;
+        out.push((tag, at + 16, at + 16 + len));
+        at += 16 + len + 8;
+    }
+    out
+}
+
+#[test]
+fn damaged_and_wrong_files_are_refused_naming_what_is_wrong() {
+    let good = std::fs::read(phone_file()).unwrap();
+    let text = load_err(b"", "empty.phone");
+    assert!(
+        text.contains("empty.phone") && text.contains("not a phone file"),
+        "{text}"
+    );
+    let text = load_err(b"hello, this is not a phone at all", "text.phone");
+    assert!(text.contains("wrong magic"), "{text}");
+    let mut v2 = good.clone();
+    v2[16..20].copy_from_slice(&2u32.to_le_bytes());
+    let text = load_err(&v2, "v2.phone");
+    assert!(text.contains("format version 2"), "{text}");
+    let text = load_err(&good[..good.len() / 2], "half.phone");
+    assert!(text.contains("truncated"), "{text}");
+    let found = sections(&good);
+    let names: Vec<&str> = found.iter().map(|s| s.0.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "HEADER", "BLOCKS", "PAGES", "LPNS", "FRAMEMAP", "FRAMES", "TRIMLOG", "MAPPING",
+            "VALID", "END"
+        ]
+    );
+    for (name, start, end) in found.iter().filter(|s| s.2 > s.1) {
+        let mut bad = good.clone();
+        bad[(start + end) / 2] ^= 0x40;
+        let text = load_err(&bad, "flipped.phone");
+        assert!(
+            text.contains(&format!("section {name}")) && text.contains("damaged"),
+            "{name}: {text}"
+        );
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    /// Any single flipped byte or truncation is refused (no panic, no silent load).
+    #[test]
+    fn any_flip_or_cut_is_refused(at in 0.0f64..1.0, bit in 0u8..8, cut in proptest::bool::ANY) {
+        let good = std::fs::read(phone_file()).unwrap();
+        let i = ((good.len() - 1) as f64 * at) as usize;
+        let bad = if cut {
+            good[..i].to_vec()
+        } else {
+            let mut b = good.clone();
+            b[i] ^= 1 << bit;
+            b
+        };
+        let path = temp(&format!("prop-{i}-{bit}-{cut}.phone"));
+        std::fs::write(&path, &bad).unwrap();
+        let result = PhoneImage::load(&path);
+        let _ = std::fs::remove_file(&path);
+        prop_assert!(result.is_err(), "byte {} of {} ({}) loaded", i, good.len(), if cut { "cut" } else { "flip" });
+    }
+}
+
+#[test]
+fn a_failed_save_leaves_the_existing_file_untouched() {
+    let dir = temp("readonly-dir");
+    std::fs::create_dir_all(&dir).unwrap();
+    let target = dir.join("x.phone");
+    std::fs::write(&target, b"old").unwrap();
+    // A directory where the temporary file would go makes the save fail.
+    let tmp = target.with_extension(format!("tmp{}", std::process::id()));
+    std::fs::create_dir_all(&tmp).unwrap();
+    assert!(phone().save(&target).is_err());
+    assert_eq!(std::fs::read(&target).unwrap(), b"old");
+    let _ = std::fs::remove_dir_all(&dir);
+}
