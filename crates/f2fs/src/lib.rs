@@ -94,9 +94,9 @@ pub mod superblock;
 pub use error::{Corruption, F2fsError};
 pub use features::Features;
 pub use fs::{
-    DirEntryInfo, F2fs, F2fsConfig, FallocMode, FileKind, FsError, InodeClock, IpuPolicy, Metrics,
-    NewInode, SetAttr, Stat, TimeSet, Timestamp, VirtualClock, WriteHint, XattrMode,
-    SIMULATION_EPOCH_SECS, SYMLINK_TARGET_MAX,
+    DeltaConfig, DeltaMetrics, DeltaMode, DirEntryInfo, F2fs, F2fsConfig, FallocMode, FileKind,
+    FsError, InodeClock, IpuPolicy, Metrics, NewInode, SetAttr, Stat, TimeSet, Timestamp,
+    VirtualClock, WriteHint, XattrMode, MEDFS_DELTA_FL, SIMULATION_EPOCH_SECS, SYMLINK_TARGET_MAX,
 };
 pub use layout::Layout;
 pub use memdev::MemDevice;

@@ -131,6 +131,20 @@ fn path(levels: Vec<(usize, u32)>, leaf: u64) -> NodePath {
     }
 }
 
+fn geometry_from(ino: u32, inode: &Inode, flexible: bool) -> Result<Geometry, FsError> {
+    let extra = inode.extra_words();
+    let xattr = inode.inline_xattr_words(flexible);
+    let addrs = ADDRS_PER_INODE.saturating_sub(extra + xattr);
+    if addrs < 2 {
+        return Err(corrupt(format!("inode {ino}: no room for addresses")));
+    }
+    Ok(Geometry {
+        extra,
+        addrs,
+        inline_bytes: 4 * (addrs - INLINE_RESERVED_ADDRS as usize),
+    })
+}
+
 /// The node holding a block's address: its id, the word index in it and `ofs_in_node`.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Dnode {
@@ -149,18 +163,13 @@ pub const MAX_FILE_BYTES: u64 = (ADDRS_PER_INODE as u64
 impl<D: BlockDevice> F2fs<D> {
     pub(crate) fn geometry(&mut self, ino: u32) -> Result<Geometry, FsError> {
         let flexible = self.sb.feature.contains(FEATURE_FLEXIBLE_INLINE_XATTR);
-        let inode = Inode::decode(self.node(ino)?);
-        let extra = inode.extra_words();
-        let xattr = inode.inline_xattr_words(flexible);
-        let addrs = ADDRS_PER_INODE.saturating_sub(extra + xattr);
-        if addrs < 2 {
-            return Err(corrupt(format!("inode {ino}: no room for addresses")));
-        }
-        Ok(Geometry {
-            extra,
-            addrs,
-            inline_bytes: 4 * (addrs - INLINE_RESERVED_ADDRS as usize),
-        })
+        geometry_from(ino, &Inode::decode(self.node(ino)?), flexible)
+    }
+
+    /// [`geometry`](Self::geometry) of an inode block that is not (yet) the cached one.
+    pub(crate) fn geometry_of(&self, ino: u32, block: &Block) -> Result<Geometry, FsError> {
+        let flexible = self.sb.feature.contains(FEATURE_FLEXIBLE_INLINE_XATTR);
+        geometry_from(ino, &Inode::decode(block), flexible)
     }
 
     pub(crate) fn inode_u64(&mut self, ino: u32, off: usize) -> Result<u64, FsError> {
@@ -221,6 +230,10 @@ impl<D: BlockDevice> F2fs<D> {
     /// Whether an overwrite of an existing block of `ino` goes in place
     /// ([`policy::update_in_place`]).
     fn in_place_ok(&mut self, ino: u32, need_ipu: bool) -> Result<bool, FsError> {
+        if self.cfg.delta.enabled() {
+            // MedFS: `need_inplace_update` is false, so the base on flash stays intact.
+            return Ok(false);
+        }
         let p = self.cfg.ipu_policy;
         let q = policy::IpuQuery {
             has_block: true,
@@ -242,7 +255,17 @@ impl<D: BlockDevice> F2fs<D> {
         index: u64,
         create: bool,
     ) -> Result<Option<Dnode>, FsError> {
+        if create {
+            // A pointer is about to be set: the delta zone must not cover its slot.
+            self.evict_for_slot(ino, index)?;
+        }
         let geo = self.geometry(ino)?;
+        if let Some(start) = self.zone_start_slot(ino, &geo)? {
+            // Slots the zone covers (and any path below the inode) hold no pointer.
+            if index >= start as u64 {
+                return Ok(None);
+            }
+        }
         let p = node_path(index, geo.addrs)?;
         if p.levels.is_empty() {
             return Ok(Some(Dnode {
@@ -304,7 +327,9 @@ impl<D: BlockDevice> F2fs<D> {
                 "inode {ino} block {index}: address {addr} is outside the main area"
             )));
         }
-        self.read_block(addr as u64)
+        let mut page = self.read_block(addr as u64)?;
+        self.apply_delta(ino, index, &mut page)?;
+        Ok(page)
     }
 
     /// Writes page `index` of a file: in place over its existing block when the policy
@@ -317,6 +342,9 @@ impl<D: BlockDevice> F2fs<D> {
         page: &Block,
         wb: Writeback,
     ) -> Result<u32, FsError> {
+        if self.cfg.delta.enabled() && self.try_store_delta(ino, index, page)? {
+            return self.block_addr(ino, index);
+        }
         if let Some(addr) = self.try_in_place(ino, index, page, wb)? {
             return Ok(addr);
         }
@@ -334,6 +362,8 @@ impl<D: BlockDevice> F2fs<D> {
     ) -> Result<u32, FsError> {
         let wb = Writeback::out_of_place(log);
         self.ensure_space()?;
+        // The new block is the page's base: a delta against the old one no longer holds.
+        self.drop_delta(ino, index)?;
         let d = self
             .dnode(ino, index, true)?
             .ok_or_else(|| corrupt("node path vanished"))?;
@@ -374,6 +404,7 @@ impl<D: BlockDevice> F2fs<D> {
         if !self.segs.is_valid(old) || !self.in_place_ok(ino, wb.need_ipu)? {
             return Ok(None);
         }
+        self.drop_delta(ino, index)?;
         let temp = Some(super::log_temperature(wb.log));
         self.write_blocks(old as u64, &page[..], temp, BlockKind::DataInPlace)?;
         Ok(Some(old))
@@ -587,8 +618,11 @@ impl<D: BlockDevice> F2fs<D> {
 
     /// Frees every data block from index `from` on, and the nodes left covering nothing.
     pub(crate) fn free_blocks_from(&mut self, ino: u32, from: u64) -> Result<(), FsError> {
+        self.drop_deltas_from(ino, from)?;
         let geo = self.geometry(ino)?;
-        for i in (from.min(geo.addrs as u64) as usize)..geo.addrs {
+        // The delta zone's slots hold no pointers.
+        let slots = self.zone_start_slot(ino, &geo)?.unwrap_or(geo.addrs);
+        for i in (from.min(slots as u64) as usize)..slots {
             let at = ADDR_WORD + geo.extra + i;
             self.drop_addr(ino, ino, at)?;
         }

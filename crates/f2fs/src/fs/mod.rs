@@ -11,6 +11,7 @@ mod atomic;
 mod attr;
 mod ckpt;
 mod data;
+mod delta;
 mod dir;
 mod error;
 mod falloc;
@@ -35,6 +36,8 @@ pub use attr::{
     is_special, InodeClock, NewInode, SetAttr, TimeSet, Timestamp, VirtualClock,
     SIMULATION_EPOCH_SECS,
 };
+pub use delta::policy::{DeltaConfig, DeltaMode};
+pub use delta::{DeltaMetrics, MEDFS_DELTA_FL};
 pub use error::FsError;
 pub use falloc::FallocMode;
 pub use hash::{dentry_hash, has_extension};
@@ -112,6 +115,8 @@ pub struct F2fs<D: BlockDevice> {
     cfg: F2fsConfig,
     /// Background timing: requests, checkpoints and the GC thread.
     clock: idle::BackgroundClock,
+    /// MedFS's delta path (`delta.rs`).
+    delta_state: delta::DeltaState,
 }
 
 /// Temperature of each log, for the block-interface hint.
@@ -178,6 +183,7 @@ impl<D: BlockDevice> F2fs<D> {
             op_latency: BTreeMap::new(),
             clock: idle::BackgroundClock::new(now_ns, m.checkpoint.elapsed_time, &cfg),
             cfg,
+            delta_state: Default::default(),
             cp_pack: m.cp_pack,
             sb,
             cp,
