@@ -269,3 +269,21 @@ fn a_corrupt_zone_is_refused_naming_the_inode() {
         "{err}"
     );
 }
+
+/// An atomic commit writes its pages out of place (never as deltas): a page holding a
+/// delta gets a new base, and the delta must go with the old one.
+#[test]
+fn an_atomic_commit_over_a_delta_replaces_it() {
+    let mut fs = fresh(dci());
+    let (ino, mut model) = file_with(&mut fs, "/a.db", 6);
+    small_update(&mut fs, ino, &mut model, 2, 10, 40, 1);
+    assert_eq!(fs.inline_deltas(ino).unwrap().len(), 1);
+    model[2] = page(77);
+    let new: [u8; 4096] = model[2].as_slice().try_into().unwrap();
+    fs.commit_atomic_write(ino, &[(2, &new)], 6 * 4096).unwrap();
+    assert_eq!(fs.inline_deltas(ino).unwrap(), vec![]);
+    assert_reads(&mut fs, ino, &model, "after the atomic commit");
+    let dev = fs.into_device();
+    let mut fs = F2fs::mount_with(dev, 0, dci()).unwrap();
+    assert_reads(&mut fs, ino, &model, "after a power cut");
+}
