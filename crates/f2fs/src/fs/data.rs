@@ -328,6 +328,7 @@ impl<D: BlockDevice> F2fs<D> {
             )));
         }
         let mut page = self.read_block(addr as u64)?;
+        self.note_block_read(addr, &page);
         self.apply_delta(ino, index, &mut page)?;
         Ok(page)
     }

@@ -407,6 +407,11 @@ impl<D: BlockDevice> F2fs<D> {
         self.now_ns = done.complete_ns;
         self.sync_mtime_clock();
         self.metrics.count(kind, (data.len() / BLOCK_SIZE) as u64);
+        let data_block = matches!(
+            kind,
+            BlockKind::Data | BlockKind::DataInPlace | BlockKind::GcData
+        );
+        self.note_block_written(blkaddr, data, data_block);
         Ok(())
     }
 

@@ -67,6 +67,8 @@ pub struct DeltaMetrics {
     pub dropped: u64,
     /// Deltas applied on reads.
     pub applied: u64,
+    /// Bases read from flash to make a delta (missed the base cache).
+    pub base_reads: u64,
     /// Sum of computed delta sizes in bytes (mean = this / `computed`).
     pub delta_bytes_total: u64,
     /// Computed delta sizes in 32-byte buckets: `[0, 32)`, ..., `[224, 256)`, `≥ 256`.
@@ -92,6 +94,48 @@ impl DeltaMetrics {
 pub(crate) struct DeltaState {
     lzo: Option<Lzo1x1>,
     pub replay_zones: std::collections::BTreeMap<u32, Zone>,
+    bases: BaseCache,
+}
+
+/// The content of recently written or read data blocks by address (see
+/// [`policy::DeltaConfig::base_cache_pages`]): every write of a block replaces its entry
+/// ([`F2fs::note_block_written`]), so an entry is always what the block holds. Oldest
+/// entries go first.
+#[derive(Default)]
+struct BaseCache {
+    by_addr: std::collections::BTreeMap<u32, (u64, Box<Block>)>,
+    by_age: std::collections::BTreeMap<u64, u32>,
+    next: u64,
+}
+
+impl BaseCache {
+    fn put(&mut self, addr: u32, block: &[u8], cap: usize) {
+        self.forget(addr);
+        if cap == 0 {
+            return;
+        }
+        let mut copy = zero_block();
+        copy.copy_from_slice(block);
+        self.by_addr.insert(addr, (self.next, copy));
+        self.by_age.insert(self.next, addr);
+        self.next += 1;
+        while self.by_addr.len() > cap {
+            let Some((_, old)) = self.by_age.pop_first() else {
+                break;
+            };
+            self.by_addr.remove(&old);
+        }
+    }
+
+    fn forget(&mut self, addr: u32) {
+        if let Some((age, _)) = self.by_addr.remove(&addr) {
+            self.by_age.remove(&age);
+        }
+    }
+
+    fn get(&self, addr: u32) -> Option<&Block> {
+        self.by_addr.get(&addr).map(|(_, b)| &**b)
+    }
 }
 
 /// Clears [`MEDFS_DELTA_FL`] in an inode block (roll-forward rebuilds zones itself).
@@ -192,6 +236,30 @@ impl<D: BlockDevice> F2fs<D> {
         Ok(Some(record))
     }
 
+    /// Every block write passes here: a data block's content becomes its base-cache entry,
+    /// anything else written at that address drops the entry.
+    pub(crate) fn note_block_written(&mut self, addr: u64, data: &[u8], data_block: bool) {
+        if !self.cfg.delta.enabled() {
+            return;
+        }
+        let cap = self.cfg.delta.base_cache_pages;
+        for (k, chunk) in data.chunks(BLOCK_SIZE).enumerate() {
+            let a = (addr + k as u64) as u32;
+            match data_block && chunk.len() == BLOCK_SIZE {
+                true => self.delta_state.bases.put(a, chunk, cap),
+                false => self.delta_state.bases.forget(a),
+            }
+        }
+    }
+
+    /// A data block read from flash (a file's page, before its delta is applied).
+    pub(crate) fn note_block_read(&mut self, addr: u32, block: &Block) {
+        if self.cfg.delta.enabled() {
+            let cap = self.cfg.delta.base_cache_pages;
+            self.delta_state.bases.put(addr, &block[..], cap);
+        }
+    }
+
     /// Drops page `index`'s delta: its block is being replaced whole.
     pub(crate) fn drop_delta(&mut self, ino: u32, index: u64) -> Result<(), FsError> {
         if self.remove_record(ino, index)?.is_some() {
@@ -258,7 +326,15 @@ impl<D: BlockDevice> F2fs<D> {
 
     /// `LZO1X-1(new ⊕ base)`, charging the host CPU time.
     fn make_delta(&mut self, base_addr: u32, page: &Block) -> Result<Vec<u8>, FsError> {
-        let base = self.read_block(base_addr as u64)?;
+        let base = match self.delta_state.bases.get(base_addr) {
+            Some(b) => Box::new(*b),
+            None => {
+                self.metrics.delta.base_reads += 1;
+                let b = self.read_block(base_addr as u64)?;
+                self.note_block_read(base_addr, &b);
+                b
+            }
+        };
         let mut xor = zero_block();
         for ((x, a), b) in xor.iter_mut().zip(page.iter()).zip(base.iter()) {
             *x = a ^ b;
