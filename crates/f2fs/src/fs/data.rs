@@ -9,7 +9,6 @@ use super::{corrupt, le64_at, put_le64_at, put_word, word, BlockKind, F2fs, FsEr
 use crate::codec::{zero_block, Block};
 use crate::consts::*;
 use crate::layout::*;
-use crate::node::Inode;
 use crate::summary::Summary;
 
 /// Byte offsets of inode fields the write path updates in place.
@@ -131,10 +130,29 @@ fn path(levels: Vec<(usize, u32)>, leaf: u64) -> NodePath {
     }
 }
 
-fn geometry_from(ino: u32, inode: &Inode, flexible: bool) -> Result<Geometry, FsError> {
-    let extra = inode.extra_words();
-    let xattr = inode.inline_xattr_words(flexible);
-    let addrs = ADDRS_PER_INODE.saturating_sub(extra + xattr);
+/// [`Inode::extra_words`] and [`Inode::inline_xattr_words`] read straight from the block's
+/// bytes (every address lookup asks; decoding the whole inode each time was the hot spot).
+fn geometry_from(ino: u32, block: &Block, flexible: bool) -> Result<Geometry, FsError> {
+    let inline = block[OFF_INLINE];
+    let u16_at = |at: usize| u16::from_le_bytes([block[at], block[at + 1]]) as usize;
+    let has_extra = inline & F2FS_EXTRA_ATTR != 0;
+    let extra = if has_extra {
+        (u16_at(INODE_ADDR_OFFSET) / 4).min(ADDRS_PER_INODE)
+    } else {
+        0
+    };
+    let xattr = if flexible {
+        if has_extra {
+            u16_at(INODE_ADDR_OFFSET + 2)
+        } else {
+            0
+        }
+    } else if inline & (F2FS_INLINE_XATTR | F2FS_INLINE_DENTRY) != 0 {
+        DEFAULT_INLINE_XATTR_ADDRS as usize
+    } else {
+        0
+    };
+    let addrs = ADDRS_PER_INODE.saturating_sub(extra + xattr.min(ADDRS_PER_INODE));
     if addrs < 2 {
         return Err(corrupt(format!("inode {ino}: no room for addresses")));
     }
@@ -163,13 +181,13 @@ pub const MAX_FILE_BYTES: u64 = (ADDRS_PER_INODE as u64
 impl<D: BlockDevice> F2fs<D> {
     pub(crate) fn geometry(&mut self, ino: u32) -> Result<Geometry, FsError> {
         let flexible = self.sb.feature.contains(FEATURE_FLEXIBLE_INLINE_XATTR);
-        geometry_from(ino, &Inode::decode(self.node(ino)?), flexible)
+        geometry_from(ino, self.node(ino)?, flexible)
     }
 
     /// [`geometry`](Self::geometry) of an inode block that is not (yet) the cached one.
     pub(crate) fn geometry_of(&self, ino: u32, block: &Block) -> Result<Geometry, FsError> {
         let flexible = self.sb.feature.contains(FEATURE_FLEXIBLE_INLINE_XATTR);
-        geometry_from(ino, &Inode::decode(block), flexible)
+        geometry_from(ino, block, flexible)
     }
 
     pub(crate) fn inode_u64(&mut self, ino: u32, off: usize) -> Result<u64, FsError> {
@@ -690,5 +708,36 @@ impl<D: BlockDevice> F2fs<D> {
             return Ok(true);
         }
         Ok(false)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::node::Inode;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The raw-byte geometry equals the decoded inode's (`extra_words`,
+        /// `inline_xattr_words`), whatever the flags and sizes.
+        #[test]
+        fn raw_geometry_matches_the_decoded_inode(
+            inline in any::<u8>(),
+            extra_isize in any::<u16>(),
+            xattr_size in any::<u16>(),
+            flexible in any::<bool>(),
+        ) {
+            let mut block = zero_block();
+            block[OFF_INLINE] = inline;
+            block[INODE_ADDR_OFFSET..INODE_ADDR_OFFSET + 2].copy_from_slice(&extra_isize.to_le_bytes());
+            block[INODE_ADDR_OFFSET + 2..INODE_ADDR_OFFSET + 4].copy_from_slice(&xattr_size.to_le_bytes());
+            let inode = Inode::decode(&block);
+            let extra = inode.extra_words();
+            let addrs = ADDRS_PER_INODE.saturating_sub(extra + inode.inline_xattr_words(flexible));
+            match geometry_from(1, &block, flexible) {
+                Ok(g) => prop_assert_eq!((g.extra, g.addrs), (extra, addrs)),
+                Err(_) => prop_assert!(addrs < 2),
+            }
+        }
     }
 }
