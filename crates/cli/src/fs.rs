@@ -1,12 +1,19 @@
 //! `flashstack fs`: F2FS image files on the host — format, list, read, inspect, and copy a
-//! host file in. Every command that changes an image mounts it read-write, works, unmounts
-//! (a checkpoint) and writes the image back (sparse: zero blocks become holes).
+//! host file in. Images come from outside, so every command verifies the whole image
+//! first ([`Verify::Full`]). A command that changes an image mounts it read-write (which
+//! refuses an inconsistent image with an error naming the structure), works, unmounts (a
+//! checkpoint) and replaces the image file only then, atomically (sparse: zero blocks
+//! become holes). Reading commands mount a private copy read-write (so fsync'd data is
+//! recovered by roll-forward) and, if the image is inconsistent, read-only instead, with a
+//! warning: what the checks vouch for is still readable.
 
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
-use flashstack_f2fs::{mkfs, F2fs, FileKind, FsError, MemDevice, MkfsOptions};
+use flashstack_f2fs::{
+    mkfs, F2fs, F2fsError, FileKind, FsError, MemDevice, MkfsOptions, MountOptions, Verify,
+};
 
 #[derive(Subcommand)]
 pub enum FsCommand {
@@ -70,7 +77,7 @@ pub fn fs(command: FsCommand) -> Result<()> {
 }
 
 fn restore_deltas(a: &ImageArgs) -> Result<()> {
-    let mut fs = open(&a.image)?;
+    let mut fs = open_for_writing(&a.image)?;
     let merged = fs
         .restore_deltas()
         .with_context(|| format!("restoring the deltas of {}", a.image.display()))?;
@@ -101,9 +108,45 @@ fn format(a: &MkfsArgs) -> Result<()> {
     Ok(())
 }
 
-fn open(image: &Path) -> Result<F2fs<MemDevice>> {
+fn verified(read_only: bool) -> MountOptions {
+    MountOptions {
+        verify: Verify::Full,
+        read_only,
+        ..MountOptions::default()
+    }
+}
+
+/// Mounts an image to change it: read-write, verified whole.
+fn open_for_writing(image: &Path) -> Result<F2fs<MemDevice>> {
     let dev = MemDevice::import(image)?;
-    F2fs::mount(dev).with_context(|| format!("mounting {}", image.display()))
+    F2fs::mount_opts(dev, verified(false)).with_context(|| format!("mounting {}", image.display()))
+}
+
+/// Mounts an image to read it: read-write on the private copy in memory (never written
+/// back), or read-only if the image is inconsistent (then what is wrong goes to stderr).
+fn open_for_reading(image: &Path) -> Result<F2fs<MemDevice>> {
+    let mounting = || format!("mounting {}", image.display());
+    let refusal = match F2fs::mount_opts(MemDevice::import(image)?, verified(false)) {
+        Err(e @ FsError::Device(F2fsError::Corrupt(_))) => e,
+        other => return other.with_context(mounting),
+    };
+    let fs = F2fs::mount_opts(MemDevice::import(image)?, verified(true)).with_context(mounting)?;
+    eprintln!(
+        "warning: {}: {refusal}; reading it read-only{}",
+        image.display(),
+        match fs.warnings().len() as u64 + fs.warnings_dropped() {
+            0 | 1 => String::new(),
+            n => format!(" ({n} inconsistencies)"),
+        }
+    );
+    if fs.skipped_recovery() > 0 {
+        eprintln!(
+            "warning: {}: data fsync'd after the last checkpoint ({} files) is not shown",
+            image.display(),
+            fs.skipped_recovery()
+        );
+    }
+    Ok(fs)
 }
 
 fn kind_name(kind: FileKind) -> &'static str {
@@ -120,7 +163,7 @@ fn kind_name(kind: FileKind) -> &'static str {
 }
 
 fn ls(a: &PathArgs) -> Result<()> {
-    let mut fs = open(&a.image)?;
+    let mut fs = open_for_reading(&a.image)?;
     for e in fs.readdir(&a.path)? {
         let st = fs.stat_ino(e.ino)?;
         println!(
@@ -136,7 +179,7 @@ fn ls(a: &PathArgs) -> Result<()> {
 
 fn cat(a: &PathArgs) -> Result<()> {
     use std::io::Write;
-    let mut fs = open(&a.image)?;
+    let mut fs = open_for_reading(&a.image)?;
     let ino = fs.lookup(&a.path)?;
     let size = fs.stat_ino(ino)?.size_bytes;
     let mut out = std::io::stdout().lock();
@@ -153,7 +196,7 @@ fn cat(a: &PathArgs) -> Result<()> {
 }
 
 fn stat(a: &PathArgs) -> Result<()> {
-    let mut fs = open(&a.image)?;
+    let mut fs = open_for_reading(&a.image)?;
     let st = fs.stat(&a.path)?;
     println!("{}", serde_json::to_string_pretty(&st)?);
     Ok(())
@@ -162,7 +205,7 @@ fn stat(a: &PathArgs) -> Result<()> {
 fn put(a: &PutArgs) -> Result<()> {
     let data = std::fs::read(&a.host_file)
         .with_context(|| format!("reading {}", a.host_file.display()))?;
-    let mut fs = open(&a.image)?;
+    let mut fs = open_for_writing(&a.image)?;
     let parts: Vec<&str> = a.path.split('/').filter(|p| !p.is_empty()).collect();
     let Some((_, dirs)) = parts.split_last() else {
         bail!("'{}' names the root directory", a.path);

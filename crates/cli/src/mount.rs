@@ -15,7 +15,7 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use flashstack_block::BlockDevice;
 use flashstack_block::LBA_SIZE;
-use flashstack_f2fs::{mkfs, F2fs, InodeClock, MkfsOptions, Timestamp};
+use flashstack_f2fs::{mkfs, F2fs, InodeClock, MkfsOptions, MountOptions, Timestamp, Verify};
 use flashstack_ftl::Ftl;
 use flashstack_fuse::{
     data_ranges, BlockFile, DiskTree, F2fsTree, F2fsTreeMetrics, ImageBacked, InodeFs, Recording,
@@ -184,7 +184,8 @@ fn mount_f2fs(args: &MountArgs, stack: StackConfig) -> Result<()> {
     let (ftl, metrics) = match &args.image {
         Some(path) => {
             let backed = image_backed(ftl, path, &format)?;
-            let (backed, metrics) = serve_f2fs(backed, &stack, args, |d| {
+            // An image from outside is verified whole before anything is written to it.
+            let (backed, metrics) = serve_f2fs(backed, &stack, args, Verify::Full, |d| {
                 d.resume()
                     .with_context(|| format!("image {}: cannot write it", path.display()))
             })?;
@@ -193,7 +194,7 @@ fn mount_f2fs(args: &MountArgs, stack: StackConfig) -> Result<()> {
         None => {
             let mut ftl = ftl;
             mkfs(&mut ftl, &format).context("mkfs")?;
-            serve_f2fs(ftl, &stack, args, |_| Ok(()))?
+            serve_f2fs(ftl, &stack, args, Verify::Mount, |_| Ok(()))?
         }
     };
     let report = report(&ftl, &stack.device, stack.seed, "FUSE F2FS mount");
@@ -348,9 +349,15 @@ fn serve_f2fs<D: BlockDevice + Send + 'static>(
     dev: D,
     stack: &StackConfig,
     args: &MountArgs,
+    verify: Verify,
     mounted: impl FnOnce(&mut D) -> Result<()>,
 ) -> Result<(D, F2fsTreeMetrics)> {
-    let mut fs = F2fs::mount_with(dev, 0, stack.fs.mount.clone()).context("mounting F2FS")?;
+    let opts = MountOptions {
+        config: stack.fs.mount.clone(),
+        verify,
+        ..MountOptions::default()
+    };
+    let mut fs = F2fs::mount_opts(dev, opts).context("mounting F2FS")?;
     mounted(fs.device_mut())?;
     // Inode times on the mount are real: programs compare them with the wall clock.
     fs.set_inode_clock(Box::new(WallClock));

@@ -2,9 +2,13 @@
 //! device. Needs root, /dev/fuse, losetup and mkfs.ext4: under CI=true a missing piece is
 //! a failure; elsewhere the test says what is missing and passes.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+
+use common::flashstack_within_a_minute;
 
 /// Why this machine cannot run the test, if it cannot.
 fn missing_prerequisite() -> Option<String> {
@@ -530,36 +534,6 @@ fn scratch_with_image(name: &str) -> (PathBuf, PathBuf, PathBuf) {
     let _ = std::fs::remove_file(&image);
     let metrics = dir.with_extension("json");
     (dir, image, metrics)
-}
-
-/// Runs `flashstack ARGS` and returns its exit status and stderr; a command still running
-/// after 60 s (a mount that came up although it should have been refused) is killed and
-/// the test fails.
-fn flashstack_within_a_minute(args: &[&str]) -> (bool, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_flashstack"))
-        .args(args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("the binary runs");
-    let start = Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        if start.elapsed() > Duration::from_secs(60) {
-            let _ = child.kill();
-            let _ = child.wait();
-            let _ = Command::new("umount").arg("-l").arg(args[1]).status();
-            panic!(
-                "`flashstack {}` is still running: it was not refused",
-                args.join(" ")
-            );
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let out = child.wait_with_output().unwrap();
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stderr).to_string(),
-    )
 }
 
 /// An image cut short (to a whole number of blocks) is refused with both sizes named, in

@@ -99,7 +99,14 @@ impl<'a> Reader<'a> {
     }
 
     pub fn u32s(&mut self, n: usize) -> Vec<u32> {
-        (0..n).map(|_| self.u32()).collect()
+        // One bounds check for the run (zeros past the end, as `u32` gives).
+        let mut out: Vec<u32> = self
+            .bytes(4 * n)
+            .chunks_exact(4)
+            .map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]))
+            .collect();
+        out.resize(n, 0);
+        out
     }
 
     pub fn fixed<const N: usize>(&mut self) -> [u8; N] {

@@ -7,15 +7,18 @@ use flashstack_block::BlockError;
 use thiserror::Error;
 
 /// Why an image or a device cannot be used.
+///
+/// Each message includes its cause's, and no variant reports a `source()`: a caller that
+/// prints the chain (anyhow's `{:#}`) prints every message once.
 #[derive(Debug, Error)]
 #[non_exhaustive]
 pub enum F2fsError {
     #[error("block device: {0}")]
-    Device(#[from] BlockError),
-    #[error("image file {}: {source}", path.display())]
+    Device(BlockError),
+    #[error("image file {}: {error}", path.display())]
     Io {
         path: PathBuf,
-        source: std::io::Error,
+        error: std::io::Error,
     },
     #[error("image file {} is {len} bytes, not a whole number of 4096-byte blocks", path.display())]
     ImageSize { path: PathBuf, len: u64 },
@@ -35,7 +38,19 @@ pub enum F2fsError {
         second: Box<Corruption>,
     },
     #[error("corrupt image: {0}")]
-    Corrupt(#[from] Corruption),
+    Corrupt(Corruption),
+}
+
+impl From<BlockError> for F2fsError {
+    fn from(e: BlockError) -> Self {
+        F2fsError::Device(e)
+    }
+}
+
+impl From<Corruption> for F2fsError {
+    fn from(c: Corruption) -> Self {
+        F2fsError::Corrupt(c)
+    }
 }
 
 /// One broken rule of the on-disk format.
@@ -100,5 +115,69 @@ pub enum Corruption {
         blkaddr: u64,
         stored: u32,
         computed: u32,
+    },
+    #[error("SIT entry of segment {segno}: field '{field}' = {value}: {rule}")]
+    Sit {
+        segno: u32,
+        field: &'static str,
+        value: u64,
+        rule: String,
+    },
+    #[error("NAT entry of node {nid}: field '{field}' = {value}: {rule}")]
+    Nat {
+        nid: u32,
+        field: &'static str,
+        value: u64,
+        rule: String,
+    },
+    #[error("inode {ino} at block {blkaddr}: field '{field}' = {value}: {rule}")]
+    Inode {
+        ino: u32,
+        blkaddr: u64,
+        field: &'static str,
+        value: u64,
+        rule: String,
+    },
+    #[error("inode {ino}, file block {index}: address {blkaddr}: {rule}")]
+    DataAddress {
+        ino: u32,
+        index: u64,
+        blkaddr: u64,
+        rule: String,
+    },
+    #[error("SSA entry of block {blkaddr} (segment {segno}): {rule}")]
+    Ssa {
+        segno: u32,
+        blkaddr: u64,
+        rule: String,
+    },
+    #[error("directory {dir}, entry '{name}' (slot {slot}): {rule}")]
+    Dentry {
+        dir: u32,
+        slot: usize,
+        name: String,
+        rule: String,
+    },
+    #[error("current {log} log: segment {segno}: {rule}")]
+    CurrentSegment {
+        log: &'static str,
+        segno: u32,
+        rule: String,
+    },
+    #[error("orphan list: inode {ino}: {rule}")]
+    Orphan { ino: u32, rule: String },
+    #[error("{what}: the checkpoint records {recorded}, {found} found in the {counted_in}")]
+    Count {
+        what: &'static str,
+        recorded: u64,
+        found: u64,
+        counted_in: &'static str,
+    },
+    #[error("segment {segno}: the SIT marks {marked} blocks valid, {referenced} are referenced by the node trees{detail}")]
+    Unreferenced {
+        segno: u32,
+        marked: u32,
+        referenced: u32,
+        detail: String,
     },
 }

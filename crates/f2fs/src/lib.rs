@@ -95,8 +95,9 @@ pub use error::{Corruption, F2fsError};
 pub use features::Features;
 pub use fs::{
     DeltaConfig, DeltaMetrics, DeltaMode, DirEntryInfo, F2fs, F2fsConfig, FallocMode, FileKind,
-    FsError, InodeClock, IpuPolicy, Metrics, NewInode, SetAttr, Stat, TimeSet, Timestamp,
-    VirtualClock, WriteHint, XattrMode, MEDFS_DELTA_FL, SIMULATION_EPOCH_SECS, SYMLINK_TARGET_MAX,
+    Finding, FsError, InodeClock, IpuPolicy, Metrics, MountOptions, NewInode, SetAttr, Stat,
+    TimeSet, Timestamp, Verify, VirtualClock, WriteHint, XattrMode, MEDFS_DELTA_FL,
+    SIMULATION_EPOCH_SECS, SYMLINK_TARGET_MAX,
 };
 pub use layout::Layout;
 pub use memdev::MemDevice;

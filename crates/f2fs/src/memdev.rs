@@ -53,9 +53,9 @@ impl MemDevice {
 
     /// Reads a raw image file (its size must be a whole number of 4 KiB blocks).
     pub fn import(path: &Path) -> Result<MemDevice, F2fsError> {
-        let io = |source| F2fsError::Io {
+        let io = |error| F2fsError::Io {
             path: path.to_path_buf(),
-            source,
+            error,
         };
         let mut file = File::open(path).map_err(io)?;
         let len = file.metadata().map_err(io)?.len();
@@ -79,21 +79,43 @@ impl MemDevice {
         Ok(dev)
     }
 
-    /// Writes the device as a raw image file; unwritten blocks become holes.
+    /// Writes the device as a raw image file; unwritten blocks become holes. An existing
+    /// file is replaced atomically: the image is written whole to a temporary file beside
+    /// it, synced, and renamed over it (keeping its permissions), so a failure leaves the
+    /// old file as it was.
     pub fn export(&self, path: &Path) -> Result<(), F2fsError> {
-        let io = |source| F2fsError::Io {
+        let target = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+        let name = target
+            .file_name()
+            .map_or_else(Default::default, |n| n.to_os_string());
+        let mut tmp_name = std::ffi::OsString::from(".");
+        tmp_name.push(&name);
+        tmp_name.push(format!(".tmp-{}", std::process::id()));
+        let tmp = target.with_file_name(tmp_name);
+        let io = |error| F2fsError::Io {
             path: path.to_path_buf(),
-            source,
+            error,
         };
-        let mut file = File::create(path).map_err(io)?;
-        file.set_len(self.capacity_lbas * LBA_SIZE as u64)
-            .map_err(io)?;
-        for (&lba, block) in &self.blocks {
-            file.seek(SeekFrom::Start(lba * LBA_SIZE as u64))
-                .map_err(io)?;
-            file.write_all(&block[..]).map_err(io)?;
+        let written = self.write_image(&tmp).and_then(|()| {
+            if let Ok(meta) = std::fs::metadata(&target) {
+                std::fs::set_permissions(&tmp, meta.permissions())?;
+            }
+            std::fs::rename(&tmp, &target)
+        });
+        if written.is_err() {
+            let _ = std::fs::remove_file(&tmp);
         }
-        file.sync_all().map_err(io)
+        written.map_err(io)
+    }
+
+    fn write_image(&self, path: &Path) -> std::io::Result<()> {
+        let mut file = File::create(path)?;
+        file.set_len(self.capacity_lbas * LBA_SIZE as u64)?;
+        for (&lba, block) in &self.blocks {
+            file.seek(SeekFrom::Start(lba * LBA_SIZE as u64))?;
+            file.write_all(&block[..])?;
+        }
+        file.sync_all()
     }
 
     fn store(&mut self, lba: u64, data: &[u8]) {

@@ -9,7 +9,8 @@ mod common;
 use common::*;
 use flashstack_block::{BlockDevice, Hints, Payload};
 use flashstack_f2fs::{
-    mkfs, DeltaConfig, F2fs, F2fsConfig, MemDevice, MkfsOptions, WriteHint, MEDFS_DELTA_FL,
+    mkfs, Corruption, DeltaConfig, F2fs, F2fsConfig, F2fsError, FsError, MemDevice, MkfsOptions,
+    MountOptions, Verify, WriteHint, MEDFS_DELTA_FL,
 };
 
 fn dci() -> F2fsConfig {
@@ -243,25 +244,10 @@ fn a_corrupt_zone_is_refused_naming_the_inode() {
     small_update(&mut fs, ino, &mut model, 1, 0, 50, 3);
     fs.sync().unwrap();
     let mut dev = fs.unmount().unwrap();
-    // Break `delta_inline_size` in every copy of the inode block holding a zone.
-    let copies: Vec<u64> = dev
-        .stored_lbas()
-        .filter(|&l| {
-            let b = dev.block(l).unwrap();
-            let nid = u32::from_le_bytes(b[4072..4076].try_into().unwrap());
-            let flags = u32::from_le_bytes(b[80..84].try_into().unwrap());
-            nid == ino && flags & MEDFS_DELTA_FL != 0
-        })
-        .collect();
-    assert!(!copies.is_empty());
-    for lba in copies {
-        let mut block = dev.block(lba).unwrap().to_vec();
-        // The zone ends at the last address slot: 360 + 4 × 873.
-        block[360 + 4 * 873 - 2] = 0xFF;
-        block[360 + 4 * 873 - 3] = 0x0F;
-        dev.write(0, lba, Payload::Bytes(&block), Hints::default())
-            .unwrap();
-    }
+    // Break `delta_inline_size` in every copy of the inode block holding a zone (the
+    // zone ends at the last address slot: 360 + 4 × 873).
+    break_inode_copies(&mut dev, ino, ZONE_END - 2, 0xFF);
+    break_inode_copies(&mut dev, ino, ZONE_END - 3, 0x0F);
     let mut fs = F2fs::mount(dev).unwrap();
     let err = fs.read_page(ino, 1).unwrap_err().to_string();
     assert!(
@@ -286,4 +272,134 @@ fn an_atomic_commit_over_a_delta_replaces_it() {
     let dev = fs.into_device();
     let mut fs = F2fs::mount_with(dev, 0, dci()).unwrap();
     assert_reads(&mut fs, ino, &model, "after a power cut");
+}
+
+fn full_check(config: F2fsConfig) -> MountOptions {
+    MountOptions {
+        verify: Verify::Full,
+        config,
+        ..MountOptions::default()
+    }
+}
+
+/// The full verification (what `mount --image` and the `fs` commands run) walks only the
+/// address slots before a delta zone and checks the zone itself: an image with deltas,
+/// saved to a file and loaded again, passes it and reads back exactly, checkpointed as
+/// well as after a power cut (roll-forward). Seen failing with the walk reading every
+/// slot: the zone's bytes were refused as data addresses.
+#[test]
+fn an_image_with_deltas_passes_the_full_verification() {
+    let mut fs = fresh(dci());
+    let (a, mut model_a) = file_with(&mut fs, "/a.db", 12);
+    let (b, mut model_b) = file_with(&mut fs, "/b.db", 3);
+    for (k, index) in [1u64, 4, 7, 4, 11].into_iter().enumerate() {
+        small_update(&mut fs, a, &mut model_a, index, 40 * k, 90, k as u8);
+    }
+    small_update(&mut fs, b, &mut model_b, 2, 100, 60, 9);
+    fs.sync().unwrap();
+    small_update(&mut fs, a, &mut model_a, 9, 7, 70, 11);
+    let held = fs.inline_deltas(a).unwrap();
+    assert_eq!(held.len(), 5, "{held:?}");
+    let dev = fs.into_device();
+    for (what, dev) in [
+        ("after a power cut", dev.clone()),
+        ("checkpointed", {
+            let fs = F2fs::mount_with(dev, 0, dci()).unwrap();
+            fs.unmount().unwrap()
+        }),
+    ] {
+        let dir = TempDir::new("medfs-full");
+        let image = dir.file("image");
+        dev.export(&image).unwrap();
+        drop(dev);
+        let loaded = MemDevice::import(&image).unwrap();
+        let mut fs = F2fs::mount_opts(loaded, full_check(dci()))
+            .unwrap_or_else(|e| panic!("{what}: the full verification refused: {e}"));
+        assert!(fs.warnings().is_empty(), "{what}: {:?}", fs.warnings());
+        assert_eq!(fs.inline_deltas(a).unwrap(), held, "{what}");
+        assert_reads(&mut fs, a, &model_a, what);
+        assert_reads(&mut fs, b, &model_b, what);
+        // And read-only, as `mount --image --read-only` does.
+        let dev = fs.unmount().unwrap();
+        let opts = MountOptions {
+            read_only: true,
+            ..full_check(F2fsConfig::default())
+        };
+        let mut fs = F2fs::mount_opts(dev, opts).unwrap();
+        assert!(
+            fs.warnings().is_empty(),
+            "{what} read-only: {:?}",
+            fs.warnings()
+        );
+        assert_reads(&mut fs, a, &model_a, what);
+    }
+}
+
+/// A damaged zone header fails the full verification with a corruption naming the
+/// inode (a read-write mount is refused; a read-only one quarantines just that file).
+#[test]
+fn a_damaged_zone_header_fails_the_full_verification_naming_the_inode() {
+    let mut fs = fresh(dci());
+    let (ino, mut model) = file_with(&mut fs, "/c.db", 4);
+    let (other, other_model) = file_with(&mut fs, "/d.db", 2);
+    small_update(&mut fs, ino, &mut model, 1, 0, 50, 3);
+    fs.sync().unwrap();
+    let mut dev = fs.unmount().unwrap();
+    for (what, at, value) in [
+        ("delta_num", ZONE_END - 1, 7u8),
+        ("delta_inline_size", ZONE_END - 3, 0x0F),
+    ] {
+        let mut bad = dev.clone();
+        break_inode_copies(&mut bad, ino, at, value);
+        let err = match F2fs::mount_opts(bad.clone(), full_check(dci())) {
+            Ok(_) => panic!("{what}: a damaged zone passed the full verification"),
+            Err(e) => e,
+        };
+        assert!(
+            matches!(err, FsError::Device(F2fsError::Corrupt(Corruption::Inode { ino: i, .. })) if i == ino),
+            "{what}: {err}"
+        );
+        let msg = err.to_string();
+        assert!(
+            msg.contains(&format!("inode {ino}")) && msg.contains("delta zone"),
+            "{what}: {msg}"
+        );
+        let opts = MountOptions {
+            read_only: true,
+            ..full_check(dci())
+        };
+        let mut fs = F2fs::mount_opts(bad, opts).unwrap();
+        assert!(fs.read_page(ino, 0).is_err(), "{what}: quarantined");
+        assert_reads(&mut fs, other, &other_model, what);
+    }
+    // A record whose page has no base block: the zone names page 40, whose slot is empty.
+    let zone_rec = ZONE_END - 5;
+    break_inode_copies(&mut dev, ino, zone_rec - 1, 40);
+    let err = F2fs::mount_opts(dev, full_check(dci()))
+        .err()
+        .expect("refused");
+    assert!(err.to_string().contains("no base block"), "{err}");
+}
+
+/// Byte offset of the end of a default inode's address slots, where the zone ends.
+const ZONE_END: usize = 360 + 4 * 873;
+
+/// Writes `value` at byte `at` of every stored copy of inode `ino` holding a zone.
+fn break_inode_copies(dev: &mut MemDevice, ino: u32, at: usize, value: u8) {
+    let copies: Vec<u64> = dev
+        .stored_lbas()
+        .filter(|&l| {
+            let b = dev.block(l).unwrap();
+            let nid = u32::from_le_bytes(b[4072..4076].try_into().unwrap());
+            let flags = u32::from_le_bytes(b[80..84].try_into().unwrap());
+            nid == ino && flags & MEDFS_DELTA_FL != 0
+        })
+        .collect();
+    assert!(!copies.is_empty());
+    for lba in copies {
+        let mut block = dev.block(lba).unwrap().to_vec();
+        block[at] = value;
+        dev.write(0, lba, Payload::Bytes(&block), Hints::default())
+            .unwrap();
+    }
 }

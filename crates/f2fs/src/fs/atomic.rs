@@ -48,6 +48,7 @@ impl<D: BlockDevice> F2fs<D> {
         // Cleaning (and the checkpoint it ends with) before anything of the commit.
         self.balance()?;
         self.timed("atomic_commit", |fs| {
+            fs.writable("atomic_commit")?;
             fs.commit_atomic_op(ino, pages, size_bytes)
         })?;
         self.balance()?;

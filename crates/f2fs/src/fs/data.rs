@@ -181,7 +181,9 @@ pub const MAX_FILE_BYTES: u64 = (ADDRS_PER_INODE as u64
 impl<D: BlockDevice> F2fs<D> {
     pub(crate) fn geometry(&mut self, ino: u32) -> Result<Geometry, FsError> {
         let flexible = self.sb.feature.contains(FEATURE_FLEXIBLE_INLINE_XATTR);
-        geometry_from(ino, self.node(ino)?, flexible)
+        // `inode_node`: the footer check of an inode on access (cheap); the geometry is
+        // read from the raw bytes, not a full decode (every address lookup asks).
+        geometry_from(ino, self.inode_node(ino)?, flexible)
     }
 
     /// [`geometry`](Self::geometry) of an inode block that is not (yet) the cached one.
@@ -191,17 +193,17 @@ impl<D: BlockDevice> F2fs<D> {
     }
 
     pub(crate) fn inode_u64(&mut self, ino: u32, off: usize) -> Result<u64, FsError> {
-        Ok(le64_at(self.node(ino)?, off))
+        Ok(le64_at(self.inode_node(ino)?, off))
     }
 
     pub(crate) fn set_inode_u64(&mut self, ino: u32, off: usize, v: u64) -> Result<(), FsError> {
-        put_le64_at(self.node(ino)?, off, v);
+        put_le64_at(self.inode_node(ino)?, off, v);
         self.dirty_nodes.insert(ino);
         Ok(())
     }
 
     pub(crate) fn inode_byte(&mut self, ino: u32, off: usize) -> Result<u8, FsError> {
-        Ok(self.node(ino)?[off])
+        Ok(self.inode_node(ino)?[off])
     }
 
     pub(crate) fn add_blocks(&mut self, ino: u32, delta: i64) -> Result<(), FsError> {
@@ -210,7 +212,8 @@ impl<D: BlockDevice> F2fs<D> {
     }
 
     pub(crate) fn is_dir_inode(&mut self, ino: u32) -> Result<bool, FsError> {
-        let mode = u16::from_le_bytes([self.node(ino)?[0], self.node(ino)?[1]]);
+        let node = self.inode_node(ino)?;
+        let mode = u16::from_le_bytes([node[0], node[1]]);
         Ok(mode & S_IFMT == S_IFDIR)
     }
 
@@ -307,6 +310,7 @@ impl<D: BlockDevice> F2fs<D> {
                 self.dirty_nodes.insert(parent);
                 self.add_blocks(ino, 1)?;
             }
+            self.check_child(ino, parent, child, offset)?;
             parent = child;
         }
         Ok(Some(Dnode {
@@ -323,6 +327,34 @@ impl<D: BlockDevice> F2fs<D> {
         }
     }
 
+    /// The node `child` that `parent` names at the tree offset `offset` of inode `ino`:
+    /// its footer must say so (a node id in the wrong place reads another file's data).
+    fn check_child(
+        &mut self,
+        ino: u32,
+        parent: u32,
+        child: u32,
+        offset: u32,
+    ) -> Result<(), FsError> {
+        let f = crate::node::NodeFooter::decode(self.node(child)?);
+        if f.ino == ino && f.offset() == offset {
+            return Ok(());
+        }
+        let (field, value) = if f.ino != ino {
+            ("footer.ino", f.ino as u64)
+        } else {
+            ("footer.offset", f.offset() as u64)
+        };
+        Err(crate::error::Corruption::Node {
+            nid: child,
+            blkaddr: 0,
+            field,
+            value,
+            rule: format!("node {parent} of inode {ino} names it at tree offset {offset}"),
+        }
+        .into())
+    }
+
     /// Reads page `index` of a file (zeros for a hole).
     pub(crate) fn load_page(&mut self, ino: u32, index: u64) -> Result<Box<Block>, FsError> {
         let mut page = zero_block();
@@ -336,15 +368,12 @@ impl<D: BlockDevice> F2fs<D> {
             return Ok(page);
         }
         let addr = self.block_addr(ino, index)?;
-        // A hole, or a block reserved by fallocate: zeros either way.
         if addr == NULL_ADDR || addr == NEW_ADDR {
+            // A hole, or a block reserved (fallocate) but never written: zeros.
             return Ok(page);
         }
-        if !self.in_main(addr) {
-            return Err(corrupt(format!(
-                "inode {ino} block {index}: address {addr} is outside the main area"
-            )));
-        }
+        self.check_readable(ino)?;
+        self.check_data_addr(ino, index, addr)?;
         let mut page = self.read_block(addr as u64)?;
         self.note_block_read(addr, &page);
         self.apply_delta(ino, index, &mut page)?;

@@ -39,6 +39,9 @@ pub(crate) struct Found {
     pub ino: u32,
     pub file_type: u8,
     pub name: Vec<u8>,
+    /// The stored hash and name length (checked by the full verification).
+    pub hash: u32,
+    pub name_len: usize,
 }
 
 impl Area {
@@ -79,6 +82,8 @@ impl Area {
                 ino: le32_at(buf, d + 4),
                 file_type: buf[d + 10],
                 name: buf[self.name(slot)..self.name(slot) + n].to_vec(),
+                hash: le32_at(buf, d),
+                name_len,
             });
             slot += used;
         }
@@ -178,6 +183,22 @@ fn dir_block_index(level: u32, dir_level: u32, bucket: u64) -> u64 {
     before + bucket * bucket_blocks(level)
 }
 
+/// The hash level and bucket of dentry block `index` of a directory with `dir_level`,
+/// and the buckets at that level (an entry there must hash to that bucket), or `None`
+/// past the last level.
+pub(crate) fn block_bucket(index: u64, dir_level: u32) -> Option<(u32, u64, u64)> {
+    let mut start = 0u64;
+    for level in 0..MAX_DIR_HASH_DEPTH {
+        let buckets = dir_buckets(level, dir_level);
+        let blocks = buckets * bucket_blocks(level);
+        if index < start + blocks {
+            return Some((level, (index - start) / bucket_blocks(level), buckets));
+        }
+        start += blocks;
+    }
+    None
+}
+
 /// Where an entry lives.
 #[derive(Clone, Debug)]
 pub(crate) enum Place {
@@ -238,13 +259,14 @@ impl<D: BlockDevice> F2fs<D> {
         }
         let blocks = self.inode_u64(dir, OFF_SIZE)?.div_ceil(BLOCK_SIZE as u64);
         let mut out = Vec::new();
-        for index in 0..blocks {
-            if self.block_addr(dir, index)? == NULL_ADDR {
-                continue;
+        // Only the blocks the node tree maps: a corrupt size costs nothing.
+        self.visit_tree(dir, blocks, &mut |fs, item| {
+            if let super::check::TreeItem::Data { index, .. } = item {
+                let page = fs.load_page(dir, index)?;
+                out.extend(BLOCK_AREA.entries(&page[..]));
             }
-            let page = self.load_page(dir, index)?;
-            out.extend(BLOCK_AREA.entries(&page[..]));
-        }
+            Ok(())
+        })?;
         Ok(out)
     }
 

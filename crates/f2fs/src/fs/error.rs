@@ -32,8 +32,18 @@ pub enum FsError {
     Corrupt(String),
     #[error("{0}: no such attribute")]
     NoAttr(String),
-    #[error("{0}")]
+    #[error("read-only file system: {0}")]
+    ReadOnly(String),
+    /// A device error or a corruption of the image ([`crate::Corruption`], typed, naming
+    /// the structure and where it is).
+    #[error(transparent)]
     Device(#[from] F2fsError),
+}
+
+impl From<crate::error::Corruption> for FsError {
+    fn from(c: crate::error::Corruption) -> Self {
+        FsError::Device(F2fsError::Corrupt(c))
+    }
 }
 
 /// Linux errno values this layer reports.
@@ -48,6 +58,7 @@ mod errno {
     pub const ENOSPC: i32 = 28;
     pub const ENAMETOOLONG: i32 = 36;
     pub const ENOTEMPTY: i32 = 39;
+    pub const EROFS: i32 = 30;
     pub const EOPNOTSUPP: i32 = 95;
     /// `ENOATTR` is `ENODATA` on Linux.
     pub const ENODATA: i32 = 61;
@@ -72,6 +83,7 @@ impl FsError {
             FsError::Unsupported(_) => EOPNOTSUPP,
             FsError::Corrupt(_) => EUCLEAN,
             FsError::NoAttr(_) => ENODATA,
+            FsError::ReadOnly(_) => EROFS,
             FsError::Device(F2fsError::Corrupt(_)) => EUCLEAN,
             FsError::Device(_) => EIO,
         }

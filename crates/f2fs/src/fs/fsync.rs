@@ -189,7 +189,7 @@ impl<D: BlockDevice> F2fs<D> {
     }
 
     /// The warm node log's chain of nodes written after the current checkpoint.
-    fn read_chain(&mut self) -> Result<Vec<(u32, Box<Block>)>, FsError> {
+    pub(super) fn read_chain(&mut self) -> Result<Vec<(u32, Box<Block>)>, FsError> {
         let version = self.cp_version_for_nodes();
         let mut addr = self.segs.next_blkaddr(CURSEG_WARM_NODE);
         let limit = self.segs.info.len() * BLOCKS_PER_SEG as usize;
@@ -261,6 +261,10 @@ impl<D: BlockDevice> F2fs<D> {
         let fsynced = Inode::decode(block);
         let inline = fsynced.inline & (F2FS_INLINE_DATA | F2FS_INLINE_DENTRY) != 0;
         self.delta_state.replay_zones.remove(&ino);
+        // Converted from inline data since the checkpoint: the checkpointed address slots
+        // hold the inline bytes, not addresses. They start empty, as for a new inode
+        // (`f2fs_recover_inline_data` truncates the inline area).
+        let was_inline = Inode::decode(&current).inline & F2FS_INLINE_DATA != 0;
         if !inline {
             // Delta zones are no pointers: the current one goes, the copy's comes back
             // once the addresses are replayed (`install_zone`).
@@ -268,14 +272,15 @@ impl<D: BlockDevice> F2fs<D> {
             if let Some(zone) = self.zone_of_copy(ino, block, &geo)? {
                 self.delta_state.replay_zones.insert(ino, zone);
             }
-            if exists {
+            // (A file that was inline has no zone: its slots are not copied below.)
+            if exists && !was_inline {
                 let cur_geo = self.geometry_of(ino, &current)?;
                 self.strip_zone(ino, &mut current, &cur_geo)?;
             }
             super::delta::clear_zone_flag(&mut merged);
             let start = INODE_ADDR_OFFSET;
             let geo_words = ADDRS_PER_INODE + INODE_NIDS;
-            if exists {
+            if exists && !was_inline {
                 merged[start..start + 4 * geo_words]
                     .copy_from_slice(&current[start..start + 4 * geo_words]);
                 // The inline xattrs are the fsync'd copy's (`recover_inline_xattr`).

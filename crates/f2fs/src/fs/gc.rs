@@ -38,6 +38,7 @@ impl<D: BlockDevice> F2fs<D> {
         op: impl FnOnce(&mut Self) -> Result<T, FsError>,
     ) -> Result<T, FsError> {
         self.timed(name, |fs| {
+            fs.writable(name)?;
             let out = op(fs)?;
             fs.balance()?;
             fs.balance_fs_bg(false)?;

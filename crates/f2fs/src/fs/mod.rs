@@ -9,6 +9,7 @@
 
 mod atomic;
 mod attr;
+mod check;
 mod ckpt;
 mod data;
 mod delta;
@@ -25,6 +26,7 @@ mod ops;
 pub mod policy;
 mod seg;
 mod symlink;
+mod verify;
 mod xattr;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -45,11 +47,13 @@ pub use metrics::{BlockKind, Metrics};
 pub use ops::{DirEntryInfo, FileKind, Stat};
 pub use policy::{F2fsConfig, IpuPolicy, WriteHint};
 pub use symlink::SYMLINK_TARGET_MAX;
+pub use verify::{Finding, MountOptions, Verify};
 pub use xattr::{XattrMode, XATTR_MAGIC};
 
 use crate::checkpoint::Checkpoint;
 use crate::codec::{le32_at, put_le32_at, zero_block, Block, Reader};
 use crate::consts::*;
+use crate::error::Corruption;
 use crate::layout::*;
 use crate::mount::mount_at;
 use crate::nat::{nat_block_addr, nat_position, NatBlock, NatEntry};
@@ -117,6 +121,14 @@ pub struct F2fs<D: BlockDevice> {
     clock: idle::BackgroundClock,
     /// MedFS's delta path (`delta.rs`).
     delta_state: delta::DeltaState,
+    /// Mounted read-only: nothing is ever written to the device.
+    read_only: bool,
+    /// What the checks at mount found (a read-only mount keeps going with them).
+    findings: verify::Findings,
+    /// Inodes a read-only mount found inconsistent: any access to them fails with this.
+    quarantine: BTreeMap<u32, Corruption>,
+    /// Inodes with fsync'd data a read-only mount did not replay.
+    skipped_recovery: usize,
 }
 
 /// Temperature of each log, for the block-interface hint.
@@ -140,10 +152,24 @@ impl<D: BlockDevice> F2fs<D> {
         F2fs::mount_with(dev, start_ns, F2fsConfig::default())
     }
 
-    /// Mounts read-write with the given options (policies and tunables).
-    pub fn mount_with(mut dev: D, start_ns: Nanos, cfg: F2fsConfig) -> Result<F2fs<D>, FsError> {
-        let (m, now_ns) = mount_at(&mut dev, start_ns)?;
-        check_supported(&m.superblock, &m.checkpoint)?;
+    /// Mounts read-write with the given options (policies and tunables) and the checks
+    /// of [`Verify::Mount`].
+    pub fn mount_with(dev: D, start_ns: Nanos, cfg: F2fsConfig) -> Result<F2fs<D>, FsError> {
+        let opts = MountOptions {
+            start_ns,
+            config: cfg,
+            ..MountOptions::default()
+        };
+        F2fs::mount_opts(dev, opts)
+    }
+
+    /// Mounts with the given verification, read-write or read-only. A read-write mount
+    /// refuses an image any check finds inconsistent, with an error naming the structure
+    /// ([`crate::Corruption`]); a read-only one keeps going where reads stay safe (see
+    /// [`MountOptions::read_only`] and [`F2fs::warnings`]).
+    pub fn mount_opts(mut dev: D, opts: MountOptions) -> Result<F2fs<D>, FsError> {
+        let (m, now_ns) = mount_at(&mut dev, opts.start_ns)?;
+        let cfg = opts.config;
         let sb = m.superblock.clone();
         let cp = m.checkpoint.clone();
         let (cold_exts, hot_exts) = sb.extensions();
@@ -187,7 +213,14 @@ impl<D: BlockDevice> F2fs<D> {
             cp_pack: m.cp_pack,
             sb,
             cp,
+            read_only: opts.read_only,
+            findings: verify::Findings::default(),
+            quarantine: BTreeMap::new(),
+            skipped_recovery: 0,
         };
+        if !fs.read_only {
+            check_supported(&fs.sb, &fs.cp)?;
+        }
         fs.segs.now_secs = fs.cp.elapsed_time;
         fs.load_sit_bitmap()?;
         fs.load_sit(&m.sit_journal)?;
@@ -199,11 +232,46 @@ impl<D: BlockDevice> F2fs<D> {
             fs.restore_node_summaries()?;
         }
         fs.nat.journal = m.nat_journal.iter().map(|j| (j.nid, j.entry)).collect();
+        fs.mount_checks(&m);
+        fs.refuse_if_inconsistent()?;
+        if opts.verify == Verify::Full {
+            fs.check_tree(&m.orphans)?;
+            fs.refuse_if_inconsistent()?;
+        }
+        if fs.read_only {
+            fs.note_skipped_recovery()?;
+            return Ok(fs);
+        }
         for ino in m.orphans {
+            fs.check_orphan_inode(ino)?;
             fs.evict_inode(ino)?;
         }
         fs.recovered_inodes = fs.recover()?;
         Ok(fs)
+    }
+
+    /// A read-write mount refuses an image with the first inconsistency found.
+    fn refuse_if_inconsistent(&mut self) -> Result<(), FsError> {
+        match self.findings.list.first() {
+            Some(f) if !self.read_only => Err(f.corruption.clone().into()),
+            _ => Ok(()),
+        }
+    }
+
+    /// What the checks at mount found and a read-only mount tolerated (at most 64; see
+    /// [`F2fs::warnings_dropped`]). Empty for a read-write mount, which refuses instead.
+    pub fn warnings(&self) -> &[Finding] {
+        &self.findings.list
+    }
+
+    /// Findings beyond those [`F2fs::warnings`] lists.
+    pub fn warnings_dropped(&self) -> u64 {
+        self.findings.more
+    }
+
+    /// Whether this mount is read-only.
+    pub fn is_read_only(&self) -> bool {
+        self.read_only
     }
 
     fn load_sit_bitmap(&mut self) -> Result<(), FsError> {
@@ -223,10 +291,19 @@ impl<D: BlockDevice> F2fs<D> {
         let mut info = Vec::with_capacity(main);
         for index in 0..blocks {
             let block = SitBlock::decode(&*self.read_block(self.sit_addr(index, None))?);
+            for (i, e) in block.entries.iter().enumerate() {
+                let segno = index * SIT_ENTRY_PER_BLOCK + i as u32;
+                if (segno as usize) < main {
+                    let r = verify::check_sit_entry(segno, e);
+                    self.findings.add_result(None, r);
+                }
+            }
             info.extend(block.entries.iter().map(SegInfo::from_entry));
         }
         info.truncate(main);
         for j in journal {
+            let r = self.check_sit_journal_entry(j, main);
+            self.findings.add_result(None, r);
             if let Some(slot) = info.get_mut(j.segno as usize) {
                 *slot = SegInfo::from_entry(&j.entry);
                 self.segs.journal.insert(j.segno);
@@ -298,10 +375,12 @@ impl<D: BlockDevice> F2fs<D> {
     }
 
     /// Writes a checkpoint marked as an unmount (lazily updated times included) and
-    /// returns the device.
+    /// returns the device (a read-only mount writes nothing).
     pub fn unmount(mut self) -> Result<D, FsError> {
-        self.flush_lazy_times();
-        self.checkpoint(true)?;
+        if !self.read_only {
+            self.flush_lazy_times();
+            self.checkpoint(true)?;
+        }
         Ok(self.dev)
     }
 
@@ -396,6 +475,7 @@ impl<D: BlockDevice> F2fs<D> {
         temp: Option<Temperature>,
         kind: BlockKind,
     ) -> Result<(), FsError> {
+        self.writable("write")?;
         let hints = Hints {
             temperature: temp,
             ..Hints::default()
@@ -416,6 +496,7 @@ impl<D: BlockDevice> F2fs<D> {
     }
 
     fn flush_device(&mut self) -> Result<(), FsError> {
+        self.writable("flush")?;
         let done = self
             .dev
             .flush(self.now_ns)
@@ -454,6 +535,10 @@ impl<D: BlockDevice> F2fs<D> {
         let second = crate::checkpoint::nat_block_in_second_copy(&self.nat_bitmap, index);
         let addr = nat_block_addr(self.sb.nat_blkaddr, index, second);
         let mut block = NatBlock::decode(&*self.read_block(addr)?);
+        if !self.read_only {
+            // Written back whole at a checkpoint: a bad entry must not be carried on.
+            self.check_nat_block(index, &block)?;
+        }
         self.nat.overlay_journal(index, &mut block);
         self.nat.blocks.insert(index, block);
         Ok(())
@@ -487,24 +572,17 @@ impl<D: BlockDevice> F2fs<D> {
 
     // ----- nodes -----
 
-    /// The node block `nid` (cached, or read through the NAT and checked).
+    /// The node block `nid` (cached, or read through the NAT and checked: its address
+    /// before the read, its footer after).
     fn node(&mut self, nid: u32) -> Result<&mut Box<Block>, FsError> {
         if !self.nodes.contains_key(&nid) {
+            if nid >= self.max_nid() {
+                return Err(Corruption::NatEntryMissing { nid }.into());
+            }
             let entry = self.nat_get(nid)?;
-            if !self.in_main(entry.block_addr) {
-                return Err(corrupt(format!(
-                    "node {nid}: NAT address {} is not in the main area",
-                    entry.block_addr
-                )));
-            }
+            self.check_node_addr(nid, &entry)?;
             let block = self.read_block(entry.block_addr as u64)?;
-            let footer = NodeFooter::decode(&block);
-            if footer.nid != nid {
-                return Err(corrupt(format!(
-                    "node {nid} at {}: footer names node {}",
-                    entry.block_addr, footer.nid
-                )));
-            }
+            self.check_node_footer(nid, &entry, &block)?;
             self.nodes.insert(nid, block);
         }
         Ok(self.nodes.get_mut(&nid).expect("cached above"))

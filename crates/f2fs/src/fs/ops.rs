@@ -382,8 +382,8 @@ impl<D: BlockDevice> F2fs<D> {
     }
 
     pub fn stat_ino(&mut self, ino: u32) -> Result<Stat, FsError> {
-        let inode = Inode::decode(self.node(ino)?);
-        let [atime, mtime, ctime] = attr::times_of(self.node(ino)?);
+        let inode = Inode::decode(self.inode_node(ino)?);
+        let [atime, mtime, ctime] = attr::times_of(self.inode_node(ino)?);
         let rdev = self.rdev_of(ino, inode.mode)?;
         Ok(Stat {
             ino,

@@ -173,6 +173,7 @@ impl<D: BlockDevice> F2fs<D> {
     ) -> Result<(), FsError> {
         let (index, suffix) = split_name(name)?;
         self.timed("setxattr", |fs| {
+            fs.writable("setxattr")?;
             let (mut entries, _) = fs.xattr_entries(ino)?;
             let found = entries
                 .iter()
@@ -221,6 +222,7 @@ impl<D: BlockDevice> F2fs<D> {
     pub fn removexattr(&mut self, ino: u32, name: &[u8]) -> Result<(), FsError> {
         let (index, suffix) = split_name(name)?;
         self.timed("removexattr", |fs| {
+            fs.writable("removexattr")?;
             let (mut entries, _) = fs.xattr_entries(ino)?;
             let k = entries
                 .iter()

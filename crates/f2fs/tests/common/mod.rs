@@ -6,6 +6,8 @@
 
 #![allow(dead_code)]
 
+pub mod surgery;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -80,11 +82,17 @@ pub fn fsck(fsck: &Path, image: &Path) -> FsckReport {
 /// closing "other corrupted bugs [Ok..]" line present. (`fsck.f2fs -f` exits 0 even after
 /// fixing errors, so the status alone proves nothing.)
 pub fn assert_clean(report: &FsckReport, what: &str) {
-    let bad: Vec<&str> = report
-        .output
-        .lines()
-        .filter(|l| l.contains("[Fail]") || l.contains("[ASSERT]") || l.contains("[FIX]"))
-        .collect();
+    assert!(
+        is_clean(report),
+        "fsck.f2fs rejected {what} (status {:?}, failing lines {:?}):\n{}",
+        report.status,
+        failing_lines(report),
+        report.output
+    );
+}
+
+/// Whether a report is clean (see [`assert_clean`]).
+pub fn is_clean(report: &FsckReport) -> bool {
     let closing = report
         .output
         .lines()
@@ -94,12 +102,16 @@ pub fn assert_clean(report: &FsckReport, what: &str) {
         .lines()
         .filter(|l| l.starts_with("[FSCK]") && l.contains("[Ok..]"))
         .count();
-    assert!(
-        report.status == Some(0) && bad.is_empty() && closing && checks >= 10,
-        "fsck.f2fs rejected {what} (status {:?}, failing lines {bad:?}):\n{}",
-        report.status,
-        report.output
-    );
+    report.status == Some(0) && failing_lines(report).is_empty() && closing && checks >= 10
+}
+
+/// The lines of a report that show a failed check, an assertion or a fix.
+pub fn failing_lines(report: &FsckReport) -> Vec<&str> {
+    report
+        .output
+        .lines()
+        .filter(|l| l.contains("[Fail]") || l.contains("[ASSERT]") || l.contains("[FIX]"))
+        .collect()
 }
 
 /// Runs mkfs.f2fs on a fresh sparse file of `bytes` bytes.
@@ -166,9 +178,27 @@ pub fn android_like() -> flashstack_f2fs::MkfsOptions {
 pub const MIB: u64 = 1 << 20;
 pub const GIB: u64 = 1 << 30;
 
+/// Our own full verification ([`Verify::Full`], read-only so that nothing is replayed or
+/// written) finds nothing wrong with the checkpointed state of `dev`.
+pub fn assert_walk_clean(dev: &MemDevice, what: &str) {
+    let opts = flashstack_f2fs::MountOptions {
+        verify: flashstack_f2fs::Verify::Full,
+        read_only: true,
+        ..Default::default()
+    };
+    let fs = flashstack_f2fs::F2fs::mount_opts(dev.clone(), opts)
+        .unwrap_or_else(|e| panic!("{what}: the full verification refused the image: {e}"));
+    assert!(
+        fs.warnings().is_empty(),
+        "{what}: the full verification found {:?}",
+        fs.warnings()
+    );
+}
+
 /// Exports `dev` as an image and asserts that `fsck.f2fs -f` finds it clean (skipped with
 /// a notice when f2fs-tools is missing, outside CI).
 pub fn check_image(dev: &MemDevice, what: &str) {
+    assert_walk_clean(dev, what);
     let Some(bin) = tool("fsck.f2fs") else {
         return;
     };

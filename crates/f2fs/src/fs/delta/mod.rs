@@ -40,6 +40,7 @@ use super::data::{Geometry, OFF_SIZE};
 use super::{corrupt, F2fs, FsError};
 use crate::codec::{le32_at, put_le32_at, zero_block, Block};
 use crate::consts::*;
+use crate::error::Corruption;
 use policy::{DeltaCandidate, DeltaDecision, ZoneRoom};
 use zone::{Record, Zone, ZONE_HEADER_BYTES};
 
@@ -170,11 +171,53 @@ impl<D: BlockDevice> F2fs<D> {
         let size = u16::from_le_bytes([node[end - 2], node[end - 3]]) as usize;
         let words = (ZONE_HEADER_BYTES + size).div_ceil(4);
         if words > geo.addrs {
-            return Err(corrupt(format!(
-                "inode {ino}: delta zone of {size} bytes exceeds the address slots"
-            )));
+            let rule = format!("delta_inline_size {size} exceeds the address slots");
+            return Err(self.zone_corruption(ino, size as u64, rule));
         }
         Ok(Some(geo.addrs - words))
+    }
+
+    /// A malformed delta zone, as a corruption of the inode holding it (the full walk
+    /// records it as a finding and quarantines the inode).
+    fn zone_corruption(&mut self, ino: u32, value: u64, rule: String) -> FsError {
+        let blkaddr = self.nat_get(ino).map_or(0, |e| e.block_addr as u64);
+        Corruption::Inode {
+            ino,
+            blkaddr,
+            field: "i_addr (MedFS delta zone)",
+            value,
+            rule: format!("delta zone: {rule}"),
+        }
+        .into()
+    }
+
+    /// The full walk's check of a zone (`Verify::Full`): its header and every record lie
+    /// within the address slots, no page has two deltas, and each delta's page is a
+    /// regular file's page whose pointer sits in the inode before the zone and names a
+    /// block (its base). Returns the first slot the zone covers (the walk reads the
+    /// slots before it as addresses); the whole slot area without a zone.
+    pub(crate) fn check_delta_zone(&mut self, ino: u32, regular: bool) -> Result<usize, FsError> {
+        let geo = self.geometry(ino)?;
+        let Some((_, zone)) = self.read_zone(ino)? else {
+            return Ok(geo.addrs);
+        };
+        if !regular {
+            let rule = "only a regular file holds deltas".to_string();
+            return Err(self.zone_corruption(ino, u64::from(MEDFS_DELTA_FL), rule));
+        }
+        let start = geo.addrs - zone.words();
+        for r in &zone.records {
+            let index = usize::from(r.index);
+            let base = match index < start {
+                true => le32_at(&self.node(ino)?[..], slots_range(&geo).start + 4 * index),
+                false => NULL_ADDR,
+            };
+            if base == NULL_ADDR || base == NEW_ADDR {
+                let rule = format!("the delta of page {index} has no base block in the inode");
+                return Err(self.zone_corruption(ino, index as u64, rule));
+            }
+        }
+        Ok(start)
     }
 
     /// The inode's delta zone, decoded and checked (`None` without the flag).
@@ -184,9 +227,14 @@ impl<D: BlockDevice> F2fs<D> {
         }
         let geo = self.geometry(ino)?;
         let range = slots_range(&geo);
-        let zone = Zone::decode(&self.node(ino)?[range])
-            .map_err(|e| corrupt(format!("inode {ino}: delta zone: {e}")))?;
-        Ok(Some((geo, zone)))
+        let decoded = Zone::decode(&self.node(ino)?[range]);
+        match decoded {
+            Ok(zone) => Ok(Some((geo, zone))),
+            Err(rule) => {
+                let flags = le32_at(&self.node(ino)?[..], OFF_FLAGS);
+                Err(self.zone_corruption(ino, u64::from(flags), rule))
+            }
+        }
     }
 
     /// Replaces the zone (`old_words` slots at the tail) with `zone`; an empty zone clears
