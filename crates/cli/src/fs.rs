@@ -27,6 +27,15 @@ pub enum FsCommand {
     Stat(PathArgs),
     /// Copy a host file into the image (parent directories are created).
     Put(PutArgs),
+    /// Fold every MedFS inline delta into its base block, so the image is stock F2FS
+    /// again (fsck.f2fs reads inline delta zones as block addresses; docs/medfs.md).
+    RestoreDeltas(ImageArgs),
+}
+
+#[derive(Args)]
+pub struct ImageArgs {
+    /// An F2FS image file; it is written back only if the command succeeds.
+    image: PathBuf,
 }
 
 #[derive(Args)]
@@ -63,7 +72,24 @@ pub fn fs(command: FsCommand) -> Result<()> {
         FsCommand::Cat(a) => cat(&a),
         FsCommand::Stat(a) => stat(&a),
         FsCommand::Put(a) => put(&a),
+        FsCommand::RestoreDeltas(a) => restore_deltas(&a),
     }
+}
+
+fn restore_deltas(a: &ImageArgs) -> Result<()> {
+    let mut fs = open_for_writing(&a.image)?;
+    let merged = fs
+        .restore_deltas()
+        .with_context(|| format!("restoring the deltas of {}", a.image.display()))?;
+    let written = fs.metrics().data_blocks;
+    let dev = fs.unmount()?;
+    dev.export(&a.image)?;
+    println!(
+        "{}: {merged} inline deltas folded into their bases ({written} data blocks written, \
+         then the unmount checkpoint)",
+        a.image.display()
+    );
+    Ok(())
 }
 
 fn format(a: &MkfsArgs) -> Result<()> {

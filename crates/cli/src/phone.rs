@@ -40,6 +40,8 @@ pub struct AgeArgs {
     /// Days of use.
     #[arg(long, default_value_t = 90)]
     days: u32,
+    /// The seed of the aging timeline: the same stack, fill, days and seed give a
+    /// byte-identical phone.
     #[arg(long, default_value_t = 1)]
     seed: u64,
     /// Run every app session as its persona's real task (SQLite and all) instead of its
@@ -56,6 +58,7 @@ pub struct AgeArgs {
 
 #[derive(Args)]
 pub struct InfoArgs {
+    /// The phone file (`flashstack phone age -o FILE`).
     file: PathBuf,
     /// Print the whole header as JSON.
     #[arg(long)]

@@ -816,3 +816,72 @@ fn progress_without_a_terminal_is_a_line_per_phase() {
         "{err}"
     );
 }
+
+/// `flashstack fs restore-deltas IMG`: an image whose inodes hold MedFS inline deltas (made
+/// here through the library) comes back as stock F2FS: same bytes, fsck.f2fs clean; a
+/// second run merges nothing. A corrupt image is refused and left as it was.
+#[test]
+fn fs_restore_deltas_folds_inline_deltas_back() {
+    use flashstack_f2fs::{mkfs, DeltaConfig, F2fs, F2fsConfig, MemDevice, MkfsOptions};
+    let image = temp("deltas.img");
+    let img = image.to_str().unwrap();
+    let mut dev = MemDevice::new(64 << 20);
+    mkfs(&mut dev, &MkfsOptions::default()).unwrap();
+    let cfg = F2fsConfig {
+        delta: DeltaConfig::dci(),
+        ..F2fsConfig::default()
+    };
+    let mut fs = F2fs::mount_with(dev, 0, cfg).unwrap();
+    let ino = fs.create("/app.db").unwrap();
+    let mut want: Vec<u8> = (0..5 * 4096u32).map(|i| (i % 251) as u8).collect();
+    fs.write(ino, 0, &want).unwrap();
+    fs.sync().unwrap();
+    for page in [1u64, 3] {
+        let at = page as usize * 4096 + 100;
+        want[at..at + 20].fill(0xEE);
+        fs.write(ino, at as u64, &[0xEE; 20]).unwrap();
+    }
+    assert_eq!(fs.inline_deltas(ino).unwrap().len(), 2);
+    fs.unmount().unwrap().export(&image).unwrap();
+    let out = flashstack(&["fs", "restore-deltas", img]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{out:?}");
+    assert!(stdout.contains("2 inline deltas folded"), "{stdout}");
+    let again = flashstack(&["fs", "restore-deltas", img]);
+    assert!(String::from_utf8_lossy(&again.stdout).contains(" 0 inline deltas"));
+    let mut fs = F2fs::mount(MemDevice::import(&image).unwrap()).unwrap();
+    assert_eq!(fs.inline_deltas(ino).unwrap(), vec![]);
+    assert!(fs.read(ino, 0, want.len()).unwrap() == want);
+    let fsck = [
+        "/usr/sbin/fsck.f2fs",
+        "/sbin/fsck.f2fs",
+        "/usr/bin/fsck.f2fs",
+    ]
+    .into_iter()
+    .find(|p| std::path::Path::new(p).is_file());
+    match fsck {
+        None => flashstack_testkit::skip("check the image with fsck.f2fs", "f2fs-tools is missing"),
+        Some(fsck) => {
+            let out = Command::new(fsck)
+                .arg("-f")
+                .arg(&image)
+                .stdin(std::process::Stdio::null())
+                .output()
+                .unwrap();
+            let text = String::from_utf8_lossy(&out.stdout);
+            assert!(
+                text.contains("[FSCK] other corrupted bugs")
+                    && !text.contains("[Fail]")
+                    && !text.contains("[ASSERT]"),
+                "{text}"
+            );
+        }
+    }
+    // Not an image: an error naming the file, nothing written.
+    let junk = temp("junk.img");
+    std::fs::write(&junk, vec![7u8; 1 << 20]).unwrap();
+    let out = flashstack(&["fs", "restore-deltas", junk.to_str().unwrap()]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("junk.img"));
+    assert_eq!(std::fs::read(&junk).unwrap(), vec![7u8; 1 << 20]);
+}

@@ -78,6 +78,9 @@ enum Op {
     /// Sets xattr [`XATTR_NAMES`]`[name]` of a file to `len` bytes of `seed`.
     SetXattr(usize, usize, usize, u8),
     RemoveXattr(usize, usize),
+    /// A small overwrite (MedFS's case): `len` bytes of `seed` at byte `within` of page
+    /// `page` of the file at the path.
+    SmallWrite(usize, u64, u16, u16, u8),
 }
 
 /// Symlink targets: inline, and one long enough to need a data block.
@@ -528,8 +531,8 @@ struct Harness {
     lenient: bool,
     /// Over all sessions: blocks written in place, background cleanings, background
     /// checkpoints, blocks written by SSR (printed with F2FS_MODEL_TRACE, to see what a
-    /// run exercised).
-    totals: [u64; 4],
+    /// run exercised), deltas stored inline (MedFS).
+    totals: [u64; 5],
     /// Run fsck.f2fs on every power-cut image too.
     fsck_crashes: bool,
     model: Model,
@@ -556,6 +559,10 @@ impl Harness {
                 |m, p| m.add(p, false),
                 &path(*p),
             )?,
+            Op::SmallWrite(p, page, within, len, seed) => {
+                let offset = *page * 4096 + u64::from(*within);
+                self.write_len(&path(*p), offset, *len as usize, *seed)?
+            }
             Op::Mkdir(p) => self.both(
                 |fs, p| errno(fs.mkdir(p)).map(drop),
                 |m, p| m.add(p, true),
@@ -614,7 +621,7 @@ impl Harness {
             Op::PowerCut => {
                 let dev = self.take_fs().into_device().media;
                 if self.fsck_crashes {
-                    fsck_image(&dev, "the image at a power cut, before recovery");
+                    self.fsck_crash_image(&dev, "the image at a power cut, before recovery");
                 }
                 self.mount(dev);
                 // Ids are never reused, even for things the cut took back.
@@ -651,7 +658,12 @@ impl Harness {
                 m.bg_gc_cycles,
                 m.bg_checkpoints,
                 m.ssr_blocks(),
+                m.delta.inline_stores,
             ];
+            DELTAS.with(|c| c.set(c.get() + m.delta.inline_stores));
+            if std::env::var("F2FS_MODEL_TRACE").is_ok() && !m.delta.is_empty() {
+                eprintln!("session deltas: {:?}", m.delta);
+            }
             for (t, a) in self.totals.iter_mut().zip(add) {
                 *t += a;
             }
@@ -714,7 +726,7 @@ impl Harness {
         let next = self.model.next;
         let dev = self.take_fs().into_device().media;
         if self.fsck_crashes {
-            fsck_image(&dev, "the image torn by a power cut");
+            self.fsck_crash_image(&dev, "the image torn by a power cut");
         }
         self.mount(dev);
         self.model = after.clone();
@@ -732,6 +744,22 @@ impl Harness {
         self.model.next = next;
         CUTS.with(|c| c.set(c.get() + 1));
         Ok(())
+    }
+
+    /// fsck.f2fs on a crash image; with delta compression on, on a copy recovered by our
+    /// mount and with every delta folded into its base (`restore_deltas`), since fsck
+    /// reads an inline delta zone as block addresses.
+    fn fsck_crash_image(&self, dev: &MemDevice, what: &str) {
+        if !self.cfg.delta.enabled() {
+            return fsck_image(dev, what);
+        }
+        let mut fs = F2fs::mount_with(dev.clone(), 0, self.cfg.clone()).unwrap();
+        fs.restore_deltas().unwrap();
+        assert_no_deltas(&mut fs);
+        fsck_image(
+            &fs.unmount().unwrap(),
+            &format!("{what}, recovered and its deltas restored"),
+        );
     }
 
     fn both(
@@ -1015,6 +1043,24 @@ impl Harness {
     }
 }
 
+/// After `restore_deltas`: no file reachable from the root holds an inline delta.
+fn assert_no_deltas<D: BlockDevice>(fs: &mut F2fs<D>) {
+    let mut dirs = vec![String::new()];
+    while let Some(dir) = dirs.pop() {
+        let listing = fs.readdir(if dir.is_empty() { "/" } else { &dir }).unwrap();
+        for e in listing
+            .into_iter()
+            .filter(|e| e.name != "." && e.name != "..")
+        {
+            let p = format!("{dir}/{}", e.name);
+            match e.kind {
+                flashstack_f2fs::FileKind::Dir => dirs.push(p),
+                _ => assert_eq!(fs.inline_deltas(e.ino).unwrap(), vec![], "{p}"),
+            }
+        }
+    }
+}
+
 fn fsck_image(dev: &MemDevice, what: &str) {
     // Tests run in parallel threads of one process: every image gets its own directory.
     static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
@@ -1082,7 +1128,7 @@ fn run_on(ops: &[Op], fsck_at_end: bool, bytes: u64, cfg: F2fsConfig) -> Result<
         in_place: BTreeMap::new(),
         op_in_place: BTreeMap::new(),
         lenient: false,
-        totals: [0; 4],
+        totals: [0; 5],
         model: Model::default(),
         durable: Model::default(),
         fsck_crashes: fsck_at_end,
@@ -1099,10 +1145,18 @@ fn run_on(ops: &[Op], fsck_at_end: bool, bytes: u64, cfg: F2fsConfig) -> Result<
         }
         r?;
     }
-    let dev = h.take_fs().unmount().unwrap().media;
+    let mut fs = h.take_fs();
+    if fs.config().delta.enabled() {
+        // An image holding deltas is not stock F2FS: fold them first (docs/medfs.md).
+        fs.restore_deltas().unwrap();
+        assert_no_deltas(&mut fs);
+    }
+    let dev = fs.unmount().unwrap().media;
     if std::env::var("F2FS_MODEL_TRACE").is_ok() {
-        let [ipu, bg_gc, bg_cp, ssr] = h.totals;
-        eprintln!("totals: in-place {ipu} bg-cleaned {bg_gc} bg-checkpoints {bg_cp} ssr {ssr}");
+        let [ipu, bg_gc, bg_cp, ssr, deltas] = h.totals;
+        eprintln!(
+            "totals: in-place {ipu} bg-cleaned {bg_gc} bg-checkpoints {bg_cp} ssr {ssr} deltas {deltas}"
+        );
     }
     if fsck_at_end {
         fsck_image(&dev, "the image after a random sequence");
@@ -1115,6 +1169,8 @@ thread_local! {
     /// Power cuts recovered from and checked on this thread (a proptest runs its cases on
     /// the test's own thread).
     static CUTS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    /// Deltas stored inline on this thread (MedFS runs must store some).
+    static DELTAS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
 
 /// Prints the test's crash-explore line (docs/testing.md, "Crash exploration").
@@ -1178,4 +1234,57 @@ fn ssr_under_random_sequences() {
         }
     );
     report_cuts("ssr_under_random_sequences");
+}
+
+/// Sequences for MedFS's inline deltas: the general mix with many small overwrites (of
+/// the first pages, and of pages near the 852-page cap, where growth evicts deltas).
+fn medfs_op() -> impl Strategy<Value = Op> {
+    let small = (
+        // Mostly two files, so their zones fill up and replacements happen.
+        prop_oneof![4 => 0..2usize, 2 => 0..NAMES.len(), 1 => 0..PATHS],
+        // The first pages (40 deltas overflow the zone: replacements), and pages near
+        // the 852-page cap whose pointers the zone may cover (growth evicts the oldest).
+        prop_oneof![6 => 0..10u64, 3 => 10..40u64, 1 => 820..852u64],
+        0u16..4096,
+        1u16..300,
+        any::<u8>(),
+    )
+        .prop_map(|(p, page, within, len, seed)| {
+            Op::SmallWrite(p, page, within, len.min(4096 - within), seed)
+        });
+    prop_oneof![
+        10 => op(),
+        16 => small.clone(),
+        1 => (0u32..12, small).prop_map(|(n, o)| Op::CutDuring(n, Box::new(o))),
+    ]
+}
+
+/// MedFS's delta-chunk inlining on (kernel defaults otherwise, and pure LFS): the same
+/// model with power cuts, torn cuts and remounts; fsck.f2fs on every crash image and the
+/// final one once the deltas are folded back (`restore_deltas`). Fails if no delta was
+/// ever stored inline (MedFS silently off).
+#[test]
+fn medfs_random_sequences_match_the_model() {
+    let dci = |base: F2fsConfig| F2fsConfig {
+        delta: flashstack_f2fs::DeltaConfig::dci(),
+        ..base
+    };
+    DELTAS.with(|c| c.set(0));
+    proptest!(
+        ProptestConfig { cases: 48, ..ProptestConfig::default() },
+        |(ops in prop::collection::vec(medfs_op(), 1..160),
+          cfg in prop_oneof![Just(dci(F2fsConfig::default())), Just(dci(F2fsConfig::pure_lfs()))],
+          fsck in prop::bool::weighted(0.25))| {
+            // Files of ten pages first (past the inline size), so updates have a base.
+            let mut all: Vec<Op> = (0..NAMES.len()).map(Op::Create).collect();
+            all.extend((0..NAMES.len()).map(|p| Op::WriteHinted(p, 0, 10, p as u8, false)));
+            all.push(Op::Sync);
+            all.extend(ops);
+            run(&all, fsck, cfg)?;
+        }
+    );
+    let deltas = DELTAS.with(|c| c.take());
+    println!("medfs: {deltas} deltas stored inline");
+    assert!(deltas > 100, "MedFS stored only {deltas} deltas inline");
+    report_cuts("medfs_random_sequences_match_the_model");
 }

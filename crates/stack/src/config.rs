@@ -8,7 +8,7 @@ use thiserror::Error;
 
 #[derive(Debug, Error)]
 pub enum ConfigError {
-    #[error("unknown stack preset '{0}' (known: default, ldc-emmc, ufs31)")]
+    #[error("unknown stack preset '{0}' (known: default, ldc-emmc, ufs31, medfs)")]
     UnknownPreset(String),
     #[error("{file}: {reason}")]
     Parse { file: String, reason: String },
@@ -51,7 +51,7 @@ pub struct StackConfig {
 impl StackConfig {
     /// The named presets and what each is (each has the page cache of a 4 GiB phone and
     /// F2FS with kernel-default mount options).
-    pub const PRESETS: [(&'static str, &'static str); 3] = [
+    pub const PRESETS: [(&'static str, &'static str); 4] = [
         (
             "default",
             "the whole stack `run` uses: F2FS and a phone page cache on the LDC paper's eMMC",
@@ -61,23 +61,31 @@ impl StackConfig {
             "ufs31",
             "F2FS and a phone page cache on a 128 GiB UFS 3.1 device",
         ),
+        (
+            "medfs",
+            "`default` with MedFS's inline deltas (fs.mount.delta.mode = dci; docs/medfs.md)",
+        ),
     ];
 
     /// A named preset: `default` (the ldc-emmc device, a phone page cache), `ldc-emmc`,
-    /// `ufs31`.
+    /// `ufs31`, `medfs` (`default` with MedFS's delta-chunk inlining).
     pub fn preset(name: &str) -> Result<Self, ConfigError> {
         let device_name = match name {
-            "default" | "ldc-emmc" => "ldc-emmc",
+            "default" | "ldc-emmc" | "medfs" => "ldc-emmc",
             "ufs31" => "ufs31",
             other => return Err(ConfigError::UnknownPreset(other.to_string())),
         };
         let device = flashstack_ftl::presets::preset(device_name)
             .ok_or_else(|| ConfigError::UnknownPreset(device_name.to_string()))?;
+        let mut fs = FsConfig::default();
+        if name == "medfs" {
+            fs.mount.delta = flashstack_f2fs::DeltaConfig::dci();
+        }
         Ok(Self {
             name: name.to_string(),
             seed: 1,
             device,
-            fs: FsConfig::default(),
+            fs,
             cache: CacheConfig::phone_4gib(),
             idle_gap_ns: 1_000_000_000,
         })

@@ -71,6 +71,8 @@ impl<D: BlockDevice> F2fs<D> {
         f: &mut Visitor<'_, D>,
     ) -> Result<(), FsError> {
         let geo = self.geometry(ino)?;
+        // A MedFS delta zone's slots hold no addresses (`delta/`).
+        let pointers = self.zone_start_slot(ino, &geo)?.unwrap_or(geo.addrs);
         let words: Vec<u32> = {
             let node = self.inode_node(ino)?;
             (0..geo.addrs)
@@ -78,7 +80,7 @@ impl<D: BlockDevice> F2fs<D> {
                 .chain((0..INODE_NIDS).map(|k| word(node, NID_WORD + k)))
                 .collect()
         };
-        for (i, &addr) in words[..geo.addrs].iter().enumerate() {
+        for (i, &addr) in words[..pointers].iter().enumerate() {
             if (i as u64) < end && addr != NULL_ADDR {
                 let ofs_in_node = i as u16;
                 f(
@@ -276,6 +278,8 @@ impl<D: BlockDevice> F2fs<D> {
         // Blocks past `i_size` are not refused: neither the kernel nor fsck.f2fs does, and
         // a write that fails for space leaves some here (the kernel truncates them).
         let is_dir = inode.is_dir();
+        // The zone's records are checked here; `visit_tree` skips its slots.
+        self.check_delta_zone(ino, inode.is_reg())?;
         self.visit_tree(ino, u64::MAX, &mut |fs, item| {
             tree.blocks += 1;
             match item {

@@ -9,7 +9,6 @@ use super::{corrupt, le64_at, put_le64_at, put_word, word, BlockKind, F2fs, FsEr
 use crate::codec::{zero_block, Block};
 use crate::consts::*;
 use crate::layout::*;
-use crate::node::InodeLayout;
 use crate::summary::Summary;
 
 /// Byte offsets of inode fields the write path updates in place.
@@ -131,6 +130,39 @@ fn path(levels: Vec<(usize, u32)>, leaf: u64) -> NodePath {
     }
 }
 
+/// [`Inode::extra_words`] and [`Inode::inline_xattr_words`] read straight from the block's
+/// bytes (every address lookup asks; decoding the whole inode each time was the hot spot).
+fn geometry_from(ino: u32, block: &Block, flexible: bool) -> Result<Geometry, FsError> {
+    let inline = block[OFF_INLINE];
+    let u16_at = |at: usize| u16::from_le_bytes([block[at], block[at + 1]]) as usize;
+    let has_extra = inline & F2FS_EXTRA_ATTR != 0;
+    let extra = if has_extra {
+        (u16_at(INODE_ADDR_OFFSET) / 4).min(ADDRS_PER_INODE)
+    } else {
+        0
+    };
+    let xattr = if flexible {
+        if has_extra {
+            u16_at(INODE_ADDR_OFFSET + 2)
+        } else {
+            0
+        }
+    } else if inline & (F2FS_INLINE_XATTR | F2FS_INLINE_DENTRY) != 0 {
+        DEFAULT_INLINE_XATTR_ADDRS as usize
+    } else {
+        0
+    };
+    let addrs = ADDRS_PER_INODE.saturating_sub(extra + xattr.min(ADDRS_PER_INODE));
+    if addrs < 2 {
+        return Err(corrupt(format!("inode {ino}: no room for addresses")));
+    }
+    Ok(Geometry {
+        extra,
+        addrs,
+        inline_bytes: 4 * (addrs - INLINE_RESERVED_ADDRS as usize),
+    })
+}
+
 /// The node holding a block's address: its id, the word index in it and `ofs_in_node`.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Dnode {
@@ -149,18 +181,15 @@ pub const MAX_FILE_BYTES: u64 = (ADDRS_PER_INODE as u64
 impl<D: BlockDevice> F2fs<D> {
     pub(crate) fn geometry(&mut self, ino: u32) -> Result<Geometry, FsError> {
         let flexible = self.sb.feature.contains(FEATURE_FLEXIBLE_INLINE_XATTR);
-        let inode = InodeLayout::read(self.inode_node(ino)?);
-        let extra = inode.extra_words();
-        let xattr = inode.inline_xattr_words(flexible);
-        let addrs = ADDRS_PER_INODE.saturating_sub(extra + xattr);
-        if addrs < 2 {
-            return Err(corrupt(format!("inode {ino}: no room for addresses")));
-        }
-        Ok(Geometry {
-            extra,
-            addrs,
-            inline_bytes: 4 * (addrs - INLINE_RESERVED_ADDRS as usize),
-        })
+        // `inode_node`: the footer check of an inode on access (cheap); the geometry is
+        // read from the raw bytes, not a full decode (every address lookup asks).
+        geometry_from(ino, self.inode_node(ino)?, flexible)
+    }
+
+    /// [`geometry`](Self::geometry) of an inode block that is not (yet) the cached one.
+    pub(crate) fn geometry_of(&self, ino: u32, block: &Block) -> Result<Geometry, FsError> {
+        let flexible = self.sb.feature.contains(FEATURE_FLEXIBLE_INLINE_XATTR);
+        geometry_from(ino, block, flexible)
     }
 
     pub(crate) fn inode_u64(&mut self, ino: u32, off: usize) -> Result<u64, FsError> {
@@ -222,6 +251,10 @@ impl<D: BlockDevice> F2fs<D> {
     /// Whether an overwrite of an existing block of `ino` goes in place
     /// ([`policy::update_in_place`]).
     fn in_place_ok(&mut self, ino: u32, need_ipu: bool) -> Result<bool, FsError> {
+        if self.cfg.delta.enabled() {
+            // MedFS: `need_inplace_update` is false, so the base on flash stays intact.
+            return Ok(false);
+        }
         let p = self.cfg.ipu_policy;
         let q = policy::IpuQuery {
             has_block: true,
@@ -243,7 +276,17 @@ impl<D: BlockDevice> F2fs<D> {
         index: u64,
         create: bool,
     ) -> Result<Option<Dnode>, FsError> {
+        if create {
+            // A pointer is about to be set: the delta zone must not cover its slot.
+            self.evict_for_slot(ino, index)?;
+        }
         let geo = self.geometry(ino)?;
+        if let Some(start) = self.zone_start_slot(ino, &geo)? {
+            // Slots the zone covers (and any path below the inode) hold no pointer.
+            if index >= start as u64 {
+                return Ok(None);
+            }
+        }
         let p = node_path(index, geo.addrs)?;
         if p.levels.is_empty() {
             return Ok(Some(Dnode {
@@ -331,7 +374,10 @@ impl<D: BlockDevice> F2fs<D> {
         }
         self.check_readable(ino)?;
         self.check_data_addr(ino, index, addr)?;
-        self.read_block(addr as u64)
+        let mut page = self.read_block(addr as u64)?;
+        self.note_block_read(addr, &page);
+        self.apply_delta(ino, index, &mut page)?;
+        Ok(page)
     }
 
     /// Writes page `index` of a file: in place over its existing block when the policy
@@ -344,6 +390,9 @@ impl<D: BlockDevice> F2fs<D> {
         page: &Block,
         wb: Writeback,
     ) -> Result<u32, FsError> {
+        if self.cfg.delta.enabled() && self.try_store_delta(ino, index, page)? {
+            return self.block_addr(ino, index);
+        }
         if let Some(addr) = self.try_in_place(ino, index, page, wb)? {
             return Ok(addr);
         }
@@ -361,6 +410,8 @@ impl<D: BlockDevice> F2fs<D> {
     ) -> Result<u32, FsError> {
         let wb = Writeback::out_of_place(log);
         self.ensure_space()?;
+        // The new block is the page's base: a delta against the old one no longer holds.
+        self.drop_delta(ino, index)?;
         let d = self
             .dnode(ino, index, true)?
             .ok_or_else(|| corrupt("node path vanished"))?;
@@ -401,6 +452,7 @@ impl<D: BlockDevice> F2fs<D> {
         if !self.segs.is_valid(old) || !self.in_place_ok(ino, wb.need_ipu)? {
             return Ok(None);
         }
+        self.drop_delta(ino, index)?;
         let temp = Some(super::log_temperature(wb.log));
         self.write_blocks(old as u64, &page[..], temp, BlockKind::DataInPlace)?;
         Ok(Some(old))
@@ -614,8 +666,11 @@ impl<D: BlockDevice> F2fs<D> {
 
     /// Frees every data block from index `from` on, and the nodes left covering nothing.
     pub(crate) fn free_blocks_from(&mut self, ino: u32, from: u64) -> Result<(), FsError> {
+        self.drop_deltas_from(ino, from)?;
         let geo = self.geometry(ino)?;
-        for i in (from.min(geo.addrs as u64) as usize)..geo.addrs {
+        // The delta zone's slots hold no pointers.
+        let slots = self.zone_start_slot(ino, &geo)?.unwrap_or(geo.addrs);
+        for i in (from.min(slots as u64) as usize)..slots {
             let at = ADDR_WORD + geo.extra + i;
             self.drop_addr(ino, ino, at)?;
         }
@@ -682,5 +737,36 @@ impl<D: BlockDevice> F2fs<D> {
             return Ok(true);
         }
         Ok(false)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::node::Inode;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The raw-byte geometry equals the decoded inode's (`extra_words`,
+        /// `inline_xattr_words`), whatever the flags and sizes.
+        #[test]
+        fn raw_geometry_matches_the_decoded_inode(
+            inline in any::<u8>(),
+            extra_isize in any::<u16>(),
+            xattr_size in any::<u16>(),
+            flexible in any::<bool>(),
+        ) {
+            let mut block = zero_block();
+            block[OFF_INLINE] = inline;
+            block[INODE_ADDR_OFFSET..INODE_ADDR_OFFSET + 2].copy_from_slice(&extra_isize.to_le_bytes());
+            block[INODE_ADDR_OFFSET + 2..INODE_ADDR_OFFSET + 4].copy_from_slice(&xattr_size.to_le_bytes());
+            let inode = Inode::decode(&block);
+            let extra = inode.extra_words();
+            let addrs = ADDRS_PER_INODE.saturating_sub(extra + inode.inline_xattr_words(flexible));
+            match geometry_from(1, &block, flexible) {
+                Ok(g) => prop_assert_eq!((g.extra, g.addrs), (extra, addrs)),
+                Err(_) => prop_assert!(addrs < 2),
+            }
+        }
     }
 }

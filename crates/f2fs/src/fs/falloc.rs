@@ -61,6 +61,8 @@ impl<D: BlockDevice> F2fs<D> {
             if fs.has_inline(ino, F2FS_INLINE_DATA)? {
                 fs.convert_inline_data(ino)?;
             }
+            // Reservations and holes replace blocks: fold the file's deltas first.
+            fs.merge_all_deltas(ino)?;
             match mode {
                 FallocMode::Allocate { keep_size } => {
                     fs.allocate_range(ino, offset, end, keep_size)

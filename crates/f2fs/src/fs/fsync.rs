@@ -154,6 +154,9 @@ impl<D: BlockDevice> F2fs<D> {
         let replay = self.replay_addresses(&replayed);
         self.rolling_forward = false;
         let dentries = replay?;
+        for (ino, zone) in std::mem::take(&mut self.delta_state.replay_zones) {
+            self.install_zone(ino, &zone)?;
+        }
         for log in 0..NR_CURSEG_TYPE {
             self.move_log_to_fresh_segment(log)?;
         }
@@ -216,8 +219,14 @@ impl<D: BlockDevice> F2fs<D> {
                 return Ok(());
             }
             let geo = self.geometry(ino)?;
+            // Slots of the copy's delta zone hold no pointers: the file has no page there.
+            let zone = self.zone_of_copy(ino, block, &geo)?;
+            let pointers = geo.addrs - zone.map_or(0, |z| z.words());
             for i in 0..geo.addrs {
-                let dest = word(block, ADDR_WORD + geo.extra + i);
+                let dest = match i < pointers {
+                    true => word(block, ADDR_WORD + geo.extra + i),
+                    false => NULL_ADDR,
+                };
                 self.replay_addr(ino, i as u64, dest)?;
             }
             return Ok(());
@@ -247,15 +256,28 @@ impl<D: BlockDevice> F2fs<D> {
             self.new_node(ino, ino, 0, f.is_cold())?;
             self.valid_inode_count += 1;
         }
-        let current = self.node(ino)?.clone();
+        let mut current = self.node(ino)?.clone();
         let mut merged: Box<Block> = Box::new(*block);
         let fsynced = Inode::decode(block);
         let inline = fsynced.inline & (F2FS_INLINE_DATA | F2FS_INLINE_DENTRY) != 0;
+        self.delta_state.replay_zones.remove(&ino);
         // Converted from inline data since the checkpoint: the checkpointed address slots
         // hold the inline bytes, not addresses. They start empty, as for a new inode
         // (`f2fs_recover_inline_data` truncates the inline area).
         let was_inline = Inode::decode(&current).inline & F2FS_INLINE_DATA != 0;
         if !inline {
+            // Delta zones are no pointers: the current one goes, the copy's comes back
+            // once the addresses are replayed (`install_zone`).
+            let geo = self.geometry_of(ino, block)?;
+            if let Some(zone) = self.zone_of_copy(ino, block, &geo)? {
+                self.delta_state.replay_zones.insert(ino, zone);
+            }
+            // (A file that was inline has no zone: its slots are not copied below.)
+            if exists && !was_inline {
+                let cur_geo = self.geometry_of(ino, &current)?;
+                self.strip_zone(ino, &mut current, &cur_geo)?;
+            }
+            super::delta::clear_zone_flag(&mut merged);
             let start = INODE_ADDR_OFFSET;
             let geo_words = ADDRS_PER_INODE + INODE_NIDS;
             if exists && !was_inline {

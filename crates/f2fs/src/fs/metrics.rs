@@ -57,6 +57,9 @@ pub struct Metrics {
     /// Blocks discarded (TRIM) once their segment was freed by a checkpoint.
     pub discarded_blocks: u64,
     pub blocks_read: u64,
+    /// MedFS's delta path (absent from the JSON while delta compression is off).
+    #[serde(skip_serializing_if = "super::DeltaMetrics::is_empty")]
+    pub delta: super::DeltaMetrics,
 }
 
 impl Metrics {

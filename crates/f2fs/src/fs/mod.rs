@@ -12,6 +12,7 @@ mod attr;
 mod check;
 mod ckpt;
 mod data;
+mod delta;
 mod dir;
 mod error;
 mod extents;
@@ -38,6 +39,8 @@ pub use attr::{
     is_special, InodeClock, NewInode, SetAttr, TimeSet, Timestamp, VirtualClock,
     SIMULATION_EPOCH_SECS,
 };
+pub use delta::policy::{DeltaConfig, DeltaMode};
+pub use delta::{DeltaMetrics, MEDFS_DELTA_FL};
 pub use error::FsError;
 pub use extents::BlockUsage;
 pub use falloc::FallocMode;
@@ -121,6 +124,8 @@ pub struct F2fs<D: BlockDevice> {
     cfg: F2fsConfig,
     /// Background timing: requests, checkpoints and the GC thread.
     clock: idle::BackgroundClock,
+    /// MedFS's delta path (`delta.rs`).
+    delta_state: delta::DeltaState,
     /// Mounted read-only: nothing is ever written to the device.
     read_only: bool,
     /// What the checks at mount found (a read-only mount keeps going with them).
@@ -209,6 +214,7 @@ impl<D: BlockDevice> F2fs<D> {
             op_latency: BTreeMap::new(),
             clock: idle::BackgroundClock::new(now_ns, m.checkpoint.elapsed_time, &cfg),
             cfg,
+            delta_state: Default::default(),
             cp_pack: m.cp_pack,
             cp_node_version: node_version_of(&cp),
             sb,
@@ -488,6 +494,11 @@ impl<D: BlockDevice> F2fs<D> {
         self.now_ns = done.complete_ns;
         self.sync_mtime_clock();
         self.metrics.count(kind, (data.len() / BLOCK_SIZE) as u64);
+        let data_block = matches!(
+            kind,
+            BlockKind::Data | BlockKind::DataInPlace | BlockKind::GcData
+        );
+        self.note_block_written(blkaddr, data, data_block);
         Ok(())
     }
 

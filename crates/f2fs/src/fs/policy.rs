@@ -101,6 +101,8 @@ pub struct F2fsConfig {
     /// takes a dirty segment and fills its holes. Off in LFS mode; the kernel has no other
     /// switch for it (this one is ours, to measure what SSR changes).
     pub ssr: bool,
+    /// MedFS's delta compression (`[delta]`, off by default; `docs/medfs.md`).
+    pub delta: super::DeltaConfig,
 }
 
 impl Default for F2fsConfig {
@@ -120,6 +122,7 @@ impl Default for F2fsConfig {
             dirty_nat_ratio_percent: 10,
             prefree_ratio_percent: 5,
             ssr: true,
+            delta: super::DeltaConfig::default(),
         }
     }
 }

@@ -1,0 +1,631 @@
+//! MedFS's delta-chunk inlining (DCI, FAST '25; `docs/medfs.md`): a small update of a
+//! page that already has a block on flash is stored as a delta in the inode instead of a
+//! new data block.
+//!
+//! 1. **Admission** ([`policy::delta_candidate`]): the page has a valid block (the
+//!    *base*), the file is regular, not inline, under 852 pages, and the page's pointer
+//!    lies in the inode. Atomic commits never come here (they write out of place).
+//! 2. **Delta**: the base is read, and `delta = LZO1X-1(new ⊕ base)`. A page has at most
+//!    one delta, always against its flash base: its old delta is removed first.
+//! 3. **Decision** ([`policy::delta_decision`]): inline it (no data block is written; the
+//!    inode is dirtied, and reaches the disk with the next fsync or checkpoint, as the
+//!    inode would for mtime anyway); or evict the largest inline delta (merged into its
+//!    base, written out of place) and inline this one; or write the page normally.
+//! 4. **Reads** ([`F2fs::apply_delta`]) XOR the decompressed delta into the base.
+//! 5. **Growth** ([`policy::growth_evictions`]): before a pointer is set in a slot the zone
+//!    covers, the oldest deltas are merged into their bases (FIFO); a pointer past the
+//!    budget or the inode evicts all.
+//! 6. **Anything that replaces a page's block** (an out-of-place write, an in-place one, a
+//!    truncation, fallocate) drops or merges that page's delta first, so a delta always
+//!    belongs to the block its slot points at.
+//!
+//! Durability: the zone lives in the inode block, so it is durable exactly when the inode
+//! is (checkpoint, or fsync by roll-forward, which replays the fsync'd copy's zone); the
+//! base is never overwritten (in-place updates are off while DCI is on), and a merge writes
+//! the merged page before the inode that drops the delta, so every durable inode names a
+//! base and delta that rebuild the page.
+//!
+//! On disk the zone is not stock F2FS: an inode holding deltas carries
+//! [`MEDFS_DELTA_FL`] in `i_flags`, and `fsck.f2fs` reads the zone's bytes as block
+//! addresses. [`F2fs::restore_deltas`] folds every delta into its base, after which the
+//! image is stock F2FS again.
+
+pub mod policy;
+pub mod zone;
+
+use flashstack_block::BlockDevice;
+use flashstack_codec::lzo1x::{decompress_into, Lzo1x1};
+
+use super::data::{Geometry, OFF_SIZE};
+use super::{corrupt, F2fs, FsError};
+use crate::codec::{le32_at, put_le32_at, zero_block, Block};
+use crate::consts::*;
+use crate::error::Corruption;
+use policy::{DeltaCandidate, DeltaDecision, ZoneRoom};
+use zone::{Record, Zone, ZONE_HEADER_BYTES};
+
+/// Byte offset of `i_flags` in an inode block.
+pub(crate) const OFF_FLAGS: usize = 80;
+/// `i_flags` bit of an inode whose address slots end in a delta zone. Ours: the MedFS
+/// source's on-disk marker is not recorded; no F2FS or VFS flag uses this bit.
+pub const MEDFS_DELTA_FL: u32 = 0x0100_0000;
+
+/// Counters of the delta path (all zero with delta compression off).
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct DeltaMetrics {
+    /// Deltas computed (updates that passed admission).
+    pub computed: u64,
+    /// Deltas stored inline (each saved a data block write).
+    pub inline_stores: u64,
+    /// Of those, stores that first evicted the largest inline delta.
+    pub replacements: u64,
+    /// Computed deltas written as a normal page instead (too large, or no room).
+    pub fallback_writes: u64,
+    /// Deltas merged into their base and written out (replacement, growth, fallocate,
+    /// restore).
+    pub merges: u64,
+    /// Deltas dropped because their page was rewritten whole or truncated.
+    pub dropped: u64,
+    /// Deltas applied on reads.
+    pub applied: u64,
+    /// Bases read from flash to make a delta (missed the base cache).
+    pub base_reads: u64,
+    /// Sum of computed delta sizes in bytes (mean = this / `computed`).
+    pub delta_bytes_total: u64,
+    /// Computed delta sizes in 32-byte buckets: `[0, 32)`, ..., `[224, 256)`, `≥ 256`.
+    pub delta_size_buckets: [u64; 9],
+}
+
+impl DeltaMetrics {
+    pub fn is_empty(&self) -> bool {
+        *self == DeltaMetrics::default()
+    }
+
+    fn record_size(&mut self, bytes: usize) {
+        self.computed += 1;
+        self.delta_bytes_total += bytes as u64;
+        self.delta_size_buckets[(bytes / 32).min(8)] += 1;
+    }
+}
+
+/// Working state of the delta path: the compressor (its hash table is reused) and, during
+/// roll-forward, the zones of the fsync'd inode copies, put back once addresses are
+/// replayed.
+#[derive(Default)]
+pub(crate) struct DeltaState {
+    lzo: Option<Lzo1x1>,
+    pub replay_zones: std::collections::BTreeMap<u32, Zone>,
+    bases: BaseCache,
+}
+
+/// The content of recently written or read data blocks by address (see
+/// [`policy::DeltaConfig::base_cache_pages`]): every write of a block replaces its entry
+/// ([`F2fs::note_block_written`]), so an entry is always what the block holds. Oldest
+/// entries go first.
+#[derive(Default)]
+struct BaseCache {
+    by_addr: std::collections::BTreeMap<u32, (u64, Box<Block>)>,
+    by_age: std::collections::BTreeMap<u64, u32>,
+    next: u64,
+}
+
+impl BaseCache {
+    fn put(&mut self, addr: u32, block: &[u8], cap: usize) {
+        self.forget(addr);
+        if cap == 0 {
+            return;
+        }
+        let mut copy = zero_block();
+        copy.copy_from_slice(block);
+        self.by_addr.insert(addr, (self.next, copy));
+        self.by_age.insert(self.next, addr);
+        self.next += 1;
+        while self.by_addr.len() > cap {
+            let Some((_, old)) = self.by_age.pop_first() else {
+                break;
+            };
+            self.by_addr.remove(&old);
+        }
+    }
+
+    fn forget(&mut self, addr: u32) {
+        if let Some((age, _)) = self.by_addr.remove(&addr) {
+            self.by_age.remove(&age);
+        }
+    }
+
+    fn get(&self, addr: u32) -> Option<&Block> {
+        self.by_addr.get(&addr).map(|(_, b)| &**b)
+    }
+}
+
+/// Clears [`MEDFS_DELTA_FL`] in an inode block (roll-forward rebuilds zones itself).
+pub(crate) fn clear_zone_flag(block: &mut Block) {
+    let flags = le32_at(block, OFF_FLAGS);
+    put_le32_at(&mut block[..], OFF_FLAGS, flags & !MEDFS_DELTA_FL);
+}
+
+/// Where an inode's address slots lie in its block.
+fn slots_range(geo: &Geometry) -> std::ops::Range<usize> {
+    let start = INODE_ADDR_OFFSET + 4 * geo.extra;
+    start..start + 4 * geo.addrs
+}
+
+impl<D: BlockDevice> F2fs<D> {
+    pub(crate) fn has_delta_zone(&mut self, ino: u32) -> Result<bool, FsError> {
+        Ok(le32_at(&self.node(ino)?[..], OFF_FLAGS) & MEDFS_DELTA_FL != 0)
+    }
+
+    /// The first address slot the delta zone covers, if the inode has one (reads only
+    /// the header: every address lookup asks).
+    pub(crate) fn zone_start_slot(
+        &mut self,
+        ino: u32,
+        geo: &Geometry,
+    ) -> Result<Option<usize>, FsError> {
+        if !self.has_delta_zone(ino)? {
+            return Ok(None);
+        }
+        let end = slots_range(geo).end;
+        let node = self.node(ino)?;
+        let size = u16::from_le_bytes([node[end - 2], node[end - 3]]) as usize;
+        let words = (ZONE_HEADER_BYTES + size).div_ceil(4);
+        if words > geo.addrs {
+            let rule = format!("delta_inline_size {size} exceeds the address slots");
+            return Err(self.zone_corruption(ino, size as u64, rule));
+        }
+        Ok(Some(geo.addrs - words))
+    }
+
+    /// A malformed delta zone, as a corruption of the inode holding it (the full walk
+    /// records it as a finding and quarantines the inode).
+    fn zone_corruption(&mut self, ino: u32, value: u64, rule: String) -> FsError {
+        let blkaddr = self.nat_get(ino).map_or(0, |e| e.block_addr as u64);
+        Corruption::Inode {
+            ino,
+            blkaddr,
+            field: "i_addr (MedFS delta zone)",
+            value,
+            rule: format!("delta zone: {rule}"),
+        }
+        .into()
+    }
+
+    /// The full walk's check of a zone (`Verify::Full`): its header and every record lie
+    /// within the address slots, no page has two deltas, and each delta's page is a
+    /// regular file's page whose pointer sits in the inode before the zone and names a
+    /// block (its base). Returns the first slot the zone covers (the walk reads the
+    /// slots before it as addresses); the whole slot area without a zone.
+    pub(crate) fn check_delta_zone(&mut self, ino: u32, regular: bool) -> Result<usize, FsError> {
+        let geo = self.geometry(ino)?;
+        let Some((_, zone)) = self.read_zone(ino)? else {
+            return Ok(geo.addrs);
+        };
+        if !regular {
+            let rule = "only a regular file holds deltas".to_string();
+            return Err(self.zone_corruption(ino, u64::from(MEDFS_DELTA_FL), rule));
+        }
+        let start = geo.addrs - zone.words();
+        for r in &zone.records {
+            let index = usize::from(r.index);
+            let base = match index < start {
+                true => le32_at(&self.node(ino)?[..], slots_range(&geo).start + 4 * index),
+                false => NULL_ADDR,
+            };
+            if base == NULL_ADDR || base == NEW_ADDR {
+                let rule = format!("the delta of page {index} has no base block in the inode");
+                return Err(self.zone_corruption(ino, index as u64, rule));
+            }
+        }
+        Ok(start)
+    }
+
+    /// The inode's delta zone, decoded and checked (`None` without the flag).
+    fn read_zone(&mut self, ino: u32) -> Result<Option<(Geometry, Zone)>, FsError> {
+        if !self.has_delta_zone(ino)? {
+            return Ok(None);
+        }
+        let geo = self.geometry(ino)?;
+        let range = slots_range(&geo);
+        let decoded = Zone::decode(&self.node(ino)?[range]);
+        match decoded {
+            Ok(zone) => Ok(Some((geo, zone))),
+            Err(rule) => {
+                let flags = le32_at(&self.node(ino)?[..], OFF_FLAGS);
+                Err(self.zone_corruption(ino, u64::from(flags), rule))
+            }
+        }
+    }
+
+    /// Replaces the zone (`old_words` slots at the tail) with `zone`; an empty zone clears
+    /// the flag. The inode becomes dirty.
+    fn write_zone(
+        &mut self,
+        ino: u32,
+        geo: &Geometry,
+        old_words: usize,
+        zone: &Zone,
+    ) -> Result<(), FsError> {
+        let range = slots_range(geo);
+        let node = self.node(ino)?;
+        let slots = &mut node[range.clone()];
+        let len = slots.len();
+        slots[len - 4 * old_words..].fill(0);
+        let flags = le32_at(&node[..], OFF_FLAGS);
+        if zone.records.is_empty() {
+            put_le32_at(&mut node[..], OFF_FLAGS, flags & !MEDFS_DELTA_FL);
+        } else {
+            let tail = len - 4 * zone.words();
+            let clear = node[range.start + tail..range.end].iter().all(|&b| b == 0);
+            if !clear {
+                return Err(corrupt(format!(
+                    "inode {ino}: delta zone of {} slots would cover data pointers",
+                    zone.words()
+                )));
+            }
+            zone.encode(&mut node[range]);
+            put_le32_at(&mut node[..], OFF_FLAGS, flags | MEDFS_DELTA_FL);
+        }
+        self.dirty_nodes.insert(ino);
+        Ok(())
+    }
+
+    /// Removes page `index`'s record, returning it.
+    fn remove_record(&mut self, ino: u32, index: u64) -> Result<Option<Record>, FsError> {
+        let Some((geo, mut zone)) = self.read_zone(ino)? else {
+            return Ok(None);
+        };
+        let Some(pos) = zone.position(index) else {
+            return Ok(None);
+        };
+        let old_words = zone.words();
+        let record = zone.records.remove(pos);
+        self.write_zone(ino, &geo, old_words, &zone)?;
+        Ok(Some(record))
+    }
+
+    /// Every block write passes here: a data block's content becomes its base-cache entry,
+    /// anything else written at that address drops the entry.
+    pub(crate) fn note_block_written(&mut self, addr: u64, data: &[u8], data_block: bool) {
+        if !self.cfg.delta.enabled() {
+            return;
+        }
+        let cap = self.cfg.delta.base_cache_pages;
+        for (k, chunk) in data.chunks(BLOCK_SIZE).enumerate() {
+            let a = (addr + k as u64) as u32;
+            match data_block && chunk.len() == BLOCK_SIZE {
+                true => self.delta_state.bases.put(a, chunk, cap),
+                false => self.delta_state.bases.forget(a),
+            }
+        }
+    }
+
+    /// A data block read from flash (a file's page, before its delta is applied).
+    pub(crate) fn note_block_read(&mut self, addr: u32, block: &Block) {
+        if self.cfg.delta.enabled() {
+            let cap = self.cfg.delta.base_cache_pages;
+            self.delta_state.bases.put(addr, &block[..], cap);
+        }
+    }
+
+    /// Drops page `index`'s delta: its block is being replaced whole.
+    pub(crate) fn drop_delta(&mut self, ino: u32, index: u64) -> Result<(), FsError> {
+        if self.remove_record(ino, index)?.is_some() {
+            self.metrics.delta.dropped += 1;
+        }
+        Ok(())
+    }
+
+    /// The delta path of a page write: `Ok(true)` when the update was stored as a delta
+    /// (no data block written), `Ok(false)` when the page is to be written normally.
+    pub(crate) fn try_store_delta(
+        &mut self,
+        ino: u32,
+        index: u64,
+        page: &Block,
+    ) -> Result<bool, FsError> {
+        let Some(base_addr) = self.delta_base(ino, index)? else {
+            return Ok(false);
+        };
+        let delta = self.make_delta(base_addr, page)?;
+        self.remove_record(ino, index)?;
+        let decision = self.decide(ino, delta.len())?;
+        match decision {
+            DeltaDecision::Write => {
+                self.metrics.delta.fallback_writes += 1;
+                return Ok(false);
+            }
+            DeltaDecision::ReplaceLargest => {
+                self.evict_largest(ino)?;
+                self.metrics.delta.replacements += 1;
+                // The merge may have moved the zone's budget; check again.
+                if self.decide(ino, delta.len())? != DeltaDecision::Inline {
+                    self.metrics.delta.fallback_writes += 1;
+                    return Ok(false);
+                }
+            }
+            DeltaDecision::Inline => {}
+        }
+        self.add_record(ino, index, delta)?;
+        self.metrics.delta.inline_stores += 1;
+        Ok(true)
+    }
+
+    /// The base block of an admissible update, if the page is one.
+    fn delta_base(&mut self, ino: u32, index: u64) -> Result<Option<u32>, FsError> {
+        if !self.cfg.delta.enabled()
+            || self.is_dir_inode(ino)?
+            || self.has_inline(ino, F2FS_INLINE_DATA | F2FS_INLINE_DENTRY)?
+        {
+            return Ok(None);
+        }
+        let geo = self.geometry(ino)?;
+        let addr = self.block_addr(ino, index)?;
+        let size_pages = self.inode_u64(ino, OFF_SIZE)?.div_ceil(BLOCK_SIZE as u64);
+        let c = DeltaCandidate {
+            has_base: self.segs.is_valid(addr),
+            regular_file: true,
+            file_pages: size_pages.max(index + 1),
+            index,
+            inode_slots: geo.addrs,
+        };
+        Ok(policy::delta_candidate(&c, &self.cfg.delta).then_some(addr))
+    }
+
+    /// `LZO1X-1(new ⊕ base)`, charging the host CPU time.
+    fn make_delta(&mut self, base_addr: u32, page: &Block) -> Result<Vec<u8>, FsError> {
+        let base = match self.delta_state.bases.get(base_addr) {
+            Some(b) => Box::new(*b),
+            None => {
+                self.metrics.delta.base_reads += 1;
+                let b = self.read_block(base_addr as u64)?;
+                self.note_block_read(base_addr, &b);
+                b
+            }
+        };
+        let mut xor = zero_block();
+        for ((x, a), b) in xor.iter_mut().zip(page.iter()).zip(base.iter()) {
+            *x = a ^ b;
+        }
+        let mut out = Vec::with_capacity(256);
+        self.delta_state
+            .lzo
+            .get_or_insert_with(Lzo1x1::new)
+            .compress_into(&xor[..], &mut out);
+        self.now_ns += self.cfg.delta.create_ns;
+        self.metrics.delta.record_size(out.len());
+        Ok(out)
+    }
+
+    /// [`policy::delta_decision`] for a delta of `bytes` against the inode's zone now.
+    fn decide(&mut self, ino: u32, bytes: usize) -> Result<DeltaDecision, FsError> {
+        let geo = self.geometry(ino)?;
+        let zone = self.read_zone(ino)?.map(|(_, z)| z).unwrap_or_default();
+        let budget = 4 * self.cfg.delta.inline_budget_words.min(geo.addrs);
+        let used = 4 * self.used_slots(ino, &geo, &zone)? + 1 + zone.record_bytes();
+        let room = ZoneRoom {
+            delta_bytes: bytes,
+            free_bytes: budget.saturating_sub(used),
+            deltas: zone.records.len(),
+            largest_bytes: zone.records.iter().map(|r| r.delta.len()).max(),
+        };
+        Ok(policy::delta_decision(&room, &self.cfg.delta))
+    }
+
+    /// Slots the file's pointers need (`last_iaddr`): its pages, or past its highest
+    /// non-empty slot below the zone (a reservation beyond the size).
+    fn used_slots(&mut self, ino: u32, geo: &Geometry, zone: &Zone) -> Result<usize, FsError> {
+        let pages = self.inode_u64(ino, OFF_SIZE)?.div_ceil(BLOCK_SIZE as u64) as usize;
+        let limit = geo.addrs
+            - if zone.records.is_empty() {
+                0
+            } else {
+                zone.words()
+            };
+        let start = slots_range(geo).start;
+        let node = self.node(ino)?;
+        let highest = (0..limit)
+            .rev()
+            .find(|&i| le32_at(&node[..], start + 4 * i) != 0)
+            .map_or(0, |i| i + 1);
+        Ok(pages.max(highest))
+    }
+
+    fn add_record(&mut self, ino: u32, index: u64, delta: Vec<u8>) -> Result<(), FsError> {
+        let geo = self.geometry(ino)?;
+        let mut zone = self.read_zone(ino)?.map(|(_, z)| z).unwrap_or_default();
+        let old_words = if zone.records.is_empty() {
+            0
+        } else {
+            zone.words()
+        };
+        zone.last_iaddr = self.used_slots(ino, &geo, &zone)? as u16;
+        zone.records.push(Record {
+            index: index as u16,
+            delta,
+        });
+        self.write_zone(ino, &geo, old_words, &zone)
+    }
+
+    /// Merges the largest inline delta into its base (the replacement's victim).
+    fn evict_largest(&mut self, ino: u32) -> Result<(), FsError> {
+        let Some((_, zone)) = self.read_zone(ino)? else {
+            return Ok(());
+        };
+        let victim = zone
+            .records
+            .iter()
+            .enumerate()
+            .max_by_key(|(pos, r)| (r.delta.len(), std::cmp::Reverse(*pos)))
+            .map(|(_, r)| u64::from(r.index));
+        match victim {
+            Some(index) => self.merge_delta(ino, index),
+            None => Ok(()),
+        }
+    }
+
+    /// Folds page `index`'s delta into its base and writes the page out of place (the
+    /// new block is the page's base; the inode drops the delta). Ordering: the merged
+    /// block is written now, the inode later (fsync or checkpoint), so a cut in between
+    /// leaves the old base and delta, which rebuild the same page.
+    fn merge_delta(&mut self, ino: u32, index: u64) -> Result<(), FsError> {
+        let page = self.load_page(ino, index)?;
+        if self.remove_record(ino, index)?.is_none() {
+            return Ok(());
+        }
+        let log = self.data_log(ino)?;
+        self.store_page_out_of_place(ino, index, &page, log)?;
+        self.metrics.delta.merges += 1;
+        Ok(())
+    }
+
+    /// XORs page `index`'s inline delta, if any, into `page` (its base, just read).
+    pub(crate) fn apply_delta(
+        &mut self,
+        ino: u32,
+        index: u64,
+        page: &mut Block,
+    ) -> Result<(), FsError> {
+        let Some((_, zone)) = self.read_zone(ino)? else {
+            return Ok(());
+        };
+        let Some(pos) = zone.position(index) else {
+            return Ok(());
+        };
+        let mut xor = Vec::with_capacity(BLOCK_SIZE);
+        decompress_into(&zone.records[pos].delta, &mut xor, BLOCK_SIZE)
+            .map_err(|e| corrupt(format!("inode {ino}: delta of page {index}: {e}")))?;
+        for (p, x) in page.iter_mut().zip(&xor) {
+            *p ^= x;
+        }
+        self.now_ns += self.cfg.delta.apply_ns;
+        self.metrics.delta.applied += 1;
+        Ok(())
+    }
+
+    /// Before a pointer goes into slot `index`: merges the oldest deltas until the zone no
+    /// longer covers it ([`policy::growth_evictions`]).
+    pub(crate) fn evict_for_slot(&mut self, ino: u32, index: u64) -> Result<(), FsError> {
+        if !self.has_delta_zone(ino)? {
+            return Ok(());
+        }
+        let geo = self.geometry(ino)?;
+        let Some(start) = self.zone_start_slot(ino, &geo)? else {
+            return Ok(());
+        };
+        if index < start as u64 && index < self.cfg.delta.inline_budget_words as u64 {
+            return Ok(());
+        }
+        let Some((_, zone)) = self.read_zone(ino)? else {
+            return Ok(());
+        };
+        let sizes: Vec<usize> = zone.records.iter().map(Record::zone_bytes).collect();
+        let n =
+            policy::growth_evictions(&sizes, ZONE_HEADER_BYTES, index, geo.addrs, &self.cfg.delta);
+        for r in &zone.records[..n] {
+            self.merge_delta(ino, u64::from(r.index))?;
+        }
+        Ok(())
+    }
+
+    /// Truncation: drops the deltas of pages from `from` on.
+    pub(crate) fn drop_deltas_from(&mut self, ino: u32, from: u64) -> Result<(), FsError> {
+        let Some((geo, mut zone)) = self.read_zone(ino)? else {
+            return Ok(());
+        };
+        let old_words = zone.words();
+        let before = zone.records.len();
+        zone.records.retain(|r| u64::from(r.index) < from);
+        if zone.records.len() == before {
+            return Ok(());
+        }
+        self.metrics.delta.dropped += (before - zone.records.len()) as u64;
+        self.write_zone(ino, &geo, old_words, &zone)
+    }
+
+    /// Merges every delta of `ino` into its base.
+    pub(crate) fn merge_all_deltas(&mut self, ino: u32) -> Result<(), FsError> {
+        let Some((_, zone)) = self.read_zone(ino)? else {
+            return Ok(());
+        };
+        for r in &zone.records {
+            self.merge_delta(ino, u64::from(r.index))?;
+        }
+        Ok(())
+    }
+
+    /// The inline deltas of `ino`: (page index, compressed bytes), oldest first.
+    pub fn inline_deltas(&mut self, ino: u32) -> Result<Vec<(u64, usize)>, FsError> {
+        let zone = self.read_zone(ino)?.map(|(_, z)| z).unwrap_or_default();
+        Ok(zone
+            .records
+            .iter()
+            .map(|r| (u64::from(r.index), r.delta.len()))
+            .collect())
+    }
+
+    /// Folds every inline delta of every file reachable from the root into its base and
+    /// checkpoints: the image is then stock F2FS (`fsck.f2fs` clean, `dump.f2fs` reads
+    /// every file). Returns the deltas merged.
+    pub fn restore_deltas(&mut self) -> Result<u64, FsError> {
+        let before = self.metrics.delta.merges;
+        let mut dirs = vec![ROOT_INO];
+        while let Some(dir) = dirs.pop() {
+            for e in self.readdir_ino(dir)? {
+                match e.kind {
+                    super::FileKind::Dir if e.name != "." && e.name != ".." => dirs.push(e.ino),
+                    super::FileKind::File => self.merge_all_deltas(e.ino)?,
+                    _ => {}
+                }
+            }
+        }
+        self.checkpoint(false)?;
+        Ok(self.metrics.delta.merges - before)
+    }
+
+    /// Roll-forward: the zone of an fsync'd inode copy (checked), if it has one.
+    pub(crate) fn zone_of_copy(
+        &mut self,
+        ino: u32,
+        block: &Block,
+        geo: &Geometry,
+    ) -> Result<Option<Zone>, FsError> {
+        if le32_at(block, OFF_FLAGS) & MEDFS_DELTA_FL == 0 {
+            return Ok(None);
+        }
+        Zone::decode(&block[slots_range(geo)])
+            .map(Some)
+            .map_err(|e| corrupt(format!("inode {ino}: fsync'd delta zone: {e}")))
+    }
+
+    /// Roll-forward: clears the zone of a block being rebuilt (its bytes are no
+    /// addresses) so that addresses can be replayed; the replayed copy's zone is put back
+    /// by [`install_zone`](Self::install_zone) once they are.
+    pub(crate) fn strip_zone(
+        &mut self,
+        ino: u32,
+        block: &mut Block,
+        geo: &Geometry,
+    ) -> Result<(), FsError> {
+        if le32_at(block, OFF_FLAGS) & MEDFS_DELTA_FL == 0 {
+            return Ok(());
+        }
+        let range = slots_range(geo);
+        let size = u16::from_le_bytes([block[range.end - 2], block[range.end - 3]]) as usize;
+        let words = (ZONE_HEADER_BYTES + size).div_ceil(4);
+        if words > geo.addrs {
+            return Err(corrupt(format!(
+                "inode {ino}: delta zone exceeds the address slots"
+            )));
+        }
+        block[range.end - 4 * words..range.end].fill(0);
+        clear_zone_flag(block);
+        Ok(())
+    }
+
+    /// Roll-forward: puts a replayed inode's zone back.
+    pub(crate) fn install_zone(&mut self, ino: u32, zone: &Zone) -> Result<(), FsError> {
+        let geo = self.geometry(ino)?;
+        self.write_zone(ino, &geo, 0, zone)
+    }
+}
