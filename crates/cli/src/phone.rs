@@ -11,7 +11,8 @@ use anyhow::{anyhow, bail, Context, Result};
 use clap::{Args, Subcommand};
 use flashstack_experiments::fullstack::Start;
 use flashstack_phone::{
-    builtin, default_cache_dir, AgingSpec, Fidelity, PhoneCache, PhoneImage, Provenance,
+    builtin, default_cache_dir, default_cache_max_bytes, AgingSpec, Fidelity, PhoneCache,
+    PhoneImage, Provenance,
 };
 use flashstack_stack::StackConfig;
 
@@ -225,6 +226,14 @@ impl StartChoice {
         }
     }
 
+    /// The stack a `--phone` file was made on (a run without `--stack` uses it).
+    pub fn phone_stack(&self) -> Option<&StackConfig> {
+        match self {
+            StartChoice::File(image) => Some(&image.header.stack),
+            StartChoice::Fresh | StartChoice::BuiltIn => None,
+        }
+    }
+
     /// The start for one stack.
     pub fn start_for(&self, config: &StackConfig, quiet: bool) -> Result<Start> {
         match self {
@@ -243,6 +252,7 @@ pub fn builtin_phone(config: &StackConfig, quiet: bool) -> Result<PhoneImage> {
     let cache = PhoneCache {
         dir: default_cache_dir(),
         build_id: build_id(),
+        max_bytes: default_cache_max_bytes(),
     };
     let started = Instant::now();
     let name = config.name.clone();

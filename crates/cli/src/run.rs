@@ -80,7 +80,8 @@ pub struct RunArgs {
     #[arg(long)]
     pub(crate) strict: bool,
     /// Start personas and file traces from this used phone (`flashstack phone age`)
-    /// instead of the stack's built-in aged phone.
+    /// instead of the stack's built-in aged phone; without --stack, on the stack the phone
+    /// was made on.
     #[arg(long, value_name = "FILE.phone", conflicts_with = "fresh")]
     pub(crate) phone: Option<PathBuf>,
     /// Start personas and file traces from a factory-new phone (an empty F2FS on a fresh

@@ -126,10 +126,15 @@ fn refuse_block_options(args: &RunArgs) -> Result<()> {
 
 /// The stacks to run: `--stack` (default `default`), or one per `--device`/`--compare`
 /// specification, each with the `--set` overrides on its device.
-fn stacks(args: &RunArgs) -> Result<Vec<StackConfig>> {
-    let base_name = args.stack.as_deref().unwrap_or("default");
-    let base = resolve_stack(base_name, &StackConfig::preset("default")?)
-        .with_context(|| format!("--stack {base_name}"))?;
+/// The stacks to run: `--stack` (else the `--phone`'s own stack, else `default`), or one
+/// per `--device`/`--compare` spec resolved against it, each with the `--set` overrides.
+fn stacks(args: &RunArgs, phone: Option<&StackConfig>) -> Result<Vec<StackConfig>> {
+    let base = match (args.stack.as_deref(), phone) {
+        (Some(name), _) => resolve_stack(name, &StackConfig::preset("default")?)
+            .with_context(|| format!("--stack {name}"))?,
+        (None, Some(stack)) => stack.clone(),
+        (None, None) => StackConfig::preset("default")?,
+    };
     let mut specs: Vec<&str> = args.device.iter().map(String::as_str).collect();
     specs.extend(args.compare.iter().map(String::as_str));
     let mut configs = Vec::new();
@@ -185,7 +190,7 @@ pub fn run(args: &RunArgs, name: &str) -> Result<()> {
         },
     };
     let starts = StartChoice::from_args(args.phone.as_deref(), args.fresh)?;
-    let configs = stacks(args)?;
+    let configs = stacks(args, starts.phone_stack())?;
     let mut runs: Vec<StackRun> = Vec::new();
     for (i, config) in configs.iter().enumerate() {
         let options = FullStackOptions {

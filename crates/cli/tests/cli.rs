@@ -34,9 +34,7 @@ fn error_of(args: &[&str]) -> String {
 }
 
 fn temp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("flashstack-cli-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
+    flashstack_testkit::scratch_dir("flashstack-cli").join(name)
 }
 
 const SMALL: &[&str] = &[

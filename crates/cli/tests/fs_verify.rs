@@ -33,8 +33,7 @@ struct Scratch(PathBuf);
 
 impl Scratch {
     fn new(name: &str) -> Scratch {
-        let dir =
-            std::env::temp_dir().join(format!("flashstack-fsv-{}-{name}", std::process::id()));
+        let dir = flashstack_testkit::scratch_dir("flashstack-fsv").join(name);
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         Scratch(dir)

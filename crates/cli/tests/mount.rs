@@ -52,7 +52,8 @@ fn sh(command: &str) -> String {
 }
 
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("flashstack-mount-{}-{name}", std::process::id()));
+    // Images and metrics sit beside the mount point, inside the process's scratch directory.
+    let dir = flashstack_testkit::scratch_dir("flashstack-mount").join(name);
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir
@@ -1008,4 +1009,64 @@ fn special_files_and_fallocate_on_the_f2fs_mount() {
     assert_eq!(sh(&format!("cmp {d}/data {d}/data.orig | wc -l")), "1");
     daemon.stop();
     let _ = std::fs::remove_file(&image);
+}
+
+/// `mount --phone`: a used phone (`phone age`) mounted on the stack it was made on: its
+/// apps' files are there (Facebook's database passes sqlite3's integrity check), a program
+/// can write and read back, and the phone file itself is not changed.
+#[test]
+fn a_used_phone_mounts_with_its_files_and_the_file_stays_unchanged() {
+    if !can_run("the --phone mount test", &["sqlite3"]) {
+        return;
+    }
+    let dir = scratch("phone");
+    let phone = dir.with_extension("phone");
+    let metrics = dir.with_extension("json");
+    let out = Command::new(env!("CARGO_BIN_EXE_flashstack"))
+        .args([
+            "phone",
+            "age",
+            "--stack",
+            "default+device.nand.geometry.blocks_per_plane=4200",
+            "--days",
+            "3",
+            "--quiet",
+            "-o",
+            phone.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "phone age: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let before = std::fs::read(&phone).unwrap();
+    let args = [
+        "--phone",
+        phone.to_str().unwrap(),
+        "--metrics",
+        metrics.to_str().unwrap(),
+    ];
+    let daemon = Daemon::start_args(&dir, &args);
+    let d = dir.display();
+    let db = format!("{d}/data/data/com.facebook.katana/databases/newsfeed_db");
+    assert_eq!(sh(&format!("sqlite3 {db} 'PRAGMA integrity_check'")), "ok");
+    assert!(sh(&format!("ls {d}/data/app")).lines().count() > 3);
+    sh(&format!(
+        "head -c 100000 /dev/urandom > {d}.src && cp {d}.src {d}/data/new && cmp {d}.src {d}/data/new"
+    ));
+    daemon.stop();
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&metrics).unwrap()).unwrap();
+    assert!(
+        json["stack"].as_str().unwrap().starts_with("default"),
+        "{}",
+        json["stack"]
+    );
+    assert!(
+        std::fs::read(&phone).unwrap() == before,
+        "mount --phone changed the phone file"
+    );
+    let _ = std::fs::remove_file(&phone);
 }

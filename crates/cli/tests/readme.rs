@@ -178,7 +178,7 @@ fn words(command: &str) -> Vec<String> {
 
 /// The scratch directory with the files the README assumes the user has.
 fn scratch() -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("flashstack-readme-{}", std::process::id()));
+    let dir = flashstack_testkit::scratch_dir("flashstack-readme");
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(dir.join("examples")).unwrap();
     let root = repo_root();

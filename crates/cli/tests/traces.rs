@@ -15,9 +15,7 @@ fn flashstack(args: &[&str]) -> Output {
 }
 
 fn temp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("flashstack-traces-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
+    flashstack_testkit::scratch_dir("flashstack-traces").join(name)
 }
 
 /// A Pixel CSV trace of `rows` (`process,device,rw,sector,size,seconds`).

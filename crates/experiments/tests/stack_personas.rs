@@ -3,9 +3,6 @@
 //! `PRAGMA integrity_check`, every transaction whose COMMIT returned (synchronous=FULL)
 //! is present, and the image passes `fsck.f2fs -f`.
 
-use std::path::PathBuf;
-use std::process::Command;
-
 use flashstack_apps::{persona, run_with, RunOptions, RunOutput};
 use flashstack_sim::Rng;
 use flashstack_sqlvfs::{FileApi, SimDb, SimVfs};
@@ -82,25 +79,12 @@ fn check_databases(shared: &SharedStack, out: &RunOutput) -> Result<(), String> 
     Ok(())
 }
 
-fn fsck() -> Option<PathBuf> {
-    flashstack_testkit::fsck_f2fs()
-}
-
 fn assert_fsck_clean(stack: &mut Stack, what: &str) {
-    let Some(fsck) = fsck() else { return };
-    let image = std::env::temp_dir().join(format!(
-        "flashstack-personas-{}-{}.img",
-        std::process::id(),
-        what.replace([':', ' ', '/'], "-")
-    ));
+    let name = format!("{}.img", what.replace([':', ' ', '/'], "-"));
+    let image = flashstack_testkit::scratch_dir("flashstack-personas").join(name);
     stack.write_image(&image).unwrap();
-    let out = Command::new(fsck).arg("-f").arg(&image).output().unwrap();
+    flashstack_testkit::assert_fsck_clean(&image, what);
     let _ = std::fs::remove_file(&image);
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success() && !text.contains("[FAIL]"),
-        "{what}: fsck.f2fs:\n{text}"
-    );
 }
 
 #[test]

@@ -47,7 +47,7 @@ fn sh(command: &str) -> String {
 }
 
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("flashstack-fuse-{}-{name}", std::process::id()));
+    let dir = flashstack_testkit::scratch_dir("flashstack-fuse").join(name);
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir

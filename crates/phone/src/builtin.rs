@@ -26,6 +26,97 @@ pub struct PhoneCache {
     /// Identifies the build of the program (a hash of its executable), so that a changed
     /// program never reuses a phone an older one built.
     pub build_id: String,
+    /// After saving a phone, the least recently used others are removed until the cache's
+    /// phones total at most this (`None`: never prune). Each program build keys its own
+    /// phones, so without pruning every rebuild leaves ~0.85 GB behind.
+    pub max_bytes: Option<u64>,
+}
+
+/// The cache budget: `$FLASHSTACK_CACHE_MAX_BYTES` (0 = unlimited), else 4 GiB (four
+/// 16 GiB phones, or a 128 GiB one).
+pub fn default_cache_max_bytes() -> Option<u64> {
+    match std::env::var("FLASHSTACK_CACHE_MAX_BYTES")
+        .ok()
+        .map(|v| v.trim().parse::<u64>())
+    {
+        Some(Ok(0)) => None,
+        Some(Ok(n)) => Some(n),
+        _ => Some(4 << 30),
+    }
+}
+
+/// A phone file in the cache, as pruning sees it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CachedPhone {
+    pub path: PathBuf,
+    pub size_bytes: u64,
+    /// Last use (modification time, set on every load), seconds since the epoch.
+    pub used_s: u64,
+}
+
+/// Which phones to remove so the rest total at most `max_bytes`: least recently used
+/// first (ties by path, so the choice does not depend on directory order), never `keep`.
+pub fn choose_evictions(phones: &[CachedPhone], keep: &Path, max_bytes: u64) -> Vec<PathBuf> {
+    let mut by_use: Vec<&CachedPhone> = phones.iter().collect();
+    by_use.sort_by(|a, b| b.used_s.cmp(&a.used_s).then_with(|| a.path.cmp(&b.path)));
+    let kept: u64 = by_use
+        .iter()
+        .filter(|p| p.path == keep)
+        .map(|p| p.size_bytes)
+        .sum();
+    let mut total = kept;
+    let mut evict = Vec::new();
+    for phone in by_use.into_iter().filter(|p| p.path != keep) {
+        total += phone.size_bytes;
+        if total > max_bytes {
+            evict.push(phone.path.clone());
+        }
+    }
+    evict
+}
+
+/// The `.phone` files of `dir` not being built now (no `.lock` beside them).
+fn cached_phones(dir: &Path) -> Vec<CachedPhone> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "phone"))
+        .filter(|p| !p.with_extension("lock").exists())
+        .filter_map(|path| {
+            let meta = std::fs::metadata(&path).ok()?;
+            let used = meta
+                .modified()
+                .ok()?
+                .duration_since(std::time::UNIX_EPOCH)
+                .ok()?;
+            Some(CachedPhone {
+                path,
+                size_bytes: meta.len(),
+                used_s: used.as_secs(),
+            })
+        })
+        .collect()
+}
+
+/// Removes the phones [`choose_evictions`] names; returns them. Errors are ignored: a
+/// phone another process holds open stays readable to it (Unix), one we cannot remove
+/// stays.
+pub fn prune(dir: &Path, keep: &Path, max_bytes: u64) -> Vec<PathBuf> {
+    let evict = choose_evictions(&cached_phones(dir), keep, max_bytes);
+    evict
+        .into_iter()
+        .filter(|path| std::fs::remove_file(path).is_ok())
+        .collect()
+}
+
+/// Marks a cached phone used now (its modification time), for [`prune`]'s order.
+fn mark_used(path: &Path) {
+    if let Ok(file) = std::fs::File::options().append(true).open(path) {
+        let _ = file.set_modified(std::time::SystemTime::now());
+    }
 }
 
 /// The cache directory: `$FLASHSTACK_CACHE_DIR`, else `$XDG_CACHE_HOME/flashstack`, else
@@ -110,6 +201,7 @@ pub fn builtin(
     };
     if let Some(path) = &path {
         if let Some(image) = cached(path) {
+            mark_used(path);
             return Ok((image, Provenance::Loaded(path.clone())));
         }
     }
@@ -132,6 +224,9 @@ pub fn builtin(
         _ => None,
     };
     drop(lock);
+    if let (Some(dir), Some(saved), Some(max)) = (&cache.dir, &saved, cache.max_bytes) {
+        prune(dir, saved, max);
+    }
     Ok((image, Provenance::Built { saved }))
 }
 
@@ -194,6 +289,46 @@ fn holder_alive(lock: &Path) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn phone(name: &str, size_bytes: u64, used_s: u64) -> CachedPhone {
+        CachedPhone {
+            path: PathBuf::from(name),
+            size_bytes,
+            used_s,
+        }
+    }
+
+    #[test]
+    fn pruning_removes_the_least_recently_used_beyond_the_budget() {
+        let phones = [
+            phone("old", 10, 100),
+            phone("new", 10, 300),
+            phone("mid", 10, 200),
+            phone("just-built", 10, 50),
+        ];
+        let evict = |max| choose_evictions(&phones, Path::new("just-built"), max);
+        assert_eq!(evict(40), Vec::<PathBuf>::new());
+        assert_eq!(evict(30), vec![PathBuf::from("old")]);
+        assert_eq!(evict(20), vec![PathBuf::from("mid"), PathBuf::from("old")]);
+        // The phone just saved stays even when it alone is over the budget.
+        assert_eq!(evict(5).len(), 3);
+    }
+
+    #[test]
+    fn pruning_deletes_files_but_not_one_being_built() {
+        let dir = std::env::temp_dir().join(format!("flashstack-prune-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        for name in ["a.phone", "b.phone", "c.phone", "notes.txt"] {
+            std::fs::write(dir.join(name), [0u8; 100]).unwrap();
+        }
+        std::fs::write(dir.join("b.lock"), b"1").unwrap();
+        let removed = prune(&dir, &dir.join("c.phone"), 150);
+        assert_eq!(removed, vec![dir.join("a.phone")]);
+        assert!(dir.join("b.phone").exists() && dir.join("c.phone").exists());
+        assert!(dir.join("notes.txt").exists());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn one_phone_per_shaping_configuration() {

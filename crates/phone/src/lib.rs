@@ -23,7 +23,10 @@ pub mod start;
 mod writer;
 
 pub use age::{persona_apps, Aging, AgingCounts, AgingSpec, Fidelity};
-pub use builtin::{builtin, builtin_spec, default_cache_dir, PhoneCache, Provenance};
+pub use builtin::{
+    builtin, builtin_spec, choose_evictions, default_cache_dir, default_cache_max_bytes, prune,
+    CachedPhone, PhoneCache, Provenance,
+};
 pub use error::PhoneError;
 pub use image::{PhoneHeader, PhoneImage};
 pub use model::PopulationModel;

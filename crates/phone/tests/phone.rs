@@ -33,10 +33,7 @@ fn phone_file() -> &'static PathBuf {
 }
 
 fn temp(name: &str) -> PathBuf {
-    std::env::temp_dir().join(format!(
-        "flashstack-phone-test-{}-{name}",
-        std::process::id()
-    ))
+    flashstack_testkit::scratch_dir("flashstack-phone-test").join(name)
 }
 
 #[test]

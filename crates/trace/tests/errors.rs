@@ -178,8 +178,7 @@ fn file_errors_name_the_file() {
         "{error}"
     );
 
-    let dir = std::env::temp_dir().join(format!("flashstack-trace-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = flashstack_testkit::scratch_dir("flashstack-trace");
     let prose = dir.join("notes.txt");
     std::fs::write(&prose, "these are not\nthe lines you are looking for\n").unwrap();
     let error = parse_file(&prose, None, &ParseOptions::default()).unwrap_err();

@@ -341,8 +341,7 @@ fn real_strace_of_sqlite3() {
             return;
         }
     }
-    let dir = std::env::temp_dir().join(format!("flashstack-strace-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = flashstack_testkit::scratch_dir("flashstack-strace");
     let db = dir.join("app.db");
     let out = dir.join("trace.txt");
     let status = std::process::Command::new("strace")

@@ -2,9 +2,6 @@
 
 #![allow(dead_code)]
 
-use std::path::PathBuf;
-use std::process::Command;
-
 use flashstack_sqlvfs::{FileApi, SimDb, SimVfs, SqliteConfig};
 use flashstack_stack::{SharedStack, Stack, StackConfig};
 
@@ -16,28 +13,15 @@ pub fn small_stack() -> StackConfig {
     config
 }
 
-pub fn fsck() -> Option<PathBuf> {
-    flashstack_testkit::fsck_f2fs()
-}
-
 /// `fsck.f2fs -f` on the stack's image (after a checkpoint).
 pub fn assert_fsck_clean(stack: &mut Stack, what: &str) {
     let now = stack.now_ns();
     stack.sync_all(now).unwrap();
-    let Some(fsck) = fsck() else { return };
-    let image = std::env::temp_dir().join(format!(
-        "flashstack-phone-{}-{}.img",
-        std::process::id(),
-        what.replace([':', ' ', '/'], "-")
-    ));
+    let name = format!("{}.img", what.replace([':', ' ', '/'], "-"));
+    let image = flashstack_testkit::scratch_dir("flashstack-phone").join(name);
     stack.write_image(&image).unwrap();
-    let out = Command::new(fsck).arg("-f").arg(&image).output().unwrap();
+    flashstack_testkit::assert_fsck_clean(&image, what);
     let _ = std::fs::remove_file(&image);
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success() && !text.contains("[FAIL]"),
-        "{what}: fsck.f2fs:\n{text}"
-    );
 }
 
 /// Every database of the personas' apps on the stack passes `PRAGMA integrity_check`;
