@@ -97,9 +97,31 @@ impl Kind {
     }
 }
 
+/// `conn.execute`, with the statement kept prepared: the personas run a few dozen
+/// statements thousands of times, and parsing them again each time was a tenth of a
+/// persona run's CPU (`bench --personas` under perf). SQLite's I/O is the same.
+fn exec_cached<P: rusqlite::Params>(
+    conn: &Connection,
+    sql: &str,
+    params: P,
+) -> rusqlite::Result<usize> {
+    conn.prepare_cached(sql)?.execute(params)
+}
+
+/// `conn.query_row` on a kept prepared statement (see [`exec_cached`]).
+fn query_cached<T, P: rusqlite::Params>(
+    conn: &Connection,
+    sql: &str,
+    params: P,
+    f: impl FnOnce(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
+) -> rusqlite::Result<T> {
+    conn.prepare_cached(sql)?.query_row(params, f)
+}
+
 /// Rows of the primary table now.
 pub fn max_rowid(conn: &Connection, s: &str, kind: Kind) -> Result<i64, AppError> {
-    let v: Option<i64> = conn.query_row(
+    let v: Option<i64> = query_cached(
+        conn,
         &format!("SELECT max(rowid) FROM {s}.{}", kind.primary()),
         [],
         |r| r.get(0),
@@ -140,14 +162,14 @@ pub fn add(
             Kind::Events => {
                 let mut data = vec![0u8; spec.body_bytes];
                 rng.fill_bytes(&mut data[..spec.body_bytes / 4]);
-                conn.execute(
+                exec_cached(conn,
                     &format!("INSERT INTO {s}.raw_events(app_id, name, timestamp, fingerprint, data) VALUES ('app', ?1, ?2, ?3, ?4)"),
                     params![["screen_view", "user_engagement", "session_start", "play", "click"][rng.below(5) as usize], ts, rng.below(1 << 40) as i64, data],
                 )?;
             }
             Kind::Http => {
                 let id = rng.next_u64() >> 16;
-                conn.execute(
+                exec_cached(conn,
                     &format!("INSERT OR REPLACE INTO {s}.cache(key, url, etag, size, last_access, expires, file) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"),
                     params![format!("{id:x}"), text::url(rng, "r", id), format!("W/\"{:x}\"", rng.next_u64()), (spec.body_bytes * 40) as i64, ts, ts + 86_400_000, format!("{id:x}.0")],
                 )?;
@@ -155,7 +177,7 @@ pub fn add(
             Kind::Tiles => {
                 let mut data = vec![0u8; spec.body_bytes];
                 rng.fill_bytes(&mut data);
-                conn.execute(
+                exec_cached(conn,
                     &format!("INSERT OR REPLACE INTO {s}.tiles(z, x, y, fetched, etag, data) VALUES (?1, ?2, ?3, ?4, ?5, ?6)"),
                     params![12 + rng.below(6) as i64, rng.below(1 << 16) as i64, rng.below(1 << 16) as i64, ts, format!("{:x}", rng.next_u64()), data],
                 )?;
@@ -178,16 +200,16 @@ fn add_mail(
     let body_text = text::sentence(rng, body.max(8));
     let snippet: String = body_text.chars().take(90).collect();
     let from = text::email(rng, conv as u64);
-    conn.execute(
+    exec_cached(conn,
         &format!("INSERT INTO {s}.messages(conversation_id, server_id, from_addr, to_addrs, subject, snippet, body, date_ms, flags, labels) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 0, '^i^u')"),
         params![conv, format!("{:016x}", rng.next_u64()), from, "me@gmail.com", subject, snippet, body_text, ts],
     )?;
-    let updated = conn.execute(
+    let updated = exec_cached(conn,
         &format!("UPDATE {s}.conversations SET snippet = ?2, last_date = ?3, num_messages = num_messages + 1, num_unread = num_unread + 1 WHERE _id = ?1"),
         params![conv, snippet, ts],
     )?;
     if updated == 0 {
-        conn.execute(
+        exec_cached(conn,
             &format!("INSERT INTO {s}.conversations(_id, subject, snippet, last_date, num_messages, num_unread, labels) VALUES (?1, ?2, ?3, ?4, 1, 1, '^i')"),
             params![conv, subject, snippet, ts],
         )?;
@@ -210,21 +232,21 @@ fn add_chat(
     data.extend_from_slice(&(ts as u64).to_le_bytes());
     data.extend_from_slice(text::sentence(rng, body.max(4)).as_bytes());
     let out = i64::from(rng.chance(0.4));
-    conn.execute(
+    exec_cached(conn,
         &format!("INSERT INTO {s}.messages(uid, date, out, read_state, send_state, media, data) VALUES (?1, ?2, ?3, 0, 0, 0, ?4)"),
         params![did, ts / 1000, out, data],
     )?;
     let mid = conn.last_insert_rowid();
-    let updated = conn.execute(
+    let updated = exec_cached(conn,
         &format!("UPDATE {s}.dialogs SET date = ?2, last_mid = ?3, unread = unread + 1 - ?4, inbox_max = CASE WHEN ?4 = 0 THEN ?3 ELSE inbox_max END, outbox_max = CASE WHEN ?4 = 1 THEN ?3 ELSE outbox_max END WHERE did = ?1"),
         params![did, ts / 1000, mid, out],
     )?;
     if updated == 0 {
-        conn.execute(
+        exec_cached(conn,
             &format!("INSERT INTO {s}.dialogs(did, date, unread, last_mid, inbox_max, outbox_max, pinned, title) VALUES (?1, ?2, 1, ?3, ?3, 0, 0, ?4)"),
             params![did, ts / 1000, mid, text::name(rng)],
         )?;
-        conn.execute(
+        exec_cached(conn,
             &format!("INSERT OR IGNORE INTO {s}.users(uid, name, phone, status, photo) VALUES (?1, ?2, ?3, ?4, ?5)"),
             params![did, text::name(rng), text::phone(did as u64), ts / 1000, text::url(rng, "avatar", did as u64)],
         )?;
@@ -240,22 +262,23 @@ fn add_post(
     ts: i64,
     body: usize,
 ) -> Result<(), AppError> {
-    let id = conn.query_row(
+    let id = query_cached(
+        conn,
         &format!("SELECT coalesce(max(id), 0) + 1 FROM {s}.posts"),
         [],
         |r| r.get::<_, i64>(0),
     )?;
     let json = text::json(rng, id as u64, body.max(64));
     let text: String = json.chars().skip(40).take(140).collect();
-    conn.execute(
+    exec_cached(conn,
         &format!("INSERT INTO {s}.posts(id, author_id, created_at, text, json, likes, reposts, media_url, flags) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 0)"),
         params![id, author, ts, text, json, rng.below(5000) as i64, rng.below(300) as i64, text::url(rng, "media", id as u64)],
     )?;
-    conn.execute(
+    exec_cached(conn,
         &format!("INSERT INTO {s}.timeline(type, owner_id, post_id, sort_index, is_read) VALUES (0, 1, ?1, ?2, 0)"),
         params![id, ts],
     )?;
-    conn.execute(
+    exec_cached(conn,
         &format!("INSERT OR IGNORE INTO {s}.users(uid, screen_name, name, bio, followers, avatar_url) VALUES (?1, ?2, ?3, ?4, ?5, ?6)"),
         params![author, format!("user{author}"), text::name(rng), text::sentence(rng, 60), rng.below(100_000) as i64, text::url(rng, "avatar", author as u64)],
     )?;
@@ -271,7 +294,7 @@ fn add_media(
     body: usize,
 ) -> Result<(), AppError> {
     let id = rng.next_u64() >> 24;
-    conn.execute(
+    exec_cached(conn,
         &format!("INSERT INTO {s}.files(_data, size, mime, date_added, date_modified, width, height, duration, title, album, artist, bucket, is_pending) VALUES (?1, ?2, 'image/jpeg', ?3, ?3, 4032, 3024, 0, ?4, ?5, ?6, ?7, 0)"),
         params![format!("/storage/emulated/0/DCIM/Camera/IMG_{id:08}.jpg"), (body * 1000) as i64, ts / 1000, text::sentence(rng, 20), text::sentence(rng, 12), text::name(rng), format!("bucket{bucket}")],
     )?;
@@ -309,7 +332,7 @@ pub fn touch(
             Kind::Http => format!("UPDATE {s}.cache SET last_access = ?2 WHERE _id = ?1"),
             Kind::Tiles => format!("UPDATE {s}.tiles SET fetched = ?2 WHERE _id = ?1"),
         };
-        conn.execute(&sql, params![id, ts])?;
+        exec_cached(conn, &sql, params![id, ts])?;
     }
     if kind == Kind::Mail || kind == Kind::Chat {
         let (table, key, col) = if kind == Kind::Mail {
@@ -317,7 +340,8 @@ pub fn touch(
         } else {
             ("dialogs", "did", "unread")
         };
-        conn.execute(
+        exec_cached(
+            conn,
             &format!("UPDATE {s}.{table} SET {col} = 0 WHERE {key} = ?1"),
             params![1 + rng.below(16) as i64],
         )?;
@@ -336,7 +360,7 @@ pub fn read_recent(conn: &Connection, s: &str, kind: Kind, n: u64) -> Result<u64
         Kind::Http => format!("SELECT _id, url, file FROM {s}.cache ORDER BY last_access DESC LIMIT ?1"),
         Kind::Tiles => format!("SELECT _id, data FROM {s}.tiles ORDER BY _id DESC LIMIT ?1"),
     };
-    let mut stmt = conn.prepare(&sql)?;
+    let mut stmt = conn.prepare_cached(&sql)?;
     let mut rows = stmt.query(params![n as i64])?;
     let mut count = 0;
     while rows.next()?.is_some() {
@@ -348,7 +372,7 @@ pub fn read_recent(conn: &Connection, s: &str, kind: Kind, n: u64) -> Result<u64
 /// Deletes the `n` oldest rows of the primary table (cache eviction, event upload).
 pub fn evict(conn: &Connection, s: &str, kind: Kind, n: u64) -> Result<(), AppError> {
     let p = kind.primary();
-    conn.execute(
+    exec_cached(conn,
         // Never the newest row: it is the witness of the last commit.
         &format!("DELETE FROM {s}.{p} WHERE rowid IN (SELECT rowid FROM {s}.{p} WHERE rowid < (SELECT max(rowid) FROM {s}.{p}) ORDER BY rowid LIMIT ?1)"),
         params![n as i64],

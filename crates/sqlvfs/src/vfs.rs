@@ -195,6 +195,9 @@ impl SimDb {
             | SqlOpenFlags::SQLITE_OPEN_CREATE
             | SqlOpenFlags::SQLITE_OPEN_NO_MUTEX;
         let conn = Connection::open_with_flags_and_vfs(path, flags, vfs.name())?;
+        // Room for every statement an app's schemas run (each attached schema's statements
+        // are distinct texts), so `prepare_cached` never evicts in a persona's loop.
+        conn.set_prepared_statement_cache_capacity(256);
         for p in config.pragmas() {
             // PRAGMAs that return a row (journal_mode, locking_mode) and those that don't.
             conn.query_row(&p, [], |_| Ok(())).or_else(|e| match e {
