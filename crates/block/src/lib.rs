@@ -115,6 +115,18 @@ pub enum BlockError {
     ContentsNotStored,
     #[error("stored data cannot be read back: {reason}")]
     Unreadable { reason: String },
+    #[error(
+        "remap of {count} LBAs from {src} to {dst}: the ranges overlap; remap between \
+         disjoint ranges"
+    )]
+    RemapOverlap { src: u64, dst: u64, count: u32 },
+    #[error("remap of {count} LBAs exceeds the device's {max} LBAs per remap; split it")]
+    RemapTooLong { count: u32, max: u32 },
+    #[error("the device does not support {operation}: {reason}")]
+    Unsupported {
+        operation: &'static str,
+        reason: String,
+    },
 }
 
 /// A block device as the host sees it.
@@ -149,6 +161,73 @@ pub trait BlockDevice {
 
     /// Makes every completed write and trim durable.
     fn flush(&mut self, arrival_ns: Nanos) -> Result<Completion, BlockError>;
+
+    /// The device's REMAP capability, if it has one ([`Remap`]). Devices without it (and
+    /// wrappers that do not pass it through) keep this default.
+    fn as_remap(&mut self) -> Option<&mut dyn Remap> {
+        None
+    }
+}
+
+/// An optional capability: moving data between LBA ranges by changing the device's
+/// mapping table, without copying the data (Janusd's logical defragmentation, SHARE-style
+/// commands of research SSDs). A device offers it through [`BlockDevice::as_remap`].
+///
+/// Semantics: `remap(src, dst, count)` makes each `dst + i` read what `src + i` reads at
+/// the moment of the call (zeros if `src + i` is unmapped, in which case `dst + i` becomes
+/// unmapped as by a trim). `src` is left as it is: both ranges then share the same flash
+/// slots until either side is overwritten or trimmed, and the device keeps a reference
+/// count per slot so that the data lives while any LBA refers to it. A caller that wants a
+/// move (Janusd: the old blocks are freed by the file system) trims `src` afterwards; the
+/// trim only drops references, it never touches the shared data.
+///
+/// Physics (time cost): a remap programs no user data. It costs the controller's command
+/// overhead, a flush of the device's write buffers (so that every source slot is on flash
+/// and can be named in a durable record), and the program of one mapping-record page that
+/// names every `dst` LBA and the slot it now refers to. Garbage collection later moves a
+/// shared slot once and re-points every LBA that refers to it.
+///
+/// Durability and atomicity: when `remap` returns, the remap is durable (its record is on
+/// flash), and so is everything written or trimmed before it (the flush). A power cut
+/// during the call leaves either the whole remap or none of it: one record page carries
+/// all of it, which bounds `count` by [`Remap::remap_lbas_max`].
+///
+/// Errors (never panics): ranges beyond the device ([`BlockError::OutOfRange`]), an empty
+/// range ([`BlockError::Empty`]), overlapping ranges ([`BlockError::RemapOverlap`]), more
+/// than `remap_lbas_max` LBAs ([`BlockError::RemapTooLong`]), a device state in which it
+/// cannot remap ([`BlockError::Unsupported`]), and power loss.
+pub trait Remap {
+    /// The most LBAs one call may remap (one mapping-record page).
+    fn remap_lbas_max(&self) -> u32;
+
+    /// Makes `dst..dst+count` refer to what `src..src+count` holds; see the trait's doc.
+    fn remap(
+        &mut self,
+        arrival_ns: Nanos,
+        src: u64,
+        dst: u64,
+        count: u32,
+    ) -> Result<Completion, BlockError>;
+}
+
+/// Checks a remap request's ranges: both inside the device, non-empty, not overlapping,
+/// and no longer than `max` LBAs.
+pub fn check_remap(
+    src: u64,
+    dst: u64,
+    count: u32,
+    capacity_lbas: u64,
+    max: u32,
+) -> Result<(), BlockError> {
+    check_range(src, count, capacity_lbas)?;
+    check_range(dst, count, capacity_lbas)?;
+    if count > max {
+        return Err(BlockError::RemapTooLong { count, max });
+    }
+    if src < dst + count as u64 && dst < src + count as u64 {
+        return Err(BlockError::RemapOverlap { src, dst, count });
+    }
+    Ok(())
 }
 
 /// Checks that `lba..lba+count` is a non-empty range inside a device of `capacity_lbas`.
@@ -179,5 +258,28 @@ mod tests {
         ));
         assert_eq!(check_range(3, 0, 10), Err(BlockError::Empty));
         assert!(check_range(u64::MAX, 2, u64::MAX).is_err());
+    }
+
+    #[test]
+    fn remap_checks() {
+        assert_eq!(check_remap(0, 4, 4, 8, 4), Ok(()));
+        assert_eq!(
+            check_remap(0, 3, 4, 8, 4),
+            Err(BlockError::RemapOverlap {
+                src: 0,
+                dst: 3,
+                count: 4
+            })
+        );
+        assert!(matches!(
+            check_remap(0, 5, 4, 8, 4),
+            Err(BlockError::OutOfRange { .. })
+        ));
+        assert_eq!(
+            check_remap(0, 8, 5, 16, 4),
+            Err(BlockError::RemapTooLong { count: 5, max: 4 })
+        );
+        assert_eq!(check_remap(0, 8, 0, 16, 4), Err(BlockError::Empty));
+        assert!(check_remap(u64::MAX - 1, 0, 4, u64::MAX, 8).is_err());
     }
 }
