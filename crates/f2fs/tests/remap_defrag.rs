@@ -6,7 +6,10 @@
 mod common;
 
 use common::*;
-use flashstack_block::{BlockDevice, Hints, Payload, LBA_SIZE};
+use flashstack_block::explore::{lost_bytes, Exploration};
+use flashstack_block::{
+    BlockDevice, BlockError, Completion, Hints, Payload, Remap, RemapExtent, LBA_SIZE,
+};
 use flashstack_f2fs::{mkfs_timed, F2fs, FsError, MemDevice, MkfsOptions};
 use flashstack_ftl::{presets, DeviceConfig, Ftl};
 
@@ -55,6 +58,8 @@ fn janusd_l_defragments_without_writing_user_data() {
     assert!(report.extents_before > 50, "{report:?}");
     assert_eq!(report.extents_after, 1, "{report:?}");
     assert_eq!(report.blocks_remapped, pages as u64);
+    assert_eq!(report.remap_extents, 200, "every page was its own run");
+    assert_eq!(report.remap_requests, 1, "one record page holds them all");
     let after = fs.metrics().clone();
     let device = fs.device().counters().clone();
     // No user data through F2FS: no data block written, moved or written in place.
@@ -104,7 +109,6 @@ fn a_cut_before_janusd_l_checkpoints_keeps_the_old_layout() {
     let addrs = fs.file_block_addrs(a).unwrap();
     ftl = fs.into_device();
     let base = capacity - 4096;
-    use flashstack_block::Remap;
     for (i, &addr) in addrs.iter().enumerate() {
         ftl.remap(0, addr as u64, base + i as u64, 1).unwrap();
     }
@@ -147,4 +151,139 @@ fn fsck_the_flash(ftl: &mut Ftl, what: &str) {
     let image = dir.file("image");
     copy.export(&image).unwrap();
     assert_clean(&fsck(&fsck_bin, &image), what);
+}
+
+/// The FTL with a power cut before its `n`-th request (write, trim, flush or remap).
+struct CutBeforeRequest {
+    ftl: Ftl,
+    left: u64,
+}
+
+impl CutBeforeRequest {
+    fn tick(&mut self) {
+        self.left = self.left.saturating_sub(1);
+        if self.left == 0 {
+            self.ftl.nand_mut().cut_power();
+        }
+    }
+}
+
+impl BlockDevice for CutBeforeRequest {
+    fn capacity_lbas(&self) -> u64 {
+        self.ftl.capacity_lbas()
+    }
+    fn write(
+        &mut self,
+        at: u64,
+        lba: u64,
+        payload: Payload<'_>,
+        hints: Hints,
+    ) -> Result<Completion, BlockError> {
+        self.tick();
+        self.ftl.write(at, lba, payload, hints)
+    }
+    fn read(
+        &mut self,
+        at: u64,
+        lba: u64,
+        count: u32,
+        out: Option<&mut [u8]>,
+    ) -> Result<Completion, BlockError> {
+        self.ftl.read(at, lba, count, out)
+    }
+    fn trim(&mut self, at: u64, lba: u64, count: u32) -> Result<Completion, BlockError> {
+        self.tick();
+        self.ftl.trim(at, lba, count)
+    }
+    fn flush(&mut self, at: u64) -> Result<Completion, BlockError> {
+        self.tick();
+        self.ftl.flush(at)
+    }
+    fn as_remap(&mut self) -> Option<&mut dyn Remap> {
+        Some(self)
+    }
+}
+
+impl Remap for CutBeforeRequest {
+    fn remap_lbas_max(&self) -> u32 {
+        self.ftl.remap_lbas_max()
+    }
+    fn remap_extents(
+        &mut self,
+        at: u64,
+        extents: &[RemapExtent],
+    ) -> Result<Completion, BlockError> {
+        self.tick();
+        self.ftl.remap_extents(at, extents)
+    }
+}
+
+/// A power cut at every device request of a janusdL pass (before the remap, between the
+/// checkpoint's writes and flushes, between the discards), and at every NAND operation of
+/// it (tearing the remap's record page, the checkpoint's pages, the discards' records),
+/// one run each from the same saved device: after recovery both files read back exactly
+/// (they were synced before the pass), whichever layout the cut left; fsck.f2fs on every
+/// 8th recovered image and on the last of each sweep.
+#[test]
+fn power_cut_at_every_point_of_a_janusd_l_pass() {
+    let pages = 64;
+    let (fs, a, b, a_bytes, b_bytes) = fragmented(pages);
+    let parts = fs.unmount().unwrap().to_parts().unwrap();
+    let mut tally = Exploration::new("f2fs janusd_l_cut_sweep").durable_by("synced");
+    for by_request in [true, false] {
+        let mut cuts_here = 0;
+        for cut in 1..400u64 {
+            let (mut ftl, done) = Ftl::from_parts(small_ufs(), parts.clone(), 3, 0).unwrap();
+            if !by_request {
+                ftl.nand_mut().arm_power_cut(cut);
+            }
+            let mut fs = F2fs::mount_at(
+                CutBeforeRequest {
+                    ftl,
+                    left: if by_request { cut } else { u64::MAX },
+                },
+                done.complete_ns,
+            )
+            .unwrap();
+            let result = fs.defrag_by_remap(a);
+            let mut ftl = fs.into_device().ftl;
+            let finished = result.is_ok();
+            if !finished {
+                assert!(!ftl.nand().is_powered(), "cut {cut}: {result:?}");
+                tally.cut();
+                cuts_here += 1;
+            }
+            ftl.nand_mut().disarm_power_cut();
+            ftl.power_cycle(1 << 40).unwrap();
+            ftl.check_invariants().unwrap();
+            let mut fs = F2fs::mount(ftl).unwrap();
+            let (got_a, got_b) = (
+                fs.read(a, 0, pages * 4096).unwrap(),
+                fs.read(b, 0, pages * 4096).unwrap(),
+            );
+            tally.checked(
+                2 * (pages * 4096) as u64,
+                lost_bytes(&a_bytes, &got_a) + lost_bytes(&b_bytes, &got_b),
+            );
+            assert!(
+                got_a == a_bytes && got_b == b_bytes,
+                "cut {cut} (by request: {by_request})"
+            );
+            let mut ftl = fs.unmount().unwrap();
+            if cut % 8 == 0 || finished {
+                fsck_the_flash(
+                    &mut ftl,
+                    &format!("after cut {cut}, by request {by_request}"),
+                );
+            }
+            if finished {
+                break;
+            }
+        }
+        assert!(
+            cuts_here > 3,
+            "the pass must have points to cut: {cuts_here}"
+        );
+    }
+    tally.report();
 }

@@ -42,7 +42,7 @@ mod write;
 use std::collections::BTreeMap;
 
 use flashstack_block::{
-    check_range, BlockDevice, BlockError, Completion, Hints, Payload, Remap, LBA_SIZE,
+    check_range, BlockDevice, BlockError, Completion, Hints, Payload, Remap, RemapExtent, LBA_SIZE,
 };
 use flashstack_nand::{ConfigError, FlashMedium, Nand, NandError};
 use flashstack_sim::{Divisor, LatencyHistogram, Nanos, Resource};
@@ -573,15 +573,13 @@ impl Remap for Ftl {
         self.bind_entries_per_page() as u32
     }
 
-    fn remap(
+    fn remap_extents(
         &mut self,
         arrival_ns: Nanos,
-        src: u64,
-        dst: u64,
-        count: u32,
+        extents: &[RemapExtent],
     ) -> Result<Completion, BlockError> {
         let max = self.remap_lbas_max();
-        flashstack_block::check_remap(src, dst, count, self.user_lbas, max)?;
+        flashstack_block::check_remap_extents(extents, self.user_lbas, max)?;
         if self.compression_active() {
             return Err(BlockError::Unsupported {
                 operation: "remap",
@@ -592,7 +590,7 @@ impl Remap for Ftl {
         }
         self.begin(arrival_ns)?;
         let completion = self
-            .host_remap(arrival_ns, src as u32, dst as u32, count)
+            .host_remap(arrival_ns, extents)
             .map_err(|e| self.fail(e))?;
         self.latencies
             .remap

@@ -1,4 +1,4 @@
-//! REMAP: make a range of logical pages refer to the flash slots of another range, at the
+//! REMAP: make ranges of logical pages refer to the flash slots of other ranges, at the
 //! cost of one mapping-record page (the contract is on [`flashstack_block::Remap`]).
 //!
 //! Step by step:
@@ -15,20 +15,18 @@
 //!    its last reference) and becomes an alias of the source slot; `src` keeps its
 //!    mapping. No user data is read or programmed.
 
-use flashstack_block::Completion;
+use flashstack_block::{Completion, RemapExtent};
 use flashstack_sim::Nanos;
 
 use crate::records::{RecordKind, RecordPage};
 use crate::{Ftl, FtlError, UNMAPPED};
 
 impl Ftl {
-    /// Serves a remap whose ranges the interface has checked.
+    /// Serves a remap whose extents the interface has checked.
     pub(crate) fn host_remap(
         &mut self,
         arrival_ns: Nanos,
-        src: u32,
-        dst: u32,
-        count: u32,
+        extents: &[RemapExtent],
     ) -> Result<Completion, FtlError> {
         let (queue_slot, start_ns) = self.queue.admit(arrival_ns);
         let (_, accepted_ns) = self
@@ -38,9 +36,13 @@ impl Ftl {
             self.build_copies();
         }
         let durable_ns = self.make_durable(accepted_ns)?;
-        let targets: Vec<(u32, u32)> = (0..count)
-            .map(|i| (dst + i, self.mapping.l2p[(src + i) as usize]))
+        // Every source is read before any destination changes (they are disjoint anyway).
+        let targets: Vec<(u32, u32)> = extents
+            .iter()
+            .flat_map(|e| (0..e.count).map(move |i| (e.src as u32 + i, e.dst as u32 + i)))
+            .map(|(src, dst)| (dst, self.mapping.l2p[src as usize]))
             .collect();
+        let count = targets.len() as u64;
         let page = RecordPage {
             trims: targets
                 .iter()
@@ -62,7 +64,7 @@ impl Ftl {
         }
         let complete_ns = logged_ns.max(self.nand.idle_at_ns());
         self.counters.host_remap_requests += 1;
-        self.counters.host_remap_lbas += count as u64;
+        self.counters.host_remap_lbas += count;
         self.queue.complete(queue_slot, complete_ns);
         Ok(Completion {
             start_ns,

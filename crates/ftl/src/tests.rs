@@ -108,6 +108,8 @@ enum Op {
         dst: u64,
         count: u32,
     },
+    /// Several (src, dst, count) extents in one atomic remap.
+    RemapExtents(Vec<(u64, u64, u32)>),
 }
 
 fn op_strategy() -> impl Strategy<Value = Op> {
@@ -247,7 +249,8 @@ impl Harness {
                 self.ftl.nand_mut().cut_power();
                 Err(BlockError::PowerLoss)
             }
-            Op::Remap { src, dst, count } => self.remap(src, dst, count),
+            Op::Remap { src, dst, count } => self.remap(&[(src, dst, count)]),
+            Op::RemapExtents(ref extents) => self.remap(extents),
         };
         match result {
             Ok(()) => {}
@@ -334,45 +337,58 @@ impl Harness {
     /// A remap; the model follows the contract of `flashstack_block::Remap`: on success
     /// everything before it is durable and so is the remap; a power cut during it leaves
     /// the whole remap or none of it (checked by `recover`).
-    fn remap(&mut self, src: u64, dst: u64, count: u32) -> Result<(), BlockError> {
-        let (src, count) = self.scale(src, count);
-        let (dst, count) = self.scale(dst, count);
-        let count = count.min(self.ftl.remap_lbas_max());
-        let tags: Vec<u64> = (0..count as u64)
-            .map(|i| self.model.current[(src + i) as usize])
+    fn remap(&mut self, extents: &[(u64, u64, u32)]) -> Result<(), BlockError> {
+        let mut room = self.ftl.remap_lbas_max();
+        let mut scaled = Vec::new();
+        for &(src, dst, count) in extents {
+            let (src, count) = self.scale(src, count);
+            let (dst, count) = self.scale(dst, count);
+            let count = count.min(room);
+            if count == 0 {
+                break;
+            }
+            room -= count;
+            scaled.push(flashstack_block::RemapExtent { src, dst, count });
+        }
+        // Destination LBA and the source's tag, read before anything changes.
+        let tags: Vec<(u64, u64)> = scaled
+            .iter()
+            .flat_map(|e| (0..e.count as u64).map(move |i| (e.dst + i, e.src + i)))
+            .map(|(dst, src)| (dst, self.model.current[src as usize]))
             .collect();
         let pending = tags
             .iter()
-            .enumerate()
-            .map(|(i, &tag)| {
-                let lba = dst + i as u64;
-                (lba, tag, !self.model.possible[lba as usize].contains(&tag))
-            })
+            .map(|&(lba, tag)| (lba, tag, !self.model.possible[lba as usize].contains(&tag)))
             .collect();
         self.remap_in_flight = Some(pending);
-        let result = self.ftl.remap(self.now_ns, src, dst, count);
+        let result = self.ftl.remap_extents(self.now_ns, &scaled);
         if !matches!(result, Err(BlockError::PowerLoss)) {
             self.remap_in_flight = None;
         }
-        let overlap = src < dst + count as u64 && dst < src + count as u64;
+        let valid = flashstack_block::check_remap_extents(
+            &scaled,
+            self.ftl.capacity_lbas(),
+            self.ftl.remap_lbas_max(),
+        );
         let compressing = self.ftl.config().ftl.compression.is_some();
         match result {
             Ok(_) => {
+                assert_eq!(valid, Ok(()), "the device accepted a bad remap");
                 self.remaps_done += 1;
                 self.model.flushed();
-                for (i, tag) in tags.into_iter().enumerate() {
-                    self.model.set(dst + i as u64, tag);
+                for (lba, tag) in tags {
+                    self.model.set(lba, tag);
                 }
                 self.model.flushed();
                 Ok(())
             }
             Err(BlockError::PowerLoss) => {
-                for (i, &tag) in tags.iter().enumerate() {
-                    self.model.possible[dst as usize + i].push(tag);
+                for &(lba, tag) in &tags {
+                    self.model.possible[lba as usize].push(tag);
                 }
                 Err(BlockError::PowerLoss)
             }
-            Err(BlockError::RemapOverlap { .. }) if overlap => Ok(()),
+            Err(BlockError::RemapOverlap { .. }) if valid.is_err() => Ok(()),
             Err(BlockError::Unsupported { .. }) if compressing => Ok(()),
             Err(e) => Err(e),
         }

@@ -23,8 +23,10 @@ fn remap_op_strategy() -> impl Strategy<Value = Op> {
             .prop_map(|(lba, count, hot)| Op::Write { lba, count, hot }),
         12 => (0u64..10_000, 1u32..6).prop_map(|(lba, count)| Op::Read { lba, count }),
         10 => (0u64..10_000, 1u32..8).prop_map(|(lba, count)| Op::Trim { lba, count }),
-        12 => (0u64..10_000, 0u64..10_000, 1u32..12)
+        8 => (0u64..10_000, 0u64..10_000, 1u32..12)
             .prop_map(|(src, dst, count)| Op::Remap { src, dst, count }),
+        4 => prop::collection::vec((0u64..10_000, 0u64..10_000, 1u32..5), 2..5)
+            .prop_map(Op::RemapExtents),
         6 => Just(Op::Flush),
         3 => Just(Op::Idle),
         4 => (1u64..40).prop_map(|after_device_writes| Op::ArmPowerCut { after_device_writes }),

@@ -10,9 +10,10 @@
 //!    addresses while the log stays in one segment. The log switches segment as GC's does
 //!    (a new free segment, or SSR when free space is low: then the new run has holes, as
 //!    the kernel's defragment ioctl would have too).
-//! 2. Remap: one device REMAP per run of pages whose old and new addresses are both
-//!    consecutive (at most `remap_lbas_max` each). REMAP leaves the old addresses mapped
-//!    on the device (shared), so the last checkpoint's pointers still read the right data.
+//! 2. Remap: the runs of pages whose old and new addresses are both consecutive, packed
+//!    into as few device REMAP requests as fit (`remap_lbas_max` LBAs each, every request
+//!    atomic). REMAP leaves the old addresses mapped on the device (shared), so the last
+//!    checkpoint's pointers still read the right data.
 //! 3. Point: node pointers to the new addresses (nodes dirtied), old blocks invalidated in
 //!    the SIT (the new ones were validated by the allocation, with the pages' age kept).
 //! 4. Checkpoint: the new pointers become the durable state.
@@ -26,7 +27,7 @@
 //! in step 5 leaves some old addresses mapped but free in the SIT: space the device holds
 //! until F2FS reuses or discards them, never data.
 
-use flashstack_block::{BlockDevice, BlockError};
+use flashstack_block::{BlockDevice, BlockError, RemapExtent};
 
 use super::{put_word, word, F2fs, FsError};
 use crate::consts::*;
@@ -38,8 +39,10 @@ use crate::summary::Summary;
 pub struct RemapDefragReport {
     /// Data blocks given new addresses by REMAP (no data copied).
     pub blocks_remapped: u64,
-    /// REMAP requests issued (one per run of consecutive old and new addresses).
+    /// REMAP requests issued (each atomic, up to the device's `remap_lbas_max` LBAs).
     pub remap_requests: u64,
+    /// Runs of consecutive old and new addresses they carried.
+    pub remap_extents: u64,
     /// Extents (runs of consecutive addresses) of the file before and after.
     pub extents_before: u64,
     pub extents_after: u64,
@@ -89,7 +92,7 @@ impl<D: BlockDevice> F2fs<D> {
             return Ok(report);
         }
         let moves = self.plan_moves(ino, &before)?;
-        report.remap_requests = self.issue_remaps(&moves, max)?;
+        (report.remap_requests, report.remap_extents) = self.issue_remaps(&moves, max)?;
         self.point_at(&moves)?;
         self.checkpoint(false)?;
         self.discard_old(&moves, max)?;
@@ -140,18 +143,31 @@ impl<D: BlockDevice> F2fs<D> {
         Ok(moves)
     }
 
-    /// Step 2: one REMAP per run of consecutive old and new addresses.
-    fn issue_remaps(&mut self, moves: &[Move], max: u32) -> Result<u64, FsError> {
-        let mut requests = 0;
-        for (old, new, count) in runs(moves, max, |m| (m.old, m.new)) {
-            let remap = self.dev.as_remap().expect("checked before planning");
-            let done = remap
-                .remap(self.now_ns, old as u64, new as u64, count)
-                .map_err(crate::F2fsError::from)?;
-            self.now_ns = done.complete_ns;
-            requests += 1;
+    /// Step 2: the runs of consecutive old and new addresses, as few REMAP requests as
+    /// fit (`max` LBAs each; each request atomic on its own).
+    fn issue_remaps(&mut self, moves: &[Move], max: u32) -> Result<(u64, u64), FsError> {
+        let runs = runs(moves, max, |m| (m.old, m.new));
+        let (mut requests, mut batch, mut lbas) = (0, Vec::new(), 0);
+        for (k, &(old, new, count)) in runs.iter().enumerate() {
+            batch.push(RemapExtent {
+                src: old as u64,
+                dst: new as u64,
+                count,
+            });
+            lbas += count;
+            let full = runs.get(k + 1).is_none_or(|next| lbas + next.2 > max);
+            if full {
+                let remap = self.dev.as_remap().expect("checked before planning");
+                let done = remap
+                    .remap_extents(self.now_ns, &batch)
+                    .map_err(crate::F2fsError::from)?;
+                self.now_ns = done.complete_ns;
+                requests += 1;
+                batch.clear();
+                lbas = 0;
+            }
         }
-        Ok(requests)
+        Ok((requests, runs.len() as u64))
     }
 
     /// Step 3: node pointers and the SIT follow.
