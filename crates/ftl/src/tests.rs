@@ -588,19 +588,40 @@ proptest! {
             .collect();
         let config = tiny_config(4096, StreamMode::Temperature, policy);
         let mut fast = run(config.clone(), &ops, seed, false);
-        let mut general = Harness::new(config, seed);
-        general.ftl.nand_mut().arm_power_cut(u64::MAX);
-        assert!(!general.ftl.nand().is_infallible());
-        for op in &ops {
-            general.step(op);
-        }
-        general.ftl.nand_mut().disarm_power_cut();
-        general.now_ns += 1;
-        general.step(&Op::Flush);
-        general.now_ns += 10;
-        general.recover();
+        let mut general = run_general_paths(config, &ops, seed);
         prop_assert_eq!(observe(&mut fast), observe(&mut general));
     }
+}
+
+/// `run` with program and erase failures and read retries injected.
+fn run_with_faults(
+    mut config: DeviceConfig,
+    ops: &[Op],
+    seed: u64,
+    program_fail_probability: f64,
+) -> Harness {
+    config.nand.faults = Faults {
+        program_fail_probability,
+        erase_fail_probability: 0.01,
+        read_error_probability: 0.02,
+    };
+    run(config, ops, seed, true)
+}
+
+/// `run` forced down the general paths: a power cut armed too far ahead to ever fire.
+fn run_general_paths(config: DeviceConfig, ops: &[Op], seed: u64) -> Harness {
+    let mut general = Harness::new(config, seed);
+    general.ftl.nand_mut().arm_power_cut(u64::MAX);
+    assert!(!general.ftl.nand().is_infallible());
+    for op in ops {
+        general.step(op);
+    }
+    general.ftl.nand_mut().disarm_power_cut();
+    general.now_ns += 1;
+    general.step(&Op::Flush);
+    general.now_ns += 10;
+    general.recover();
+    general
 }
 
 #[test]
@@ -616,13 +637,7 @@ fn injected_flash_faults_never_lose_acknowledged_data() {
             ops in prop::collection::vec(op_strategy(), 1..300),
             seed in any::<u64>(),
         )| {
-            let mut config = config;
-            config.nand.faults = Faults {
-                program_fail_probability: 0.01,
-                erase_fail_probability: 0.01,
-                read_error_probability: 0.02,
-            };
-            let h = run(config, &ops, seed, true);
+            let h = run_with_faults(config, &ops, seed, 0.01);
             tally.borrow_mut().merge(&h.tally);
         }
     );

@@ -9,10 +9,11 @@ use std::cell::RefCell;
 
 use flashstack_block::explore::{self, Exploration};
 use flashstack_block::{BlockDevice, BlockError, Hints, Payload, Remap, LBA_SIZE};
-use flashstack_nand::Faults;
 use proptest::prelude::*;
 
-use super::{observe, page_of, run, run_checking_from, tiny_config, Harness, Op};
+use super::{
+    observe, page_of, run, run_checking_from, run_general_paths, run_with_faults, tiny_config, Op,
+};
 use crate::compression::{CompressionPolicyKind, ControllerTiming};
 use crate::config::*;
 use crate::{Cause, Ftl};
@@ -113,13 +114,7 @@ fn remaps_survive_injected_flash_faults() {
             ops in prop::collection::vec(remap_op_strategy(), 1..300),
             seed in any::<u64>(),
         )| {
-            let mut config = config;
-            config.nand.faults = Faults {
-                program_fail_probability: 0.02,
-                erase_fail_probability: 0.01,
-                read_error_probability: 0.02,
-            };
-            let h = run(config, &ops, seed, true);
+            let h = run_with_faults(config, &ops, seed, 0.02);
             tally.borrow_mut().merge(&h.tally);
         }
     );
@@ -142,16 +137,7 @@ proptest! {
             .collect();
         let config = tiny_config(4096, StreamMode::Temperature, VictimPolicyKind::Greedy);
         let mut fast = run(config.clone(), &ops, seed, false);
-        let mut general = Harness::new(config, seed);
-        general.ftl.nand_mut().arm_power_cut(u64::MAX);
-        for op in &ops {
-            general.step(op);
-        }
-        general.ftl.nand_mut().disarm_power_cut();
-        general.now_ns += 1;
-        general.step(&Op::Flush);
-        general.now_ns += 10;
-        general.recover();
+        let mut general = run_general_paths(config, &ops, seed);
         prop_assert_eq!(observe(&mut fast), observe(&mut general));
     }
 }
