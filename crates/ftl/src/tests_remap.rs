@@ -384,3 +384,30 @@ fn a_failed_program_moves_a_buffered_shared_slot_with_its_sharers() {
         .sum();
     assert!(failures > 10, "programs must fail: {failures}");
 }
+
+/// Remap records survive a save and rebuild of the device (`to_parts` / `from_parts`), and
+/// a saved bind naming a page or slot beyond the device is refused, naming the field.
+#[test]
+fn remap_records_round_trip_through_device_parts() {
+    let config = tiny_config(4096, StreamMode::Single, VictimPolicyKind::Greedy);
+    let mut ftl = Ftl::new(config.clone(), true, 1).unwrap();
+    write_tags(&mut ftl, 0, 0, 1..9);
+    ftl.remap(1_000, 0, 50, 8).unwrap();
+    ftl.trim(2_000, 0, 8).unwrap();
+    ftl.flush(3_000).unwrap();
+    let parts = ftl.to_parts().unwrap();
+    assert_eq!(
+        parts.bind_log.iter().map(|(_, b)| b.len()).sum::<usize>(),
+        8
+    );
+    let (mut rebuilt, _) = Ftl::from_parts(config.clone(), parts.clone(), 1, 4_000).unwrap();
+    rebuilt.check_invariants().unwrap();
+    for i in 0..8u64 {
+        assert_eq!(read_lba(&mut rebuilt, 5_000, 50 + i), page_of(1 + i));
+        assert_eq!(read_lba(&mut rebuilt, 5_000, i), page_of(0));
+    }
+    let mut bad = parts;
+    bad.bind_log[0].1[0].0 = u32::MAX - 1;
+    let e = Ftl::from_parts(config, bad, 1, 4_000).err().unwrap();
+    assert!(e.to_string().contains("bind_log"), "{e}");
+}
