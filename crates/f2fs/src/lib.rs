@@ -95,9 +95,9 @@ pub use error::{Corruption, F2fsError};
 pub use features::Features;
 pub use fs::{
     BlockUsage, DeltaConfig, DeltaMetrics, DeltaMode, DirEntryInfo, F2fs, F2fsConfig, FallocMode,
-    FileKind, Finding, FsError, InodeClock, IpuPolicy, Metrics, MountOptions, NewInode, SetAttr,
-    Stat, TimeSet, Timestamp, Verify, VirtualClock, WriteHint, XattrMode, MEDFS_DELTA_FL,
-    SIMULATION_EPOCH_SECS, SYMLINK_TARGET_MAX,
+    FileKind, Finding, FsError, InodeClock, IpuPolicy, Metrics, MountOptions, NewInode,
+    RemapDefragReport, SetAttr, Stat, TimeSet, Timestamp, Verify, VirtualClock, WriteHint,
+    XattrMode, MEDFS_DELTA_FL, SIMULATION_EPOCH_SECS, SYMLINK_TARGET_MAX,
 };
 pub use layout::Layout;
 pub use memdev::MemDevice;

@@ -19,20 +19,28 @@ impl Ftl {
 
     fn check_mapping(&self) -> Result<(), String> {
         let mut valid = vec![0u32; self.blocks.state.len()];
-        for (lpn, &slot) in self.l2p.iter().enumerate() {
+        for (lpn, &slot) in self.mapping.l2p.iter().enumerate() {
             if slot == UNMAPPED {
                 continue;
             }
             let lpn = lpn as u32;
             let len = self.len_of(lpn);
             let block = self.block_of_slot(slot);
-            valid[block as usize] += len;
+            if self.mapping.counts_valid(lpn) {
+                valid[block as usize] += len;
+            }
             let state = self.blocks.state[block as usize];
             if matches!(state, BlockState::Free | BlockState::Bad) {
                 return Err(format!("lpn {lpn} maps into {state:?} block {block}"));
             }
-            self.check_fragment(lpn, slot, len)?;
+            // An alias's fragment names the slot's owner.
+            let named = match self.mapping.aliases(slot).binary_search(&lpn) {
+                Ok(_) => self.slot_owner(slot).unwrap_or(lpn),
+                Err(_) => lpn,
+            };
+            self.check_fragment(named, slot, len)?;
         }
+        self.mapping.check(|slot| self.slot_owner(slot))?;
         for (block, &count) in valid.iter().enumerate() {
             if self.blocks.valid_slots[block] != count {
                 return Err(format!(
@@ -44,7 +52,7 @@ impl Ftl {
         Ok(())
     }
 
-    /// The fragment of `lpn` at `slot`: its first slot names it, the next `len − 1` say
+    /// The fragment at `slot` named `lpn`: its first slot names it, the next `len − 1` say
     /// `CONTINUATION`, all within one page, on flash or in the buffer bound to the page.
     fn check_fragment(&self, lpn: u32, slot: u32, len: u32) -> Result<(), String> {
         let spp = self.slots_per_page;

@@ -21,7 +21,7 @@ pub struct FtlCounters {
     /// Slots programmed empty: padding of partial pages at flush/erase, and data superseded
     /// while it waited in the write buffer.
     pub program_slots_padding: u64,
-    /// Slots of pages holding trim records (FTL metadata).
+    /// Slots of pages holding mapping records (trims, remaps: FTL metadata).
     pub program_slots_meta: u64,
     pub page_programs: u64,
     /// Pages read to serve host reads.
@@ -39,7 +39,17 @@ pub struct FtlCounters {
     pub erases_wl: u64,
     pub blocks_retired: u64,
     pub program_failures: u64,
+    /// Record pages written for trims.
     pub trim_record_pages: u64,
+    /// Remap requests served, and the LBAs they remapped (no user data programmed).
+    pub host_remap_requests: u64,
+    pub host_remap_lbas: u64,
+    /// Record pages written for remaps and for re-pointing the sharers of slots GC moved
+    /// (the whole flash cost of REMAP besides the flush it implies).
+    pub remap_record_pages: u64,
+    /// Shared slots (referred to by several logical pages) GC or wear levelling moved: each
+    /// once, with every referrer re-pointed.
+    pub shared_slots_moved: u64,
     /// Host pages stored compressed.
     pub pages_compressed_host: u64,
     /// Uncompressed pages GC compressed while migrating them (caGC).

@@ -6,7 +6,7 @@ use flashstack_sim::Nanos;
 
 use crate::policy::{wear_level_needed, VictimCandidate, VictimPolicy};
 use crate::stream::is_start;
-use crate::{BlockState, Cause, Ftl, FtlError, UNMAPPED};
+use crate::{BlockState, Cause, Ftl, FtlError};
 use flashstack_nand::NO_SOURCE;
 
 /// Background GC steps allowed in one idle gap; bounds the work a single gap can trigger.
@@ -142,11 +142,17 @@ impl Ftl {
         let plain = self.slots_per_page == 1 && !self.compression_active();
         for _pass in 0..RELOCATION_PASSES_MAX {
             self.gather_data_slots(block, &mut slots);
-            keep_live(&self.l2p, &mut slots);
+            let shared = match self.mapping.nothing_shared() {
+                true => {
+                    keep_live(&self.mapping.l2p, &mut slots);
+                    Vec::new()
+                }
+                false => self.keep_live_shared(&mut slots),
+            };
             if slots.is_empty() {
                 break;
             }
-            result = if plain && self.nand.is_infallible() {
+            result = if plain && self.nand.is_infallible() && shared.is_empty() {
                 self.relocate_single_slot_pages(&slots, stream, cause, now_ns)
             } else if plain {
                 self.move_single_slot_pages(&slots, stream, cause, now_ns)
@@ -158,14 +164,15 @@ impl Ftl {
             if result.is_err() {
                 break;
             }
+            self.repoint_sharers(&shared);
         }
         self.relocation_slots = slots;
         self.relocation_origin = None;
         result
     }
 
-    /// Every (first slot, lpn) of a fragment in `block`, in page order; trim records found
-    /// on the way are re-queued.
+    /// Every (first slot, lpn) of a fragment in `block`, in page order; mapping records
+    /// found on the way are re-queued.
     fn gather_data_slots(&mut self, block: u32, slots: &mut Vec<(u32, u32)>) {
         slots.clear();
         let first_page = self.nand.first_page(block);
@@ -191,7 +198,7 @@ impl Ftl {
             for page in first_page..first_page + self.nand.programmed_pages(block) {
                 let f = self.nand.oob(page).map_or(0, |oob| oob.flags);
                 if f & oob_flags::CORRUPT == 0 && f & oob_flags::TRIM_RECORD != 0 {
-                    self.requeue_trims(page);
+                    self.requeue_records(page);
                 }
             }
         }
@@ -232,7 +239,7 @@ impl Ftl {
     ) -> Result<(), FtlError> {
         debug_assert_eq!((self.slots_per_page, self.slots_per_lpn), (1, 1));
         for &(old, lpn) in slots {
-            debug_assert_eq!(self.l2p[lpn as usize], old);
+            debug_assert_eq!(self.mapping.l2p[lpn as usize], old);
             // One slot per page: the slot number is the page number.
             let ready_ns = self.nand.read(old, 0..1, None, now_ns)?.timing.end_ns;
             self.counters.page_reads_relocation += 1;
@@ -270,8 +277,8 @@ impl Ftl {
                 f.next_page += run - 1;
             }
             for (k, &(from, lpn)) in moves.iter().enumerate() {
-                debug_assert_eq!(self.l2p[lpn as usize], from);
-                self.l2p[lpn as usize] = first + k as u32;
+                debug_assert_eq!(self.mapping.l2p[lpn as usize], from);
+                self.mapping.l2p[lpn as usize] = first + k as u32;
             }
             self.blocks.remove_valid(self.block_of_slot(old), run);
             self.blocks.add_valid(self.block_of_slot(first), run);
@@ -370,7 +377,7 @@ impl Ftl {
     ) -> Result<(), FtlError> {
         let ready_ns = self.read_fragment_span(page, fragments, now_ns)?;
         for &(old, lpn) in fragments {
-            debug_assert_eq!(self.l2p[lpn as usize], old);
+            debug_assert_eq!(self.mapping.l2p[lpn as usize], old);
             self.move_fragment(old, lpn, stream, cause, ready_ns)?;
         }
         Ok(())
@@ -434,19 +441,6 @@ impl Ftl {
         ratio > 650 && ratio <= 950
     }
 
-    /// Trim entries of a page about to be erased that still hide an older copy go back to
-    /// the pending list; they are logged again before the erase.
-    fn requeue_trims(&mut self, page: u32) {
-        if let Some(entries) = self.trim_log.get(&page) {
-            for &lpn in entries.iter() {
-                let older_copies = self.copies.as_ref().map_or(1, |c| c[lpn as usize]);
-                if self.l2p[lpn as usize] == UNMAPPED && older_copies > 0 {
-                    self.pending_trims.push(lpn);
-                }
-            }
-        }
-    }
-
     /// Erases (or retires) a block whose valid data has been moved.
     fn reclaim(&mut self, block: u32, cause: Cause, now_ns: Nanos) -> Result<(), FtlError> {
         assert_eq!(
@@ -491,17 +485,18 @@ impl Ftl {
         }
     }
 
-    /// Drops the bookkeeping of what `block` holds: copy counts and trim records.
+    /// Drops the bookkeeping of what `block` holds: copy counts and mapping records.
     fn forget_contents(&mut self, block: u32) {
         let first_page = self.nand.first_page(block);
         let spp = self.slots_per_page as usize;
         let (flags, lpns) = self.nand.block_oob(block);
+        let mut record_pages = Vec::new();
         for (i, &f) in flags.iter().enumerate() {
             if f & oob_flags::PROGRAMMED == 0 || f & oob_flags::CORRUPT != 0 {
                 continue;
             }
             if f & oob_flags::TRIM_RECORD != 0 {
-                self.trim_log.remove(&(first_page + i as u32));
+                record_pages.push(first_page + i as u32);
                 continue;
             }
             if let Some(copies) = self.copies.as_mut() {
@@ -512,6 +507,9 @@ impl Ftl {
                     copies[lpn as usize] -= 1;
                 }
             }
+        }
+        for page in record_pages {
+            self.forget_record_page(page);
         }
     }
 
@@ -565,6 +563,29 @@ impl Ftl {
             }
         }
         (coldest.map(|(_, b)| b), erase_min, erase_max.max(erase_min))
+    }
+}
+
+impl Ftl {
+    /// `keep_live` once slots may be shared: a slot lives while anything refers to it. A
+    /// shared slot is moved for one representative (its owner if the owner still maps to
+    /// it, else its first alias), which takes the owner's place in `slots`; the pairs
+    /// (old slot, representative) returned are re-pointed after the move
+    /// ([`Ftl::repoint_sharers`]), so the data is moved once for all its referrers.
+    fn keep_live_shared(&self, slots: &mut Vec<(u32, u32)>) -> Vec<(u32, u32)> {
+        let mut shared = Vec::new();
+        slots.retain_mut(|(slot, lpn)| {
+            let owned = self.mapping.l2p[*lpn as usize] == *slot;
+            if !self.mapping.is_shared(*slot) {
+                return owned;
+            }
+            if !owned {
+                *lpn = self.mapping.aliases(*slot)[0];
+            }
+            shared.push((*slot, *lpn));
+            true
+        });
+        shared
     }
 }
 

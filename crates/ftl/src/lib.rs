@@ -9,9 +9,13 @@
 //!    the highest sequence number.
 //! 2. A slot superseded while its page waited in the write buffer is programmed as padding,
 //!    so no stale copy ever carries a newer sequence number than the live one.
-//! 3. Trims are logged in trim-record pages; a logged trim hides every older copy.
-//! 4. Before any block is erased, every buffer and pending trim is made durable, so an
+//! 3. Trims and remaps are logged as mapping records in record pages (`records.rs`); a
+//!    record hides every older statement about its logical page.
+//! 4. Before any block is erased, every buffer and pending record is made durable, so an
 //!    erase never removes the last durable copy of anything the volatile state superseded.
+//!
+//! The mapping (L2P, fragment lengths, reference counts of slots shared after a remap)
+//! is one part with its own invariants, [`mapping::Mapping`]; REMAP is `remap.rs`.
 
 mod blocks;
 mod check;
@@ -21,12 +25,15 @@ pub mod config;
 mod counters;
 mod gc;
 mod host;
+mod mapping;
 mod parts;
 pub mod policy;
 pub mod predictor;
 mod predictor_table;
 pub mod presets;
+mod records;
 mod recovery;
+mod remap;
 mod stream;
 #[cfg(test)]
 mod tests;
@@ -35,7 +42,7 @@ mod write;
 use std::collections::BTreeMap;
 
 use flashstack_block::{
-    check_range, BlockDevice, BlockError, Completion, Hints, Payload, LBA_SIZE,
+    check_range, BlockDevice, BlockError, Completion, Hints, Payload, Remap, RemapExtent, LBA_SIZE,
 };
 use flashstack_nand::{ConfigError, FlashMedium, Nand, NandError};
 use flashstack_sim::{Divisor, LatencyHistogram, Nanos, Resource};
@@ -47,8 +54,10 @@ pub use config::{
 };
 pub use counters::FtlCounters;
 use host::HostQueue;
+use mapping::Mapping;
 pub use parts::DeviceParts;
 use policy::{GcPolicy, VictimCandidate};
+use records::RecordPage;
 use stream::Stream;
 
 /// Mapping-table value of an unmapped logical page.
@@ -72,6 +81,7 @@ pub struct Latencies {
     pub write: LatencyHistogram,
     pub trim: LatencyHistogram,
     pub flush: LatencyHistogram,
+    pub remap: LatencyHistogram,
 }
 
 /// The flash device: FTL + NAND + host interface.
@@ -93,10 +103,8 @@ pub struct Ftl {
     /// Page → index in its block.
     pages_per_block_div: Divisor,
     user_lbas: u64,
-    /// First slot of each logical page's fragment.
-    l2p: Vec<u32>,
-    /// Fragment length in slots per logical page; absent when every fragment is one slot.
-    lengths: Option<Vec<u8>>,
+    /// L2P, fragment lengths, shared-slot reference counts.
+    mapping: Mapping,
     /// Programmed data slots on flash per logical page (live or not): a trim record can be
     /// dropped once no older copy it hides remains. Built on the first trim (a full scan)
     /// and kept from then on; workloads without trims never pay for it.
@@ -106,9 +114,12 @@ pub struct Ftl {
     host_streams: u32,
     next_host_die: u32,
     pending_trims: Vec<u32>,
-    /// Payloads of trim-record pages, keyed by page. These are page contents: they survive
-    /// power loss and vanish only when their block is erased or retired.
-    trim_log: BTreeMap<u32, Box<[u32]>>,
+    /// Logical pages whose current binding (an alias of a slot GC moved, or one a record
+    /// page about to be erased held) must be logged before the next erase.
+    pending_binds: Vec<u32>,
+    /// Payloads of mapping-record pages, keyed by page. These are page contents: they
+    /// survive power loss and vanish only when their block is erased or retired.
+    records: BTreeMap<u32, RecordPage>,
     retire_queue: Vec<u32>,
     erases_since_wl_check: Vec<u32>,
     seq: u64,
@@ -210,15 +221,18 @@ impl Ftl {
             pages_per_block_div: Divisor::new(g.pages_per_block),
             pages_per_block: g.pages_per_block,
             user_lbas,
-            l2p: flashstack_sim::memory::table(user_lbas as usize, UNMAPPED),
-            lengths: (slots_per_lpn > 1).then(|| vec![0; user_lbas as usize]),
+            mapping: Mapping::new(
+                flashstack_sim::memory::table(user_lbas as usize, UNMAPPED),
+                (slots_per_lpn > 1).then(|| vec![0; user_lbas as usize]),
+            ),
             copies: None,
             blocks,
             streams,
             host_streams,
             next_host_die: 0,
             pending_trims: Vec::new(),
-            trim_log: BTreeMap::new(),
+            pending_binds: Vec::new(),
+            records: BTreeMap::new(),
             retire_queue: Vec::new(),
             erases_since_wl_check: vec![0; g.units() as usize],
             seq: 1,
@@ -268,11 +282,12 @@ impl Ftl {
     }
     /// LBAs currently mapped (holding data).
     pub fn mapped_lbas(&self) -> u64 {
-        self.l2p.iter().filter(|&&s| s != UNMAPPED).count() as u64
+        self.mapping.l2p.iter().filter(|&&s| s != UNMAPPED).count() as u64
     }
     /// Whether `lba` holds data (written and not trimmed since); false beyond the device.
     pub fn is_mapped(&self, lba: u64) -> bool {
-        self.l2p
+        self.mapping
+            .l2p
             .get(lba as usize)
             .is_some_and(|&slot| slot != UNMAPPED)
     }
@@ -299,7 +314,7 @@ impl Ftl {
     /// cache so the request does not stall on it. No effect on results.
     #[inline]
     pub fn prefetch(&self, lba: u64) {
-        if let Some(entry) = self.l2p.get(lba as usize) {
+        if let Some(entry) = self.mapping.l2p.get(lba as usize) {
             prefetch_line(entry);
         }
     }
@@ -309,7 +324,7 @@ impl Ftl {
     /// in too. No effect on results.
     #[inline]
     pub fn prefetch_block_of(&self, lba: u64) {
-        let Some(&slot) = self.l2p.get(lba as usize) else {
+        let Some(&slot) = self.mapping.l2p.get(lba as usize) else {
             return;
         };
         if slot != UNMAPPED {
@@ -382,24 +397,24 @@ impl Ftl {
                 }
             }
         }
+        // Binds are statements about their logical page too: a trim must hide them.
+        for records in self.records.values() {
+            for &(lpn, _) in records.binds.iter() {
+                copies[lpn as usize] += 1;
+            }
+        }
         copies
     }
 
     /// Slots the fragment of `lpn` takes (it must be mapped).
     #[inline]
     pub(crate) fn len_of(&self, lpn: u32) -> u32 {
-        match &self.lengths {
-            Some(lengths) => lengths[lpn as usize] as u32,
-            None => 1,
-        }
+        self.mapping.len_of(lpn)
     }
 
     #[inline]
     pub(crate) fn set_len(&mut self, lpn: u32, len: u32) {
-        match self.lengths.as_mut() {
-            Some(lengths) => lengths[lpn as usize] = len as u8,
-            None => debug_assert_eq!(len, 1),
-        }
+        self.mapping.set_len(lpn, len)
     }
 
     #[inline]
@@ -544,6 +559,41 @@ impl BlockDevice for Ftl {
         let completion = self.host_flush(arrival_ns).map_err(|e| self.fail(e))?;
         self.latencies
             .flush
+            .record(completion.complete_ns - arrival_ns);
+        Ok(completion)
+    }
+
+    fn as_remap(&mut self) -> Option<&mut dyn Remap> {
+        Some(self)
+    }
+}
+
+impl Remap for Ftl {
+    fn remap_lbas_max(&self) -> u32 {
+        self.bind_entries_per_page() as u32
+    }
+
+    fn remap_extents(
+        &mut self,
+        arrival_ns: Nanos,
+        extents: &[RemapExtent],
+    ) -> Result<Completion, BlockError> {
+        let max = self.remap_lbas_max();
+        flashstack_block::check_remap_extents(extents, self.user_lbas, max)?;
+        if self.compression_active() {
+            return Err(BlockError::Unsupported {
+                operation: "remap",
+                reason: "a compressing FTL stores pages as variable-length fragments; remap \
+                         is implemented for uncompressed mapping only"
+                    .into(),
+            });
+        }
+        self.begin(arrival_ns)?;
+        let completion = self
+            .host_remap(arrival_ns, extents)
+            .map_err(|e| self.fail(e))?;
+        self.latencies
+            .remap
             .record(completion.complete_ns - arrival_ns);
         Ok(completion)
     }

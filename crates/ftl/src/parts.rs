@@ -1,5 +1,5 @@
-//! A device saved and built again: what survives power loss (the flash array and the trim
-//! records written into it) in portable form. Everything else (mapping, valid counts,
+//! A device saved and built again: what survives power loss (the flash array and the
+//! mapping records written into it) in portable form. Everything else (mapping, valid counts,
 //! free pools) is rebuilt from the spare areas by [`Ftl::power_cycle`], as at a mount.
 
 use std::collections::BTreeMap;
@@ -8,21 +8,27 @@ use flashstack_block::Completion;
 use flashstack_nand::{oob_flags, ConfigError, Nand, NandParts};
 use flashstack_sim::Nanos;
 
+use crate::records::RecordPage;
 use crate::{DeviceConfig, Ftl};
 
 /// The durable state of a device ([`Ftl::to_parts`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DeviceParts {
     pub nand: NandParts,
-    /// Trim-record pages: the page and the logical pages it trims.
+    /// Record pages holding trims: the page and the logical pages it trims.
     pub trim_log: Vec<(u32, Vec<u32>)>,
+    /// Record pages holding binds (remaps): the page and its (logical page, slot) pairs.
+    /// A page may appear here and in `trim_log` (a remap whose source was partly
+    /// unmapped); pages of neither list are record pages without entries.
+    pub bind_log: Vec<(u32, Vec<(u32, u32)>)>,
 }
 
 impl Ftl {
     /// The device's durable state. Refused while anything is only volatile (a partly
     /// filled write buffer, trims not yet logged): flush first, as a clean shutdown does.
     pub fn to_parts(&self) -> Result<DeviceParts, ConfigError> {
-        if self.streams.iter().any(|s| s.filled > 0) || !self.pending_trims.is_empty() {
+        let pending = !self.pending_trims.is_empty() || !self.pending_binds.is_empty();
+        if self.streams.iter().any(|s| s.filled > 0) || pending {
             return Err(ConfigError::new(
                 "state",
                 "the device holds data not yet on flash; flush it before saving",
@@ -31,9 +37,16 @@ impl Ftl {
         Ok(DeviceParts {
             nand: self.nand.to_parts(),
             trim_log: self
-                .trim_log
+                .records
                 .iter()
-                .map(|(&page, lpns)| (page, lpns.to_vec()))
+                .filter(|(_, r)| !r.trims.is_empty())
+                .map(|(&page, r)| (page, r.trims.to_vec()))
+                .collect(),
+            bind_log: self
+                .records
+                .iter()
+                .filter(|(_, r)| !r.binds.is_empty())
+                .map(|(&page, r)| (page, r.binds.to_vec()))
                 .collect(),
         })
     }
@@ -51,7 +64,7 @@ impl Ftl {
         config.validate()?;
         let nand = Nand::from_parts(config.nand.clone(), config.ftl.slot_bytes, seed, parts.nand)?;
         let mut ftl = Ftl::with_nand(config, nand)?;
-        ftl.trim_log = check_trim_log(&ftl, parts.trim_log)?;
+        ftl.records = check_record_log(&ftl, parts.trim_log, parts.bind_log)?;
         let done = ftl
             .power_cycle(now_ns)
             .map_err(|e| ConfigError::new("state", e.to_string()))?;
@@ -61,7 +74,7 @@ impl Ftl {
     /// The mapping: per logical page, the first physical slot holding it (`u32::MAX`:
     /// unmapped).
     pub fn mapping(&self) -> &[u32] {
-        &self.l2p
+        &self.mapping.l2p
     }
 
     /// Valid slots per flash block.
@@ -75,25 +88,54 @@ impl Ftl {
     }
 }
 
-fn check_trim_log(
+/// The record pages of `parts`, checked against the flash: each is a record page, names
+/// logical pages and slots inside the device, and appears at most once per list.
+fn check_record_log(
     ftl: &Ftl,
-    log: Vec<(u32, Vec<u32>)>,
-) -> Result<BTreeMap<u32, Box<[u32]>>, ConfigError> {
-    let bad = |reason: String| ConfigError::new("state.trim_log", reason);
-    let mut out = BTreeMap::new();
-    for (page, lpns) in log {
+    trims: Vec<(u32, Vec<u32>)>,
+    binds: Vec<(u32, Vec<(u32, u32)>)>,
+) -> Result<BTreeMap<u32, RecordPage>, ConfigError> {
+    let bad = |field: &str, reason: String| ConfigError::new(field, reason);
+    let is_record_page = |page: u32| {
         let flags = ftl.nand.oob(page).map(|o| o.flags).unwrap_or(0);
-        if flags & oob_flags::TRIM_RECORD == 0 || flags & oob_flags::CORRUPT != 0 {
-            return Err(bad(format!("page {page} is not a trim-record page")));
+        flags & oob_flags::TRIM_RECORD != 0 && flags & oob_flags::CORRUPT == 0
+    };
+    let slots = ftl.config.nand.geometry.pages() * ftl.slots_per_page as u64;
+    let mut out: BTreeMap<u32, RecordPage> = BTreeMap::new();
+    for (page, lpns) in trims {
+        let field = "state.trim_log";
+        if !is_record_page(page) {
+            return Err(bad(field, format!("page {page} is not a record page")));
         }
         if let Some(&lpn) = lpns.iter().find(|&&l| l as u64 >= ftl.user_lbas) {
-            return Err(bad(format!(
-                "page {page} trims logical page {lpn}, beyond the device"
-            )));
+            return Err(bad(
+                field,
+                format!("page {page} trims logical page {lpn}, beyond the device"),
+            ));
         }
-        if out.insert(page, lpns.into_boxed_slice()).is_some() {
-            return Err(bad(format!("page {page} is listed twice")));
+        let entry = out.entry(page).or_default();
+        if !entry.trims.is_empty() {
+            return Err(bad(field, format!("page {page} is listed twice")));
         }
+        entry.trims = lpns.into_boxed_slice();
+    }
+    for (page, pairs) in binds {
+        let field = "state.bind_log";
+        if !is_record_page(page) {
+            return Err(bad(field, format!("page {page} is not a record page")));
+        }
+        let beyond = |&(l, s): &(u32, u32)| l as u64 >= ftl.user_lbas || s as u64 >= slots;
+        if let Some((lpn, slot)) = pairs.iter().find(|p| beyond(p)) {
+            return Err(bad(
+                field,
+                format!("page {page} binds logical page {lpn} to slot {slot}, beyond the device"),
+            ));
+        }
+        let entry = out.entry(page).or_default();
+        if !entry.binds.is_empty() {
+            return Err(bad(field, format!("page {page} is listed twice")));
+        }
+        entry.binds = pairs.into_boxed_slice();
     }
     Ok(out)
 }

@@ -1,5 +1,7 @@
 //! Power-loss recovery: rebuild the mapping from the flash alone.
 
+use std::collections::BTreeMap;
+
 use flashstack_block::{BlockError, Completion};
 use flashstack_nand::{oob_flags, NO_LPN};
 use flashstack_sim::Nanos;
@@ -11,14 +13,15 @@ use crate::{BlockState, Ftl, UNMAPPED};
 
 impl Ftl {
     /// Restores power after a cut (or a clean shutdown) and rebuilds every volatile table by
-    /// scanning the OOB of every programmed page: per logical page the copy with the highest
-    /// sequence number wins, unless a newer trim record hides it. Returns the scan's span in
+    /// scanning the OOB of every programmed page: per logical page the newest statement
+    /// wins, a data copy by its page's sequence number or a mapping record (trim, bind) by
+    /// its record page's. Returns the scan's span in
     /// virtual time, the device's mount time.
     pub fn power_cycle(&mut self, now_ns: Nanos) -> Result<Completion, BlockError> {
         self.nand.power_on(now_ns);
         self.reset_volatile_state(now_ns);
         let mut seq_max = 0;
-        let mut trim_pages: Vec<(u64, u32)> = Vec::new();
+        let mut record_pages: Vec<(u64, u32)> = Vec::new();
         let mut scan_end_ns = now_ns;
         let g = self.config.nand.geometry.clone();
         for block in 0..g.blocks() {
@@ -33,11 +36,16 @@ impl Ftl {
                     .read_oob(page, now_ns)
                     .map_err(|_| BlockError::PowerLoss)?;
                 scan_end_ns = scan_end_ns.max(timing.end_ns);
-                seq_max = seq_max.max(self.scan_page(page, &mut trim_pages));
+                seq_max = seq_max.max(self.scan_page(page, &mut record_pages));
             }
         }
-        self.apply_trim_records(&trim_pages);
-        if !self.trim_log.is_empty() {
+        self.apply_records(record_pages);
+        let (nand, per_page) = (&self.nand, &self.per_page);
+        self.mapping.rebuild_shared(|slot| {
+            let oob = nand.oob(per_page.div(slot));
+            oob.expect("recovered slots are on flash").lpns[per_page.rem(slot) as usize]
+        });
+        if !self.records.is_empty() {
             self.build_copies();
         }
         self.rebuild_block_table(now_ns);
@@ -54,7 +62,7 @@ impl Ftl {
     fn reset_volatile_state(&mut self, now_ns: Nanos) {
         let g = &self.config.nand.geometry;
         self.powered_off = false;
-        self.l2p.fill(UNMAPPED);
+        self.mapping.clear();
         self.copies = None;
         self.blocks = BlockTable::new(
             g.units(),
@@ -64,6 +72,7 @@ impl Ftl {
         );
         self.streams = build_streams(self.host_streams, g.units(), g.page_size_bytes);
         self.pending_trims.clear();
+        self.pending_binds.clear();
         // What was superseded before the cut may be what recovery maps now.
         self.dead_fragments.clear();
         self.block_ratio_sum.fill(0);
@@ -71,19 +80,19 @@ impl Ftl {
         self.retire_queue.clear();
         self.erases_since_wl_check.fill(0);
         self.queue.reset(now_ns);
-        // Trim records are page contents, not volatile state: keep only those whose pages
-        // still exist (a torn program never inserted one).
+        // Mapping records are page contents, not volatile state: a torn program never
+        // inserted one.
     }
 
     /// Folds one page's OOB into the mapping; returns its sequence number.
-    fn scan_page(&mut self, page: u32, trim_pages: &mut Vec<(u64, u32)>) -> u64 {
+    fn scan_page(&mut self, page: u32, record_pages: &mut Vec<(u64, u32)>) -> u64 {
         let oob = self.nand.oob(page).expect("scanned pages are programmed");
         let seq = oob.seq;
         if oob.flags & oob_flags::CORRUPT != 0 {
             return 0;
         }
         if oob.flags & oob_flags::TRIM_RECORD != 0 {
-            trim_pages.push((seq, page));
+            record_pages.push((seq, page));
             return seq;
         }
         let spp = self.slots_per_page;
@@ -97,9 +106,9 @@ impl Ftl {
             let Some(len) = self.complete_fragment_len(page, i, &lpns[..spp as usize]) else {
                 continue; // A straddler whose tail never reached flash.
             };
-            let current = self.l2p[lpn as usize];
+            let current = self.mapping.l2p[lpn as usize];
             if current == UNMAPPED || seq > self.slot_seq(current) {
-                self.l2p[lpn as usize] = page * spp + i;
+                self.mapping.l2p[lpn as usize] = page * spp + i;
                 self.set_len(lpn, len);
             }
         }
@@ -152,26 +161,75 @@ impl Ftl {
             .seq
     }
 
-    fn apply_trim_records(&mut self, trim_pages: &[(u64, u32)]) {
-        for &(seq, page) in trim_pages {
-            let Some(entries) = self.trim_log.get(&page) else {
+    /// Applies the mapping records in sequence order: each wins over every older
+    /// statement about its logical page (a data copy, or an earlier record).
+    fn apply_records(&mut self, mut record_pages: Vec<(u64, u32)>) {
+        record_pages.sort_unstable();
+        // The sequence number of the statement each record-touched page now stands on.
+        let mut stated: BTreeMap<u32, u64> = BTreeMap::new();
+        let log = std::mem::take(&mut self.records);
+        for (seq, page) in record_pages {
+            let Some(records) = log.get(&page) else {
                 continue;
             };
-            for &lpn in entries.iter() {
-                let current = self.l2p[lpn as usize];
-                if current != UNMAPPED && self.slot_seq(current) < seq {
-                    self.l2p[lpn as usize] = UNMAPPED;
+            for &lpn in records.trims.iter() {
+                if self.statement_seq(&stated, lpn) < seq {
+                    self.mapping.l2p[lpn as usize] = UNMAPPED;
+                    stated.insert(lpn, seq);
+                }
+            }
+            for &(lpn, slot) in records.binds.iter() {
+                if self.statement_seq(&stated, lpn) >= seq {
+                    continue;
+                }
+                if let Some(len) = self.bindable_len(slot) {
+                    self.mapping.l2p[lpn as usize] = slot;
+                    self.set_len(lpn, len);
+                    stated.insert(lpn, seq);
                 }
             }
         }
+        self.records = log;
+    }
+
+    /// The sequence number of what `lpn` maps by now: a record's, or its data copy's
+    /// (0 when unmapped by the scan).
+    fn statement_seq(&self, stated: &BTreeMap<u32, u64>, lpn: u32) -> u64 {
+        if let Some(&seq) = stated.get(&lpn) {
+            return seq;
+        }
+        match self.mapping.l2p[lpn as usize] {
+            UNMAPPED => 0,
+            slot => self.slot_seq(slot),
+        }
+    }
+
+    /// The fragment length at `slot` if a bind may point there: a complete fragment's
+    /// first slot in a programmed data page. Erasing a slot a bind names requires a newer
+    /// statement first (durability rule 4), so this only ever refuses a bind already
+    /// superseded.
+    fn bindable_len(&self, slot: u32) -> Option<u32> {
+        let page = self.page_of_slot(slot);
+        let oob = self.nand.oob(page)?;
+        if oob.flags & (oob_flags::CORRUPT | oob_flags::TRIM_RECORD) != 0 {
+            return None;
+        }
+        let i = self.slot_in_page(slot);
+        if !is_start(oob.lpns[i as usize]) {
+            return None;
+        }
+        let mut lpns = [NO_LPN; flashstack_nand::MAX_SLOTS_PER_PAGE as usize];
+        let spp = self.slots_per_page as usize;
+        lpns[..spp].copy_from_slice(oob.lpns);
+        self.complete_fragment_len(page, i, &lpns[..spp])
     }
 
     /// Valid counts from the mapping, then states: programmed blocks are sealed (a frontier
     /// left half-written is not reopened), erased ones go back to the free pools.
     fn rebuild_block_table(&mut self, now_ns: Nanos) {
-        for i in 0..self.l2p.len() {
-            let slot = self.l2p[i];
-            if slot != UNMAPPED {
+        for i in 0..self.mapping.l2p.len() {
+            let slot = self.mapping.l2p[i];
+            if slot != UNMAPPED && self.mapping.counts_valid(i as u32) {
                 let block = self.block_of_slot(slot);
                 let len = self.len_of(i as u32);
                 self.blocks.add_valid(block, len);

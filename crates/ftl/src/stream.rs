@@ -223,7 +223,7 @@ impl Ftl {
         let timing = self.program_buffer(stream)?;
         // Read the head's place only now: a failed program moves the page (and the head
         // with it) to a fresh block.
-        let start = self.l2p[lpn as usize];
+        let start = self.mapping.l2p[lpn as usize];
         let next = self.allocate_page(stream, false, ready_ns)?;
         assert_eq!(
             next,
@@ -245,7 +245,7 @@ impl Ftl {
         match source {
             NO_SOURCE => self
                 .relocation_origin
-                .unwrap_or((self.l2p[lpn as usize], len)),
+                .unwrap_or((self.mapping.l2p[lpn as usize], len)),
             _ => (source, len),
         }
     }
@@ -374,7 +374,8 @@ impl Ftl {
         let spp = self.slots_per_page as usize;
         let first_slot = page * self.slots_per_page;
         let s = &mut self.streams[stream];
-        let mut live = s.straddler != NO_LPN && self.l2p[s.straddler as usize] == s.straddler_start;
+        let mut live =
+            s.straddler != NO_LPN && self.mapping.l2p[s.straddler as usize] == s.straddler_start;
         for i in 0..spp {
             let candidate = s.lpns[i];
             s.oob[i] = if is_continuation(candidate) {
@@ -384,11 +385,23 @@ impl Ftl {
                     NO_LPN
                 }
             } else {
-                live = candidate != NO_LPN && self.l2p[candidate as usize] == first_slot + i as u32;
+                let slot = first_slot + i as u32;
+                live = candidate != NO_LPN && self.mapping.l2p[candidate as usize] == slot;
                 if live {
                     candidate
-                } else {
+                } else if candidate == NO_LPN || self.mapping.nothing_shared() {
                     NO_LPN
+                } else {
+                    // Superseded owner, but aliases still share the slot: one of them is
+                    // named instead (an OOB must never name a page that maps elsewhere).
+                    match self.mapping.promote_alias(slot) {
+                        Some(alias) => {
+                            live = true;
+                            s.lpns[i] = alias;
+                            alias
+                        }
+                        None => NO_LPN,
+                    }
                 }
             };
         }
@@ -508,7 +521,7 @@ impl Ftl {
         let page = self.allocate_page(stream, false, now_ns)?;
         self.streams[stream].target_page = page;
         let s = &self.streams[stream];
-        if s.straddler != NO_LPN && self.l2p[s.straddler as usize] == s.straddler_start {
+        if s.straddler != NO_LPN && self.mapping.l2p[s.straddler as usize] == s.straddler_start {
             // The straddler's head is on the previous page; its tail cannot follow it to a
             // new page. Its data is still where GC is moving it from: map it back there, and
             // GC moves it again before erasing that block.
@@ -519,14 +532,19 @@ impl Ftl {
         for i in 0..self.streams[stream].filled {
             let lpn = self.streams[stream].lpns[i as usize];
             let old_slot = old_page * self.slots_per_page + i;
-            if !is_start(lpn) || self.l2p[lpn as usize] != old_slot {
+            if !is_start(lpn) {
                 continue;
             }
             let new_slot = page * self.slots_per_page + i;
-            let len = self.len_of(lpn);
+            // Every referrer follows the slot; aliases log their new binding.
+            let (live, aliases) = self.mapping.rekey(old_slot, new_slot, lpn);
+            if !live {
+                continue;
+            }
+            let len = self.len_of(aliases.first().copied().unwrap_or(lpn));
             self.blocks.remove_valid(self.block_of_slot(old_slot), len);
-            self.l2p[lpn as usize] = new_slot;
             self.blocks.add_valid(self.block_of_slot(new_slot), len);
+            self.pending_binds.extend(aliases);
         }
         Ok(())
     }

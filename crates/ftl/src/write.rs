@@ -1,10 +1,9 @@
 //! Write frontiers, the controller's page buffers, and the host request paths.
 
 use flashstack_block::{Completion, Hints, Payload, LBA_SIZE};
-use flashstack_nand::{oob_flags, FlashMedium, NandError, PageOob, NO_LPN, NO_SOURCE};
+use flashstack_nand::{oob_flags, FlashMedium, NO_SOURCE};
 use flashstack_sim::Nanos;
 
-use crate::stream::PROGRAM_ATTEMPTS_MAX;
 use crate::{policy, BlockState, Cause, Ftl, FtlError, DEAD_FRAGMENTS_MAX, UNMAPPED};
 
 impl Ftl {
@@ -88,7 +87,7 @@ impl Ftl {
         let s = &mut self.streams[stream];
         assert_eq!(s.filled, 0);
         let page = std::mem::replace(&mut s.target_page, crate::stream::NO_PAGE);
-        debug_assert_eq!(self.l2p[lpn as usize], page);
+        debug_assert_eq!(self.mapping.l2p[lpn as usize], page);
         let flags = if s.relocation {
             oob_flags::RELOCATED
         } else {
@@ -108,13 +107,15 @@ impl Ftl {
         timing.end_ns
     }
 
-    /// Removes the current mapping of `lpn`, if any.
+    /// Removes the current mapping of `lpn`, if any; its slot dies with its last
+    /// reference.
     pub(crate) fn unmap(&mut self, lpn: u32) {
-        let old = std::mem::replace(&mut self.l2p[lpn as usize], UNMAPPED);
-        if old != UNMAPPED {
-            let len = self.len_of(lpn);
-            self.blocks.remove_valid(self.block_of_slot(old), len);
-            self.note_dead(old, len);
+        if let Some(old) = self.mapping.release(lpn) {
+            if old.last {
+                self.blocks
+                    .remove_valid(self.block_of_slot(old.slot), old.len);
+                self.note_dead(old.slot, old.len);
+            }
         }
     }
 
@@ -149,8 +150,7 @@ impl Ftl {
     /// Maps `lpn` to the `len`-slot fragment at `slot`, dropping its old mapping.
     pub(crate) fn map(&mut self, lpn: u32, slot: u32, len: u32) {
         self.unmap(lpn);
-        self.l2p[lpn as usize] = slot;
-        self.set_len(lpn, len);
+        self.mapping.bind_owner(lpn, slot, len);
         self.blocks.add_valid(self.block_of_slot(slot), len);
     }
 
@@ -194,7 +194,7 @@ impl Ftl {
     /// Length of the run starting at `lpn` that one flash read can serve: consecutive slots
     /// of one page (or a single unmapped LBA).
     fn mapped_run(&self, lpn: u32, remaining: u32) -> u32 {
-        let first = self.l2p[lpn as usize];
+        let first = self.mapping.l2p[lpn as usize];
         let stride = self.slots_per_lpn;
         if first == UNMAPPED {
             return 1;
@@ -204,7 +204,7 @@ impl Ftl {
         }
         let mut run = 1;
         while run < remaining {
-            let next = self.l2p[(lpn + run) as usize];
+            let next = self.mapping.l2p[(lpn + run) as usize];
             let contiguous = next == first + run * stride
                 && self.page_of_slot(next) == self.page_of_slot(first)
                 && self.len_of(lpn + run) == stride;
@@ -223,7 +223,7 @@ impl Ftl {
         out: Option<&mut [u8]>,
         ready_ns: Nanos,
     ) -> Result<Nanos, FtlError> {
-        let slot = self.l2p[lpn as usize];
+        let slot = self.mapping.l2p[lpn as usize];
         if slot == UNMAPPED {
             self.counters.unmapped_read_lbas += 1;
             if let Some(o) = out {
@@ -287,7 +287,7 @@ impl Ftl {
             self.build_copies();
         }
         for lpn in lba as u32..lba as u32 + count {
-            if self.l2p[lpn as usize] == UNMAPPED {
+            if self.mapping.l2p[lpn as usize] == UNMAPPED {
                 continue;
             }
             self.unmap(lpn);
@@ -321,7 +321,8 @@ impl Ftl {
         })
     }
 
-    /// Programs every partial buffer and logs pending trims. Returns when all of it is done.
+    /// Programs every partial buffer, then logs pending trims and binds (after the buffers:
+    /// a bind names a slot that must be on flash). Returns when all of it is done.
     pub(crate) fn make_durable(&mut self, now_ns: Nanos) -> Result<Nanos, FtlError> {
         let mut done_ns = now_ns;
         for stream in 0..self.streams.len() {
@@ -333,71 +334,10 @@ impl Ftl {
         if !self.pending_trims.is_empty() {
             done_ns = done_ns.max(self.write_trim_records(now_ns)?);
         }
+        if !self.pending_binds.is_empty() {
+            done_ns = done_ns.max(self.write_bind_records(now_ns)?);
+        }
         self.forget_dead_bytes();
         Ok(done_ns)
-    }
-
-    pub(crate) fn trim_entries_per_page(&self) -> usize {
-        self.config.nand.geometry.page_size_bytes as usize / 4
-    }
-
-    /// Writes pending trims as trim-record pages. Entries whose logical page was written
-    /// again meanwhile are dropped: the newer data must win.
-    pub(crate) fn write_trim_records(&mut self, now_ns: Nanos) -> Result<Nanos, FtlError> {
-        let mut entries = std::mem::take(&mut self.pending_trims);
-        entries.retain(|&lpn| self.l2p[lpn as usize] == UNMAPPED);
-        entries.sort_unstable();
-        entries.dedup();
-        let mut done_ns = now_ns;
-        for chunk in entries.chunks(self.trim_entries_per_page()) {
-            done_ns = done_ns.max(self.program_trim_page(chunk, now_ns)?);
-        }
-        Ok(done_ns)
-    }
-
-    /// Trim records go to an open metadata block with room, else to the unit with the most
-    /// free blocks, so logging never takes the last free block of a busy unit.
-    fn meta_unit(&self) -> u32 {
-        let meta = &self.streams[self.meta_stream()];
-        let open = (0..self.units).find(
-            |&u| matches!(meta.active[u as usize], Some(f) if f.next_page < self.pages_per_block),
-        );
-        open.unwrap_or_else(|| {
-            (0..self.units)
-                .max_by_key(|&u| (self.blocks.free_count(u), std::cmp::Reverse(u)))
-                .expect("at least one unit")
-        })
-    }
-
-    fn program_trim_page(&mut self, entries: &[u32], now_ns: Nanos) -> Result<Nanos, FtlError> {
-        let stream = self.meta_stream();
-        let lpns = [NO_LPN; flashstack_nand::MAX_SLOTS_PER_PAGE as usize];
-        for _ in 0..PROGRAM_ATTEMPTS_MAX {
-            let unit = self.meta_unit();
-            self.streams[stream].pinned_die = Some(unit);
-            let page = self.allocate_page(stream, false, now_ns)?;
-            let oob = PageOob {
-                lpns: &lpns[..self.slots_per_page as usize],
-                seq: self.seq,
-                flags: oob_flags::TRIM_RECORD,
-            };
-            self.seq += 1;
-            self.counters.page_programs += 1;
-            self.counters.program_slots_meta += self.slots_per_page as u64;
-            match self.nand.program(page, oob, None, now_ns) {
-                Ok(timing) => {
-                    self.counters.trim_record_pages += 1;
-                    self.trim_log.insert(page, entries.into());
-                    self.note_programmed(page, timing.end_ns);
-                    return Ok(timing.end_ns);
-                }
-                Err(NandError::ProgramFailed { block }) => {
-                    self.counters.program_failures += 1;
-                    self.retire_frontier(stream, block);
-                }
-                Err(e) => return Err(e.into()),
-            }
-        }
-        Err(FtlError::NoSpace("repeated program failures".into()))
     }
 }

@@ -181,6 +181,14 @@ impl PhoneImage {
     /// Writes the phone to `path` (through a temporary file renamed at the end, so a
     /// failed save leaves any existing file untouched).
     pub fn save(&self, path: &Path) -> Result<u64, PhoneError> {
+        if !self.device.bind_log.is_empty() {
+            // The image format has no section for remap records yet: refuse rather than
+            // save a phone whose remapped LBAs would read as their pre-remap contents.
+            return Err(PhoneError::Device(format!(
+                "{} remap record pages cannot be saved in a phone image yet",
+                self.device.bind_log.len()
+            )));
+        }
         let io = |source| PhoneError::Io {
             path: path.display().to_string(),
             source,
@@ -699,7 +707,11 @@ fn read_image<R: Read>(r: &mut SectionReader<R>) -> Result<PhoneImage, PhoneErro
     }
     Ok(PhoneImage {
         header,
-        device: DeviceParts { nand, trim_log },
+        device: DeviceParts {
+            nand,
+            trim_log,
+            bind_log: Vec::new(),
+        },
         mapping,
         valid,
     })

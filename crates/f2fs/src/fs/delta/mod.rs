@@ -300,6 +300,14 @@ impl<D: BlockDevice> F2fs<D> {
         }
     }
 
+    /// Block `addr` now holds other data without a write through this layer (a device
+    /// REMAP onto it): any base cached for it is stale.
+    pub(crate) fn forget_base(&mut self, addr: u32) {
+        if self.cfg.delta.enabled() {
+            self.delta_state.bases.forget(addr);
+        }
+    }
+
     /// A data block read from flash (a file's page, before its delta is applied).
     pub(crate) fn note_block_read(&mut self, addr: u32, block: &Block) {
         if self.cfg.delta.enabled() {
