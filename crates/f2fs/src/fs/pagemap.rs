@@ -29,6 +29,24 @@
 //!    or a reservation, −1 when a slot is cleared), the SIT (the old block invalidated),
 //!    and reservations (`NEW_ADDR` counted as used until written or released).
 //!
+//! Contract (what every caller may rely on, and every new encoding must keep):
+//!
+//! - **Ordering**: a slot is pointed at a block only after the block's bytes were handed
+//!   to the device (`store_page_out_of_place`, `relocate_block` write, then `set_addr`);
+//!   roll-forward points slots only at blocks the fsync'd chain names. A durable node
+//!   therefore never names a block that was not written before it.
+//! - **Durability**: `set_addr` changes only the in-memory node (marked dirty); the change
+//!   is durable with the next checkpoint, or with the fsync that writes that node. The
+//!   old block is invalidated at once but reused only after the next checkpoint (SSR
+//!   skips blocks of the checkpoint's valid map, an emptied segment turns pre-free), so
+//!   the last durable state's blocks survive until then.
+//! - **Refusal before change**: an encoding this writer cannot keep fails its operation
+//!   before any slot, node or count changes.
+//! - **Time**: decode charges the device read of what is stored plus the codec's host
+//!   CPU time (a delta's `apply_ns`; `flashstack_codec::cost` for page codecs); encode
+//!   charges the device write and the codec's time. Resolution itself charges nothing
+//!   beyond the node reads the address lookup needs.
+//!
 //! A new page encoding (F2FS compression next) is a variant of [`Stored`] and one module
 //! called from here, not an edit in each of the five callers.
 
