@@ -18,6 +18,12 @@ const COMPR_FL: u32 = 0x4;
 /// A 64 MiB image with `extra_attr,compression,inode_checksum` and two files of
 /// three and a half pages.
 fn image() -> (MemDevice, u32, u32, Vec<u8>) {
+    let (dev, a, b, _, data) = image_with_sparse();
+    (dev, a, b, data)
+}
+
+/// [`image`] and a third file whose first two pages are holes.
+fn image_with_sparse() -> (MemDevice, u32, u32, u32, Vec<u8>) {
     let opts = MkfsOptions {
         features: Features::parse("extra_attr,inode_checksum,compression").unwrap(),
         ..MkfsOptions::default()
@@ -30,7 +36,9 @@ fn image() -> (MemDevice, u32, u32, Vec<u8>) {
     let b = fs.create("/b.bin").unwrap();
     fs.write(a, 0, &data).unwrap();
     fs.write(b, 0, &data).unwrap();
-    (fs.unmount().unwrap(), a, b, data)
+    let c = fs.create("/c.bin").unwrap();
+    fs.write(c, 8192, b"tail").unwrap();
+    (fs.unmount().unwrap(), a, b, c, data)
 }
 
 fn assert_refused(r: Result<impl std::fmt::Debug, FsError>, ino: u32, what: &str) {
@@ -45,11 +53,15 @@ fn assert_refused(r: Result<impl std::fmt::Debug, FsError>, ino: u32, what: &str
 
 #[test]
 fn compressed_files_are_refused_by_every_data_path_and_left_intact() {
-    let (dev, a, b, data) = image();
+    let (dev, a, b, c, data) = image_with_sparse();
     let mut s = Surgery::new(dev);
     s.edit_inode(a, |i| i.flags |= COMPR_FL);
+    s.edit_inode(c, |i| i.flags |= COMPR_FL);
     let mut fs = F2fs::mount(s.into_dev()).expect("the compression feature alone mounts");
     assert_refused(fs.read(a, 0, 10), a, "read");
+    // A hole of a compressed file is no proof of zeros (a cluster's saved pages are
+    // `NEW_ADDR`): refused too.
+    assert_refused(fs.read(c, 0, 10), c, "read of a hole");
     assert_refused(fs.write(a, 5, b"xyz"), a, "write");
     assert_refused(fs.write(a, 40_000, b"xyz"), a, "append");
     assert_refused(fs.truncate(a, 4096), a, "truncate");

@@ -161,6 +161,10 @@ impl<D: BlockDevice> F2fs<D> {
     /// Reads page `index` of a file (zeros for a hole).
     pub(crate) fn load_page(&mut self, ino: u32, index: u64) -> Result<Box<Block>, FsError> {
         let stored = self.resolve(ino, index)?;
+        if stored != Stored::Inline {
+            // Even a hole: in a compressed cluster a `NEW_ADDR` slot is not zeros.
+            self.check_encoding(ino)?;
+        }
         let (addr, delta) = match stored {
             Stored::Hole | Stored::Reserved => return Ok(zero_block()),
             Stored::Inline => return self.inline_page(ino),
@@ -168,7 +172,6 @@ impl<D: BlockDevice> F2fs<D> {
             Stored::Delta(addr) => (addr, true),
             Stored::Compressed => (COMPRESS_ADDR, false),
         };
-        self.check_encoding(ino)?;
         self.check_data_addr(ino, index, addr)?;
         let mut page = self.read_block(addr as u64)?;
         self.note_block_read(addr, &page);
