@@ -83,6 +83,7 @@
 //! and content class; `benches/codecs.rs` measures the same with criterion;
 //! `docs/codecs.md` has the figures.
 
+pub mod cost;
 mod error;
 mod kind;
 mod lz4;

@@ -74,6 +74,7 @@
 
 pub mod checkpoint;
 pub mod codec;
+pub mod compress;
 pub mod consts;
 pub mod crc;
 pub mod dentry;

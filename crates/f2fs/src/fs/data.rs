@@ -5,11 +5,10 @@
 use flashstack_block::BlockDevice;
 
 use super::policy::{self, WriteHint};
-use super::{corrupt, le64_at, put_le64_at, put_word, word, BlockKind, F2fs, FsError};
+use super::{corrupt, le64_at, put_le64_at, put_word, word, F2fs, FsError};
 use crate::codec::{zero_block, Block};
 use crate::consts::*;
 use crate::layout::*;
-use crate::summary::Summary;
 
 /// Byte offsets of inode fields the write path updates in place.
 pub(crate) const OFF_ADVISE: usize = 2;
@@ -250,7 +249,7 @@ impl<D: BlockDevice> F2fs<D> {
 
     /// Whether an overwrite of an existing block of `ino` goes in place
     /// ([`policy::update_in_place`]).
-    fn in_place_ok(&mut self, ino: u32, need_ipu: bool) -> Result<bool, FsError> {
+    pub(crate) fn in_place_ok(&mut self, ino: u32, need_ipu: bool) -> Result<bool, FsError> {
         if self.cfg.delta.enabled() {
             // MedFS: `need_inplace_update` is false, so the base on flash stays intact.
             return Ok(false);
@@ -353,109 +352,6 @@ impl<D: BlockDevice> F2fs<D> {
             rule: format!("node {parent} of inode {ino} names it at tree offset {offset}"),
         }
         .into())
-    }
-
-    /// Reads page `index` of a file (zeros for a hole).
-    pub(crate) fn load_page(&mut self, ino: u32, index: u64) -> Result<Box<Block>, FsError> {
-        let mut page = zero_block();
-        if self.has_inline(ino, F2FS_INLINE_DATA)? {
-            if index == 0 {
-                let geo = self.geometry(ino)?;
-                let start = geo.inline_start();
-                let src = self.node(ino)?;
-                page[..geo.inline_bytes].copy_from_slice(&src[start..start + geo.inline_bytes]);
-            }
-            return Ok(page);
-        }
-        let addr = self.block_addr(ino, index)?;
-        if addr == NULL_ADDR || addr == NEW_ADDR {
-            // A hole, or a block reserved (fallocate) but never written: zeros.
-            return Ok(page);
-        }
-        self.check_readable(ino)?;
-        self.check_data_addr(ino, index, addr)?;
-        let mut page = self.read_block(addr as u64)?;
-        self.note_block_read(addr, &page);
-        self.apply_delta(ino, index, &mut page)?;
-        Ok(page)
-    }
-
-    /// Writes page `index` of a file: in place over its existing block when the policy
-    /// allows (the address, the node and the SIT stay as they are), else out of place to
-    /// the plan's log.
-    pub(crate) fn store_page(
-        &mut self,
-        ino: u32,
-        index: u64,
-        page: &Block,
-        wb: Writeback,
-    ) -> Result<u32, FsError> {
-        if self.cfg.delta.enabled() && self.try_store_delta(ino, index, page)? {
-            return self.block_addr(ino, index);
-        }
-        if let Some(addr) = self.try_in_place(ino, index, page, wb)? {
-            return Ok(addr);
-        }
-        self.store_page_out_of_place(ino, index, page, wb.log)
-    }
-
-    /// Writes page `index` to a new block of `log`, whatever the in-place policy says
-    /// (atomic writes never overwrite a block the last durable state points to).
-    pub(crate) fn store_page_out_of_place(
-        &mut self,
-        ino: u32,
-        index: u64,
-        page: &Block,
-        log: usize,
-    ) -> Result<u32, FsError> {
-        let wb = Writeback::out_of_place(log);
-        self.ensure_space()?;
-        // The new block is the page's base: a delta against the old one no longer holds.
-        self.drop_delta(ino, index)?;
-        let d = self
-            .dnode(ino, index, true)?
-            .ok_or_else(|| corrupt("node path vanished"))?;
-        let old = word(self.node(d.nid)?, d.word);
-        let sum = Summary {
-            nid: d.nid,
-            version: 0,
-            ofs_in_node: d.ofs_in_node,
-        };
-        let addr = self.alloc_block(wb.log, sum)?;
-        let temp = Some(super::log_temperature(wb.log));
-        self.write_blocks(addr as u64, &page[..], temp, BlockKind::Data)?;
-        self.metrics.per_log_blocks[wb.log] += 1;
-        put_word(self.node(d.nid)?, d.word, addr);
-        self.dirty_nodes.insert(d.nid);
-        if old == NULL_ADDR {
-            self.add_blocks(ino, 1)?;
-        } else {
-            // A written block is invalidated; a reservation is used up (still counted).
-            self.release_addr(old);
-        }
-        Ok(addr)
-    }
-
-    /// The in-place update (`f2fs_inplace_write_data`), if the page has a valid block
-    /// and the policy says so; returns the address written.
-    fn try_in_place(
-        &mut self,
-        ino: u32,
-        index: u64,
-        page: &Block,
-        wb: Writeback,
-    ) -> Result<Option<u32>, FsError> {
-        let Some(d) = self.dnode(ino, index, false)? else {
-            return Ok(None);
-        };
-        let old = word(self.node(d.nid)?, d.word);
-        if !self.segs.is_valid(old) || !self.in_place_ok(ino, wb.need_ipu)? {
-            return Ok(None);
-        }
-        self.drop_delta(ino, index)?;
-        let temp = Some(super::log_temperature(wb.log));
-        self.write_blocks(old as u64, &page[..], temp, BlockKind::DataInPlace)?;
-        Ok(Some(old))
     }
 
     /// Moves inline data to block 0 (`f2fs_convert_inline_inode`); the converted page is
@@ -666,6 +562,7 @@ impl<D: BlockDevice> F2fs<D> {
 
     /// Frees every data block from index `from` on, and the nodes left covering nothing.
     pub(crate) fn free_blocks_from(&mut self, ino: u32, from: u64) -> Result<(), FsError> {
+        self.check_addressing(ino)?;
         self.drop_deltas_from(ino, from)?;
         let geo = self.geometry(ino)?;
         // The delta zone's slots hold no pointers.
@@ -690,18 +587,6 @@ impl<D: BlockDevice> F2fs<D> {
             }
         }
         Ok(())
-    }
-
-    /// Clears one address word of node `nid`, invalidating the block.
-    fn drop_addr(&mut self, ino: u32, nid: u32, at: usize) -> Result<(), FsError> {
-        let addr = word(self.node(nid)?, at);
-        if addr == NULL_ADDR {
-            return Ok(());
-        }
-        self.release_addr(addr);
-        put_word(self.node(nid)?, at, NULL_ADDR);
-        self.dirty_nodes.insert(nid);
-        self.add_blocks(ino, -1)
     }
 
     /// Truncates the subtree of `nid` (level 0: direct node, 1: indirect, 2: double

@@ -404,12 +404,8 @@ impl<D: BlockDevice> F2fs<D> {
         let d = self
             .dnode(dir, index, false)?
             .ok_or_else(|| corrupt(format!("directory {dir}: block {index} has no node")))?;
-        let addr = super::word(self.node(d.nid)?, d.word);
-        if self.in_main(addr) {
-            self.segs.invalidate(addr);
-            self.add_blocks(dir, -1)?;
-        }
-        super::put_word(self.node(d.nid)?, d.word, NULL_ADDR);
+        self.set_addr(dir, d, NULL_ADDR)?;
+        // Dirty even when the slot was empty already (the node is rewritten either way).
         self.dirty_nodes.insert(d.nid);
         Ok(())
     }

@@ -24,7 +24,7 @@
 use flashstack_block::BlockDevice;
 
 use super::data::{MAX_FILE_BYTES, OFF_SIZE};
-use super::{put_word, word, F2fs, FsError};
+use super::{F2fs, FsError};
 use crate::consts::*;
 
 /// What `fallocate` does to a range.
@@ -58,6 +58,7 @@ impl<D: BlockDevice> F2fs<D> {
             .filter(|&e| e <= MAX_FILE_BYTES)
             .ok_or_else(|| FsError::TooLarge(format!("fallocate ending past {MAX_FILE_BYTES}")))?;
         self.balanced("fallocate", |fs| {
+            fs.check_addressing(ino)?;
             if fs.has_inline(ino, F2FS_INLINE_DATA)? {
                 fs.convert_inline_data(ino)?;
             }
@@ -160,16 +161,7 @@ impl<D: BlockDevice> F2fs<D> {
         let d = self
             .dnode(ino, index, true)?
             .ok_or_else(|| super::corrupt("node path vanished"))?;
-        put_word(self.node(d.nid)?, d.word, NEW_ADDR);
-        self.dirty_nodes.insert(d.nid);
-        self.reserved_blocks += 1;
-        match old {
-            NULL_ADDR => self.add_blocks(ino, 1),
-            _ => {
-                self.segs.invalidate(old);
-                Ok(())
-            }
-        }
+        self.set_addr(ino, d, NEW_ADDR).map(drop)
     }
 
     /// Frees block `index` (written or reserved), keeping its node (`truncate_hole`).
@@ -177,14 +169,7 @@ impl<D: BlockDevice> F2fs<D> {
         let Some(d) = self.dnode(ino, index, false)? else {
             return Ok(());
         };
-        let addr = word(self.node(d.nid)?, d.word);
-        if addr == NULL_ADDR {
-            return Ok(());
-        }
-        self.release_addr(addr);
-        put_word(self.node(d.nid)?, d.word, NULL_ADDR);
-        self.dirty_nodes.insert(d.nid);
-        self.add_blocks(ino, -1)
+        self.set_addr(ino, d, NULL_ADDR).map(drop)
     }
 
     /// What freeing an address does to the counts: a written block is invalidated, a

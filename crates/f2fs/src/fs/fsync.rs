@@ -334,66 +334,8 @@ impl<D: BlockDevice> F2fs<D> {
         Ok(())
     }
 
-    /// Points block `index` of `ino` at `dest` (`do_recover_data`): the block becomes
-    /// valid again with its summary naming the recovered owner.
-    fn replay_addr(&mut self, ino: u32, index: u64, dest: u32) -> Result<(), FsError> {
-        let src = self.block_addr(ino, index)?;
-        if src == dest {
-            return Ok(());
-        }
-        if dest == NULL_ADDR {
-            let Some(d) = self.dnode(ino, index, false)? else {
-                return Ok(());
-            };
-            self.release_addr(src);
-            put_word(self.node(d.nid)?, d.word, NULL_ADDR);
-            self.dirty_nodes.insert(d.nid);
-            return self.add_blocks(ino, -1);
-        }
-        if dest == NEW_ADDR {
-            // A reservation (fallocate): the old block goes, the slot stays counted.
-            let d = self
-                .dnode(ino, index, true)?
-                .ok_or_else(|| corrupt("replay: node path vanished"))?;
-            put_word(self.node(d.nid)?, d.word, NEW_ADDR);
-            self.dirty_nodes.insert(d.nid);
-            self.reserved_blocks += 1;
-            return match src {
-                NULL_ADDR => self.add_blocks(ino, 1),
-                _ => {
-                    self.release_addr(src);
-                    Ok(())
-                }
-            };
-        }
-        if !self.in_main(dest) || self.segs.is_valid(dest) {
-            return Err(corrupt(format!(
-                "replay: inode {ino} block {index} at {dest}"
-            )));
-        }
-        let d = self
-            .dnode(ino, index, true)?
-            .ok_or_else(|| corrupt("replay: node path vanished"))?;
-        let sum = Summary {
-            nid: d.nid,
-            version: 0,
-            ofs_in_node: d.ofs_in_node,
-        };
-        let log = self.data_log(ino)?;
-        self.segs.revalidate(dest, log as u8);
-        self.set_summary(dest, sum)?;
-        put_word(self.node(d.nid)?, d.word, dest);
-        self.dirty_nodes.insert(d.nid);
-        if src == NULL_ADDR {
-            self.add_blocks(ino, 1)
-        } else {
-            self.release_addr(src);
-            Ok(())
-        }
-    }
-
     /// Rewrites one SSA entry (in a current log's summary, or in the SSA block).
-    fn set_summary(&mut self, blkaddr: u32, sum: Summary) -> Result<(), FsError> {
+    pub(super) fn set_summary(&mut self, blkaddr: u32, sum: Summary) -> Result<(), FsError> {
         let (segno, off) = self
             .segs
             .segno_of(blkaddr)

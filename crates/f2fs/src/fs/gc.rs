@@ -5,12 +5,10 @@
 
 use flashstack_block::BlockDevice;
 
-use super::data::ADDR_WORD;
 use super::policy::{self, VictimInfo};
-use super::{corrupt, put_word, word, BlockKind, F2fs, FsError};
+use super::{corrupt, BlockKind, F2fs, FsError};
 use crate::consts::*;
 use crate::layout::CURSEG_COLD_DATA;
-use crate::node::NodeFooter;
 use crate::summary::{Summary, SummaryBlock};
 
 /// Segments cleaned at most per foreground pass (a bound, not a target).
@@ -227,35 +225,11 @@ impl<D: BlockDevice> F2fs<D> {
         self.write_node(nid, BlockKind::GcNode, 0)
     }
 
-    /// Moves a data block to the cold data log (GC-moved data is cold) and points its
-    /// owner at the new place.
+    /// Moves a data block to the cold data log (GC-moved data is cold) through the
+    /// addressing layer (`pagemap.rs`), which points its owner at the new place.
     fn move_data(&mut self, sum: Summary, blkaddr: u32) -> Result<(), FsError> {
-        let footer = NodeFooter::decode(self.node(sum.nid)?);
-        let at = if footer.offset() == 0 {
-            ADDR_WORD + self.geometry(sum.nid)?.extra + sum.ofs_in_node as usize
-        } else {
-            sum.ofs_in_node as usize
-        };
-        if word(self.node(sum.nid)?, at) != blkaddr {
-            return Err(corrupt(format!(
-                "cleaning: block {blkaddr} is valid but node {} does not point at it",
-                sum.nid
-            )));
-        }
-        let page = self.read_block(blkaddr as u64)?;
-        let log = CURSEG_COLD_DATA;
-        let written_secs = self
-            .segs
-            .segno_of(blkaddr)
-            .map_or(0, |(s, _)| self.segs.info[s as usize].mtime);
-        let addr = self.alloc_block_aged(log, sum, written_secs)?;
-        let temp = Some(super::log_temperature(log));
-        self.write_blocks(addr as u64, &page[..], temp, BlockKind::GcData)?;
+        self.relocate_block(sum, blkaddr, CURSEG_COLD_DATA)?;
         self.gc_moved_unflushed = true;
-        self.metrics.per_log_blocks[log] += 1;
-        put_word(self.node(sum.nid)?, at, addr);
-        self.dirty_nodes.insert(sum.nid);
-        self.segs.invalidate(blkaddr);
         Ok(())
     }
 }

@@ -24,6 +24,7 @@ mod idle;
 mod metrics;
 mod nat;
 mod ops;
+mod pagemap;
 pub mod policy;
 mod remap_defrag;
 mod seg;

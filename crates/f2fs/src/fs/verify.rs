@@ -138,10 +138,7 @@ pub(crate) fn check_sit_entry(segno: u32, e: &SitEntry) -> Result<(), Corruption
 const FILE_TYPES: [u16; 7] = [
     0o100000, 0o040000, 0o120000, 0o020000, 0o060000, 0o010000, 0o140000,
 ];
-/// `F2FS_COMPR_FL` of `i_flags`: a compressed file (not supported here).
-const COMPR_FL: u32 = 0x0000_0004;
-/// `FADVISE_ENCRYPT_BIT` of `i_advise`: an encrypted file (not supported here).
-const FADVISE_ENCRYPT: u8 = 0x04;
+use super::pagemap::{COMPR_FL, FADVISE_ENCRYPT};
 /// `F2FS_MIN_EXTRA_ATTR_SIZE`: `i_extra_isize` and `i_inline_xattr_size`.
 const MIN_EXTRA_ATTR_SIZE: u16 = 4;
 /// `MAX_INLINE_XATTR_SIZE` in words.
@@ -693,22 +690,4 @@ impl<D: BlockDevice> F2fs<D> {
     pub fn skipped_recovery(&self) -> usize {
         self.skipped_recovery
     }
-
-    /// Compressed and encrypted files are not read here: their blocks are not their
-    /// bytes.
-    pub(crate) fn check_readable(&mut self, ino: u32) -> Result<(), FsError> {
-        let node = self.inode_node(ino)?;
-        let flags = crate::codec::le32_at(&node[..], OFF_FLAGS);
-        if flags & COMPR_FL != 0 {
-            return Err(FsError::Unsupported(format!("inode {ino} is compressed")));
-        }
-        if node[OFF_ADVISE] & FADVISE_ENCRYPT != 0 {
-            return Err(FsError::Unsupported(format!("inode {ino} is encrypted")));
-        }
-        Ok(())
-    }
 }
-
-/// Byte offsets of `i_advise` and `i_flags` in the inode.
-const OFF_ADVISE: usize = 2;
-const OFF_FLAGS: usize = 80;

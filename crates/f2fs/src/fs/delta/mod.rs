@@ -487,6 +487,15 @@ impl<D: BlockDevice> F2fs<D> {
         Ok(())
     }
 
+    /// Whether page `index` has an inline delta (the addressing layer's
+    /// [`Stored::Delta`](super::pagemap::Stored::Delta)).
+    pub(crate) fn has_delta(&mut self, ino: u32, index: u64) -> Result<bool, FsError> {
+        Ok(match self.read_zone(ino)? {
+            Some((_, zone)) => zone.position(index).is_some(),
+            None => false,
+        })
+    }
+
     /// XORs page `index`'s inline delta, if any, into `page` (its base, just read).
     pub(crate) fn apply_delta(
         &mut self,

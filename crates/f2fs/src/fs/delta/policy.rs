@@ -39,7 +39,8 @@ pub struct DeltaConfig {
     /// At most this many inline deltas per inode (the source's arrays hold 75).
     pub inline_max_deltas: usize,
     /// Host CPU time to make one delta (XOR + LZO1X-1 of a 4 KiB page): 7.4 µs, the
-    /// paper's measurement on the Snapdragon 865.
+    /// paper's measurement on the Snapdragon 865 (`flashstack_codec::cost`, the table
+    /// every host-side codec cost comes from).
     pub create_ns: Nanos,
     /// Host CPU time to apply one delta on a read (LZO1X-1 decompression + XOR): 8.3 µs.
     pub apply_ns: Nanos,
@@ -60,8 +61,9 @@ impl Default for DeltaConfig {
             file_max_pages: 852,
             inline_budget_words: 852,
             inline_max_deltas: 75,
-            create_ns: 7_400,
-            apply_ns: 8_300,
+            // The shared codec cost table's row for the seed's phone.
+            create_ns: flashstack_codec::cost::SD865_LZO_DELTA.compress_ns,
+            apply_ns: flashstack_codec::cost::SD865_LZO_DELTA.decompress_ns,
             base_cache_pages: 4096,
         }
     }
