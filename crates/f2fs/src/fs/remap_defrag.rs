@@ -29,7 +29,8 @@
 
 use flashstack_block::{BlockDevice, BlockError, RemapExtent};
 
-use super::{put_word, word, F2fs, FsError};
+use super::data::Dnode;
+use super::{word, F2fs, FsError};
 use crate::consts::*;
 use crate::layout::CURSEG_COLD_DATA;
 use crate::summary::Summary;
@@ -93,7 +94,7 @@ impl<D: BlockDevice> F2fs<D> {
         }
         let moves = self.plan_moves(ino, &before)?;
         (report.remap_requests, report.remap_extents) = self.issue_remaps(&moves, max)?;
-        self.point_at(&moves)?;
+        self.point_at(ino, &moves)?;
         self.checkpoint(false)?;
         self.discard_old(&moves, max)?;
         report.blocks_remapped = moves.len() as u64;
@@ -170,12 +171,16 @@ impl<D: BlockDevice> F2fs<D> {
         Ok((requests, runs.len() as u64))
     }
 
-    /// Step 3: node pointers and the SIT follow.
-    fn point_at(&mut self, moves: &[Move]) -> Result<(), FsError> {
+    /// Step 3: node pointers and the SIT follow, through the data path's one address
+    /// setter (`pagemap::set_addr`: the old block invalidated, the node dirtied).
+    fn point_at(&mut self, ino: u32, moves: &[Move]) -> Result<(), FsError> {
         for m in moves {
-            put_word(self.node(m.nid)?, m.word, m.new);
-            self.dirty_nodes.insert(m.nid);
-            self.segs.invalidate(m.old);
+            let d = Dnode {
+                nid: m.nid,
+                word: m.word,
+                ofs_in_node: 0,
+            };
+            self.set_addr(ino, d, m.new)?;
             self.forget_base(m.new);
         }
         Ok(())
