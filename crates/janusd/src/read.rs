@@ -31,6 +31,10 @@ pub struct ReadModel {
     /// per interrupt-driven 4 KiB request (Yang, Minturn and Hady, "When Poll Is Better
     /// than Interrupt", FAST '12: ≈ 9 µs on a 2.93 GHz core), rounded up.
     pub host_overhead_ns_per_request: Nanos,
+    /// Requests the reader keeps in flight: 32 for readahead of a whole file (issued
+    /// asynchronously, bounded by the UFS queue's 32 slots), 1 for a reader that waits for
+    /// each read before the next (SQLite's page reads).
+    pub in_flight_max: u32,
 }
 
 impl Default for ReadModel {
@@ -38,6 +42,7 @@ impl Default for ReadModel {
         ReadModel {
             max_request_bytes: 512 * 1024,
             host_overhead_ns_per_request: 10_000,
+            in_flight_max: 32,
         }
     }
 }
@@ -78,19 +83,28 @@ pub struct ReadTiming {
 }
 
 /// Issues `requests` to `dev` from `start_ns` as the host would (each after its host
-/// overhead, back to back on one core) and times them. Contents are not copied out.
+/// overhead, back to back on one core, at most `in_flight_max` outstanding; with a window
+/// of 1 each waits for the previous completion) and times them. Contents are not copied out.
 pub fn timed_read<D: BlockDevice + ?Sized>(
     dev: &mut D,
     start_ns: Nanos,
     requests: &[(u64, u32)],
     model: &ReadModel,
 ) -> Result<ReadTiming, BlockError> {
+    let window = model.in_flight_max.max(1) as usize;
+    // Completion times of the requests in flight, oldest first (bounded by `window`).
+    let mut in_flight = std::collections::VecDeque::with_capacity(window);
     let mut submit_ns = start_ns;
     let mut done_ns = start_ns;
     let mut lbas = 0u64;
     for &(lba, count) in requests {
+        if in_flight.len() == window {
+            let oldest: Nanos = in_flight.pop_front().expect("window is at least 1");
+            submit_ns = submit_ns.max(oldest);
+        }
         submit_ns += model.host_overhead_ns_per_request;
         let c = dev.read(submit_ns, lba, count, None)?;
+        in_flight.push_back(c.complete_ns);
         done_ns = done_ns.max(c.complete_ns);
         lbas += count as u64;
     }

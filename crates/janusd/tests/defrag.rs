@@ -8,67 +8,16 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 use flashstack_block::{BlockDevice, LBA_SIZE};
-use flashstack_f2fs::{mkfs, F2fs, MemDevice, MkfsOptions};
-use flashstack_ftl::{presets, Ftl};
+use flashstack_f2fs::{F2fs, MemDevice};
+use flashstack_ftl::Ftl;
 use flashstack_janusd::{
     defragment, measure, Action, DefragMode, DefragOptions, JanusdError, JanusdPolicy, Mechanisms,
     ReadModel,
 };
 
-const PAGES: u32 = 512;
+mod common;
 
-/// ufs31 with 40 blocks of 192 pages per plane (960 MiB raw).
-fn small_ufs31() -> Ftl {
-    let mut config = presets::ufs31();
-    config.nand.geometry.blocks_per_plane = 40;
-    config.nand.geometry.pages_per_block = 192;
-    Ftl::new(config, true, 3).unwrap()
-}
-
-fn fresh_fs() -> F2fs<Ftl> {
-    let mut ftl = small_ufs31();
-    mkfs(&mut ftl, &MkfsOptions::default()).unwrap();
-    F2fs::mount_at(ftl, 0).unwrap()
-}
-
-fn page(file: u8, i: u32) -> Vec<u8> {
-    let mut p = vec![file; LBA_SIZE];
-    p[..4].copy_from_slice(&i.to_le_bytes());
-    p
-}
-
-/// Writes `PAGES` pages of `/a`, after every `a_run` of its pages `fill_run` pages of a
-/// filler file, then removes the filler: `/a` is left in pieces.
-fn interleaved(fs: &mut F2fs<Ftl>, a_run: u32, fill_run: u32) {
-    fs.mkdir("/data").unwrap();
-    let a = fs.create("/data/a.db").unwrap();
-    let b = fs.create("/data/filler.db").unwrap();
-    let mut fill_at = 0u64;
-    for i in 0..PAGES {
-        fs.write(a, i as u64 * LBA_SIZE as u64, &page(1, i))
-            .unwrap();
-        if (i + 1) % a_run == 0 {
-            for _ in 0..fill_run {
-                fs.write(b, fill_at * LBA_SIZE as u64, &page(2, fill_at as u32))
-                    .unwrap();
-                fill_at += 1;
-            }
-        }
-    }
-    fs.sync().unwrap();
-    fs.unlink("/data/filler.db").unwrap();
-    fs.sync().unwrap();
-}
-
-fn contiguous(fs: &mut F2fs<Ftl>) {
-    fs.mkdir("/data").unwrap();
-    let a = fs.create("/data/a.db").unwrap();
-    for i in 0..PAGES {
-        fs.write(a, i as u64 * LBA_SIZE as u64, &page(1, i))
-            .unwrap();
-    }
-    fs.sync().unwrap();
-}
+use common::*;
 
 fn read_a(fs: &mut F2fs<Ftl>) -> (f64, u64, u64, f64) {
     let r = measure(fs, "/data/a.db", &ReadModel::default()).unwrap();
