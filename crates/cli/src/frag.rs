@@ -251,7 +251,7 @@ fn render_frag(r: &FragReport, label: &str, top: usize) -> String {
     let mut worst: Vec<_> = r.files.iter().collect();
     worst.sort_by(|a, b| b.dof.total_cmp(&a.dof).then(a.path.cmp(&b.path)));
     if top > 0 && !worst.is_empty() {
-        out += &format!("most fragmented files (DoF, extents, I/Os, collision ratio, read ms):\n");
+        out += "most fragmented files (DoF, extents, I/Os, collision ratio, read ms):\n";
         for f in worst.into_iter().take(top) {
             out += &format!(
                 "  {:>7.1} {:>6} {:>6} {:>6} {:>8}  {}\n",
