@@ -62,6 +62,9 @@ pub struct DefragArgs {
     /// With --phone: save the defragmented phone to this file.
     #[arg(long, short, value_name = "FILE.phone", requires = "phone")]
     output: Option<PathBuf>,
+    /// With --phone: write its F2FS image after the pass (for fsck.f2fs, dump.f2fs).
+    #[arg(long, value_name = "IMAGE", requires = "phone")]
+    image_out: Option<PathBuf>,
     /// A collision ratio (pages on the busiest plane ÷ the ideal) at which janusdP copies
     /// a file.
     #[arg(long, default_value_t = JanusdPolicy::default().collision_ratio_min)]
@@ -135,7 +138,12 @@ pub fn defrag(a: DefragArgs) -> Result<()> {
             image.display().to_string(),
         ),
         Target::Phone(file, path) => (
-            defrag_phone(&file, &opts(path), a.output.as_deref())?,
+            defrag_phone(
+                &file,
+                &opts(path),
+                a.output.as_deref(),
+                a.image_out.as_deref(),
+            )?,
             file.display().to_string(),
         ),
     };
@@ -159,7 +167,20 @@ fn defrag_image(image: &Path, opts: &DefragOptions) -> Result<DefragReport> {
 }
 
 /// On a phone: run on its stack; saved to `output` if given (the input is never changed).
-fn defrag_phone(file: &Path, opts: &DefragOptions, output: Option<&Path>) -> Result<DefragReport> {
+fn defrag_phone(
+    file: &Path,
+    opts: &DefragOptions,
+    output: Option<&Path>,
+    image_out: Option<&Path>,
+) -> Result<DefragReport> {
+    for out in [output, image_out].into_iter().flatten() {
+        if out == file {
+            bail!(
+                "{} is the phone being read: write to another file",
+                out.display()
+            );
+        }
+    }
     let image = PhoneImage::load(file)?;
     let (spec, counts, apps) = (
         image.header.spec.clone(),
@@ -171,10 +192,12 @@ fn defrag_phone(file: &Path, opts: &DefragOptions, output: Option<&Path>) -> Res
     let report = stack
         .with_fs(|fs| defragment(fs, opts, Mechanisms::default()))?
         .with_context(|| format!("{}: defragmenting {}", file.display(), opts.path))?;
+    if let Some(img) = image_out {
+        stack
+            .write_image(img)
+            .with_context(|| format!("writing {}", img.display()))?;
+    }
     if let Some(out) = output {
-        if out == file {
-            bail!("--output must name another file than the phone it reads");
-        }
         let saved = PhoneImage::capture(stack, &spec, counts, apps)?;
         saved.save(out)?;
     }

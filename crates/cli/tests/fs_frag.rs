@@ -172,3 +172,93 @@ fn damaged_and_foreign_images_are_refused_unchanged() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A small used phone: ufs31's array with 24 blocks per plane (3.4 GiB raw), 60 % full
+/// after two days (a few seconds to build).
+fn small_phone(dir: &Path) -> PathBuf {
+    let phone = dir.join("small.phone");
+    let out = flashstack(&[
+        "phone",
+        "age",
+        "--stack",
+        "ufs31+nand.geometry.blocks_per_plane=24",
+        "--fill",
+        "0.6",
+        "--days",
+        "2",
+        "-q",
+        "-o",
+        phone.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    phone
+}
+
+fn frag_json(args: &[&str]) -> serde_json::Value {
+    let out = flashstack(args);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn janusd_p_on_a_small_used_phone() {
+    let dir = scratch("phone");
+    let phone = small_phone(&dir);
+    let p = phone.to_str().unwrap();
+    let before = frag_json(&["fs", "frag", "--phone", p, "--json"]);
+    assert_eq!(
+        (before["units"].as_u64(), before["dies"].as_u64()),
+        (Some(8), Some(2))
+    );
+    assert!(before["by_class"]["database"]["dof_mean"].as_f64().unwrap() > 1.0);
+    let again = flashstack(&["fs", "frag", "--phone", p, "--json"]);
+    assert_eq!(
+        serde_json::from_slice::<serde_json::Value>(&again.stdout).unwrap(),
+        before
+    );
+
+    refused(
+        &["fs", "defrag", "--phone", p, "--mode", "L"],
+        &phone,
+        "needs REMAP",
+    );
+    let (out_phone, image) = (dir.join("out.phone"), dir.join("out.img"));
+    let input = std::fs::read(&phone).unwrap();
+    let run = flashstack(&[
+        "fs",
+        "defrag",
+        "--phone",
+        p,
+        "--mode",
+        "P",
+        "-o",
+        out_phone.to_str().unwrap(),
+        "--image-out",
+        image.to_str().unwrap(),
+        "--json",
+    ]);
+    assert!(run.status.success(), "{}", text(&run.stderr));
+    assert!(
+        std::fs::read(&phone).unwrap() == input,
+        "the input phone changed"
+    );
+    let report: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
+    assert!(report["files_copied"].as_u64().unwrap() > 0, "{report}");
+    assert!(report["cost"]["nand_page_programs"].as_u64().unwrap() > 0);
+    fsck_clean(&image);
+    let after = frag_json(&[
+        "fs",
+        "frag",
+        "--phone",
+        out_phone.to_str().unwrap(),
+        "--json",
+    ]);
+    let ratio = |v: &serde_json::Value| v["all"]["collision_ratio_mean"].as_f64().unwrap();
+    assert!(
+        ratio(&after) < ratio(&before),
+        "{} -> {}",
+        ratio(&before),
+        ratio(&after)
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
