@@ -54,6 +54,7 @@ pub struct DefragArgs {
     /// or directory in it (default /); with --phone only [PATH].
     #[arg(value_name = "IMAGE|PATH", num_args = 0..=2)]
     targets: Vec<String>,
+    /// The defragmenter.
     #[arg(long, value_enum)]
     mode: ModeArg,
     /// A used phone instead of an image (the file is not changed; see --output).
@@ -69,6 +70,7 @@ pub struct DefragArgs {
     /// a file.
     #[arg(long, default_value_t = JanusdPolicy::default().collision_ratio_min)]
     collision_ratio_min: f64,
+    /// Print the report as JSON.
     #[arg(long)]
     json: bool,
 }

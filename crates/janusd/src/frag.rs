@@ -15,7 +15,7 @@ use flashstack_sim::Nanos;
 use serde::{Deserialize, Serialize};
 
 use crate::error::JanusdError;
-use crate::layout::{app_of, class_of, dof, extents_of, ideal_extents};
+use crate::layout::{app_of, class_of, dof, extents_of, ideal_extents, DofStats};
 use crate::placement::{FragDevice, Placement};
 use crate::read::{timed_read, ReadModel};
 
@@ -144,20 +144,18 @@ impl GroupFrag {
             return GroupFrag::default();
         }
         let n = files.len() as f64;
-        let mut dofs: Vec<f64> = files.iter().map(|f| f.dof).collect();
-        dofs.sort_by(f64::total_cmp);
-        let pick = |q: f64| dofs[((dofs.len() - 1) as f64 * q).round() as usize];
+        let d = DofStats::of(files.iter().map(|f| f.dof).collect());
         let phys: Vec<&PhysicalFrag> = files.iter().filter_map(|f| f.physical.as_ref()).collect();
         let with_phys = !phys.is_empty();
         GroupFrag {
             files: files.len() as u64,
             blocks: files.iter().map(|f| f.blocks).sum(),
             extents_mean: files.iter().map(|f| f.extents as f64).sum::<f64>() / n,
-            dof_mean: dofs.iter().sum::<f64>() / n,
-            dof_p50: pick(0.5),
-            dof_p90: pick(0.9),
-            dof_max: dofs[dofs.len() - 1],
-            fragmented_share: dofs.iter().filter(|&&d| d > 1.0).count() as f64 / n,
+            dof_mean: d.mean,
+            dof_p50: d.p50,
+            dof_p90: d.p90,
+            dof_max: d.max,
+            fragmented_share: d.fragmented_share,
             block_ios: files.iter().map(|f| f.block_ios).sum(),
             block_ios_ideal: files.iter().map(|f| f.block_ios_ideal).sum(),
             collision_ratio_mean: with_phys

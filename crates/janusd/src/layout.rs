@@ -59,6 +59,36 @@ pub fn dof(blocks: u64, extents: u64) -> f64 {
     extents as f64 / ideal_extents(blocks) as f64
 }
 
+/// The distribution of a group of files' DoFs.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct DofStats {
+    pub mean: f64,
+    pub p50: f64,
+    pub p90: f64,
+    pub max: f64,
+    /// Share of files with DoF above 1.
+    pub fragmented_share: f64,
+}
+
+impl DofStats {
+    /// Of `dofs` (any order; all zero when empty).
+    pub fn of(mut dofs: Vec<f64>) -> DofStats {
+        if dofs.is_empty() {
+            return DofStats::default();
+        }
+        dofs.sort_by(f64::total_cmp);
+        let n = dofs.len() as f64;
+        let pick = |q: f64| dofs[((dofs.len() - 1) as f64 * q).round() as usize];
+        DofStats {
+            mean: dofs.iter().sum::<f64>() / n,
+            p50: pick(0.5),
+            p90: pick(0.9),
+            max: dofs[dofs.len() - 1],
+            fragmented_share: dofs.iter().filter(|&&d| d > 1.0).count() as f64 / n,
+        }
+    }
+}
+
 /// The kind of a file, from its path (as a phone lays its files out).
 pub fn class_of(path: &str) -> &'static str {
     let name = path.rsplit('/').next().unwrap_or(path);

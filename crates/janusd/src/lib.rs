@@ -30,7 +30,7 @@ pub use defrag::{
 };
 pub use error::JanusdError;
 pub use frag::{measure, physical_of, FileFrag, FragReport, GroupFrag, PhysicalFrag};
-pub use layout::{app_of, class_of, dof, extents_of, ideal_extents, IDEAL_EXTENT_BLOCKS};
+pub use layout::{app_of, class_of, dof, extents_of, ideal_extents, DofStats, IDEAL_EXTENT_BLOCKS};
 pub use placement::{FragDevice, PhysLoc, Placement};
 pub use policy::{choose, collides, Action, DefragMode, JanusdPolicy};
 pub use read::{timed_read, ReadModel, ReadTiming};

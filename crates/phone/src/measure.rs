@@ -52,18 +52,16 @@ impl ClassFragmentation {
             return ClassFragmentation::default();
         }
         let n = files.len() as f64;
-        let mut dofs: Vec<f64> = files.iter().map(|f| f.dof()).collect();
-        dofs.sort_by(f64::total_cmp);
-        let pick = |q: f64| dofs[((dofs.len() - 1) as f64 * q).round() as usize];
+        let d = flashstack_janusd::DofStats::of(files.iter().map(|f| f.dof()).collect());
         ClassFragmentation {
             files: files.len() as u64,
             blocks: files.iter().map(|f| f.blocks).sum(),
             extents_mean: files.iter().map(|f| f.extents as f64).sum::<f64>() / n,
-            dof_mean: dofs.iter().sum::<f64>() / n,
-            dof_p50: pick(0.5),
-            dof_p90: pick(0.9),
-            dof_max: *dofs.last().expect("not empty"),
-            fragmented_share: dofs.iter().filter(|&&d| d > 1.0).count() as f64 / n,
+            dof_mean: d.mean,
+            dof_p50: d.p50,
+            dof_p90: d.p90,
+            dof_max: d.max,
+            fragmented_share: d.fragmented_share,
         }
     }
 }
