@@ -30,6 +30,12 @@ pub enum FsCommand {
     /// Fold every MedFS inline delta into its base block, so the image is stock F2FS
     /// again (fsck.f2fs reads inline delta zones as block addresses; docs/medfs.md).
     RestoreDeltas(ImageArgs),
+    /// Fragmentation per kind of file and per app: extents, DoF, block I/Os, plane/die
+    /// collisions and read time (docs/janusd.md); of an image or of a phone (--phone).
+    Frag(crate::frag::FragArgs),
+    /// Defragment: --mode copy (the conventional baseline), P (janusdP), L or janusd
+    /// (need REMAP); prints data copied, NAND programs and erases, DoF before and after.
+    Defrag(crate::frag::DefragArgs),
 }
 
 #[derive(Args)]
@@ -73,6 +79,8 @@ pub fn fs(command: FsCommand) -> Result<()> {
         FsCommand::Stat(a) => stat(&a),
         FsCommand::Put(a) => put(&a),
         FsCommand::RestoreDeltas(a) => restore_deltas(&a),
+        FsCommand::Frag(a) => crate::frag::frag(a),
+        FsCommand::Defrag(a) => crate::frag::defrag(a),
     }
 }
 
@@ -117,14 +125,14 @@ fn verified(read_only: bool) -> MountOptions {
 }
 
 /// Mounts an image to change it: read-write, verified whole.
-fn open_for_writing(image: &Path) -> Result<F2fs<MemDevice>> {
+pub(crate) fn open_for_writing(image: &Path) -> Result<F2fs<MemDevice>> {
     let dev = MemDevice::import(image)?;
     F2fs::mount_opts(dev, verified(false)).with_context(|| format!("mounting {}", image.display()))
 }
 
 /// Mounts an image to read it: read-write on the private copy in memory (never written
 /// back), or read-only if the image is inconsistent (then what is wrong goes to stderr).
-fn open_for_reading(image: &Path) -> Result<F2fs<MemDevice>> {
+pub(crate) fn open_for_reading(image: &Path) -> Result<F2fs<MemDevice>> {
     let mounting = || format!("mounting {}", image.display());
     let refusal = match F2fs::mount_opts(MemDevice::import(image)?, verified(false)) {
         Err(e @ FsError::Device(F2fsError::Corrupt(_))) => e,

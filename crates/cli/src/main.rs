@@ -6,6 +6,7 @@ mod blocktrace;
 mod compare;
 mod device;
 mod filetrace;
+mod frag;
 mod fs;
 mod mount;
 mod phone;

@@ -15,8 +15,7 @@ use flashstack_f2fs::{F2fs, FileKind, FsError};
 use flashstack_ftl::Ftl;
 use serde::{Deserialize, Serialize};
 
-/// Blocks of the largest ideal extent (128 MiB).
-const IDEAL_EXTENT_BLOCKS: u64 = 32_768;
+pub use flashstack_janusd::{class_of, extents_of};
 
 /// One regular file's layout.
 #[derive(Clone, Debug, PartialEq)]
@@ -29,64 +28,8 @@ pub struct FileLayout {
 impl FileLayout {
     /// Extents ÷ ideal extents (1.0: as contiguous as it can be).
     pub fn dof(&self) -> f64 {
-        self.extents as f64 / self.blocks.div_ceil(IDEAL_EXTENT_BLOCKS).max(1) as f64
+        flashstack_janusd::dof(self.blocks, self.extents)
     }
-}
-
-/// Extents of a block-address list: runs of consecutive addresses (holes break runs
-/// and count nothing).
-pub fn extents_of(addrs: &[u32]) -> (u64, u64) {
-    let (mut blocks, mut extents) = (0u64, 0u64);
-    let mut prev: Option<u32> = None;
-    for &a in addrs {
-        if a == 0 || a == u32::MAX {
-            prev = None;
-            continue;
-        }
-        blocks += 1;
-        if prev.is_none_or(|p| p.wrapping_add(1) != a) {
-            extents += 1;
-        }
-        prev = Some(a);
-    }
-    (blocks, extents)
-}
-
-/// The kind of a file, from its path (as a phone lays its files out).
-pub fn class_of(path: &str) -> &'static str {
-    let name = path.rsplit('/').next().unwrap_or(path);
-    if path.starts_with("/data/app/") {
-        return match name.rsplit_once('.').map(|(_, e)| e) {
-            Some("apk") => "apk",
-            Some("so") => "native-lib",
-            _ => "odex",
-        };
-    }
-    if path.starts_with("/data/media/") {
-        return if path.contains("/DCIM/") && name.ends_with(".mp4") {
-            "video"
-        } else if path.contains("/DCIM/") || path.contains("/Screenshots/") {
-            "photo"
-        } else if path.contains("/Download/") {
-            "download"
-        } else {
-            "messaging-media"
-        };
-    }
-    if path.contains("/databases/") {
-        return if name.ends_with("-journal") || name.ends_with("-wal") || name.ends_with("-shm") {
-            "db-journal"
-        } else {
-            "database"
-        };
-    }
-    if path.contains("/shared_prefs/") {
-        return "prefs";
-    }
-    if path.contains("/cache/") || path.contains("/Cache/") {
-        return "cache";
-    }
-    "app-file"
 }
 
 /// Fragmentation of one class of files.
@@ -109,18 +52,16 @@ impl ClassFragmentation {
             return ClassFragmentation::default();
         }
         let n = files.len() as f64;
-        let mut dofs: Vec<f64> = files.iter().map(|f| f.dof()).collect();
-        dofs.sort_by(f64::total_cmp);
-        let pick = |q: f64| dofs[((dofs.len() - 1) as f64 * q).round() as usize];
+        let d = flashstack_janusd::DofStats::of(files.iter().map(|f| f.dof()).collect());
         ClassFragmentation {
             files: files.len() as u64,
             blocks: files.iter().map(|f| f.blocks).sum(),
             extents_mean: files.iter().map(|f| f.extents as f64).sum::<f64>() / n,
-            dof_mean: dofs.iter().sum::<f64>() / n,
-            dof_p50: pick(0.5),
-            dof_p90: pick(0.9),
-            dof_max: *dofs.last().expect("not empty"),
-            fragmented_share: dofs.iter().filter(|&&d| d > 1.0).count() as f64 / n,
+            dof_mean: d.mean,
+            dof_p50: d.p50,
+            dof_p90: d.p90,
+            dof_max: d.max,
+            fragmented_share: d.fragmented_share,
         }
     }
 }
@@ -270,36 +211,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn extents_count_runs_and_skip_holes() {
-        assert_eq!(extents_of(&[]), (0, 0));
-        assert_eq!(extents_of(&[10, 11, 12]), (3, 1));
-        assert_eq!(extents_of(&[10, 12, 13, 0, 14]), (4, 3));
-        assert_eq!(extents_of(&[5, 4]), (2, 2));
+    fn dof_is_extents_over_ideal_extents() {
         let f = FileLayout {
             path: "x".into(),
             blocks: 65_536,
             extents: 4,
         };
         assert_eq!(f.dof(), 2.0);
-    }
-
-    #[test]
-    fn classes_follow_the_android_layout() {
-        assert_eq!(class_of("/data/app/com.a-1/base.apk"), "apk");
-        assert_eq!(class_of("/data/app/com.a-1/oat/arm64/base.odex"), "odex");
-        assert_eq!(
-            class_of("/data/app/com.a-1/lib/arm64/lib0.so"),
-            "native-lib"
-        );
-        assert_eq!(class_of("/data/data/com.a/databases/x.db"), "database");
-        assert_eq!(
-            class_of("/data/data/com.a/databases/x.db-journal"),
-            "db-journal"
-        );
-        assert_eq!(class_of("/data/data/com.a/shared_prefs/p.xml"), "prefs");
-        assert_eq!(class_of("/data/data/com.a/cache/http/1.0"), "cache");
-        assert_eq!(class_of("/data/media/0/DCIM/Camera/VID_1.mp4"), "video");
-        assert_eq!(class_of("/data/media/0/DCIM/Camera/IMG_1.jpg"), "photo");
-        assert_eq!(class_of("/data/media/0/Download/f.pdf"), "download");
     }
 }

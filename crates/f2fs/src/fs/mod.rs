@@ -12,6 +12,7 @@ mod attr;
 mod check;
 mod ckpt;
 mod data;
+mod defrag;
 mod delta;
 mod dir;
 mod error;
@@ -41,6 +42,7 @@ pub use attr::{
     is_special, InodeClock, NewInode, SetAttr, TimeSet, Timestamp, VirtualClock,
     SIMULATION_EPOCH_SECS,
 };
+pub use defrag::CopyDefragOutcome;
 pub use delta::policy::{DeltaConfig, DeltaMode};
 pub use delta::{DeltaMetrics, MEDFS_DELTA_FL};
 pub use error::FsError;
