@@ -98,7 +98,7 @@ impl<D: BlockDevice> F2fs<D> {
 
     /// The blocks of the commit (data, and at worst a new direct node per page plus the
     /// inode) fit in the user capacity and in the free segments above the reserve.
-    fn ensure_atomic_space(&mut self, pages: u64) -> Result<(), FsError> {
+    pub(super) fn ensure_atomic_space(&mut self, pages: u64) -> Result<(), FsError> {
         let nodes = self.dirty_nodes.len() as u64 + pages + 1;
         if self.used_blocks() + nodes + pages > self.cp.user_block_count {
             return Err(FsError::NoSpace);
