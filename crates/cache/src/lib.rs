@@ -16,6 +16,8 @@ mod span;
 mod versions;
 
 #[cfg(test)]
+mod mobifs_tests;
+#[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod writeback_error_tests;

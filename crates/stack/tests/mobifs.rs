@@ -314,26 +314,9 @@ fn volatile(rng: &mut Rng) -> VolatileCacheConfig {
     }
 }
 
-/// The scenario cut at every operation: a few seconds of the three apps' writes and
-/// fsyncs, then time passes until a checkpoint persists them all.
-fn checkpoint_scenario(run: &mut Run) -> Result<(), FileError> {
-    for _ in 0..40 {
-        let op = Op::draw(&mut run.rng);
-        if matches!(op, Op::Idle { .. } | Op::SyncAll) {
-            continue;
-        }
-        run.apply(op)?;
-    }
-    for app in 0..APPS {
-        run.apply(Op::Fsync { app, file: 0 })?;
-    }
-    run.apply(Op::Idle {
-        ms: 2 * BOUND_NS / 1_000_000,
-    })
-}
-
-/// `arm` cuts power at the `n`-th operation of its kind from the start of the checkpoint
-/// scenario's last step; returns whether the cut fired.
+/// The scenario cut at every operation: the three apps' writes, truncates and fsyncs, then
+/// time passes until a checkpoint persists them all, with a power cut armed at the `n`-th
+/// device request (or NAND operation) of that last step. Returns whether the cut fired.
 fn cut_checkpoint_at(n: u64, nand: bool, tally: &mut Exploration) -> bool {
     let mut run = Run::new(0x30B1);
     run.stack
@@ -378,7 +361,6 @@ fn cut_checkpoint_at(n: u64, nand: bool, tally: &mut Exploration) -> bool {
 
 #[test]
 fn a_checkpoint_cut_at_every_operation_recovers_a_sealed_prefix() {
-    let _ = checkpoint_scenario;
     let mut tally = Exploration::new("stack mobifs checkpoint");
     for nand in [false, true] {
         let mut n = 1;
@@ -416,6 +398,10 @@ fn random_runs_with_cuts_keep_transaction_prefixes_within_the_bound() {
         run.check_staleness();
         let cut_ns = run.stack.now_ns() + run.rng.below(2 * BOUND_NS);
         run.stack.idle_until(cut_ns).unwrap();
+        let m = run.stack.metrics().unwrap().cache.transactions;
+        run.tally.note("checkpoints", m.checkpoints);
+        run.tally.note("forced seals", m.forced_seals);
+        run.tally.note("copy-on-write copies", m.cow_copies);
         let cut = run.tally.cut_points() + 1;
         run.recover_and_check(cut_ns, &format!("random cut {cut} after op {ops}"));
         if cut.is_multiple_of(FSCK_EVERY_CUTS) {
@@ -424,8 +410,10 @@ fn random_runs_with_cuts_keep_transaction_prefixes_within_the_bound() {
         let config = volatile(&mut run.rng);
         run.stack.set_volatile_cache(config).unwrap();
     }
-    let m = run.stack.metrics().unwrap().cache.transactions;
-    run.tally.note("checkpoints", m.checkpoints);
     run.tally.report();
-    assert!(run.tally.noted("cuts losing sealed transactions") > 10);
+    let t = &run.tally;
+    assert!(t.noted("cuts losing sealed transactions") > 10);
+    for kind in ["checkpoints", "forced seals", "copy-on-write copies"] {
+        assert!(t.noted(kind) > 10, "{kind}: {}", t.line());
+    }
 }

@@ -230,8 +230,11 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
             });
     }
 
-    /// Page `page_index` was written: a member of the owner's open transaction.
+    /// Page `page_index` was written: a member of the owner's open transaction. (A write
+    /// larger than the cache can be sealed in its middle by pressure; the rest of it joins
+    /// a new transaction.)
     pub(super) fn tx_note_write(&mut self, ino: Ino, page_index: u64) {
+        self.tx_touch_file(ino);
         let app = self.owner(ino);
         let Some(tx) = self.tx.as_mut() else { return };
         let file = tx
@@ -382,8 +385,8 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
 
     /// Before a write of `pages` pages by `ino`'s app: if the cache could not hold them
     /// and their copies, the app's open transaction is sealed (forced) at this call
-    /// boundary and the sealed transactions checkpointed, so pressure never seals in the
-    /// middle of the app's call.
+    /// boundary and the sealed transactions checkpointed, so pressure seals in the middle
+    /// of the app's call only a write larger than half the cache.
     pub(super) fn tx_reserve(
         &mut self,
         now_ns: Nanos,
@@ -392,7 +395,7 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
     ) -> Result<Nanos, CacheError> {
         let need = pages.saturating_mul(2);
         let max = self.config.cache_pages_max();
-        if self.tx.is_none() || self.resident_pages() + need <= max || need > max {
+        if self.tx.is_none() || self.resident_pages() + need <= max {
             return Ok(now_ns);
         }
         self.seal(now_ns, self.owner(ino), true);
@@ -501,10 +504,9 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
                 self.metrics.transactions.checkpoint_pages += pages;
             }
         }
+        // The files' states stay (a call may be using one): each is dropped when unused
+        // at its file's next call or eviction.
         self.retire(done, &prefix);
-        for &ino in plans.keys() {
-            self.forget_file_if_unused(ino);
-        }
         Ok(done)
     }
 
@@ -541,8 +543,13 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
                         cut_bytes: file.version.low_water_bytes,
                         ..FilePlan::default()
                     });
-                    plan.cut_bytes = plan.cut_bytes.min(file.version.low_water_bytes);
+                    let low = file.version.low_water_bytes;
+                    plan.cut_bytes = plan.cut_bytes.min(low);
                     plan.size_bytes = file.version.size_bytes;
+                    // What this transaction cut, earlier ones' pages included, is gone
+                    // (the page holding a partial cut is among its members).
+                    plan.pages
+                        .retain(|&index, _| index < low.div_ceil(PAGE_BYTES));
                     for &index in &file.members {
                         let source = match file.version.pages.contains_key(&index) {
                             true => Source::Version(app, txn.seq),
