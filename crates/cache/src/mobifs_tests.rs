@@ -213,6 +213,7 @@ proptest! {
                 Op::Wait { ms } => { t += ms * NS_PER_MS; c.advance_to(t).unwrap(); }
                 Op::Crash => {
                     c.crash();
+                    #[allow(clippy::needless_range_loop, reason = "app numbers, not positions")]
                     for app in 0..2 {
                         let inos: Vec<usize> = (0..3).filter(|&i| app_of(i as u64 + 1) == app).collect();
                         let found: Vec<Vec<u8>> = inos.iter()

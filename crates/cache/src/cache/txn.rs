@@ -296,11 +296,7 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
 
     /// Seals `app`'s open transaction at `now_ns` (nothing if it is empty).
     pub(super) fn seal(&mut self, now_ns: Nanos, app: AppId, forced: bool) {
-        let sizes: BTreeMap<Ino, u64> = self
-            .files
-            .iter()
-            .map(|(&ino, f)| (ino, f.size_bytes))
-            .collect();
+        let files_state = &self.files;
         let Some(tx) = self.tx.as_mut() else { return };
         let Some(txns) = tx.apps.get_mut(&app) else {
             return;
@@ -313,7 +309,7 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
         txns.next_seq += 1;
         txns.seals += 1;
         for (&ino, file) in files.iter_mut() {
-            file.version.size_bytes = sizes.get(&ino).copied().unwrap_or(0);
+            file.version.size_bytes = files_state.get(&ino).map_or(0, |f| f.size_bytes);
             for &page_index in &file.members {
                 let before = tx.frozen_by.insert((ino, page_index), (app, seq));
                 assert!(before.is_none(), "a written page was copied before");
