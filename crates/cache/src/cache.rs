@@ -421,12 +421,7 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
         let mut t = now_ns + self.config.call_overhead_ns;
         t = self.ensure_file(t, ino)?.1;
         let keep_pages = size_bytes.div_ceil(PAGE_BYTES);
-        let doomed: Vec<u64> = self
-            .pages
-            .range((ino, keep_pages)..=(ino, u64::MAX))
-            .map(|(&(_, page_index), _)| page_index)
-            .collect();
-        for page_index in doomed {
+        for page_index in self.cached_from(ino, keep_pages) {
             self.drop_page(ino, page_index);
         }
         let tail = (size_bytes % PAGE_BYTES) as usize;
@@ -1136,6 +1131,14 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
             }
             self.recycle(page.data);
         }
+    }
+
+    /// The cached page indices of `ino` from `first_page` on.
+    fn cached_from(&self, ino: Ino, first_page: u64) -> Vec<u64> {
+        self.pages
+            .range((ino, first_page)..=(ino, u64::MAX))
+            .map(|(&(_, page_index), _)| page_index)
+            .collect()
     }
 
     /// Drops a page; a sealed transaction's version of it is copied there first.

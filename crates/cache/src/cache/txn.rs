@@ -425,12 +425,7 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
             self.mark_dirty(now_ns, ino, index);
             self.tx_note_write(ino, index);
         }
-        let doomed: Vec<u64> = self
-            .pages
-            .range((ino, keep_pages)..=(ino, u64::MAX))
-            .map(|(&(_, page_index), _)| page_index)
-            .collect();
-        for page_index in doomed {
+        for page_index in self.cached_from(ino, keep_pages) {
             self.drop_page_keeping_versions(ino, page_index);
         }
         let app = self.owner(ino);

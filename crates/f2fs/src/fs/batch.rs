@@ -13,7 +13,6 @@
 use flashstack_block::BlockDevice;
 
 use super::data::{MAX_FILE_BYTES, OFF_SIZE};
-use super::policy::{self, DataTemperature};
 use super::{F2fs, FsError};
 use crate::codec::Block;
 use crate::consts::*;
@@ -74,13 +73,7 @@ impl<D: BlockDevice> F2fs<D> {
         }
         let rewritten = |i: u64| file.pages.iter().any(|&(p, _)| p == i);
         self.zero_post_eof(ino, file.size_bytes, rewritten)?;
-        let log = policy::data_log(DataTemperature {
-            gc_moving: false,
-            cold_file: false,
-            hot_file: false,
-            hot_data: true,
-            dir: false,
-        });
+        let log = super::atomic::atomic_data_log();
         for &(index, page) in file.pages.iter().filter(|&&(i, _)| i < keep) {
             self.store_page_out_of_place(ino, index, page, log)?;
         }
