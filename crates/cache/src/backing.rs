@@ -124,6 +124,23 @@ pub trait Backing {
         })
     }
 
+    /// Commits several files at once, **all or nothing** (MobiFS's checkpoint): after a
+    /// power cut either every file of `files` is as given or every one is as the last
+    /// barrier left it. Each file is first cut to its `cut_bytes` (pages from there not
+    /// in `pages` read as zeros), then gets `pages` and `size_bytes`. A barrier for those
+    /// files. The default fails: a file system without it (MobiFS cannot run there).
+    fn commit_batch(
+        &mut self,
+        now_ns: Nanos,
+        files: &[BatchCommit<'_>],
+    ) -> Result<Nanos, BackingError> {
+        let _ = now_ns;
+        Err(BackingError::Io {
+            ino: files.first().map_or(0, |f| f.ino),
+            reason: "batch atomic commits not supported".into(),
+        })
+    }
+
     /// Sets the file's size (shrinking drops data beyond it; growing adds a hole).
     fn truncate(&mut self, now_ns: Nanos, ino: Ino, size_bytes: u64)
         -> Result<Nanos, BackingError>;
@@ -134,6 +151,18 @@ pub trait Backing {
     /// The file's size as the file system knows it (0 for an unknown inode) and the
     /// completion time of the query.
     fn file_size(&mut self, now_ns: Nanos, ino: Ino) -> Result<(u64, Nanos), BackingError>;
+}
+
+/// One file of a [`Backing::commit_batch`].
+#[derive(Clone, Debug)]
+pub struct BatchCommit<'a> {
+    pub ino: Ino,
+    /// Page index and content, ascending.
+    pub pages: Vec<(u64, &'a Page)>,
+    pub size_bytes: u64,
+    /// The smallest size since the last barrier (a truncate); the page holding a partial
+    /// cut is among `pages`.
+    pub cut_bytes: u64,
 }
 
 /// What the cache tells the file system about one writeback (one contiguous run of pages).
@@ -178,6 +207,11 @@ pub enum BackingCall {
     },
     SyncAll {
         at_ns: Nanos,
+    },
+    CommitBatch {
+        at_ns: Nanos,
+        files: u64,
+        pages: u64,
     },
     Truncate {
         at_ns: Nanos,
@@ -388,6 +422,35 @@ impl Backing for MemBacking {
             t = self.truncate(t, ino, file_size_bytes)?;
         }
         self.fsync(t, ino, false)
+    }
+
+    /// One call, so all or nothing (power is cut only between calls); the barrier of the
+    /// batch's files.
+    fn commit_batch(
+        &mut self,
+        now_ns: Nanos,
+        files: &[BatchCommit<'_>],
+    ) -> Result<Nanos, BackingError> {
+        self.check_power()?;
+        let pages: u64 = files.iter().map(|f| f.pages.len() as u64).sum();
+        self.calls.push(BackingCall::CommitBatch {
+            at_ns: now_ns,
+            files: files.len() as u64,
+            pages,
+        });
+        if let Some(error) = files.iter().find_map(|f| self.failing_writes.get(&f.ino)) {
+            return Err(error.clone());
+        }
+        for commit in files {
+            let file = self.volatile.entry(commit.ino).or_default();
+            file.set_size(commit.cut_bytes.min(file.size_bytes));
+            for &(index, page) in &commit.pages {
+                file.pages.insert(index, Box::new(*page));
+            }
+            file.set_size(commit.size_bytes);
+            self.durable.insert(commit.ino, file.clone());
+        }
+        Ok(now_ns + self.costs.write_ns_per_page * pages + self.costs.fsync_ns)
     }
 
     fn fsync(&mut self, now_ns: Nanos, ino: Ino, data_only: bool) -> Result<Nanos, BackingError> {

@@ -1,17 +1,25 @@
 //! The page cache mechanism: page table, dirty tracking, LRU of clean pages, the flusher in
 //! virtual time, and the file calls.
 
+mod txn;
+
 use std::collections::{BTreeMap, BTreeSet};
 
 use flashstack_sim::Nanos;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use crate::policy::{DirtyView, FlusherDecision, FsyncDecision, WriterDecision};
+use crate::policy::{
+    CheckpointReason, CheckpointScope, DirtyView, FlusherDecision, FsyncDecision, WriterDecision,
+};
+use crate::span::page_spans;
+use crate::versions::FileVersion;
 use crate::{
-    Backing, BackingError, CacheConfig, ConfigError, Ino, LinuxPolicy, Page, WritebackHint,
+    Backing, BackingError, CacheConfig, CachePolicy, ConfigError, Ino, Page, WritebackHint,
     WritebackPolicy, WritebackReason, PAGE_SIZE_BYTES,
 };
+
+pub use txn::TxMetrics;
 
 const PAGE_BYTES: u64 = PAGE_SIZE_BYTES as u64;
 
@@ -99,6 +107,9 @@ pub struct CacheMetrics {
     #[serde(default, skip_serializing_if = "is_zero")]
     pub writeback_pages_lost: u64,
     pub latency: BTreeMap<CallKind, CallLatency>,
+    /// MobiFS's transactions (`docs/mobifs.md`); serialized only when used.
+    #[serde(default, skip_serializing_if = "TxMetrics::is_empty")]
+    pub transactions: TxMetrics,
 }
 
 fn is_zero(value: &u64) -> bool {
@@ -126,21 +137,8 @@ struct FileState {
     dirtied_ns: Option<Nanos>,
 }
 
-/// An atomic write in progress on one file: its pages and size, held from writeback (the
-/// kernel keeps them in the COW inode's pages until commit).
-#[derive(Clone, Debug)]
-struct Staged {
-    pages: BTreeMap<u64, Box<Page>>,
-    size_bytes: u64,
-    /// The smallest size the file had during the atomic write: unstaged pages from here on
-    /// read as zeros (a truncate cut them).
-    low_water_bytes: u64,
-    /// The size at `atomic_begin`.
-    begin_size_bytes: u64,
-}
-
 /// The page cache over a file system `B`, with writeback decided by `P`.
-pub struct PageCache<B: Backing, P: WritebackPolicy = LinuxPolicy> {
+pub struct PageCache<B: Backing, P: WritebackPolicy = CachePolicy> {
     config: CacheConfig,
     policy: P,
     backing: B,
@@ -158,11 +156,15 @@ pub struct PageCache<B: Backing, P: WritebackPolicy = LinuxPolicy> {
     flusher_ns: Nanos,
     metrics: CacheMetrics,
     errors: WritebackErrors,
-    /// Files in an atomic write (see [`PageCache::atomic_begin`]).
-    atomic: BTreeMap<Ino, Staged>,
+    /// Files in an atomic write (see [`PageCache::atomic_begin`]): their staged pages and
+    /// size, held from writeback (the kernel keeps them in the COW inode's pages until
+    /// commit).
+    atomic: BTreeMap<Ino, FileVersion>,
     /// Page buffers of dropped pages, reused for new ones (allocating zeroed memory for
     /// every page of a large file costs more than the rest of caching it). Memory only.
     spare_pages: Vec<Box<Page>>,
+    /// MobiFS's versioned transactions, when the policy is transactional.
+    tx: Option<txn::Transactions>,
 }
 
 /// Most page buffers kept for reuse (16 MiB).
@@ -183,10 +185,10 @@ struct WritebackErrors {
     latest: Option<(Ino, BackingError)>,
 }
 
-impl<B: Backing> PageCache<B, LinuxPolicy> {
-    /// A cache with the Linux-like policy.
+impl<B: Backing> PageCache<B, CachePolicy> {
+    /// A cache with the policy its configuration names (`policy`: Linux by default).
     pub fn new(config: CacheConfig, backing: B) -> Result<Self, CacheError> {
-        let policy = LinuxPolicy::new(&config);
+        let policy = CachePolicy::new(&config);
         Self::with_policy(config, policy, backing)
     }
 }
@@ -194,6 +196,7 @@ impl<B: Backing> PageCache<B, LinuxPolicy> {
 impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
     pub fn with_policy(config: CacheConfig, policy: P, backing: B) -> Result<Self, CacheError> {
         config.validate()?;
+        let tx = policy.transactional().then(txn::Transactions::default);
         Ok(Self {
             config,
             policy,
@@ -210,6 +213,7 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
             errors: WritebackErrors::default(),
             atomic: BTreeMap::new(),
             spare_pages: Vec::new(),
+            tx,
         })
     }
 
@@ -305,24 +309,26 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
         let mut t = now_ns + self.config.call_overhead_ns;
         let (size_bytes, t_size) = self.ensure_file(t, ino)?;
         t = t_size;
-        let mut position = offset_bytes;
-        while position < end_bytes {
-            let page_index = position / PAGE_BYTES;
-            let in_page_start = (position % PAGE_BYTES) as usize;
-            let in_page_end = (end_bytes - page_index * PAGE_BYTES).min(PAGE_BYTES) as usize;
-            let full_overwrite = in_page_start == 0 && in_page_end == PAGE_SIZE_BYTES;
+        if self.tx.is_some() {
+            let pages = page_spans(offset_bytes, end_bytes).count() as u64;
+            t = self.tx_reserve(t, ino, pages)?;
+            self.tx_touch_file(ino);
+        }
+        for span in page_spans(offset_bytes, end_bytes) {
+            let page_index = span.page_index;
             let beyond_eof = page_index * PAGE_BYTES >= size_bytes;
-            let read_below = !full_overwrite && !beyond_eof;
+            let read_below = !span.is_full_page() && !beyond_eof;
             if read_below && !self.pages.contains_key(&(ino, page_index)) {
                 self.metrics.read_modify_write_reads += 1;
             }
+            t = self.before_modify(t, ino, page_index)?;
             t = self.load_page(t, ino, page_index, read_below)?;
-            let source_start = (position - offset_bytes) as usize;
-            let source = &data[source_start..source_start + (in_page_end - in_page_start)];
-            self.page_mut(ino, page_index).data[in_page_start..in_page_end].copy_from_slice(source);
+            self.page_mut(ino, page_index).data[span.start..span.end]
+                .copy_from_slice(&data[span.buf_range()]);
             self.mark_dirty(now_ns, ino, page_index);
+            self.tx_note_write(ino, page_index);
             t += self.config.memcpy_ns_per_page;
-            position = page_index * PAGE_BYTES + in_page_end as u64;
+            let position = span.end_bytes();
             // The size grows page by page, so pressure writeback of this file's earlier pages
             // during this write hands the file system a size that covers them.
             let file = self
@@ -368,11 +374,8 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
         let end_bytes = offset_bytes
             .saturating_add(buf.len() as u64)
             .min(size_bytes);
-        let mut position = offset_bytes;
-        while position < end_bytes {
-            let page_index = position / PAGE_BYTES;
-            let in_page_start = (position % PAGE_BYTES) as usize;
-            let in_page_end = (end_bytes - page_index * PAGE_BYTES).min(PAGE_BYTES) as usize;
+        for span in page_spans(offset_bytes, end_bytes) {
+            let page_index = span.page_index;
             if self.pages.contains_key(&(ino, page_index)) {
                 self.metrics.read_hits += 1;
                 self.touch(ino, page_index);
@@ -380,12 +383,9 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
                 self.metrics.read_misses += 1;
                 t = self.load_page(t, ino, page_index, true)?;
             }
-            let target_start = (position - offset_bytes) as usize;
-            let length = in_page_end - in_page_start;
-            buf[target_start..target_start + length]
-                .copy_from_slice(&self.page_mut(ino, page_index).data[in_page_start..in_page_end]);
+            buf[span.buf_range()]
+                .copy_from_slice(&self.page_mut(ino, page_index).data[span.start..span.end]);
             t += self.config.memcpy_ns_per_page;
-            position = page_index * PAGE_BYTES + in_page_end as u64;
         }
         self.forget_file_if_unused(ino);
         self.record(CallKind::Read, now_ns, t);
@@ -415,15 +415,13 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
         if self.atomic.contains_key(&ino) {
             return self.truncate_staged(now_ns, ino, size_bytes);
         }
+        if self.tx.is_some() {
+            return self.truncate_tx(now_ns, ino, size_bytes);
+        }
         let mut t = now_ns + self.config.call_overhead_ns;
         t = self.ensure_file(t, ino)?.1;
         let keep_pages = size_bytes.div_ceil(PAGE_BYTES);
-        let doomed: Vec<u64> = self
-            .pages
-            .range((ino, keep_pages)..=(ino, u64::MAX))
-            .map(|(&(_, page_index), _)| page_index)
-            .collect();
-        for page_index in doomed {
+        for page_index in self.cached_from(ino, keep_pages) {
             self.drop_page(ino, page_index);
         }
         let tail = (size_bytes % PAGE_BYTES) as usize;
@@ -464,7 +462,7 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
             .map(|(&(_, page_index), _)| page_index)
             .collect();
         for page_index in doomed {
-            self.drop_page(ino, page_index);
+            self.drop_page_keeping_versions(ino, page_index);
         }
         self.forget_file_if_unused(ino);
         Ok(t)
@@ -474,6 +472,7 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
     pub fn unlink(&mut self, now_ns: Nanos, ino: Ino) -> Result<Nanos, CacheError> {
         self.enter(now_ns)?;
         self.atomic.remove(&ino);
+        self.tx_forget_file(ino);
         let t = now_ns + self.config.call_overhead_ns;
         let doomed: Vec<u64> = self
             .pages
@@ -506,6 +505,10 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
     pub fn sync_all(&mut self, now_ns: Nanos) -> Result<Nanos, CacheError> {
         self.enter(now_ns)?;
         let mut t = now_ns + self.config.call_overhead_ns;
+        if self.tx.is_some() {
+            self.seal_all(t);
+            t = self.checkpoint(t, CheckpointScope::AllSealed, CheckpointReason::Sync)?;
+        }
         while let Some(&(_, ino)) = self.dirty_inodes.first() {
             t = self.write_back_file(t, ino, WritebackReason::Sync)?;
         }
@@ -537,6 +540,7 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
         self.errors.by_file.clear();
         self.errors.for_sync.clear();
         self.atomic.clear();
+        self.tx_crash();
         lost
     }
 
@@ -564,20 +568,18 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
     pub fn atomic_begin(&mut self, now_ns: Nanos, ino: Ino) -> Result<Nanos, CacheError> {
         self.enter(now_ns)?;
         let mut t = now_ns + self.config.call_overhead_ns;
+        if self.tx.is_some() {
+            return Err(CacheError::Backing(BackingError::Io {
+                ino,
+                reason: "atomic writes are not offered with MobiFS's transactions".into(),
+            }));
+        }
         if !self.atomic.contains_key(&ino) {
             t = self.write_back_file(t, ino, WritebackReason::Sync)?;
             let (size_bytes, done) = self.ensure_file(t, ino)?;
             t = done;
             self.forget_file_if_unused(ino);
-            self.atomic.insert(
-                ino,
-                Staged {
-                    pages: BTreeMap::new(),
-                    size_bytes,
-                    low_water_bytes: size_bytes,
-                    begin_size_bytes: size_bytes,
-                },
-            );
+            self.atomic.insert(ino, FileVersion::begin(size_bytes));
         }
         self.record(CallKind::AtomicBegin, now_ns, t);
         Ok(t)
@@ -682,7 +684,7 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
         if staged.pages.contains_key(&page_index) {
             return Ok(now_ns);
         }
-        let cut = page_index * PAGE_BYTES >= staged.low_water_bytes;
+        let cut = staged.is_cut(page_index);
         let mut t = now_ns;
         let mut data: Box<Page> = Box::new([0u8; PAGE_SIZE_BYTES]);
         if !cut && !overwrite {
@@ -692,11 +694,7 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
                 self.metrics.read_modify_write_reads += 1;
                 t = self.backing.read_page(t, ino, page_index, &mut data)?;
             }
-            let low_water = staged.low_water_bytes;
-            let tail = low_water.saturating_sub(page_index * PAGE_BYTES);
-            if tail < PAGE_BYTES {
-                data[tail as usize..].fill(0);
-            }
+            staged.zero_cut_tail(page_index, &mut data);
         }
         self.atomic
             .get_mut(&ino)
@@ -715,23 +713,16 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
     ) -> Result<Nanos, CacheError> {
         let end_bytes = write_end(ino, offset_bytes, data.len() as u64)?;
         let mut t = now_ns + self.config.call_overhead_ns;
-        let mut position = offset_bytes;
-        while position < end_bytes {
-            let page_index = position / PAGE_BYTES;
-            let in_page_start = (position % PAGE_BYTES) as usize;
-            let in_page_end = (end_bytes - page_index * PAGE_BYTES).min(PAGE_BYTES) as usize;
+        for span in page_spans(offset_bytes, end_bytes) {
+            let page_index = span.page_index;
             let size_bytes = self.atomic[&ino].size_bytes;
-            let overwrite = (in_page_start == 0 && in_page_end == PAGE_SIZE_BYTES)
-                || page_index * PAGE_BYTES >= size_bytes;
+            let overwrite = span.is_full_page() || page_index * PAGE_BYTES >= size_bytes;
             t = self.staged_page(t, ino, page_index, overwrite)?;
-            let source_start = (position - offset_bytes) as usize;
-            let source = &data[source_start..source_start + (in_page_end - in_page_start)];
             let staged = self.atomic.get_mut(&ino).expect("atomic write in progress");
-            staged.pages.get_mut(&page_index).expect("page staged")[in_page_start..in_page_end]
-                .copy_from_slice(source);
+            staged.pages.get_mut(&page_index).expect("page staged")[span.start..span.end]
+                .copy_from_slice(&data[span.buf_range()]);
             t += self.config.memcpy_ns_per_page;
-            position = page_index * PAGE_BYTES + in_page_end as u64;
-            staged.size_bytes = staged.size_bytes.max(position);
+            staged.size_bytes = staged.size_bytes.max(span.end_bytes());
         }
         self.record(CallKind::Write, now_ns, t);
         Ok(t)
@@ -749,17 +740,13 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
         let end_bytes = offset_bytes
             .saturating_add(buf.len() as u64)
             .min(size_bytes);
-        let mut position = offset_bytes;
-        while position < end_bytes {
-            let page_index = position / PAGE_BYTES;
-            let in_page_start = (position % PAGE_BYTES) as usize;
-            let in_page_end = (end_bytes - page_index * PAGE_BYTES).min(PAGE_BYTES) as usize;
-            let target_start = (position - offset_bytes) as usize;
-            let target = &mut buf[target_start..target_start + (in_page_end - in_page_start)];
+        for span in page_spans(offset_bytes, end_bytes) {
+            let (page_index, in_page_start, in_page_end) = (span.page_index, span.start, span.end);
+            let target = &mut buf[span.buf_range()];
             let staged = &self.atomic[&ino];
             if let Some(page) = staged.pages.get(&page_index) {
                 target.copy_from_slice(&page[in_page_start..in_page_end]);
-            } else if page_index * PAGE_BYTES >= staged.low_water_bytes {
+            } else if staged.is_cut(page_index) {
                 target.fill(0);
             } else {
                 if self.pages.contains_key(&(ino, page_index)) {
@@ -782,7 +769,6 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
                 }
             }
             t += self.config.memcpy_ns_per_page;
-            position = page_index * PAGE_BYTES + in_page_end as u64;
         }
         self.forget_file_if_unused(ino);
         self.record(CallKind::Read, now_ns, t);
@@ -802,16 +788,7 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
             t = self.staged_page(t, ino, keep_pages - 1, false)?;
         }
         let staged = self.atomic.get_mut(&ino).expect("atomic write in progress");
-        staged
-            .pages
-            .retain(|&page_index, _| page_index < keep_pages);
-        if tail != 0 {
-            if let Some(page) = staged.pages.get_mut(&(keep_pages - 1)) {
-                page[tail..].fill(0);
-            }
-        }
-        staged.size_bytes = size_bytes;
-        staged.low_water_bytes = staged.low_water_bytes.min(size_bytes);
+        drop(staged.cut(size_bytes));
         self.record(CallKind::Truncate, now_ns, t);
         Ok(t)
     }
@@ -819,9 +796,13 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
     fn sync_file(&mut self, now_ns: Nanos, ino: Ino, data_only: bool) -> Result<Nanos, CacheError> {
         self.enter(now_ns)?;
         let mut t = now_ns + self.config.call_overhead_ns;
-        if self.policy.fsync(ino, data_only) == FsyncDecision::WriteBackAndSync {
-            t = self.write_back_file(t, ino, WritebackReason::Fsync)?;
-            t = self.backing.fsync(t, ino, data_only)?;
+        match self.policy.fsync(ino, data_only) {
+            FsyncDecision::WriteBackAndSync => {
+                t = self.write_back_file(t, ino, WritebackReason::Fsync)?;
+                t = self.backing.fsync(t, ino, data_only)?;
+            }
+            FsyncDecision::Seal => self.seal(now_ns, self.owner(ino), false),
+            FsyncDecision::Defer => {}
         }
         let kind = if data_only {
             CallKind::Fdatasync
@@ -865,7 +846,15 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
     /// flusher's clock, and writeback moves that clock by the file system's service time.
     fn run_flusher(&mut self, now_ns: Nanos) -> Result<(), CacheError> {
         while self.flusher_ns <= now_ns {
-            match self.policy.flusher(&self.view(self.flusher_ns)) {
+            let decision = match self.tx.is_some() {
+                true => self.policy.checkpoint(&self.tx_view(self.flusher_ns)),
+                false => self.policy.flusher(&self.view(self.flusher_ns)),
+            };
+            match decision {
+                FlusherDecision::Checkpoint { scope, reason } => {
+                    let done_ns = self.checkpoint(self.flusher_ns, scope, reason)?;
+                    self.flusher_ns = done_ns.max(self.flusher_ns + 1);
+                }
                 FlusherDecision::WriteBack { ino, reason } => {
                     let done_ns = self.write_back_batch(self.flusher_ns, ino, reason, false)?;
                     // A zero-cost file system still moves the flusher forward.
@@ -1021,8 +1010,9 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
         }
         let mut t = self.make_room(now_ns, ino)?;
         let mut data = self.zeroed_page();
-        if read_below {
+        if read_below && self.tx_reads_below(ino, page_index) {
             t = self.backing.read_page(t, ino, page_index, &mut data)?;
+            self.tx_zero_cut_tail(ino, page_index, &mut data);
         }
         self.insert_clean(ino, page_index, data);
         Ok(t)
@@ -1046,8 +1036,18 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
     /// page is dirty, writeback of the longest-dirty inode first (pressure).
     /// The state of `in_use` is kept even if its last page goes.
     fn make_room(&mut self, now_ns: Nanos, in_use: Ino) -> Result<Nanos, CacheError> {
+        self.make_room_for(now_ns, in_use, 1)
+    }
+
+    /// Frees slots until `pages` more fit (page table and transaction versions count).
+    fn make_room_for(
+        &mut self,
+        now_ns: Nanos,
+        in_use: Ino,
+        pages: u64,
+    ) -> Result<Nanos, CacheError> {
         let mut t = now_ns;
-        while self.pages.len() as u64 >= self.config.cache_pages_max() {
+        while self.resident_pages() + pages > self.config.cache_pages_max() {
             if let Some((_, (ino, page_index))) = self.clean_lru.pop_first() {
                 if let Some(page) = self.pages.remove(&(ino, page_index)) {
                     self.recycle(page.data);
@@ -1056,6 +1056,10 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
                 if ino != in_use {
                     self.forget_file_if_unused(ino);
                 }
+                continue;
+            }
+            if self.tx.is_some() {
+                t = self.tx_relieve(t, in_use)?;
                 continue;
             }
             let &(_, ino) = self
@@ -1129,6 +1133,26 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
         }
     }
 
+    /// The cached page indices of `ino` from `first_page` on.
+    fn cached_from(&self, ino: Ino, first_page: u64) -> Vec<u64> {
+        self.pages
+            .range((ino, first_page)..=(ino, u64::MAX))
+            .map(|(&(_, page_index), _)| page_index)
+            .collect()
+    }
+
+    /// Drops a page; a sealed transaction's version of it is copied there first.
+    fn drop_page_keeping_versions(&mut self, ino: Ino, page_index: u64) {
+        let frozen = self
+            .tx
+            .as_ref()
+            .is_some_and(|tx| tx.is_frozen(ino, page_index));
+        if frozen {
+            self.copy_frozen(ino, page_index);
+        }
+        self.drop_page(ino, page_index);
+    }
+
     fn forget_dirty(&mut self, ino: Ino, page_index: u64) {
         self.dirty_page_count -= 1;
         let file = self.files.get_mut(&ino).expect("file state exists");
@@ -1153,7 +1177,8 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
                 .pages
                 .range((ino, 0)..=(ino, u64::MAX))
                 .next()
-                .is_none();
+                .is_none()
+            && !self.tx_pins(ino);
         if unused {
             self.files.remove(&ino);
         }

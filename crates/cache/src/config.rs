@@ -44,6 +44,65 @@ pub struct CacheConfig {
     pub memcpy_ns_per_page: Nanos,
     /// CPU cost of entering the cache (system call and lookup). Assumed.
     pub call_overhead_ns: Nanos,
+    /// The writeback policy: `linux` (the default) or `mobifs` (versioned cache
+    /// transactions, `docs/mobifs.md`).
+    #[serde(skip_serializing_if = "PolicyName::is_linux")]
+    pub policy: PolicyName,
+    /// MobiFS's options (used with `policy = "mobifs"`).
+    #[serde(skip_serializing_if = "MobifsConfig::is_default")]
+    pub mobifs: MobifsConfig,
+}
+
+/// The page cache's writeback policies by name.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PolicyName {
+    /// Linux's writeback (ratios, 30 s expiry, fsync writes back and syncs).
+    #[default]
+    Linux,
+    /// MobiFS: fsync seals a transaction in memory; checkpoints persist them.
+    Mobifs,
+}
+
+impl PolicyName {
+    fn is_linux(&self) -> bool {
+        *self == PolicyName::Linux
+    }
+}
+
+/// MobiFS's options (`docs/mobifs.md`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct MobifsConfig {
+    /// The hard staleness bound: a sealed transaction is persisted at most this long
+    /// after its seal, so a power cut loses at most this many seconds of sealed data.
+    /// Default 30 s, Linux's `dirty_expire` (what Linux risks of unsynced data); the
+    /// seed names no figure.
+    pub staleness_bound_ns: Nanos,
+    /// How long before the bound a checkpoint starts (its budget on the device). A
+    /// checkpoint that ends past the bound is counted (`staleness_bound_overruns`).
+    pub checkpoint_reserve_ns: Nanos,
+    /// When to checkpoint: `bound` (as late as the bound allows) or `interval`.
+    pub checkpoint: crate::CheckpointTiming,
+    /// The period of `checkpoint = "interval"`.
+    pub checkpoint_interval_ns: Nanos,
+}
+
+impl Default for MobifsConfig {
+    fn default() -> Self {
+        Self {
+            staleness_bound_ns: 30 * NS_PER_SEC,
+            checkpoint_reserve_ns: 2 * NS_PER_SEC,
+            checkpoint: crate::CheckpointTiming::Bound,
+            checkpoint_interval_ns: 5 * NS_PER_SEC,
+        }
+    }
+}
+
+impl MobifsConfig {
+    fn is_default(&self) -> bool {
+        *self == Self::default()
+    }
 }
 
 impl Default for CacheConfig {
@@ -65,6 +124,8 @@ impl CacheConfig {
             writeback_batch_pages_max: 1024,
             memcpy_ns_per_page: 500,
             call_overhead_ns: 1_000,
+            policy: PolicyName::Linux,
+            mobifs: MobifsConfig::default(),
         }
     }
 
@@ -124,6 +185,16 @@ impl CacheConfig {
         }
         if self.writeback_batch_pages_max == 0 {
             return invalid("writeback_batch_pages_max", "must be positive");
+        }
+        let m = &self.mobifs;
+        if m.checkpoint_reserve_ns == 0 || m.checkpoint_reserve_ns >= m.staleness_bound_ns {
+            return invalid(
+                "mobifs.checkpoint_reserve_ns",
+                "must be positive and below mobifs.staleness_bound_ns",
+            );
+        }
+        if m.checkpoint_interval_ns == 0 {
+            return invalid("mobifs.checkpoint_interval_ns", "must be positive");
         }
         Ok(())
     }

@@ -12,18 +12,26 @@ mod backing;
 mod cache;
 mod config;
 mod policy;
+mod span;
+mod versions;
 
+#[cfg(test)]
+mod mobifs_tests;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod writeback_error_tests;
 
-pub use backing::{Backing, BackingCall, BackingError, MemBacking, MemBackingCosts, WritebackHint};
-pub use cache::{CacheError, CacheMetrics, CallKind, CallLatency, PageCache};
-pub use config::{CacheConfig, ConfigError};
+pub use backing::{
+    Backing, BackingCall, BackingError, BatchCommit, MemBacking, MemBackingCosts, WritebackHint,
+};
+pub use cache::{CacheError, CacheMetrics, CallKind, CallLatency, PageCache, TxMetrics};
+pub use config::{CacheConfig, ConfigError, MobifsConfig, PolicyName};
 pub use policy::{
-    linux_flusher_decision, linux_fsync_decision, linux_writer_decision, DirtyView,
-    FlusherDecision, FsyncDecision, LinuxPolicy, WritebackPolicy, WritebackReason, WriterDecision,
+    linux_flusher_decision, linux_fsync_decision, linux_writer_decision,
+    mobifs_checkpoint_decision, AppId, CachePolicy, CheckpointReason, CheckpointScope,
+    CheckpointTiming, DirtyView, FlusherDecision, FsyncDecision, LinuxPolicy, MobifsPolicy, TxView,
+    WritebackPolicy, WritebackReason, WriterDecision,
 };
 
 /// Size of a cache page in bytes (the kernel's PAGE_SIZE on ARM64 phones, F2FS's block).

@@ -40,16 +40,19 @@ pub enum WritebackReason {
     Pressure,
     /// sync or unmount.
     Sync,
+    /// A MobiFS checkpoint of sealed transactions (`docs/mobifs.md`).
+    Checkpoint,
 }
 
 impl WritebackReason {
-    pub const ALL: [WritebackReason; 6] = [
+    pub const ALL: [WritebackReason; 7] = [
         WritebackReason::Background,
         WritebackReason::Expiry,
         WritebackReason::Fsync,
         WritebackReason::Throttle,
         WritebackReason::Pressure,
         WritebackReason::Sync,
+        WritebackReason::Checkpoint,
     ];
 
     pub fn name(self) -> &'static str {
@@ -60,6 +63,7 @@ impl WritebackReason {
             WritebackReason::Throttle => "throttle",
             WritebackReason::Pressure => "pressure",
             WritebackReason::Sync => "sync",
+            WritebackReason::Checkpoint => "checkpoint",
         }
     }
 }
@@ -69,6 +73,11 @@ impl WritebackReason {
 pub enum FlusherDecision {
     /// Write back one batch of `ino`'s dirty pages (in page-index order) now.
     WriteBack { ino: Ino, reason: WritebackReason },
+    /// Persist these sealed transactions in one atomic checkpoint (MobiFS).
+    Checkpoint {
+        scope: CheckpointScope,
+        reason: CheckpointReason,
+    },
     /// Nothing is due before this time.
     SleepUntil(Nanos),
     /// Nothing is dirty.
@@ -90,8 +99,49 @@ pub enum WriterDecision {
 pub enum FsyncDecision {
     /// Write the file's dirty pages back, then call the file system's barrier.
     WriteBackAndSync,
-    /// Return at once; the data stays in memory (MobiFS). Nothing becomes durable.
+    /// Return at once; the data stays in memory. Nothing becomes durable.
     Defer,
+    /// Seal the app's open transaction in memory and return at memory speed (MobiFS):
+    /// durable at a later checkpoint, within the staleness bound.
+    Seal,
+}
+
+/// Which sealed transactions a checkpoint persists: always a prefix of each app's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CheckpointScope {
+    /// Every app's sealed transactions as of now.
+    AllSealed,
+    /// One app's sealed transactions up to and including sequence number `through_seq`.
+    App { app: AppId, through_seq: u64 },
+}
+
+/// Why a checkpoint runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CheckpointReason {
+    /// The staleness bound is near for the oldest sealed transaction.
+    Staleness,
+    /// The fixed interval passed (`checkpoint = "interval"`).
+    Interval,
+    /// The cache is full of dirty pages and versions.
+    Pressure,
+    /// sync(2) or unmount.
+    Sync,
+}
+
+/// An app: the owner of a set of files whose transactions are independent of other apps'.
+pub type AppId = u32;
+
+/// What a checkpoint policy sees of the cache's transactions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TxView {
+    pub now_ns: Nanos,
+    /// When the oldest sealed transaction not yet persisted was sealed.
+    pub oldest_sealed_ns: Option<Nanos>,
+    pub sealed_transactions: u64,
+    /// Pages resident (the page table and the versions held for transactions).
+    pub resident_pages: u64,
+    pub resident_pages_max: u64,
 }
 
 /// The policy seam: when and what to flush.
@@ -99,6 +149,19 @@ pub trait WritebackPolicy {
     fn flusher(&self, view: &DirtyView) -> FlusherDecision;
     fn writer(&self, view: &DirtyView) -> WriterDecision;
     fn fsync(&self, ino: Ino, data_only: bool) -> FsyncDecision;
+
+    /// Whether the cache keeps versioned transactions (MobiFS): dirty pages belong to
+    /// their app's open transaction, and only checkpoints write them down.
+    fn transactional(&self) -> bool {
+        false
+    }
+
+    /// The flusher of a transactional cache: when to checkpoint what (asked instead of
+    /// [`flusher`](Self::flusher)).
+    fn checkpoint(&self, view: &TxView) -> FlusherDecision {
+        let _ = view;
+        FlusherDecision::Idle
+    }
 }
 
 /// The Linux-like default, holding the thresholds from a [`CacheConfig`].
@@ -176,4 +239,140 @@ pub fn linux_writer_decision(policy: &LinuxPolicy, view: &DirtyView) -> WriterDe
 /// POSIX fsync: always write back and reach the barrier.
 pub fn linux_fsync_decision(_ino: Ino, _data_only: bool) -> FsyncDecision {
     FsyncDecision::WriteBackAndSync
+}
+
+/// When MobiFS checkpoints (the named timing policies; item 2's e-curve and idle
+/// prediction will be another).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CheckpointTiming {
+    /// As late as the staleness bound allows: when the oldest sealed transaction is
+    /// `staleness_bound_ns - checkpoint_reserve_ns` old (the most coalescing).
+    #[default]
+    Bound,
+    /// At every multiple of `checkpoint_interval_ns` with anything sealed, and never later
+    /// than the bound allows.
+    Interval,
+}
+
+/// MobiFS: fsync seals the app's transaction in memory; checkpoints persist every app's
+/// sealed transactions at times the timing policy picks, within the staleness bound.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MobifsPolicy {
+    pub timing: CheckpointTiming,
+    pub staleness_bound_ns: Nanos,
+    pub checkpoint_reserve_ns: Nanos,
+    pub checkpoint_interval_ns: Nanos,
+}
+
+impl MobifsPolicy {
+    pub fn new(config: &crate::MobifsConfig) -> Self {
+        Self {
+            timing: config.checkpoint,
+            staleness_bound_ns: config.staleness_bound_ns,
+            checkpoint_reserve_ns: config.checkpoint_reserve_ns,
+            checkpoint_interval_ns: config.checkpoint_interval_ns,
+        }
+    }
+}
+
+impl WritebackPolicy for MobifsPolicy {
+    fn flusher(&self, _view: &DirtyView) -> FlusherDecision {
+        FlusherDecision::Idle
+    }
+
+    fn writer(&self, _view: &DirtyView) -> WriterDecision {
+        WriterDecision::Proceed
+    }
+
+    fn fsync(&self, _ino: Ino, _data_only: bool) -> FsyncDecision {
+        FsyncDecision::Seal
+    }
+
+    fn transactional(&self) -> bool {
+        true
+    }
+
+    fn checkpoint(&self, view: &TxView) -> FlusherDecision {
+        mobifs_checkpoint_decision(self, view)
+    }
+}
+
+/// The checkpoint timing: the bound's deadline (seal time + bound − reserve) always; with
+/// `Interval`, also the next multiple of the interval.
+pub fn mobifs_checkpoint_decision(policy: &MobifsPolicy, view: &TxView) -> FlusherDecision {
+    let Some(sealed_ns) = view.oldest_sealed_ns else {
+        return FlusherDecision::Idle;
+    };
+    let margin_ns = policy
+        .staleness_bound_ns
+        .saturating_sub(policy.checkpoint_reserve_ns);
+    let mut due_ns = sealed_ns.saturating_add(margin_ns);
+    let mut reason = CheckpointReason::Staleness;
+    if policy.timing == CheckpointTiming::Interval {
+        let interval_ns = policy.checkpoint_interval_ns.max(1);
+        let tick_ns = sealed_ns.div_ceil(interval_ns).saturating_mul(interval_ns);
+        if tick_ns < due_ns {
+            due_ns = tick_ns;
+            reason = CheckpointReason::Interval;
+        }
+    }
+    if due_ns <= view.now_ns {
+        FlusherDecision::Checkpoint {
+            scope: CheckpointScope::AllSealed,
+            reason,
+        }
+    } else {
+        FlusherDecision::SleepUntil(due_ns)
+    }
+}
+
+/// The policy a [`CacheConfig`] names (`policy = "linux"` or `"mobifs"`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CachePolicy {
+    Linux(LinuxPolicy),
+    Mobifs(MobifsPolicy),
+}
+
+impl CachePolicy {
+    pub fn new(config: &CacheConfig) -> Self {
+        match config.policy {
+            crate::PolicyName::Linux => CachePolicy::Linux(LinuxPolicy::new(config)),
+            crate::PolicyName::Mobifs => CachePolicy::Mobifs(MobifsPolicy::new(&config.mobifs)),
+        }
+    }
+}
+
+impl WritebackPolicy for CachePolicy {
+    fn flusher(&self, view: &DirtyView) -> FlusherDecision {
+        match self {
+            CachePolicy::Linux(p) => p.flusher(view),
+            CachePolicy::Mobifs(p) => p.flusher(view),
+        }
+    }
+
+    fn writer(&self, view: &DirtyView) -> WriterDecision {
+        match self {
+            CachePolicy::Linux(p) => p.writer(view),
+            CachePolicy::Mobifs(p) => p.writer(view),
+        }
+    }
+
+    fn fsync(&self, ino: Ino, data_only: bool) -> FsyncDecision {
+        match self {
+            CachePolicy::Linux(p) => p.fsync(ino, data_only),
+            CachePolicy::Mobifs(p) => p.fsync(ino, data_only),
+        }
+    }
+
+    fn transactional(&self) -> bool {
+        matches!(self, CachePolicy::Mobifs(_))
+    }
+
+    fn checkpoint(&self, view: &TxView) -> FlusherDecision {
+        match self {
+            CachePolicy::Linux(p) => p.checkpoint(view),
+            CachePolicy::Mobifs(p) => p.checkpoint(view),
+        }
+    }
 }

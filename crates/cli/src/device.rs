@@ -93,6 +93,11 @@ fn set_path(root: &mut toml::Value, key: &str, new: toml::Value) -> Result<()> {
             table.insert(segment.to_string(), new);
             return Ok(());
         }
+        if *segment == "mobifs" && !table.contains_key(*segment) {
+            // The cache's MobiFS options are left out while at their defaults.
+            let defaults = toml::Value::try_from(flashstack_cache::MobifsConfig::default())?;
+            table.insert(segment.to_string(), defaults);
+        }
         node = table
             .get_mut(*segment)
             .ok_or_else(|| anyhow!("no field '{}'", segments[..=i].join(".")))?;
@@ -101,9 +106,12 @@ fn set_path(root: &mut toml::Value, key: &str, new: toml::Value) -> Result<()> {
 }
 
 /// Optional fields are absent from the TOML when unset (or, for `atomic_write`, when
-/// false).
+/// false; for the cache's `policy` and `mobifs` table, when the defaults).
 fn is_optional_field(name: &str) -> bool {
-    matches!(name, "static_threshold" | "page_types" | "atomic_write")
+    matches!(
+        name,
+        "static_threshold" | "page_types" | "atomic_write" | "policy" | "mobifs"
+    )
 }
 
 #[cfg(test)]

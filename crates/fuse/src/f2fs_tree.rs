@@ -164,7 +164,17 @@ fn type_bits(kind: Kind) -> Option<u16> {
 
 impl<D: BlockDevice + Send + 'static> F2fsTree<D> {
     /// Puts an empty page cache configured by `cache` over the mounted `fs`.
+    /// MobiFS's transactions (`cache.policy = "mobifs"`) are refused: their staleness
+    /// bound runs on virtual time, which on the mount advances only with device work, so
+    /// the bound would not be in force (docs/mobifs.md, "Not built yet").
     pub fn new(fs: F2fs<D>, cache: CacheConfig) -> Result<Self, FsError> {
+        if cache.policy != flashstack_cache::PolicyName::Linux {
+            return Err(FsError::Invalid(
+                "cache.policy = mobifs is not offered on the mount yet: its staleness bound \
+                 needs the mount's requests on the wall clock (docs/mobifs.md)"
+                    .into(),
+            ));
+        }
         let now_ns = fs.now_ns();
         let cache = PageCache::new(cache, F2fsBacking::new(fs))
             .map_err(|e| FsError::Invalid(format!("page cache: {e}")))?;

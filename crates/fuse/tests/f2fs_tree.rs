@@ -308,3 +308,19 @@ fn new_files_fsynced_one_after_another_survive_a_power_cut() {
         assert_eq!(read_all(&mut tree, ino), content);
     }
 }
+
+/// MobiFS's transactions are refused on the mount (their bound runs on virtual time,
+/// which the mount advances only with device work): an error saying so, never a mount
+/// whose fsync silently is not durable.
+#[test]
+fn the_mount_refuses_mobifs_transactions() {
+    let mut ftl = small_ftl(256);
+    mkfs(&mut ftl, &MkfsOptions::default()).unwrap();
+    let fs = F2fs::mount(ftl).unwrap();
+    let mut cache = CacheConfig::phone_4gib();
+    cache.policy = flashstack_cache::PolicyName::Mobifs;
+    let Err(error) = F2fsTree::new(fs, cache) else {
+        panic!("a MobiFS cache on the mount must be refused");
+    };
+    assert!(error.to_string().contains("mobifs"), "{error}");
+}

@@ -1,8 +1,10 @@
 //! The cache's [`Backing`] over the project's F2FS.
 
 use flashstack_block::{BlockDevice, BlockError};
-use flashstack_cache::{Backing, BackingError, Ino, Page, WritebackHint, PAGE_SIZE_BYTES};
-use flashstack_f2fs::{F2fs, F2fsError, FsError, WriteHint};
+use flashstack_cache::{
+    Backing, BackingError, BatchCommit, Ino, Page, WritebackHint, PAGE_SIZE_BYTES,
+};
+use flashstack_f2fs::{BatchFile, F2fs, F2fsError, FsError, WriteHint};
 use flashstack_sim::Nanos;
 
 /// F2FS below the page cache. Each call advances F2FS's clock to `now_ns`, runs the
@@ -147,6 +149,31 @@ impl<D: BlockDevice> Backing for F2fsBacking<D> {
         let ((), done) = self.timed(now_ns, ino, |fs, i| {
             fs.commit_atomic_write(i, pages, file_size_bytes)
         })?;
+        Ok(done)
+    }
+
+    /// F2FS's batch commit ([`F2fs::commit_atomic_batch`]): every page to a new block,
+    /// then one checkpoint (all or nothing).
+    fn commit_batch(
+        &mut self,
+        now_ns: Nanos,
+        files: &[BatchCommit<'_>],
+    ) -> Result<Nanos, BackingError> {
+        let first = files.first().map_or(0, |f| f.ino);
+        let mut batch = Vec::with_capacity(files.len());
+        for f in files {
+            let ino = u32::try_from(f.ino).map_err(|_| BackingError::Io {
+                ino: f.ino,
+                reason: "inode number exceeds 32 bits".into(),
+            })?;
+            batch.push(BatchFile {
+                ino,
+                pages: f.pages.clone(),
+                size_bytes: f.size_bytes,
+                cut_bytes: f.cut_bytes,
+            });
+        }
+        let ((), done) = self.timed(now_ns, first, |fs, _| fs.commit_atomic_batch(&batch))?;
         Ok(done)
     }
 

@@ -8,7 +8,7 @@ use thiserror::Error;
 
 #[derive(Debug, Error)]
 pub enum ConfigError {
-    #[error("unknown stack preset '{0}' (known: default, ldc-emmc, ufs31, medfs)")]
+    #[error("unknown stack preset '{0}' (known: default, ldc-emmc, ufs31, medfs, mobifs)")]
     UnknownPreset(String),
     #[error("{file}: {reason}")]
     Parse { file: String, reason: String },
@@ -51,7 +51,7 @@ pub struct StackConfig {
 impl StackConfig {
     /// The named presets and what each is (each has the page cache of a 4 GiB phone and
     /// F2FS with kernel-default mount options).
-    pub const PRESETS: [(&'static str, &'static str); 4] = [
+    pub const PRESETS: [(&'static str, &'static str); 5] = [
         (
             "default",
             "the whole stack `run` uses: F2FS and a phone page cache on the LDC paper's eMMC",
@@ -65,13 +65,18 @@ impl StackConfig {
             "medfs",
             "`default` with MedFS's inline deltas (fs.mount.delta.mode = dci; docs/medfs.md)",
         ),
+        (
+            "mobifs",
+            "`default` with MobiFS's cache transactions (cache.policy = mobifs; fsync not durable on return; docs/mobifs.md)",
+        ),
     ];
 
     /// A named preset: `default` (the ldc-emmc device, a phone page cache), `ldc-emmc`,
-    /// `ufs31`, `medfs` (`default` with MedFS's delta-chunk inlining).
+    /// `ufs31`, `medfs` (`default` with MedFS's delta-chunk inlining), `mobifs` (`default`
+    /// with MobiFS's versioned cache transactions).
     pub fn preset(name: &str) -> Result<Self, ConfigError> {
         let device_name = match name {
-            "default" | "ldc-emmc" | "medfs" => "ldc-emmc",
+            "default" | "ldc-emmc" | "medfs" | "mobifs" => "ldc-emmc",
             "ufs31" => "ufs31",
             other => return Err(ConfigError::UnknownPreset(other.to_string())),
         };
@@ -81,12 +86,16 @@ impl StackConfig {
         if name == "medfs" {
             fs.mount.delta = flashstack_f2fs::DeltaConfig::dci();
         }
+        let mut cache = CacheConfig::phone_4gib();
+        if name == "mobifs" {
+            cache.policy = flashstack_cache::PolicyName::Mobifs;
+        }
         Ok(Self {
             name: name.to_string(),
             seed: 1,
             device,
             fs,
-            cache: CacheConfig::phone_4gib(),
+            cache,
             idle_gap_ns: 1_000_000_000,
         })
     }
@@ -110,6 +119,24 @@ impl StackConfig {
             reason: e.to_string(),
         })?;
         Self::from_toml_str(&text, &name)
+    }
+
+    /// The techniques this configuration turns on, by name (what builds the stack:
+    /// `fs.mount.delta` → MedFS's inline deltas in F2FS, `cache.policy = "mobifs"` →
+    /// MobiFS's transactions in the page cache, `fs.atomic_write` → SQLite's batch atomic
+    /// writes). Empty for the baseline.
+    pub fn techniques(&self) -> Vec<&'static str> {
+        let mut on = Vec::new();
+        if self.fs.mount.delta != flashstack_f2fs::DeltaConfig::default() {
+            on.push("medfs");
+        }
+        if self.cache.policy == flashstack_cache::PolicyName::Mobifs {
+            on.push("mobifs");
+        }
+        if self.fs.atomic_write {
+            on.push("atomic-write");
+        }
+        on
     }
 
     pub fn to_toml_string(&self) -> String {

@@ -10,4 +10,4 @@ mod stack;
 
 pub use backing::F2fsBacking;
 pub use config::{ConfigError, StackConfig};
-pub use stack::{OpMetrics, SharedStack, Stack, StackError, StackMetrics};
+pub use stack::{app_name, OpMetrics, SharedStack, Stack, StackError, StackMetrics};

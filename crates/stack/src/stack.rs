@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use flashstack_block::{BlockDevice, PowerLoss, VolatileCache, VolatileCacheConfig};
-use flashstack_cache::{CacheError, PageCache};
+use flashstack_cache::{AppId, CacheError, PageCache};
 use flashstack_f2fs::{mkfs, F2fs, FsError, MkfsOptions};
 use flashstack_ftl::Ftl;
 use flashstack_sim::{LatencyHistogram, Nanos};
@@ -83,6 +83,22 @@ pub struct Stack {
     namespace_dirty: bool,
     last_power_loss: PowerLoss,
     ops: BTreeMap<&'static str, OpStats>,
+    /// Apps by name ([`app_name`]), numbered in order of first open: the owners of
+    /// MobiFS's transactions.
+    apps: BTreeMap<String, AppId>,
+}
+
+/// The app a path belongs to, for MobiFS's per-app transactions: the package of
+/// `/data/data/<package>/…` or `/data/user/<n>/<package>/…`, else the path's first
+/// component (shared storage, `/storage`, is one app).
+pub fn app_name(path: &str) -> &str {
+    let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
+    match parts.as_slice() {
+        ["data", "data", package, ..] => package,
+        ["data", "user", _, package, ..] => package,
+        [first, _, ..] => first,
+        _ => "",
+    }
 }
 
 fn io<E: std::fmt::Display>(e: E) -> FileError {
@@ -149,6 +165,7 @@ impl Stack {
             namespace_dirty: false,
             last_power_loss: PowerLoss::default(),
             ops: BTreeMap::new(),
+            apps: BTreeMap::new(),
         })
     }
 
@@ -170,6 +187,7 @@ impl Stack {
             namespace_dirty: false,
             last_power_loss: PowerLoss::default(),
             ops: BTreeMap::new(),
+            apps: BTreeMap::new(),
         })
     }
 
@@ -283,6 +301,23 @@ impl Stack {
         stats.bytes += bytes;
         stats.latency.record(end - start);
         end
+    }
+
+    /// The number of `path`'s app (numbered in order of first open).
+    pub fn app_id(&mut self, path: &str) -> AppId {
+        let next = self.apps.len() as AppId;
+        *self.apps.entry(app_name(path).to_string()).or_insert(next)
+    }
+
+    /// Whether the page cache keeps MobiFS's transactions (`cache.policy = "mobifs"`):
+    /// fsync seals in memory, durable at a checkpoint within the staleness bound.
+    pub fn is_mobifs(&self) -> bool {
+        self.config.cache.policy == flashstack_cache::PolicyName::Mobifs
+    }
+
+    /// MobiFS: how many transactions `app` has sealed (fsync and forced seals).
+    pub fn tx_seals(&self, app: AppId) -> u64 {
+        self.cache.as_ref().map_or(0, |c| c.tx_seals(app))
     }
 
     fn handle(&self, file: FileId) -> Result<&Handle, FileError> {
@@ -538,6 +573,8 @@ impl FileApi for Stack {
         }
         let ino = fs.open(path).map_err(|e| fs_err(path, e))?;
         let end = fs.now_ns();
+        let app = self.app_id(path);
+        self.cache()?.set_owner(u64::from(ino), app);
         if !exists {
             self.namespace_dirty = true;
         }
@@ -669,7 +706,8 @@ impl FileApi for Stack {
         } else {
             cache.fsync(start, ino)
         })?;
-        if self.namespace_dirty {
+        // With MobiFS the names wait for the next checkpoint (a file system checkpoint).
+        if self.namespace_dirty && !self.is_mobifs() {
             let fs = self.fs()?;
             fs.advance_to(end);
             fs.checkpoint_names().map_err(io)?;
@@ -762,13 +800,14 @@ impl FileApi for Stack {
         Ok(self.done("fsync-dir", start, end, 0))
     }
 
+    /// With MobiFS, SQLite's transactions are the cache's (atomic writes not offered).
     fn atomic_write_supported(&mut self) -> bool {
-        self.config.fs.atomic_write
+        self.config.fs.atomic_write && !self.is_mobifs()
     }
 
     /// The page cache stages the file's writes (`PageCache::atomic_begin`).
     fn atomic_begin(&mut self, now: Nanos, file: FileId) -> Result<Nanos, FileError> {
-        if !self.config.fs.atomic_write {
+        if !self.atomic_write_supported() {
             return Err(FileError::Unsupported("atomic writes"));
         }
         let start = self.enter(now)?;

@@ -28,6 +28,17 @@ use super::{F2fs, FsError};
 use crate::codec::Block;
 use crate::consts::*;
 
+/// The log an atomic commit's pages go to: hot data, as the kernel's COW blocks.
+pub(super) fn atomic_data_log() -> usize {
+    policy::data_log(DataTemperature {
+        gc_moving: false,
+        cold_file: false,
+        hot_file: false,
+        hot_data: true,
+        dir: false,
+    })
+}
+
 impl<D: BlockDevice> F2fs<D> {
     /// Commits an atomic write of `ino`: `pages` (page index and content, each index at
     /// most once) and the size `size_bytes` become durable all or nothing (see the module
@@ -80,13 +91,7 @@ impl<D: BlockDevice> F2fs<D> {
             self.since_cp.moved_or_shrunk.insert(ino);
             self.free_blocks_from(ino, keep)?;
         }
-        let log = policy::data_log(DataTemperature {
-            gc_moving: false,
-            cold_file: false,
-            hot_file: false,
-            hot_data: true,
-            dir: false,
-        });
+        let log = atomic_data_log();
         for (index, page) in pages {
             self.store_page_out_of_place(ino, index, page, log)?;
         }
@@ -98,7 +103,7 @@ impl<D: BlockDevice> F2fs<D> {
 
     /// The blocks of the commit (data, and at worst a new direct node per page plus the
     /// inode) fit in the user capacity and in the free segments above the reserve.
-    fn ensure_atomic_space(&mut self, pages: u64) -> Result<(), FsError> {
+    pub(super) fn ensure_atomic_space(&mut self, pages: u64) -> Result<(), FsError> {
         let nodes = self.dirty_nodes.len() as u64 + pages + 1;
         if self.used_blocks() + nodes + pages > self.cp.user_block_count {
             return Err(FsError::NoSpace);

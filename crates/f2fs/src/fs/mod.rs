@@ -9,6 +9,7 @@
 
 mod atomic;
 mod attr;
+mod batch;
 mod check;
 mod ckpt;
 mod data;
@@ -42,6 +43,7 @@ pub use attr::{
     is_special, InodeClock, NewInode, SetAttr, TimeSet, Timestamp, VirtualClock,
     SIMULATION_EPOCH_SECS,
 };
+pub use batch::BatchFile;
 pub use defrag::CopyDefragOutcome;
 pub use delta::policy::{DeltaConfig, DeltaMode};
 pub use delta::{DeltaMetrics, MEDFS_DELTA_FL};

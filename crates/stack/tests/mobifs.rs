@@ -1,0 +1,419 @@
+//! MobiFS's versioned cache transactions on the whole stack, with power cuts
+//! (`docs/mobifs.md`, `docs/testing.md`).
+//!
+//! Three apps (`/data/data/app<a>/f<k>`, two files each) write, truncate and fsync on a
+//! stack with `cache.policy = "mobifs"`, a small page cache (so memory pressure forces
+//! seals and checkpoints) and a short staleness bound. A reference model keeps, per app,
+//! the state of its files at every seal it can see (fsync, sync, and forced seals, which
+//! the cache counts: `Stack::tx_seals`). After each power cut and recovery:
+//! - each app's files equal exactly one of its sealed states since the last one known
+//!   durable (never a torn mix, never an older one);
+//! - the sealed data lost is younger than the bound: the first lost seal happened at most
+//!   `staleness_bound_ns` before the cut;
+//! - sampled recovered images pass `fsck.f2fs -f`.
+//!
+//! Cuts: at every device request and at every NAND operation of one checkpoint of
+//! several apps' transactions (a fresh stack per cut point, the same seeded scenario),
+//! and at random virtual times across random runs (the stack idles to the time, then
+//! power fails), with a volatile write cache between F2FS and the FTL.
+
+mod common;
+
+use std::collections::BTreeMap;
+
+use common::{assert_fsck_clean, try_read_all};
+use flashstack_block::explore::{self, Exploration};
+use flashstack_block::VolatileCacheConfig;
+use flashstack_cache::{AppId, PolicyName, PAGE_SIZE_BYTES};
+use flashstack_sim::{Nanos, Rng, NS_PER_SEC};
+use flashstack_sqlvfs::{FileApi, FileError, FileId, OpenFlags};
+use flashstack_stack::{Stack, StackConfig};
+
+const APPS: usize = 3;
+const FILES_PER_APP: usize = 2;
+const BOUND_NS: Nanos = 4 * NS_PER_SEC;
+/// Page cache of 48 pages: three apps' open transactions do not all fit.
+const CACHE_PAGES: u64 = 48;
+const FILE_BYTES_MAX: u64 = 10 * PAGE_SIZE_BYTES as u64;
+
+/// Random-run cut points in a CI run (times `FLASHSTACK_CRASH_SCALE`).
+const RANDOM_CUTS: u64 = 150;
+const FSCK_EVERY_CUTS: u64 = 50;
+
+const CREATE: OpenFlags = OpenFlags {
+    create: true,
+    exclusive: false,
+    read_only: false,
+    delete_on_close: false,
+};
+
+fn path(app: usize, file: usize) -> String {
+    format!("/data/data/app{app}/f{file}")
+}
+
+fn config(seed: u64) -> StackConfig {
+    let mut config = StackConfig::preset("mobifs").unwrap();
+    assert_eq!(config.cache.policy, PolicyName::Mobifs);
+    config.device.nand.geometry.blocks_per_plane = 1024;
+    config.seed = seed;
+    config.cache.cache_bytes_max = CACHE_PAGES * PAGE_SIZE_BYTES as u64;
+    config.cache.mobifs.staleness_bound_ns = BOUND_NS;
+    config.cache.mobifs.checkpoint_reserve_ns = NS_PER_SEC;
+    config
+}
+
+/// The files of one app at one seal.
+type AppState = Vec<Vec<u8>>;
+
+#[derive(Clone, Copy, Debug)]
+enum Op {
+    Write {
+        app: usize,
+        file: usize,
+        offset: u64,
+        len: usize,
+        byte: u8,
+    },
+    Truncate {
+        app: usize,
+        file: usize,
+        size: u64,
+    },
+    Fsync {
+        app: usize,
+        file: usize,
+    },
+    SyncAll,
+    /// Time passes (checkpoints fall due).
+    Idle {
+        ms: u64,
+    },
+}
+
+impl Op {
+    fn draw(rng: &mut Rng) -> Op {
+        let app = rng.below(APPS as u64) as usize;
+        let file = rng.below(FILES_PER_APP as u64) as usize;
+        match rng.below(100) {
+            0..=54 => Op::Write {
+                app,
+                file,
+                offset: rng.below(FILE_BYTES_MAX - 9_000),
+                len: 1 + rng.below(9_000) as usize,
+                byte: 1 + rng.below(255) as u8,
+            },
+            55..=61 => Op::Truncate {
+                app,
+                file,
+                size: rng.below(FILE_BYTES_MAX),
+            },
+            62..=86 => Op::Fsync { app, file },
+            87..=88 => Op::SyncAll,
+            _ => Op::Idle {
+                ms: 200 + rng.below(2 * BOUND_NS / 1_000_000),
+            },
+        }
+    }
+
+    fn app(&self) -> Option<usize> {
+        match *self {
+            Op::Write { app, .. } | Op::Truncate { app, .. } | Op::Fsync { app, .. } => Some(app),
+            Op::SyncAll | Op::Idle { .. } => None,
+        }
+    }
+}
+
+/// One app in the model: its files now, and its states at seals not known durable.
+struct AppModel {
+    id: AppId,
+    current: AppState,
+    /// (seal time, state); the first is the state known durable.
+    sealed: Vec<(Nanos, AppState)>,
+    seals_seen: u64,
+}
+
+struct Run {
+    stack: Stack,
+    rng: Rng,
+    apps: Vec<AppModel>,
+    handles: BTreeMap<(usize, usize), FileId>,
+    tally: Exploration,
+}
+
+impl Run {
+    fn new(seed: u64) -> Run {
+        let mut stack = Stack::new(config(seed)).unwrap();
+        let mut t = stack.now_ns();
+        for dir in ["/data", "/data/data"] {
+            t = stack.mkdir(t, dir).unwrap();
+        }
+        let mut run = Run {
+            stack,
+            rng: Rng::new(seed),
+            apps: Vec::new(),
+            handles: BTreeMap::new(),
+            tally: Exploration::new("stack mobifs"),
+        };
+        for app in 0..APPS {
+            let t = run.stack.now_ns();
+            run.stack.mkdir(t, &format!("/data/data/app{app}")).unwrap();
+        }
+        run.open_all();
+        let t = run.stack.now_ns();
+        run.stack.sync_all(t).unwrap();
+        run.apps = (0..APPS)
+            .map(|app| AppModel {
+                id: run.stack.app_id(&path(app, 0)),
+                current: vec![Vec::new(); FILES_PER_APP],
+                sealed: vec![(0, vec![Vec::new(); FILES_PER_APP])],
+                seals_seen: 0,
+            })
+            .collect();
+        for app in &mut run.apps {
+            app.seals_seen = run.stack.tx_seals(app.id);
+        }
+        run
+    }
+
+    fn open_all(&mut self) {
+        self.handles.clear();
+        for app in 0..APPS {
+            for file in 0..FILES_PER_APP {
+                let t = self.stack.now_ns();
+                let (h, _) = self.stack.open(t, &path(app, file), CREATE).unwrap();
+                self.handles.insert((app, file), h);
+            }
+        }
+    }
+
+    /// Runs `op` at `t`, then records the seals it caused in the model.
+    fn apply(&mut self, op: Op) -> Result<(), FileError> {
+        let t = self.stack.now_ns() + 1_000 + self.rng.below(300_000_000);
+        let before: Vec<AppState> = self.apps.iter().map(|a| a.current.clone()).collect();
+        self.run(op, t)?;
+        for (index, app) in self.apps.iter_mut().enumerate() {
+            let seals = self.stack.tx_seals(app.id);
+            let new = seals - app.seals_seen;
+            app.seals_seen = seals;
+            if new == 0 {
+                continue;
+            }
+            assert_eq!(new, 1, "{op:?}: one seal per app and call");
+            // A seal by this app's own write or truncate is forced at the call's start.
+            let at_start =
+                matches!(op, Op::Write { .. } | Op::Truncate { .. }) && op.app() == Some(index);
+            let state = if at_start {
+                before[index].clone()
+            } else {
+                app.current.clone()
+            };
+            app.sealed.push((t, state));
+        }
+        Ok(())
+    }
+
+    fn run(&mut self, op: Op, t: Nanos) -> Result<(), FileError> {
+        let s = &mut self.stack;
+        match op {
+            Op::Write {
+                app,
+                file,
+                offset,
+                len,
+                byte,
+            } => {
+                s.write_at(t, self.handles[&(app, file)], offset, &vec![byte; len])?;
+                let content = &mut self.apps[app].current[file];
+                let end = offset as usize + len;
+                if content.len() < end {
+                    content.resize(end, 0);
+                }
+                content[offset as usize..end].fill(byte);
+            }
+            Op::Truncate { app, file, size } => {
+                s.truncate(t, self.handles[&(app, file)], size)?;
+                self.apps[app].current[file].resize(size as usize, 0);
+            }
+            Op::Fsync { app, file } => {
+                s.sync(t, self.handles[&(app, file)], false)?;
+            }
+            Op::SyncAll => {
+                s.sync_all(t)?;
+            }
+            Op::Idle { ms } => {
+                s.idle_until(t + ms * 1_000_000)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// After a completed sync every sealed state is durable.
+    fn note_sync_all(&mut self) {
+        for app in &mut self.apps {
+            let last = app.sealed.pop().expect("a state");
+            app.sealed = vec![last];
+        }
+    }
+
+    /// Power fails at `cut_ns`; after recovery every app is at one of its sealed states,
+    /// and what it lost was sealed within the bound before the cut.
+    fn recover_and_check(&mut self, cut_ns: Nanos, what: &str) {
+        self.stack.power_cut();
+        self.stack
+            .recover()
+            .unwrap_or_else(|e| panic!("{what}: recovery failed: {e}"));
+        self.tally.cut();
+        for app in 0..APPS {
+            let found: AppState = (0..FILES_PER_APP)
+                .map(|file| try_read_all(&mut self.stack, &path(app, file)).unwrap())
+                .collect();
+            let model = &mut self.apps[app];
+            let index = model
+                .sealed
+                .iter()
+                .rposition(|(_, state)| *state == found)
+                .unwrap_or_else(|| {
+                    panic!(
+                        "{what}: app {app} is at no sealed state (sizes {:?}; sealed sizes {:?})",
+                        found.iter().map(Vec::len).collect::<Vec<_>>(),
+                        model
+                            .sealed
+                            .iter()
+                            .map(|(_, s)| s.iter().map(Vec::len).collect::<Vec<_>>())
+                            .collect::<Vec<_>>()
+                    )
+                });
+            let bytes: usize = found.iter().map(Vec::len).sum();
+            self.tally.checked(bytes as u64, 0);
+            if let Some((sealed_ns, _)) = model.sealed.get(index + 1) {
+                let lost_ns = cut_ns.saturating_sub(*sealed_ns);
+                assert!(
+                    lost_ns <= BOUND_NS,
+                    "{what}: app {app} lost {lost_ns} ns of sealed data (bound {BOUND_NS})"
+                );
+                self.tally.note("cuts losing sealed transactions", 1);
+            }
+            model.current = found.clone();
+            model.sealed = vec![(cut_ns, found)];
+            model.seals_seen = self.stack.tx_seals(model.id);
+        }
+        self.open_all();
+    }
+
+    fn check_staleness(&self) {
+        let m = self.stack.metrics().unwrap().cache.transactions;
+        assert_eq!(m.staleness_bound_overruns, 0, "{m:?}");
+        assert!(m.staleness_ns_max <= BOUND_NS, "{m:?}");
+    }
+}
+
+fn volatile(rng: &mut Rng) -> VolatileCacheConfig {
+    VolatileCacheConfig {
+        capacity_lbas: 256,
+        seed: rng.next_u64(),
+    }
+}
+
+/// The scenario cut at every operation: the three apps' writes, truncates and fsyncs, then
+/// time passes until a checkpoint persists them all, with a power cut armed at the `n`-th
+/// device request (or NAND operation) of that last step. Returns whether the cut fired.
+fn cut_checkpoint_at(n: u64, nand: bool, tally: &mut Exploration) -> bool {
+    let mut run = Run::new(0x30B1);
+    run.stack
+        .set_volatile_cache(volatile(&mut run.rng))
+        .unwrap();
+    // Everything up to the checkpoint, without cuts (the same every time).
+    for _ in 0..40 {
+        let op = Op::draw(&mut run.rng);
+        if matches!(op, Op::Idle { .. } | Op::SyncAll) {
+            continue;
+        }
+        run.apply(op).unwrap();
+    }
+    for app in 0..APPS {
+        run.apply(Op::Fsync { app, file: 0 }).unwrap();
+    }
+    if nand {
+        run.stack.arm_power_cut(n).unwrap();
+    } else {
+        run.stack.arm_device_power_cut(n).unwrap();
+    }
+    let result = run.apply(Op::Idle {
+        ms: 2 * BOUND_NS / 1_000_000,
+    });
+    if result.is_ok() {
+        return false;
+    }
+    assert!(run.stack.is_powered_off(), "cut {n}: {result:?}");
+    let cut_ns = run
+        .stack
+        .with_fs(|fs| fs.now_ns())
+        .unwrap()
+        .max(run.stack.now_ns());
+    run.recover_and_check(cut_ns, &format!("checkpoint cut {n} (nand {nand})"));
+    if n % 8 == 1 {
+        assert_fsck_clean(&mut run.stack, &format!("mobifs-checkpoint-{n}-{nand}"));
+    }
+    tally.merge(&run.tally);
+    tally.note(if nand { "NAND cuts" } else { "device cuts" }, 1);
+    true
+}
+
+#[test]
+fn a_checkpoint_cut_at_every_operation_recovers_a_sealed_prefix() {
+    let mut tally = Exploration::new("stack mobifs checkpoint");
+    for nand in [false, true] {
+        let mut n = 1;
+        while cut_checkpoint_at(n, nand, &mut tally) {
+            n += 1;
+        }
+        assert!(
+            n > 5,
+            "the checkpoint made {} operations (nand {nand})",
+            n - 1
+        );
+    }
+    tally.report();
+    assert!(tally.noted("cuts losing sealed transactions") > 0);
+}
+
+#[test]
+fn random_runs_with_cuts_keep_transaction_prefixes_within_the_bound() {
+    let mut run = Run::new(0x40B1);
+    run.stack
+        .set_volatile_cache(volatile(&mut run.rng))
+        .unwrap();
+    let cuts = RANDOM_CUTS * explore::scale();
+    let mut ops = 0u64;
+    while run.tally.cut_points() < cuts {
+        // A cut at a random time: up to twice the bound after a few operations.
+        for _ in 0..run.rng.below(30) {
+            let op = Op::draw(&mut run.rng);
+            run.apply(op).unwrap();
+            ops += 1;
+            if matches!(op, Op::SyncAll) {
+                run.note_sync_all();
+            }
+        }
+        run.check_staleness();
+        let cut_ns = run.stack.now_ns() + run.rng.below(2 * BOUND_NS);
+        run.stack.idle_until(cut_ns).unwrap();
+        let m = run.stack.metrics().unwrap().cache.transactions;
+        run.tally.note("checkpoints", m.checkpoints);
+        run.tally.note("forced seals", m.forced_seals);
+        run.tally.note("copy-on-write copies", m.cow_copies);
+        let cut = run.tally.cut_points() + 1;
+        run.recover_and_check(cut_ns, &format!("random cut {cut} after op {ops}"));
+        if cut.is_multiple_of(FSCK_EVERY_CUTS) {
+            assert_fsck_clean(&mut run.stack, &format!("mobifs-random-{cut}"));
+        }
+        let config = volatile(&mut run.rng);
+        run.stack.set_volatile_cache(config).unwrap();
+    }
+    run.tally.report();
+    let t = &run.tally;
+    assert!(t.noted("cuts losing sealed transactions") > 10);
+    for kind in ["checkpoints", "forced seals", "copy-on-write copies"] {
+        assert!(t.noted(kind) > 10, "{kind}: {}", t.line());
+    }
+}
