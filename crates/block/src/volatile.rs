@@ -681,9 +681,16 @@ mod tests {
                 .unwrap();
             let remap = dev.as_remap().expect("the RAM disk remaps");
             let done = remap.remap(2, 0, 9, 1).unwrap();
-            assert_eq!(done.complete_ns, 1_012, "the remap waits for the destage (10 ns)");
+            assert_eq!(
+                done.complete_ns, 1_012,
+                "the remap waits for the destage (10 ns)"
+            );
             assert_eq!(dev.inner().1, 1, "one remap reached the device");
-            assert_eq!(dev.inner().0.blocks[9][0], 7, "the remap saw the buffered source");
+            assert_eq!(
+                dev.inner().0.blocks[9][0],
+                7,
+                "the remap saw the buffered source"
+            );
             assert_eq!(dev.pending_lbas(), 0);
             dev.lose_power(3).unwrap();
             assert_eq!(tag_at(&mut dev, 9), 7, "seed {seed}");
@@ -700,7 +707,11 @@ mod tests {
         assert_eq!(remap.remap(1, 0, 9, 1), Err(BlockError::PowerLoss));
         assert_eq!(dev.inner().1, 0);
         assert_eq!(dev.pending_lbas(), 1, "the write is still a candidate");
-        let too_long = [RemapExtent { src: 0, dst: 8, count: 5 }];
+        let too_long = [RemapExtent {
+            src: 0,
+            dst: 8,
+            count: 5,
+        }];
         dev.lose_power(2).unwrap();
         let remap = dev.as_remap().unwrap();
         assert!(matches!(
