@@ -762,9 +762,12 @@ fn decode_trims(data: &[u8]) -> Result<Vec<(u32, Vec<u32>)>, String> {
     Ok(log)
 }
 
+/// Remap record pages: per page its index and its (logical page, slot) binds.
+type BindLog = Vec<(u32, Vec<(u32, u32)>)>;
+
 /// `BINDLOG`: the number of record pages, then per page its index, its number of binds
 /// and each bind's logical page and slot.
-fn encode_binds(log: &[(u32, Vec<(u32, u32)>)]) -> Vec<u8> {
+fn encode_binds(log: &BindLog) -> Vec<u8> {
     let mut out = Vec::new();
     out.extend_from_slice(&(log.len() as u32).to_le_bytes());
     for (page, binds) in log {
@@ -778,7 +781,7 @@ fn encode_binds(log: &[(u32, Vec<(u32, u32)>)]) -> Vec<u8> {
     out
 }
 
-fn decode_binds(data: &[u8]) -> Result<Vec<(u32, Vec<(u32, u32)>)>, String> {
+fn decode_binds(data: &[u8]) -> Result<BindLog, String> {
     let mut f = fields(data, "BINDLOG");
     let n = f.u32()?;
     let mut log = Vec::new();
