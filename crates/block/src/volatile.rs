@@ -8,8 +8,8 @@ use flashstack_sim::{Nanos, Rng};
 use serde::{Deserialize, Serialize};
 
 use crate::{
-    check_range, check_remap_extents, BlockDevice, BlockError, Completion, Hints, Payload, Remap,
-    RemapExtent, LBA_SIZE,
+    check_range, check_remap_extents, remap_below, BlockDevice, BlockError, Completion, Hints,
+    Payload, Remap, RemapExtent, LBA_SIZE,
 };
 
 /// The cache's size and the seed of its choices.
@@ -494,20 +494,13 @@ impl<D: BlockDevice> Remap for VolatileCache<D> {
         extents: &[RemapExtent],
     ) -> Result<Completion, BlockError> {
         self.check_powered()?;
-        let Some(below) = self.inner.as_remap() else {
-            return Err(BlockError::Unsupported {
-                operation: "remap",
-                reason: "the device below the write cache has no REMAP".into(),
-            });
-        };
-        self.remap_lbas_max = below.remap_lbas_max();
+        self.remap_lbas_max = remap_below(&mut self.inner, "write cache")?.remap_lbas_max();
         check_remap_extents(extents, self.capacity_lbas(), self.remap_lbas_max)?;
         if self.tick_cut() {
             return Err(BlockError::PowerLoss);
         }
         let end = self.destage_all(arrival_ns)?;
-        let remap = self.inner.as_remap().expect("checked above");
-        let result = remap.remap_extents(end, extents);
+        let result = remap_below(&mut self.inner, "write cache")?.remap_extents(end, extents);
         let done = self.note_power(result)?;
         Ok(Self::done(arrival_ns, done.complete_ns))
     }

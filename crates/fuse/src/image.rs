@@ -19,7 +19,7 @@ use std::os::unix::fs::FileExt;
 use std::os::unix::io::AsRawFd;
 
 use flashstack_block::{
-    BlockDevice, BlockError, Completion, Hints, Payload, Remap, RemapExtent, LBA_SIZE,
+    remap_below, BlockDevice, BlockError, Completion, Hints, Payload, Remap, RemapExtent, LBA_SIZE,
 };
 use flashstack_sim::Nanos;
 
@@ -327,13 +327,7 @@ impl<D: BlockDevice> Remap for ImageBacked<D> {
             reason: format!("the image file cannot be read for a remap: {e}"),
         };
         let capacity = self.inner.capacity_lbas();
-        let Some(below) = self.inner.as_remap() else {
-            return Err(BlockError::Unsupported {
-                operation: "remap",
-                reason: "the device below the image mirror has no REMAP".into(),
-            });
-        };
-        let max = below.remap_lbas_max();
+        let max = remap_below(&mut self.inner, "image mirror")?.remap_lbas_max();
         flashstack_block::check_remap_extents(extents, capacity, max)?;
         let mut moved = Vec::new();
         for e in extents {
@@ -345,8 +339,8 @@ impl<D: BlockDevice> Remap for ImageBacked<D> {
                 moved.push((e.dst + i, bytes));
             }
         }
-        let below = self.inner.as_remap().expect("checked above");
-        let done = below.remap_extents(arrival_ns, extents)?;
+        let done =
+            remap_below(&mut self.inner, "image mirror")?.remap_extents(arrival_ns, extents)?;
         for (lba, bytes) in moved {
             self.pending.write(lba, &bytes);
         }

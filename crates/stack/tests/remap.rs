@@ -15,6 +15,25 @@ fn pattern(len: usize, seed: u64) -> Vec<u8> {
         .collect()
 }
 
+/// Two files of `pages` pages written a page at a time, alternately, each page fsync'd (so
+/// F2FS lays them interleaved): their inodes and contents.
+fn interleaved<D: flashstack_block::BlockDevice>(
+    fs: &mut flashstack_f2fs::F2fs<D>,
+    pages: usize,
+) -> (u32, u32, Vec<u8>, Vec<u8>) {
+    let (a_bytes, b_bytes) = (pattern(pages * 4096, 7), pattern(pages * 4096, 11));
+    let a = fs.create("/a.db").unwrap();
+    let b = fs.create("/b.db").unwrap();
+    for i in 0..pages {
+        let at = i * 4096;
+        fs.write(a, at as u64, &a_bytes[at..at + 4096]).unwrap();
+        fs.fsync(a).unwrap();
+        fs.write(b, at as u64, &b_bytes[at..at + 4096]).unwrap();
+        fs.fsync(b).unwrap();
+    }
+    (a, b, a_bytes, b_bytes)
+}
+
 fn defrag_on_the_stack(cache_lbas: u32) {
     let mut s = Stack::new(StackConfig::preset("default").unwrap()).unwrap();
     let config = VolatileCacheConfig {
@@ -23,18 +42,9 @@ fn defrag_on_the_stack(cache_lbas: u32) {
     };
     s.set_volatile_cache(config).unwrap();
     let pages = 96;
-    let (a_bytes, b_bytes) = (pattern(pages * 4096, 7), pattern(pages * 4096, 11));
-    let report = s
+    let (report, a_bytes, b_bytes) = s
         .with_fs(|fs| {
-            let a = fs.create("/a.db").unwrap();
-            let b = fs.create("/b.db").unwrap();
-            for i in 0..pages {
-                let at = i * 4096;
-                fs.write(a, at as u64, &a_bytes[at..at + 4096]).unwrap();
-                fs.fsync(a).unwrap();
-                fs.write(b, at as u64, &b_bytes[at..at + 4096]).unwrap();
-                fs.fsync(b).unwrap();
-            }
+            let (a, _, a_bytes, b_bytes) = interleaved(fs, pages);
             let data_before = fs.metrics().data_blocks;
             let report = fs.defrag_by_remap(a).unwrap();
             assert_eq!(
@@ -42,7 +52,7 @@ fn defrag_on_the_stack(cache_lbas: u32) {
                 data_before,
                 "no user data written"
             );
-            report
+            (report, a_bytes, b_bytes)
         })
         .unwrap();
     assert!(report.extents_before > 20, "{report:?}");
@@ -79,16 +89,7 @@ fn janusd_l_on_an_image_through_an_ftl_built_under_it() {
     mkfs(&mut mem, &MkfsOptions::default()).unwrap();
     let mut fs = F2fs::mount(mem).unwrap();
     let pages = 48;
-    let (a_bytes, b_bytes) = (pattern(pages * 4096, 7), pattern(pages * 4096, 11));
-    let a = fs.create("/a").unwrap();
-    let b = fs.create("/b").unwrap();
-    for i in 0..pages {
-        let at = i * 4096;
-        fs.write(a, at as u64, &a_bytes[at..at + 4096]).unwrap();
-        fs.fsync(a).unwrap();
-        fs.write(b, at as u64, &b_bytes[at..at + 4096]).unwrap();
-        fs.fsync(b).unwrap();
-    }
+    let (a, b, a_bytes, b_bytes) = interleaved(&mut fs, pages);
     let mem = fs.unmount().unwrap();
     let capacity = mem.capacity_lbas();
     let (ftl, start_ns) = ftl_holding(&mem, device.clone(), 1).unwrap();
