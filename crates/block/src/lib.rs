@@ -221,6 +221,18 @@ pub trait Remap {
     ) -> Result<Completion, BlockError>;
 }
 
+/// The REMAP of `dev`, the device a wrapper wraps, or the error the wrapper (`wrapper`
+/// names it) returns when that device has none.
+pub fn remap_below<'a, D: BlockDevice + ?Sized>(
+    dev: &'a mut D,
+    wrapper: &str,
+) -> Result<&'a mut dyn Remap, BlockError> {
+    dev.as_remap().ok_or_else(|| BlockError::Unsupported {
+        operation: "remap",
+        reason: format!("the device below the {wrapper} has no REMAP"),
+    })
+}
+
 /// One extent of a remap: `count` LBAs from `src` onto `dst`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RemapExtent {

@@ -7,7 +7,10 @@ use std::collections::BTreeMap;
 use flashstack_sim::{Nanos, Rng};
 use serde::{Deserialize, Serialize};
 
-use crate::{check_range, BlockDevice, BlockError, Completion, Hints, Payload, LBA_SIZE};
+use crate::{
+    check_range, check_remap_extents, remap_below, BlockDevice, BlockError, Completion, Hints,
+    Payload, Remap, RemapExtent, LBA_SIZE,
+};
 
 /// The cache's size and the seed of its choices.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -92,6 +95,8 @@ pub struct VolatileCache<D> {
     cut_in: Option<u64>,
     powered: bool,
     counters: VolatileCacheCounters,
+    /// The device below's [`Remap::remap_lbas_max`], learnt when `as_remap` offers REMAP.
+    remap_lbas_max: u32,
 }
 
 impl<D: BlockDevice> VolatileCache<D> {
@@ -106,6 +111,7 @@ impl<D: BlockDevice> VolatileCache<D> {
             cut_in: None,
             powered: true,
             counters: VolatileCacheCounters::default(),
+            remap_lbas_max: 0,
         }
     }
 
@@ -453,6 +459,51 @@ impl<D: BlockDevice> BlockDevice for VolatileCache<D> {
         let done = self.note_power(result)?;
         Ok(Self::done(arrival_ns, done.complete_ns))
     }
+
+    /// Offered when the device below can remap; see the [`Remap`] impl for the ordering.
+    fn as_remap(&mut self) -> Option<&mut dyn Remap> {
+        self.remap_lbas_max = self.inner.as_remap()?.remap_lbas_max();
+        Some(self)
+    }
+}
+
+/// REMAP through the cache, for a device below that has it.
+///
+/// Ordering: the remap first destages the whole cache (every buffered write and trim, in
+/// LBA order, as a flush does), then hands the extents to the device below. Destaging only
+/// the source and destination ranges would not do: a remap promises that everything
+/// written or trimmed before it is durable when it returns, and the device below keeps
+/// that promise only for what it has been given. So a remap through the cache costs what a
+/// flush costs plus the remap, and afterwards the cache is empty; a destination LBA
+/// written before the remap can never reappear over the remapped data after a power loss.
+///
+/// A remap counts as one request against an armed power cut: the torn remap fails with
+/// [`BlockError::PowerLoss`] before anything is destaged or remapped (none of it happens,
+/// as the trait allows), and the cached versions stay candidates for
+/// [`VolatileCache::lose_power`].
+impl<D: BlockDevice> Remap for VolatileCache<D> {
+    fn remap_lbas_max(&self) -> u32 {
+        // Learnt by `as_remap`, the only way to reach this impl: `&self` cannot ask the
+        // device below (its `as_remap` takes `&mut`).
+        self.remap_lbas_max
+    }
+
+    fn remap_extents(
+        &mut self,
+        arrival_ns: Nanos,
+        extents: &[RemapExtent],
+    ) -> Result<Completion, BlockError> {
+        self.check_powered()?;
+        self.remap_lbas_max = remap_below(&mut self.inner, "write cache")?.remap_lbas_max();
+        check_remap_extents(extents, self.capacity_lbas(), self.remap_lbas_max)?;
+        if self.tick_cut() {
+            return Err(BlockError::PowerLoss);
+        }
+        let end = self.destage_all(arrival_ns)?;
+        let result = remap_below(&mut self.inner, "write cache")?.remap_extents(end, extents);
+        let done = self.note_power(result)?;
+        Ok(Self::done(arrival_ns, done.complete_ns))
+    }
 }
 
 #[cfg(test)]
@@ -537,6 +588,131 @@ mod tests {
         }
     }
 
+    /// The RAM disk's REMAP: a copy (a RAM disk has no mapping to change), counted.
+    struct RemapRam(Ram, u64);
+
+    impl BlockDevice for RemapRam {
+        fn capacity_lbas(&self) -> u64 {
+            self.0.capacity_lbas()
+        }
+        fn write(
+            &mut self,
+            t: Nanos,
+            lba: u64,
+            p: Payload<'_>,
+            h: Hints,
+        ) -> Result<Completion, BlockError> {
+            self.0.write(t, lba, p, h)
+        }
+        fn read(
+            &mut self,
+            t: Nanos,
+            lba: u64,
+            count: u32,
+            out: Option<&mut [u8]>,
+        ) -> Result<Completion, BlockError> {
+            self.0.read(t, lba, count, out)
+        }
+        fn trim(&mut self, t: Nanos, lba: u64, count: u32) -> Result<Completion, BlockError> {
+            self.0.trim(t, lba, count)
+        }
+        fn flush(&mut self, t: Nanos) -> Result<Completion, BlockError> {
+            self.0.flush(t)
+        }
+        fn as_remap(&mut self) -> Option<&mut dyn Remap> {
+            Some(self)
+        }
+    }
+
+    impl Remap for RemapRam {
+        fn remap_lbas_max(&self) -> u32 {
+            4
+        }
+        fn remap_extents(
+            &mut self,
+            t: Nanos,
+            extents: &[RemapExtent],
+        ) -> Result<Completion, BlockError> {
+            check_remap_extents(extents, self.capacity_lbas(), 4)?;
+            for e in extents {
+                for i in 0..e.count as usize {
+                    self.0.blocks[e.dst as usize + i] = self.0.blocks[e.src as usize + i];
+                }
+            }
+            self.1 += 1;
+            Ok(Completion {
+                start_ns: t,
+                complete_ns: t + 1_000,
+            })
+        }
+    }
+
+    fn remap_cache(capacity_lbas: u32, seed: u64) -> VolatileCache<RemapRam> {
+        let config = VolatileCacheConfig {
+            capacity_lbas,
+            seed,
+        };
+        VolatileCache::new(RemapRam(Ram::new(16), 0), config)
+    }
+
+    #[test]
+    fn remap_is_offered_only_over_a_device_that_has_it() {
+        assert!(cache(8, 1).as_remap().is_none());
+        assert_eq!(remap_cache(8, 1).as_remap().unwrap().remap_lbas_max(), 4);
+    }
+
+    /// Buffered writes to the source and the destination are destaged before the remap:
+    /// the device below remaps the new source data, the cache is empty afterwards, and no
+    /// power loss after the remap brings the destination's older write back.
+    #[test]
+    fn remap_through_the_cache_destages_first_and_survives_power_loss() {
+        for seed in 0..20 {
+            let mut dev = remap_cache(8, seed);
+            dev.write(0, 0, Payload::Bytes(&page(7)), Hints::default())
+                .unwrap();
+            dev.write(1, 9, Payload::Bytes(&page(3)), Hints::default())
+                .unwrap();
+            let remap = dev.as_remap().expect("the RAM disk remaps");
+            let done = remap.remap(2, 0, 9, 1).unwrap();
+            assert_eq!(
+                done.complete_ns, 1_012,
+                "the remap waits for the destage (10 ns)"
+            );
+            assert_eq!(dev.inner().1, 1, "one remap reached the device");
+            assert_eq!(
+                dev.inner().0.blocks[9][0],
+                7,
+                "the remap saw the buffered source"
+            );
+            assert_eq!(dev.pending_lbas(), 0);
+            dev.lose_power(3).unwrap();
+            assert_eq!(tag_at(&mut dev, 9), 7, "seed {seed}");
+        }
+    }
+
+    #[test]
+    fn a_torn_remap_remaps_nothing() {
+        let mut dev = remap_cache(8, 1);
+        dev.write(0, 0, Payload::Bytes(&page(7)), Hints::default())
+            .unwrap();
+        dev.arm_power_cut(1);
+        let remap = dev.as_remap().unwrap();
+        assert_eq!(remap.remap(1, 0, 9, 1), Err(BlockError::PowerLoss));
+        assert_eq!(dev.inner().1, 0);
+        assert_eq!(dev.pending_lbas(), 1, "the write is still a candidate");
+        let too_long = [RemapExtent {
+            src: 0,
+            dst: 8,
+            count: 5,
+        }];
+        dev.lose_power(2).unwrap();
+        let remap = dev.as_remap().unwrap();
+        assert!(matches!(
+            remap.remap_extents(3, &too_long),
+            Err(BlockError::RemapTooLong { max: 4, .. })
+        ));
+    }
+
     fn page(tag: u8) -> Vec<u8> {
         vec![tag; LBA_SIZE]
     }
@@ -551,7 +727,7 @@ mod tests {
         )
     }
 
-    fn tag_at(dev: &mut VolatileCache<Ram>, lba: u64) -> u8 {
+    fn tag_at<D: BlockDevice>(dev: &mut VolatileCache<D>, lba: u64) -> u8 {
         let mut out = page(0);
         dev.read(0, lba, 1, Some(&mut out)).unwrap();
         assert!(out.iter().all(|&b| b == out[0]), "a torn 4 KiB block");

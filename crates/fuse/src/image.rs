@@ -18,7 +18,9 @@ use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::os::unix::io::AsRawFd;
 
-use flashstack_block::{BlockDevice, BlockError, Completion, Hints, Payload, LBA_SIZE};
+use flashstack_block::{
+    remap_below, BlockDevice, BlockError, Completion, Hints, Payload, Remap, RemapExtent, LBA_SIZE,
+};
 use flashstack_sim::Nanos;
 
 /// Blocks written since the last flush, and trimmed ranges, waiting for the next one.
@@ -66,6 +68,26 @@ impl Pending {
         self.trims.insert(start, end);
     }
 
+    /// What the image will hold at `lba` once mirrored: a pending write, zeros for a
+    /// pending trim, else the file's bytes (zeros past its end).
+    fn block(&self, file: &File, lba: u64) -> std::io::Result<Box<[u8]>> {
+        if let Some(bytes) = self.writes.get(&lba) {
+            return Ok(bytes.clone());
+        }
+        let mut out = vec![0u8; LBA_SIZE].into_boxed_slice();
+        let trimmed = matches!(self.trims.range(..=lba).next_back(), Some((_, &e)) if e > lba);
+        if !trimmed {
+            let mut at = 0;
+            while at < LBA_SIZE {
+                match file.read_at(&mut out[at..], lba * LBA_SIZE as u64 + at as u64)? {
+                    0 => break,
+                    n => at += n,
+                }
+            }
+        }
+        Ok(out)
+    }
+
     fn is_empty(&self) -> bool {
         self.writes.is_empty() && self.trims.is_empty()
     }
@@ -80,6 +102,8 @@ pub struct ImageBacked<D: BlockDevice> {
     paused: bool,
     /// The first error writing the image; reported by every later flush.
     failed: Option<String>,
+    /// The device below's [`Remap::remap_lbas_max`], learnt when `as_remap` offers REMAP.
+    remap_lbas_max: u32,
 }
 
 impl<D: BlockDevice> ImageBacked<D> {
@@ -92,6 +116,7 @@ impl<D: BlockDevice> ImageBacked<D> {
             pending: Pending::default(),
             paused: false,
             failed: None,
+            remap_lbas_max: 0,
         }
     }
 
@@ -116,6 +141,22 @@ impl<D: BlockDevice> ImageBacked<D> {
 
     pub fn into_inner(self) -> D {
         self.inner
+    }
+
+    /// After the device made everything durable (a flush, a remap): the mirror follows,
+    /// unless paused; the first failure is reported by this and every later call.
+    fn mirror_now(&mut self) -> Result<(), BlockError> {
+        if self.failed.is_none() && !self.paused {
+            if let Err(e) = self.mirror() {
+                self.failed = Some(e.to_string());
+            }
+        }
+        match &self.failed {
+            Some(reason) => Err(BlockError::Unreadable {
+                reason: format!("the image file cannot be written: {reason}"),
+            }),
+            None => Ok(()),
+        }
     }
 
     fn mirror(&mut self) -> std::io::Result<()> {
@@ -251,17 +292,60 @@ impl<D: BlockDevice> BlockDevice for ImageBacked<D> {
 
     fn flush(&mut self, arrival_ns: Nanos) -> Result<Completion, BlockError> {
         let done = self.inner.flush(arrival_ns)?;
-        if self.failed.is_none() && !self.paused {
-            if let Err(e) = self.mirror() {
-                self.failed = Some(e.to_string());
+        self.mirror_now()?;
+        Ok(done)
+    }
+
+    /// Offered when the device below can remap; see the [`Remap`] impl.
+    fn as_remap(&mut self) -> Option<&mut dyn Remap> {
+        self.remap_lbas_max = self.inner.as_remap()?.remap_lbas_max();
+        Some(self)
+    }
+}
+
+/// REMAP through the mirror, for a device below that has it.
+///
+/// The image holds contents, not mappings: after a remap each destination LBA must hold
+/// the bytes its source held. Those bytes are taken from the mirror itself (the pending
+/// writes and trims over the file, never read back through the device, so no simulated
+/// time or counter changes) before the device is asked, and become pending writes (or
+/// holes) of the destinations once it has remapped. A remap is durable when it returns
+/// and includes a flush, so the mirror is then written and synced as at a flush (unless
+/// paused). A refused remap changes neither the device nor the image.
+impl<D: BlockDevice> Remap for ImageBacked<D> {
+    fn remap_lbas_max(&self) -> u32 {
+        // Learnt by `as_remap` (`&self` cannot ask the device below).
+        self.remap_lbas_max
+    }
+
+    fn remap_extents(
+        &mut self,
+        arrival_ns: Nanos,
+        extents: &[RemapExtent],
+    ) -> Result<Completion, BlockError> {
+        let unreadable = |e: std::io::Error| BlockError::Unreadable {
+            reason: format!("the image file cannot be read for a remap: {e}"),
+        };
+        let capacity = self.inner.capacity_lbas();
+        let max = remap_below(&mut self.inner, "image mirror")?.remap_lbas_max();
+        flashstack_block::check_remap_extents(extents, capacity, max)?;
+        let mut moved = Vec::new();
+        for e in extents {
+            for i in 0..e.count as u64 {
+                let bytes = self
+                    .pending
+                    .block(&self.file, e.src + i)
+                    .map_err(unreadable)?;
+                moved.push((e.dst + i, bytes));
             }
         }
-        match &self.failed {
-            Some(reason) => Err(BlockError::Unreadable {
-                reason: format!("the image file cannot be written: {reason}"),
-            }),
-            None => Ok(done),
+        let done =
+            remap_below(&mut self.inner, "image mirror")?.remap_extents(arrival_ns, extents)?;
+        for (lba, bytes) in moved {
+            self.pending.write(lba, &bytes);
         }
+        self.mirror_now()?;
+        Ok(done)
     }
 }
 

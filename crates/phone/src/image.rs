@@ -7,7 +7,9 @@
 //! then sections, each an 8-byte tag, a `u64` length, the payload and a `u64` checksum of
 //! the payload: `HEADER` (JSON: the stack it was made on, how it was aged, what was
 //! measured), `BLOCKS`, `PAGES` (programmed pages only), `LPNS`, `FRAMEMAP`, `FRAMES`
-//! (distinct page contents, stored once), `TRIMLOG`, `MAPPING`, `VALID`, `END`. Erased
+//! (distinct page contents, stored once), `TRIMLOG`, `BINDLOG` (the remap records: since
+//! format version 2; a version 1 file has none and loads as a device without remaps),
+//! `MAPPING`, `VALID`, `END`. Erased
 //! pages and free space take no room, so the file follows the data held, not the device
 //! size. Every section is checked when read; a wrong or damaged file is an error naming
 //! the file, the section and what is wrong.
@@ -33,8 +35,10 @@ use crate::error::PhoneError;
 use crate::measure::{device_state, fs_state, DeviceState, FsState};
 
 const MAGIC: &[u8; 16] = b"FLASHSTACK-PHONE";
-/// The file format this build writes and reads.
-pub const FORMAT_VERSION: u32 = 1;
+/// The file format this build writes (it also reads [`FORMAT_VERSION_NO_BINDS`]).
+pub const FORMAT_VERSION: u32 = 2;
+/// The format before remap records (no `BINDLOG` section), still read.
+pub const FORMAT_VERSION_NO_BINDS: u32 = 1;
 /// Changes whenever aging would build a different phone from the same inputs: part of the
 /// built-in phone's cache key.
 pub const AGING_MODEL_VERSION: u32 = 1;
@@ -181,14 +185,6 @@ impl PhoneImage {
     /// Writes the phone to `path` (through a temporary file renamed at the end, so a
     /// failed save leaves any existing file untouched).
     pub fn save(&self, path: &Path) -> Result<u64, PhoneError> {
-        if !self.device.bind_log.is_empty() {
-            // The image format has no section for remap records yet: refuse rather than
-            // save a phone whose remapped LBAs would read as their pre-remap contents.
-            return Err(PhoneError::Device(format!(
-                "{} remap record pages cannot be saved in a phone image yet",
-                self.device.bind_log.len()
-            )));
-        }
         let io = |source| PhoneError::Io {
             path: path.display().to_string(),
             source,
@@ -264,6 +260,7 @@ impl PhoneImage {
                 .for_each(|x| trims.extend_from_slice(&x.to_le_bytes()));
         }
         w.section(b"TRIMLOG\0", &trims)?;
+        w.section(b"BINDLOG\0", &encode_binds(&self.device.bind_log))?;
         w.section(b"MAPPING\0", &u32s(&self.mapping))?;
         w.section(b"VALID\0\0\0", &u32s(&self.valid))?;
         w.section(b"END\0\0\0\0\0", &[])?;
@@ -619,10 +616,10 @@ fn read_image<R: Read>(r: &mut SectionReader<R>) -> Result<PhoneImage, PhoneErro
     let mut version = [0u8; 4];
     r.exact(&mut version, "the format version")?;
     let version = u32::from_le_bytes(version);
-    if version != FORMAT_VERSION {
+    if version != FORMAT_VERSION && version != FORMAT_VERSION_NO_BINDS {
         return Err(r.bad(format!(
-            "format version {version}; this build reads version {FORMAT_VERSION} (make the \
-             phone again with `flashstack phone age`)"
+            "format version {version}; this build reads versions {FORMAT_VERSION_NO_BINDS} \
+             and {FORMAT_VERSION} (make the phone again with `flashstack phone age`)"
         )));
     }
     let header = r.section(b"HEADER\0\0")?;
@@ -693,6 +690,10 @@ fn read_image<R: Read>(r: &mut SectionReader<R>) -> Result<PhoneImage, PhoneErro
     }
     let data = r.section(b"TRIMLOG\0")?;
     let trim_log = decode_trims(&data).map_err(|e| r.bad(e))?;
+    let bind_log = match version {
+        FORMAT_VERSION_NO_BINDS => Vec::new(),
+        _ => decode_binds(&r.section(b"BINDLOG\0")?).map_err(|e| r.bad(e))?,
+    };
     let mapping = decode_u32s(&r.section(b"MAPPING\0")?, "MAPPING").map_err(|e| r.bad(e))?;
     let valid = decode_u32s(&r.section(b"VALID\0\0\0")?, "VALID").map_err(|e| r.bad(e))?;
     if valid.len() != nblocks {
@@ -710,7 +711,7 @@ fn read_image<R: Read>(r: &mut SectionReader<R>) -> Result<PhoneImage, PhoneErro
         device: DeviceParts {
             nand,
             trim_log,
-            bind_log: Vec::new(),
+            bind_log,
         },
         mapping,
         valid,
@@ -756,6 +757,45 @@ fn decode_trims(data: &[u8]) -> Result<Vec<(u32, Vec<u32>)>, String> {
             lpns.push(f.u32()?);
         }
         log.push((page, lpns));
+    }
+    f.end()?;
+    Ok(log)
+}
+
+/// Remap record pages: per page its index and its (logical page, slot) binds.
+type BindLog = Vec<(u32, Vec<(u32, u32)>)>;
+
+/// `BINDLOG`: the number of record pages, then per page its index, its number of binds
+/// and each bind's logical page and slot.
+fn encode_binds(log: &BindLog) -> Vec<u8> {
+    let mut out = Vec::new();
+    out.extend_from_slice(&(log.len() as u32).to_le_bytes());
+    for (page, binds) in log {
+        out.extend_from_slice(&page.to_le_bytes());
+        out.extend_from_slice(&(binds.len() as u32).to_le_bytes());
+        for (lpn, slot) in binds {
+            out.extend_from_slice(&lpn.to_le_bytes());
+            out.extend_from_slice(&slot.to_le_bytes());
+        }
+    }
+    out
+}
+
+fn decode_binds(data: &[u8]) -> Result<BindLog, String> {
+    let mut f = fields(data, "BINDLOG");
+    let n = f.u32()?;
+    let mut log = Vec::new();
+    for _ in 0..n {
+        let page = f.u32()?;
+        let count = f.u32()? as usize;
+        if count > data.len() / 8 {
+            return Err(format!("section BINDLOG: page {page} claims {count} binds"));
+        }
+        let mut binds = Vec::with_capacity(count);
+        for _ in 0..count {
+            binds.push((f.u32()?, f.u32()?));
+        }
+        log.push((page, binds));
     }
     f.end()?;
     Ok(log)

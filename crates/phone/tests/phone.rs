@@ -161,10 +161,13 @@ fn damaged_and_wrong_files_are_refused_naming_what_is_wrong() {
     );
     let text = load_err(b"hello, this is not a phone at all", "text.phone");
     assert!(text.contains("wrong magic"), "{text}");
-    let mut v2 = good.clone();
-    v2[16..20].copy_from_slice(&2u32.to_le_bytes());
-    let text = load_err(&v2, "v2.phone");
-    assert!(text.contains("format version 2"), "{text}");
+    let mut v3 = good.clone();
+    v3[16..20].copy_from_slice(&3u32.to_le_bytes());
+    let text = load_err(&v3, "v3.phone");
+    assert!(
+        text.contains("format version 3") && text.contains("versions 1 and 2"),
+        "{text}"
+    );
     let text = load_err(&good[..good.len() / 2], "half.phone");
     assert!(text.contains("truncated"), "{text}");
     let found = sections(&good);
@@ -172,8 +175,8 @@ fn damaged_and_wrong_files_are_refused_naming_what_is_wrong() {
     assert_eq!(
         names,
         [
-            "HEADER", "BLOCKS", "PAGES", "LPNS", "FRAMEMAP", "FRAMES", "TRIMLOG", "MAPPING",
-            "VALID", "END"
+            "HEADER", "BLOCKS", "PAGES", "LPNS", "FRAMEMAP", "FRAMES", "TRIMLOG", "BINDLOG",
+            "MAPPING", "VALID", "END"
         ]
     );
     for (name, start, end) in found.iter().filter(|s| s.2 > s.1) {
@@ -185,6 +188,72 @@ fn damaged_and_wrong_files_are_refused_naming_what_is_wrong() {
             "{name}: {text}"
         );
     }
+}
+
+/// A file of format version 1 (no `BINDLOG` section) still loads, as the same phone.
+#[test]
+fn a_version_1_file_still_loads() {
+    let good = std::fs::read(phone_file()).unwrap();
+    let binds = sections(&good)
+        .into_iter()
+        .find(|s| s.0 == "BINDLOG")
+        .unwrap();
+    let mut v1 = good[..binds.1 - 16].to_vec();
+    v1.extend_from_slice(&good[binds.2 + 8..]);
+    v1[16..20].copy_from_slice(&1u32.to_le_bytes());
+    let path = temp("v1.phone");
+    std::fs::write(&path, &v1).unwrap();
+    let loaded = PhoneImage::load(&path).unwrap();
+    let _ = std::fs::remove_file(&path);
+    assert!(loaded.device == phone().device && loaded.mapping == phone().mapping);
+}
+
+/// A phone whose device holds remap records (janusdL ran on it) saves, loads with the
+/// same records and mapping, and serves the remapped file's bytes after the reload.
+#[test]
+fn a_phone_with_remap_records_round_trips() {
+    let p = phone();
+    let mut stack = p.clone().into_stack(None, 1).unwrap();
+    let pages = 32;
+    let want: Vec<u8> = (0..pages * 4096)
+        .map(|i| (i / 4096 * 7 + i % 251) as u8)
+        .collect();
+    let (report, ino) = stack
+        .with_fs(|fs| {
+            let a = fs.create("/remapped").unwrap();
+            let b = fs.create("/between").unwrap();
+            for i in 0..pages {
+                let at = i * 4096;
+                fs.write(a, at as u64, &want[at..at + 4096]).unwrap();
+                fs.fsync(a).unwrap();
+                fs.write(b, at as u64, &[9; 4096]).unwrap();
+                fs.fsync(b).unwrap();
+            }
+            (fs.defrag_by_remap(a).unwrap(), a)
+        })
+        .unwrap();
+    assert!(report.blocks_remapped > 0, "{report:?}");
+    let h = &p.header;
+    let saved =
+        PhoneImage::capture(stack, &h.spec, h.counts.clone(), h.persona_apps.clone()).unwrap();
+    assert!(
+        !saved.device.bind_log.is_empty(),
+        "the device holds remap records"
+    );
+    let path = temp("remapped.phone");
+    saved.save(&path).unwrap();
+    let loaded = PhoneImage::load(&path).unwrap();
+    let _ = std::fs::remove_file(&path);
+    assert!(
+        loaded.device == saved.device,
+        "the device parts differ after the reload"
+    );
+    assert_eq!(loaded.mapping, saved.mapping);
+    let mut stack = loaded.into_stack(None, 1).unwrap();
+    let got = stack
+        .with_fs(|fs| fs.read(ino, 0, pages * 4096).unwrap())
+        .unwrap();
+    assert!(got == want, "the remapped file reads back");
 }
 
 proptest! {

@@ -41,6 +41,27 @@ pub struct HostFigures {
     pub trim_bytes: u64,
 }
 
+/// The host's REMAPs (Janusd's logical defragmentation) and what they cost the FTL;
+/// all zero for a run without remaps (then the terminal table leaves them out).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct RemapFigures {
+    pub requests: u64,
+    pub lbas: u64,
+    /// Mapping-record pages programmed for them.
+    pub record_pages: u64,
+    /// Slots shared by several LBAs that garbage collection moved (once each).
+    pub shared_slots_moved: u64,
+}
+
+impl RemapFigures {
+    pub fn is_zero(&self) -> bool {
+        self.requests == 0
+            && self.lbas == 0
+            && self.record_pages == 0
+            && self.shared_slots_moved == 0
+    }
+}
+
 #[derive(Clone, Debug, Serialize)]
 pub struct NandFigures {
     pub page_programs: u64,
@@ -139,6 +160,7 @@ pub struct RunReport {
     pub run: RunInfo,
     pub simulated_seconds: f64,
     pub host: HostFigures,
+    pub remap: RemapFigures,
     pub nand: NandFigures,
     pub write_amplification: WriteAmplification,
     pub gc: GcFigures,
@@ -226,6 +248,12 @@ impl RunReport {
                 read_bytes: c.host_read_lbas * 4096,
                 write_bytes: host_bytes,
                 trim_bytes: c.host_trim_lbas * 4096,
+            },
+            remap: RemapFigures {
+                requests: c.host_remap_requests,
+                lbas: c.host_remap_lbas,
+                record_pages: c.remap_record_pages,
+                shared_slots_moved: c.shared_slots_moved,
             },
             nand: NandFigures {
                 page_programs: n.page_programs,

@@ -158,14 +158,44 @@ const ROWS: &[Row] = &[
     }),
 ];
 
+fn remap_cell(r: &RunReport) -> String {
+    format!(
+        "{} ({})",
+        count(r.remap.requests),
+        format_bytes(r.remap.lbas * 4096)
+    )
+}
+
+fn remap_cost_cell(r: &RunReport) -> String {
+    format!(
+        "{} / {}",
+        count(r.remap.record_pages),
+        count(r.remap.shared_slots_moved)
+    )
+}
+
 /// One column per run, headed by the device name; then, for block traces, the trace's
 /// notes and process table ([`crate::render_trace_notes`]).
 pub fn render_table(reports: &[RunReport]) -> String {
     let headers: Vec<String> = reports.iter().map(|r| r.run.device.clone()).collect();
-    let rows: Vec<(String, Vec<String>)> = ROWS
+    let mut rows: Vec<(String, Vec<String>)> = ROWS
         .iter()
         .map(|(label, f)| (label.to_string(), reports.iter().map(f).collect()))
         .collect();
+    // Remap rows only when some run remapped: tables of runs without remaps stay as
+    // they were (their goldens too); the JSON and CSV always carry the figures.
+    if reports.iter().any(|r| !r.remap.is_zero()) {
+        let at = 1 + rows
+            .iter()
+            .position(|(label, _)| label == "host trims / flushes")
+            .expect("the trims row");
+        let cells = |f: fn(&RunReport) -> String| reports.iter().map(f).collect();
+        rows.insert(at, ("host remaps".into(), cells(remap_cell)));
+        rows.insert(
+            at + 1,
+            ("  records / shared moved".into(), cells(remap_cost_cell)),
+        );
+    }
     let mut out = String::new();
     if let Some(first) = reports.first() {
         if reports.iter().all(|r| r.run.workload == first.run.workload) {

@@ -6,6 +6,7 @@
 
 mod backing;
 mod config;
+pub mod image_ftl;
 mod stack;
 
 pub use backing::F2fsBacking;
