@@ -1,18 +1,23 @@
 //! `flashstack fs frag` and `fs defrag`: a file system's fragmentation (extents, DoF,
 //! block I/Os, plane/die collisions, read time) per kind of file and per app, and the
-//! defragmenters (copy baseline, janusdP; janusdL and janusd need REMAP). On an image
-//! (no device, so no physical placement and no read times) or on a used phone
-//! (`--phone FILE`, as `mount --phone`: its F2FS over its worn device).
+//! defragmenters (copy baseline, janusdP, janusdL by REMAP, janusd choosing per file). On
+//! an image (no device, so no physical placement and no read times; L and janusd load it
+//! into a fresh FTL of `--device`, which has REMAP) or on a used phone (`--phone FILE`, as
+//! `mount --phone`: its F2FS over its worn device).
 
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
+use flashstack_block::BlockDevice;
+use flashstack_f2fs::{F2fs, MountOptions, Verify};
+use flashstack_ftl::DeviceConfig;
 use flashstack_janusd::{
     defragment, measure, DefragMode, DefragOptions, DefragReport, FragReport, GroupFrag,
-    JanusdPolicy, Mechanisms, ReadModel,
+    JanusdPolicy, Mechanisms, ReadModel, RemapDefrag,
 };
 use flashstack_phone::PhoneImage;
+use flashstack_stack::image_ftl::{ftl_holding, image_of};
 
 use crate::fs::{open_for_reading, open_for_writing};
 
@@ -41,10 +46,10 @@ pub enum ModeArg {
     /// janusdP: copy only files whose pages collide on one plane.
     #[value(name = "P")]
     P,
-    /// janusdL: remap in the FTL (needs REMAP).
+    /// janusdL: remap in the FTL (REMAP), no data copied.
     #[value(name = "L")]
     L,
-    /// janusd: L or P per file (needs REMAP).
+    /// janusd: L or P per file.
     Janusd,
 }
 
@@ -70,6 +75,11 @@ pub struct DefragArgs {
     /// a file.
     #[arg(long, default_value_t = JanusdPolicy::default().collision_ratio_min)]
     collision_ratio_min: f64,
+    /// With an IMAGE and --mode L or janusd: the device preset (or device TOML) the image is
+    /// loaded into, since REMAP is the FTL's; a fresh device, so its counters show what
+    /// the pass cost, not a phone's history (use --phone for that).
+    #[arg(long, value_name = "PRESET|FILE.toml", default_value = "ldc-emmc")]
+    device: String,
     /// Print the report as JSON.
     #[arg(long)]
     json: bool,
@@ -135,6 +145,12 @@ pub fn defrag(a: DefragArgs) -> Result<()> {
         path,
     };
     let (report, label) = match target(&a.targets, a.phone.as_deref())? {
+        Target::Image(image, path) if opts(String::new()).mode.may_remap() => {
+            let device = crate::device::resolve(&a.device)
+                .with_context(|| format!("--device {}", a.device))?;
+            let report = defrag_image_on_ftl(&image, &opts(path), device)?;
+            (report, image.display().to_string())
+        }
         Target::Image(image, path) => (
             defrag_image(&image, &opts(path))?,
             image.display().to_string(),
@@ -168,6 +184,37 @@ fn defrag_image(image: &Path, opts: &DefragOptions) -> Result<DefragReport> {
     Ok(report)
 }
 
+/// L and janusd on an image: verified, loaded into a fresh FTL of `device`
+/// (`flashstack_stack::image_ftl`), defragmented there with janusdL, read back and
+/// written over the image only after the pass and its unmount succeeded.
+fn defrag_image_on_ftl(
+    image: &Path,
+    opts: &DefragOptions,
+    device: DeviceConfig,
+) -> Result<DefragReport> {
+    let mem = open_for_writing(image)?.unmount()?;
+    let capacity = mem.capacity_lbas();
+    let (ftl, start_ns) = ftl_holding(&mem, device, 1)
+        .with_context(|| format!("loading {} into a device", image.display()))?;
+    let mount = MountOptions {
+        verify: Verify::Mount,
+        start_ns,
+        ..MountOptions::default()
+    };
+    let mut fs = F2fs::mount_opts(ftl, mount)
+        .with_context(|| format!("mounting {} on the device", image.display()))?;
+    let mut remap = RemapDefrag;
+    let mech = Mechanisms {
+        logical: Some(&mut remap),
+    };
+    let report = defragment(&mut fs, opts, mech)
+        .with_context(|| format!("{}: defragmenting {}", image.display(), opts.path))?;
+    let now = fs.now_ns();
+    let mut ftl = fs.unmount()?;
+    image_of(&mut ftl, capacity, now)?.export(image)?;
+    Ok(report)
+}
+
 /// On a phone: run on its stack; saved to `output` if given (the input is never changed).
 fn defrag_phone(
     file: &Path,
@@ -191,8 +238,14 @@ fn defrag_phone(
     );
     let seed = image.header.stack.seed;
     let mut stack = image.into_stack(None, seed)?;
+    let mut remap = RemapDefrag;
     let report = stack
-        .with_fs(|fs| defragment(fs, opts, Mechanisms::default()))?
+        .with_fs(|fs| {
+            let mech = Mechanisms {
+                logical: Some(&mut remap),
+            };
+            defragment(fs, opts, mech)
+        })?
         .with_context(|| format!("{}: defragmenting {}", file.display(), opts.path))?;
     if let Some(img) = image_out {
         stack

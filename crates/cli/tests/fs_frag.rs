@@ -1,8 +1,9 @@
 //! `flashstack fs frag` and `fs defrag` on image files: a database fragmented by
 //! interleaved writes is measured as such, the copy baseline leaves it contiguous with
-//! its bytes intact and fsck.f2fs clean, the modes an image cannot serve (P needs the
-//! device's placement, L and janusd need REMAP) are refused naming what is missing, and
-//! a damaged or non-F2FS image is refused; every refusal leaves the file as it was.
+//! its bytes intact and fsck.f2fs clean, janusdL (the image loaded into a device with
+//! REMAP) does the same without copying a byte, P on an image (no device placement) is
+//! refused naming what is missing, and a damaged or non-F2FS image is refused; every
+//! refusal leaves the file as it was. On a small used phone: janusdP and janusdL.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -24,7 +25,7 @@ fn text(b: &[u8]) -> String {
 }
 
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("flashstack-frag-{}-{name}", std::process::id()));
+    let dir = flashstack_testkit::scratch_dir("flashstack-frag").join(name);
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir
@@ -119,12 +120,6 @@ fn copy_defrag_of_an_image_and_its_refusals() {
         text(&table.stdout)
     );
 
-    refused(&["fs", "defrag", img, "--mode", "L"], &image, "needs REMAP");
-    refused(
-        &["fs", "defrag", img, "--mode", "janusd"],
-        &image,
-        "needs REMAP",
-    );
     refused(&["fs", "defrag", img, "--mode", "P"], &image, "--phone");
 
     let out = flashstack(&["fs", "defrag", img, "--mode", "copy"]);
@@ -139,6 +134,44 @@ fn copy_defrag_of_an_image_and_its_refusals() {
     let cat = flashstack(&["fs", "cat", img, DB]);
     let want: Vec<u8> = (0..PAGES).flat_map(|i| page(1, i)).collect();
     assert!(cat.stdout == want, "the database's bytes after the copy");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// janusdL on an image: loaded into a fresh `ldc-emmc` (REMAP is the FTL's), the database
+/// remapped into one extent, no byte read or written again, the image written back
+/// fsck-clean with the same bytes; a device too small for the image is refused naming
+/// both sizes, the file unchanged.
+#[test]
+fn janusd_l_on_an_image_remaps_without_copying() {
+    let dir = scratch("remap");
+    let image = dir.join("img");
+    fragmented_image(&image);
+    let img = image.to_str().unwrap();
+    refused(
+        &[
+            "fs",
+            "defrag",
+            img,
+            "--mode",
+            "L",
+            "--device",
+            "ldc-emmc+nand.geometry.blocks_per_plane=30",
+        ],
+        &image,
+        "larger device",
+    );
+    let out = flashstack(&["fs", "defrag", img, "--mode", "L", "--json"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(r["files_remapped"], 1, "{r}");
+    assert_eq!(r["files_copied"], 0, "{r}");
+    assert_eq!(r["cost"]["blocks_remapped"], PAGES, "{r}");
+    assert_eq!(r["cost"]["bytes_written"], 0, "{r}");
+    assert_eq!(database_dof(&image), (1.0, 2));
+    fsck_clean(&image);
+    let cat = flashstack(&["fs", "cat", img, DB]);
+    let want: Vec<u8> = (0..PAGES).flat_map(|i| page(1, i)).collect();
+    assert!(cat.stdout == want, "the database's bytes after the remap");
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -217,13 +250,18 @@ fn janusd_p_on_a_small_used_phone() {
         before
     );
 
-    refused(
-        &["fs", "defrag", "--phone", p, "--mode", "L"],
-        &phone,
-        "needs REMAP",
+    let input = std::fs::read(&phone).unwrap();
+    // janusdL on the phone's own worn device: files remapped, nothing copied.
+    let l = flashstack(&["fs", "defrag", "--phone", p, "--mode", "L", "--json"]);
+    assert!(l.status.success(), "{}", text(&l.stderr));
+    let l: serde_json::Value = serde_json::from_slice(&l.stdout).unwrap();
+    assert!(l["files_remapped"].as_u64().unwrap() > 0, "{l}");
+    assert_eq!(l["cost"]["bytes_written"], 0, "{l}");
+    assert!(
+        l["after"]["dof_mean"].as_f64().unwrap() < l["before"]["dof_mean"].as_f64().unwrap(),
+        "{l}"
     );
     let (out_phone, image) = (dir.join("out.phone"), dir.join("out.img"));
-    let input = std::fs::read(&phone).unwrap();
     let run = flashstack(&[
         "fs",
         "defrag",
