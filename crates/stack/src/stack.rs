@@ -154,19 +154,7 @@ impl Stack {
         )
         .map_err(|e| StackError::Mount(e.to_string()))?;
         let now_ns = fs.now_ns();
-        let cache = PageCache::new(config.cache.clone(), F2fsBacking::new(fs))
-            .map_err(|e| StackError::Cache(e.to_string()))?;
-        Ok(Stack {
-            config,
-            cache: Some(cache),
-            handles: BTreeMap::new(),
-            next_handle: 1,
-            now_ns,
-            namespace_dirty: false,
-            last_power_loss: PowerLoss::default(),
-            ops: BTreeMap::new(),
-            apps: BTreeMap::new(),
-        })
+        Stack::assemble(config, fs, now_ns)
     }
 
     /// Mounts the F2FS already on `ftl` (a saved phone's device) under an empty page
@@ -176,6 +164,16 @@ impl Stack {
         let fs = F2fs::mount_with(device, start_ns, config.fs.mount.clone())
             .map_err(|e| StackError::Mount(e.to_string()))?;
         let now_ns = fs.now_ns().max(start_ns);
+        Stack::assemble(config, fs, now_ns)
+    }
+
+    /// The stack over a mounted F2FS: an empty page cache of `config`, no open files,
+    /// the clock at `now_ns`.
+    fn assemble(
+        config: StackConfig,
+        fs: F2fs<VolatileCache<Ftl>>,
+        now_ns: Nanos,
+    ) -> Result<Stack, StackError> {
         let cache = PageCache::new(config.cache.clone(), F2fsBacking::new(fs))
             .map_err(|e| StackError::Cache(e.to_string()))?;
         Ok(Stack {
