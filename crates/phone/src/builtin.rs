@@ -75,7 +75,22 @@ pub fn choose_evictions(phones: &[CachedPhone], keep: &Path, max_bytes: u64) -> 
     evict
 }
 
-/// The `.phone` files of `dir` not being built now (no `.lock` beside them).
+/// Whether `name` is one [`cache_path`] makes (`{device}-{16 hex digits}.phone`): a
+/// phone file a user keeps in the same directory is never pruned.
+fn is_cache_name(name: &str) -> bool {
+    let Some(stem) = name.strip_suffix(".phone") else {
+        return false;
+    };
+    match stem.rsplit_once('-') {
+        Some((device, key)) => {
+            !device.is_empty() && key.len() == 16 && key.bytes().all(|b| b.is_ascii_hexdigit())
+        }
+        None => false,
+    }
+}
+
+/// The built phones of `dir` ([`is_cache_name`]) not being built now (no `.lock` beside
+/// them).
 fn cached_phones(dir: &Path) -> Vec<CachedPhone> {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Vec::new();
@@ -83,7 +98,11 @@ fn cached_phones(dir: &Path) -> Vec<CachedPhone> {
     entries
         .flatten()
         .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "phone"))
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(is_cache_name)
+        })
         .filter(|p| !p.with_extension("lock").exists())
         .filter_map(|path| {
             let meta = std::fs::metadata(&path).ok()?;
@@ -315,18 +334,40 @@ mod tests {
     }
 
     #[test]
+    fn only_names_the_cache_makes_are_cache_names() {
+        let spec = builtin_spec();
+        let made = cache_path(
+            Path::new("/c"),
+            &StackConfig::preset("ufs31").unwrap(),
+            &spec,
+            "b",
+        );
+        assert!(is_cache_name(made.file_name().unwrap().to_str().unwrap()));
+        for name in [
+            "mine.phone",
+            "my-phone.phone",
+            "x-0123.phone",
+            "-0123456789abcdef.phone",
+        ] {
+            assert!(!is_cache_name(name), "{name}");
+        }
+    }
+
+    #[test]
     fn pruning_deletes_files_but_not_one_being_built() {
         let dir = std::env::temp_dir().join(format!("flashstack-prune-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
-        for name in ["a.phone", "b.phone", "c.phone", "notes.txt"] {
+        let [a, b, c] = ["a", "b", "c"].map(|x| format!("emmc-{}.phone", x.repeat(16)));
+        for name in [&a, &b, &c, "mine.phone", "notes.txt"] {
             std::fs::write(dir.join(name), [0u8; 100]).unwrap();
         }
-        std::fs::write(dir.join("b.lock"), b"1").unwrap();
-        let removed = prune(&dir, &dir.join("c.phone"), 150);
-        assert_eq!(removed, vec![dir.join("a.phone")]);
-        assert!(dir.join("b.phone").exists() && dir.join("c.phone").exists());
-        assert!(dir.join("notes.txt").exists());
+        std::fs::write(dir.join(&b).with_extension("lock"), b"1").unwrap();
+        let removed = prune(&dir, &dir.join(&c), 150);
+        assert_eq!(removed, vec![dir.join(&a)]);
+        assert!(dir.join(&b).exists() && dir.join(&c).exists());
+        // A user's own phone file and other files are never the cache's to remove.
+        assert!(dir.join("mine.phone").exists() && dir.join("notes.txt").exists());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
