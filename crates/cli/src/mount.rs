@@ -69,6 +69,11 @@ pub struct MountArgs {
     /// access against the stored modes and owners.
     #[arg(long)]
     allow_other: bool,
+    /// At unmount, fold every MedFS delta (`fs.mount.delta`) into its base block, so the
+    /// image left behind is stock F2FS that fsck.f2fs and dump.f2fs read (as
+    /// `flashstack fs restore-deltas IMAGE` does afterwards). Its writes are in the report.
+    #[arg(long, conflicts_with = "block")]
+    restore_deltas: bool,
 }
 
 /// Block-file mode's device when --device is not given.
@@ -411,6 +416,7 @@ fn serve_f2fs_at<D: BlockDevice + Send + 'static>(
     mounted(fs.device_mut())?;
     // Inode times on the mount are real: programs compare them with the wall clock.
     fs.set_inode_clock(Box::new(WallClock));
+    warn_of_deltas(stack, args);
     let tree = F2fsTree::new(fs, stack.cache.clone()).context("the page cache")?;
     let tree = match &args.record {
         None => serve(tree, args, &stack.name)?,
@@ -437,9 +443,32 @@ fn serve_f2fs_at<D: BlockDevice + Send + 'static>(
     };
     // Taken before F2FS's own unmount checkpoint (the device report includes it).
     let metrics = tree.metrics();
-    let fs = tree.into_inner().context("writing the page cache back")?;
+    let mut fs = tree.into_inner().context("writing the page cache back")?;
+    if args.restore_deltas {
+        let merged = fs.restore_deltas().context("restoring MedFS deltas")?;
+        eprintln!("restored {merged} MedFS deltas into their base blocks: stock F2FS");
+    }
     let dev = fs.unmount().context("unmount checkpoint")?;
     Ok((dev, metrics))
+}
+
+/// An image written with MedFS's deltas in its inodes is not stock F2FS (fsck.f2fs would
+/// read a delta's bytes as block addresses and "fix" it away): say so at mount, with the
+/// way out, unless `--restore-deltas` folds them at unmount.
+fn warn_of_deltas(stack: &StackConfig, args: &MountArgs) {
+    let deltas_on = stack.fs.mount.delta.mode != flashstack_f2fs::DeltaMode::Off;
+    if deltas_on && !args.restore_deltas {
+        if let Some(image) = &args.image {
+            eprintln!(
+                "note: MedFS deltas are on ({}): files updated on this mount keep deltas in \
+                 their inodes, which is not stock F2FS; fold them with `flashstack fs \
+                 restore-deltas {}` before fsck.f2fs or a kernel mount, or mount with \
+                 --restore-deltas",
+                format!("{:?}", stack.fs.mount.delta.mode).to_lowercase(),
+                image.display()
+            );
+        }
+    }
 }
 
 /// Serves `core` with FUSE until the mount is unmounted; returns the core.
