@@ -12,10 +12,13 @@
 //!
 //! The size is the furthest byte the trace reads of the old contents: a read through the
 //! file, while it still holds them (until it is truncated, unlinked or renamed over), of a
-//! range not all written by the trace before. Writes imply no size: SQLite's journals and
-//! WAL grow by appending, and laying down what the trace later writes turns its appends
-//! into overwrites (a recorded `telegram` task replayed 205 data blocks in place that the
-//! run appended). A file known only by name, or only written, has size 0.
+//! range not all written by the trace before; or the start of a write past every byte
+//! known so far (old bytes read, bytes the trace wrote), since apps extend files by
+//! appending and a hole before the write means those bytes were there. A write's own bytes
+//! imply no size: SQLite's journals and WAL grow by appending, and laying down what the
+//! trace later writes turns its appends into overwrites (a recorded `telegram` task
+//! replayed 205 data blocks in place that the run appended). A file known only by name,
+//! or only appended to, has size 0.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -95,10 +98,16 @@ pub fn preexisting_files(trace: &FileTrace) -> (Vec<PreexistingFile>, BTreeSet<S
             } if len_bytes > 0 => {
                 if let Some(key) = old_contents.get(&path) {
                     let end = offset_bytes.saturating_add(len_bytes);
-                    written
-                        .entry(key.clone())
-                        .or_default()
-                        .insert(offset_bytes, end);
+                    let runs = written.entry(key.clone()).or_default();
+                    let size = sizes.entry(key.clone()).or_default();
+                    // A write that starts past every byte known so far (read as old or
+                    // written by the trace) would leave a hole if the file had been
+                    // shorter: apps extend files by appending, so the bytes before it
+                    // were there (a database page updated without being read first).
+                    if offset_bytes > (*size).max(runs.end()) {
+                        *size = offset_bytes;
+                    }
+                    runs.insert(offset_bytes, end);
                 }
             }
             Effect::Truncate { path, .. } | Effect::Unlink { path } => {
@@ -153,6 +162,11 @@ impl Written {
         self.0.insert(start, end);
     }
 
+    /// The end of the last run (0 if nothing was written).
+    fn end(&self) -> u64 {
+        self.0.last_key_value().map_or(0, |(_, &e)| e)
+    }
+
     /// Whether every byte of `start..end` was written.
     fn covers(&self, start: u64, end: u64) -> bool {
         self.0
@@ -188,7 +202,11 @@ mod tests {
              7 1 open 5 /d/t rdwr|trunc\n\
              8 1 pread 5 0 4096\n\
              9 1 stat /d/s\n\
-             10 1 open 6 /d rdonly\n",
+             10 1 open 6 /d rdonly\n\
+             11 1 open 8 /d/u.db rdwr\n\
+             12 1 pwrite 8 40960 4096 sqlite\n\
+             13 1 pwrite 8 0 4096 sqlite\n\
+             14 1 pwrite 8 45056 8192 sqlite\n",
         );
         let (files, dirs) = preexisting_files(&t);
         let files: Vec<(&str, u64)> = files
@@ -198,10 +216,11 @@ mod tests {
         assert_eq!(
             files,
             [
-                ("/d/a.db", 16384),
+                ("/d/a.db", 20480),
                 ("/d/a.db-wal", 0),
                 ("/d/gone", 0),
-                ("/d/t", 0)
+                ("/d/t", 0),
+                ("/d/u.db", 40960)
             ]
         );
         assert!(dirs.contains("/d"));
