@@ -363,7 +363,13 @@ impl<F: FileApi> FileApi for Recorder<F> {
         self.room(1)?;
         let fd = self.handle(file)?.fd;
         let r = self.inner.size(now, file)?;
-        self.push(now, OpKind::Fstat { fd })?;
+        self.push(
+            now,
+            OpKind::Fstat {
+                fd,
+                size_bytes: None,
+            },
+        )?;
         Ok(r)
     }
 
@@ -427,6 +433,7 @@ impl<F: FileApi> FileApi for Recorder<F> {
             now,
             OpKind::Stat {
                 path: path.to_owned(),
+                size_bytes: None,
             },
         )?;
         Ok((exists, done))

@@ -371,11 +371,11 @@ impl Replayer<'_> {
                 Err(e) => return Err(Fail::Error(err(e))),
             },
             OpKind::Rmdir { .. } => return Err(Fail::Skip("rmdir")),
-            OpKind::Stat { path } => {
+            OpKind::Stat { path, .. } => {
                 let (_, t) = self.api.exists(self.now, path).map_err(err)?;
                 self.done(t);
             }
-            OpKind::Fstat { fd } => {
+            OpKind::Fstat { fd, .. } => {
                 let open = self.fd(*fd)?;
                 let t = match open.id {
                     Some(id) => self.api.size(self.now, id).map(|(_, t)| t),

@@ -12,7 +12,7 @@ use crate::op::{FileOp, OpKind};
 fn named_paths(kind: &OpKind) -> impl Iterator<Item = (&str, bool)> {
     let (first, second, is_dir): (Option<&str>, Option<&str>, bool) = match kind {
         OpKind::Open { path, flags, .. } => (Some(path), None, flags.directory),
-        OpKind::Truncate { path, .. } | OpKind::Unlink { path } | OpKind::Stat { path } => {
+        OpKind::Truncate { path, .. } | OpKind::Unlink { path } | OpKind::Stat { path, .. } => {
             (Some(path), None, false)
         }
         OpKind::Mkdir { path } | OpKind::Rmdir { path } => (Some(path), None, true),

@@ -218,7 +218,7 @@ fn fd_of(kind: &OpKind) -> Option<u32> {
         | OpKind::Fsync { fd }
         | OpKind::Fdatasync { fd }
         | OpKind::Ftruncate { fd, .. }
-        | OpKind::Fstat { fd } => Some(*fd),
+        | OpKind::Fstat { fd, .. } => Some(*fd),
         _ => None,
     }
 }

@@ -134,7 +134,10 @@ fn parse_line(line: &str, builder: &mut Builder) -> Result<(), FieldError> {
         }
         "fsync" => OpKind::Fsync { fd: fd(0)? },
         "fdatasync" => OpKind::Fdatasync { fd: fd(0)? },
-        "fstat64" | "fstat" => OpKind::Fstat { fd: fd(0)? },
+        "fstat64" | "fstat" => OpKind::Fstat {
+            fd: fd(0)?,
+            size_bytes: None,
+        },
         "stat64" | "lstat64" | "stat" | "lstat" | "access" | "unlink" => {
             let path = unquote(&args.join(" "));
             if path.is_empty() {
@@ -143,7 +146,10 @@ fn parse_line(line: &str, builder: &mut Builder) -> Result<(), FieldError> {
             if syscall == "unlink" {
                 OpKind::Unlink { path }
             } else {
-                OpKind::Stat { path }
+                OpKind::Stat {
+                    path,
+                    size_bytes: None,
+                }
             }
         }
         other => {

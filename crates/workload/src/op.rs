@@ -96,11 +96,15 @@ pub enum OpKind {
     Rmdir {
         path: String,
     },
+    /// A successful stat; `size_bytes` is the regular file's size it returned, when the
+    /// capture shows it (strace prints `st_size`; MobiGen and recordings do not).
     Stat {
         path: String,
+        size_bytes: Option<u64>,
     },
     Fstat {
         fd: u32,
+        size_bytes: Option<u64>,
     },
     /// Flushes every file (the `sync` system call).
     Sync,
@@ -294,16 +298,27 @@ impl fmt::Display for EncodedPath<'_> {
     }
 }
 
+/// A stat's optional result field: ` size=N`.
+fn write_size(f: &mut fmt::Formatter<'_>, size_bytes: Option<u64>) -> fmt::Result {
+    match size_bytes {
+        Some(n) => write!(f, " size={n}"),
+        None => Ok(()),
+    }
+}
+
 impl fmt::Display for FileOp {
     /// The op as one line of the text format, without the newline.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} {} {}", self.time_ns, self.tid, self.kind.name())?;
         match &self.kind {
             OpKind::Open { fd, path, flags } => write!(f, " {fd} {} {flags}", EncodedPath(path)),
-            OpKind::Close { fd }
-            | OpKind::Fsync { fd }
-            | OpKind::Fdatasync { fd }
-            | OpKind::Fstat { fd } => write!(f, " {fd}"),
+            OpKind::Close { fd } | OpKind::Fsync { fd } | OpKind::Fdatasync { fd } => {
+                write!(f, " {fd}")
+            }
+            OpKind::Fstat { fd, size_bytes } => {
+                write!(f, " {fd}")?;
+                write_size(f, *size_bytes)
+            }
             OpKind::Read { fd, len_bytes } => write!(f, " {fd} {len_bytes}"),
             OpKind::Pread {
                 fd,
@@ -326,10 +341,13 @@ impl fmt::Display for FileOp {
             OpKind::Truncate { path, len_bytes } => {
                 write!(f, " {} {len_bytes}", EncodedPath(path))
             }
-            OpKind::Unlink { path }
-            | OpKind::Mkdir { path }
-            | OpKind::Rmdir { path }
-            | OpKind::Stat { path } => write!(f, " {}", EncodedPath(path)),
+            OpKind::Unlink { path } | OpKind::Mkdir { path } | OpKind::Rmdir { path } => {
+                write!(f, " {}", EncodedPath(path))
+            }
+            OpKind::Stat { path, size_bytes } => {
+                write!(f, " {}", EncodedPath(path))?;
+                write_size(f, *size_bytes)
+            }
             OpKind::Rename { from, to } | OpKind::Link { from, to } => {
                 write!(f, " {} {}", EncodedPath(from), EncodedPath(to))
             }

@@ -128,8 +128,31 @@ pub fn preexisting_files(trace: &FileTrace) -> (Vec<PreexistingFile>, BTreeSet<S
             }
             Effect::Read { .. } | Effect::Write { .. } | Effect::Sync { .. } | Effect::Other => {}
         }
-        if let OpKind::Stat { path } = &op.kind {
-            seen.insert(path.clone());
+        match &op.kind {
+            OpKind::Stat {
+                path,
+                size_bytes: Some(n),
+            } => {
+                if first_sight(path, &seen) {
+                    // Only a successful stat of a regular file carries a size.
+                    old_contents.insert(path.clone(), path.clone());
+                }
+                stat_size(&mut sizes, &old_contents, &written, path, *n);
+                seen.insert(path.clone());
+            }
+            OpKind::Stat { path, .. } => {
+                seen.insert(path.clone());
+            }
+            _ => {}
+        }
+        if let OpKind::Fstat {
+            fd,
+            size_bytes: Some(n),
+        } = &op.kind
+        {
+            if let Some(path) = resolver.path_of(*fd) {
+                stat_size(&mut sizes, &old_contents, &written, path, *n);
+            }
         }
     }
     let files = sizes
@@ -137,6 +160,26 @@ pub fn preexisting_files(trace: &FileTrace) -> (Vec<PreexistingFile>, BTreeSet<S
         .map(|(path, size_bytes)| PreexistingFile { path, size_bytes })
         .collect();
     (files, dirs)
+}
+
+/// A stat's size as evidence of a file's old contents: exact while the file still holds
+/// them and the trace has written none of it (after a write, the size includes the
+/// trace's own appends, which must not be laid down).
+fn stat_size(
+    sizes: &mut BTreeMap<String, u64>,
+    old_contents: &BTreeMap<String, String>,
+    written: &BTreeMap<String, Written>,
+    path: &str,
+    size_bytes: u64,
+) {
+    let Some(key) = old_contents.get(path) else {
+        return;
+    };
+    if written.get(key).is_some_and(|w| w.end() > 0) {
+        return;
+    }
+    let size = sizes.entry(key.clone()).or_default();
+    *size = (*size).max(size_bytes);
 }
 
 /// Byte ranges a trace wrote to one file, merged: one entry per run of written bytes, so
@@ -224,6 +267,32 @@ mod tests {
             ]
         );
         assert!(dirs.contains("/d"));
+    }
+
+    #[test]
+    fn a_stat_size_counts_until_the_trace_writes_the_file() {
+        let t = trace(
+            "0 1 stat /d/photo.jpg size=8000\n\
+             1 1 stat /d/none\n\
+             2 1 open 3 /d/a.db rdwr\n\
+             3 1 fstat 3 size=12288\n\
+             4 1 pwrite 3 12288 4096 sqlite\n\
+             5 1 fstat 3 size=16384\n\
+             6 1 open 4 /d/b.db rdwr|creat\n\
+             7 1 fstat 4 size=4096\n",
+        );
+        let files: Vec<(String, u64)> = preexisting_files(&t)
+            .0
+            .into_iter()
+            .map(|f| (f.path, f.size_bytes))
+            .collect();
+        assert_eq!(
+            files,
+            [
+                ("/d/a.db".to_string(), 12288),
+                ("/d/photo.jpg".to_string(), 8000)
+            ]
+        );
     }
 
     #[test]

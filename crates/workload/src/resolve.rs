@@ -225,7 +225,7 @@ impl Resolver {
                 path: Some(self.fd(*fd)?.path.clone()),
                 data_only: matches!(op.kind, OpKind::Fdatasync { .. }),
             },
-            OpKind::Fstat { fd } => {
+            OpKind::Fstat { fd, .. } => {
                 self.fd(*fd)?;
                 Effect::Other
             }

@@ -301,19 +301,27 @@ impl State {
             }
             "stat" | "lstat" | "stat64" | "lstat64" | "access" => OpKind::Stat {
                 path: self.path(None, arg(0, "path")?)?,
+                size_bytes: stat_size(args),
             },
             "newfstatat" | "fstatat64" | "statx" | "faccessat" | "faccessat2" => {
                 let path = arg(1, "path")?;
                 if path == "\"\"" {
                     // AT_EMPTY_PATH: a stat of the dirfd itself.
-                    OpKind::Fstat { fd: fd_arg(0)? }
+                    OpKind::Fstat {
+                        fd: fd_arg(0)?,
+                        size_bytes: stat_size(args),
+                    }
                 } else {
                     OpKind::Stat {
                         path: self.path(Some(arg(0, "dirfd")?), path)?,
+                        size_bytes: stat_size(args),
                     }
                 }
             }
-            "fstat" | "fstat64" => OpKind::Fstat { fd: fd_arg(0)? },
+            "fstat" | "fstat64" => OpKind::Fstat {
+                fd: fd_arg(0)?,
+                size_bytes: stat_size(args),
+            },
             "dup" | "dup2" | "dup3" | "fcntl" | "fcntl64" => {
                 if name.starts_with("fcntl") && !arg(1, "cmd")?.starts_with("F_DUPFD") {
                     ImportReport::tally(&mut report.ignored_calls, name);
@@ -557,4 +565,29 @@ fn write_data(name: &str, buffer: &str, len: u64) -> Data {
         }),
         None => Data::Unknown,
     }
+}
+
+/// The size a successful stat of a regular file returned, from strace's decoded struct
+/// (`{st_mode=S_IFREG|0644, st_size=12288, ...}`, statx's `stx_mode`/`stx_size`); `None`
+/// for other file types, `access`, or a struct strace did not decode.
+fn stat_size(args: &[String]) -> Option<u64> {
+    let fields = || {
+        args.iter()
+            .flat_map(|a| a.split([',', '{', '}']))
+            .map(str::trim)
+    };
+    let regular = fields().any(|f| {
+        f.strip_prefix("st_mode=")
+            .or_else(|| f.strip_prefix("stx_mode="))
+            .is_some_and(|m| m.starts_with("S_IFREG"))
+    });
+    if !regular {
+        return None;
+    }
+    fields()
+        .find_map(|f| {
+            f.strip_prefix("st_size=")
+                .or_else(|| f.strip_prefix("stx_size="))
+        })
+        .and_then(|n| n.parse().ok())
 }

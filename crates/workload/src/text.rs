@@ -195,6 +195,17 @@ pub fn to_text(trace: &FileTrace) -> String {
     String::from_utf8(out).expect("the writer writes UTF-8")
 }
 
+/// A stat's optional last field, `size=N` (the regular file's size the call returned).
+fn stat_size(fields: &mut Fields) -> Result<Option<u64>, FieldError> {
+    let Some(text) = fields.0.next() else {
+        return Ok(None);
+    };
+    let n = text
+        .strip_prefix("size=")
+        .ok_or_else(|| FieldError::value("size", text, "is not size=BYTES"))?;
+    parse_u64(n, "size").map(Some)
+}
+
 /// Parses one operation line (not a comment, blank line or header).
 pub fn parse_line(line: &str) -> Result<FileOp, FieldError> {
     let mut fields = Fields(line.split_ascii_whitespace());
@@ -274,9 +285,11 @@ pub fn parse_line(line: &str) -> Result<FileOp, FieldError> {
         },
         "stat" => OpKind::Stat {
             path: path(&mut fields, "path")?,
+            size_bytes: stat_size(&mut fields)?,
         },
         "fstat" => OpKind::Fstat {
             fd: fd(&mut fields)?,
+            size_bytes: stat_size(&mut fields)?,
         },
         "sync" => OpKind::Sync,
         other => {

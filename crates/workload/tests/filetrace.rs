@@ -111,6 +111,9 @@ fn errors_name_file_line_and_field() {
         ("0 x sync", "t.fst:2: field 'thread': 'x' is not a whole number"),
         ("0 1 unlink /a%2", "t.fst:2: field 'path': '/a%2' has a '%' not followed by two hex digits"),
         ("0 1 open 3 /a rdwr\n1 1 write 3 1 hex:0g", "t.fst:3: field 'data': hex data has a non-hex character at digit 2"),
+        ("0 1 stat /a 4096", "t.fst:2: field 'size': '4096' is not size=BYTES"),
+        ("0 1 stat /a size=-1", "t.fst:2: field 'size': '-1' must not be negative"),
+        ("0 1 stat /a size=1 x", "t.fst:2: field 'end': 'x' is one field too many for 'stat'"),
         ("0 1 open 3 /a rdwr\n1 1 write 3 1 SQLite", "t.fst:3: field 'data': 'SQLite' spells the class 'sqlite' differently"),
     ];
     for (body, expected) in cases {
@@ -197,6 +200,11 @@ fn strace_sample_imports_to_its_golden_trace() {
             }
         }
     ));
+    // Stats of regular files keep the size strace decoded.
+    assert!(trace.ops.iter().any(|op| matches!(
+        &op.kind,
+        OpKind::Stat { path, size_bytes: Some(8000) } if path == "/tmp/fs-sample/photo.jpg"
+    )));
     let summary = analyze(&trace).unwrap();
     assert_eq!(summary.fsync_count, 1);
     assert_eq!(summary.fdatasync_count, 1);

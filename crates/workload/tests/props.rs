@@ -91,7 +91,8 @@ fn arb_kind() -> impl Strategy<Value = OpKind> {
         1 => (fd.clone(), off.clone()).prop_map(|(fd, offset_bytes)| OpKind::Seek { fd, offset_bytes }),
         1 => fd.clone().prop_map(|fd| OpKind::Fsync { fd }),
         1 => fd.clone().prop_map(|fd| OpKind::Fdatasync { fd }),
-        1 => fd.clone().prop_map(|fd| OpKind::Fstat { fd }),
+        1 => (fd.clone(), proptest::option::of(0u64..1 << 40))
+            .prop_map(|(fd, size_bytes)| OpKind::Fstat { fd, size_bytes }),
         1 => (fd.clone(), len.clone()).prop_map(|(fd, len_bytes)| OpKind::Ftruncate { fd, len_bytes }),
         1 => (arb_path(), len.clone())
             .prop_map(|(path, len_bytes)| OpKind::Truncate { path, len_bytes }),
@@ -100,7 +101,8 @@ fn arb_kind() -> impl Strategy<Value = OpKind> {
         1 => (arb_path(), arb_path()).prop_map(|(from, to)| OpKind::Link { from, to }),
         1 => arb_path().prop_map(|path| OpKind::Mkdir { path }),
         1 => arb_path().prop_map(|path| OpKind::Rmdir { path }),
-        1 => arb_path().prop_map(|path| OpKind::Stat { path }),
+        1 => (arb_path(), proptest::option::of(0u64..1 << 40))
+            .prop_map(|(path, size_bytes)| OpKind::Stat { path, size_bytes }),
         1 => Just(OpKind::Sync),
     ]
 }

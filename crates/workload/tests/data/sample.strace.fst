@@ -14,10 +14,10 @@
 1300000 4243 ftruncate 5 8000
 1400000 4243 close 5
 1500000 4243 rename /tmp/fs-sample/photo.jpg.part /tmp/fs-sample/photo.jpg
-1600000 4243 stat /tmp/fs-sample/photo.jpg
+1600000 4243 stat /tmp/fs-sample/photo.jpg size=8000
 1700000 4242 open 6 /tmp/fs-sample rdonly|directory
 1800000 4242 mkdir /tmp/fs-sample/sub%20dir
-1900000 4242 fstat 3
+1900000 4242 fstat 3 size=4096
 2000000 4242 read 3 16
 2100000 4242 pread 3 100 7
 2200000 4242 open 7 /tmp/fs-sample/app.db rdwr
