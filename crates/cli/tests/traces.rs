@@ -295,3 +295,41 @@ fn a_mobigen_trace_replays_as_captured_and_counts_what_it_cannot_honour() {
         "{err}"
     );
 }
+
+/// An strace capture whose stat shows a file's size (16 KiB) but whose reads touch only
+/// its first page: the replay lays down the size the stat returned, not the reads' reach.
+#[test]
+fn an_strace_stat_size_sizes_a_file_that_existed_before_the_capture() {
+    let (capture, fst) = (temp("stat.strace"), temp("stat.fst"));
+    std::fs::write(
+        &capture,
+        "7 10:00:00.000100 newfstatat(AT_FDCWD, \"/data/app/x.db\", {st_mode=S_IFREG|0660, st_size=16384, ...}, 0) = 0\n\
+         7 10:00:00.000200 openat(AT_FDCWD, \"/data/app/x.db\", O_RDWR|O_CLOEXEC) = 3\n\
+         7 10:00:00.000300 pread64(3, \"\", 4096, 0) = 4096\n\
+         7 10:00:00.000400 close(3) = 0\n",
+    )
+    .unwrap();
+    let out = flashstack(&[
+        "trace",
+        "import",
+        "--from",
+        "strace",
+        capture.to_str().unwrap(),
+        fst.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&fst).unwrap();
+    assert!(text.contains("stat /data/app/x.db size=16384"), "{text}");
+    // A fresh phone: what is laid down does not depend on the phone's age.
+    let (_, run) = run_stack(&fst, &["--fresh"]).unwrap();
+    assert_eq!(run["replay"]["preexisting_files"], 1, "{}", run["replay"]);
+    assert_eq!(
+        run["replay"]["preexisting_bytes"], 16384,
+        "{}",
+        run["replay"]
+    );
+}
