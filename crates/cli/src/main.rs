@@ -8,6 +8,7 @@ mod device;
 mod filetrace;
 mod frag;
 mod fs;
+mod html;
 mod mount;
 mod phone;
 mod progress;

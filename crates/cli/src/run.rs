@@ -148,6 +148,10 @@ pub struct RunArgs {
     /// "-" for standard output).
     #[arg(long, value_name = "FILE")]
     pub(crate) csv: Option<PathBuf>,
+    /// Also write a self-contained HTML report with plots (latency CDFs, bytes per layer,
+    /// erase histogram, energy) and every column's configuration (docs/reports.md).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) html: Option<PathBuf>,
     /// No progress bar and no progress lines.
     #[arg(long, short)]
     pub(crate) quiet: bool,
@@ -395,6 +399,12 @@ pub fn run(args: RunArgs) -> Result<()> {
     }
     if let Some(path) = &args.csv {
         write_output(path, &render_csv(&reports))?;
+    }
+    if let Some(path) = &args.html {
+        let columns = (specs.iter().zip(&devices).zip(&reports))
+            .map(|((name, config), report)| crate::html::column(name, config, report, args.seed))
+            .collect::<Result<Vec<_>>>()?;
+        crate::html::write(path, &format!("{workload_name} on the device"), &columns)?;
     }
     Ok(())
 }

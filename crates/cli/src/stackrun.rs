@@ -238,6 +238,12 @@ pub fn run(args: &RunArgs, name: &str) -> Result<()> {
     if let Some(path) = &args.csv {
         write_output(path, &render_csv(&runs))?;
     }
+    if let Some(path) = &args.html {
+        let columns = (configs.iter().zip(&runs))
+            .map(|(config, run)| crate::html::column(&config.name, config, run, args.seed))
+            .collect::<Result<Vec<_>>>()?;
+        crate::html::write(path, &format!("{} on the stack", workload.name()), &columns)?;
+    }
     Ok(())
 }
 

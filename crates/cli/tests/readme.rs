@@ -46,6 +46,10 @@ const PLANS: &[(&str, Plan)] = &[
     ("flashstack workload analyze zoom:attend-5min", Plan::Run),
     ("flashstack run --fresh", Plan::Run),
     (
+        "flashstack run --fresh --compare default,mobifs,medfs --html report.html",
+        Plan::Run,
+    ),
+    (
         "flashstack phone age --fill 0.7 -o my.phone",
         Plan::RunWith(
             &["--stack", SMALL_STACK, "--days", "6"],

@@ -26,7 +26,18 @@ pub struct LatencySummary {
     pub latency_ns_p99: u64,
     pub latency_ns_p999: u64,
     pub latency_ns_max: u64,
+    /// The distribution as `[quantile, latency_ns]` points at [`CDF_QUANTILES`] (empty
+    /// when nothing was recorded): enough to draw a CDF, small enough for every report.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub cdf: Vec<(f64, u64)>,
 }
+
+/// The quantiles a summary's CDF is sampled at: dense in the tail, where storage latency
+/// distributions differ.
+pub const CDF_QUANTILES: [f64; 21] = [
+    0.0, 0.01, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.97, 0.99, 0.995, 0.999,
+    0.9995, 0.9999, 0.99999, 1.0,
+];
 
 impl Default for LatencyHistogram {
     fn default() -> Self {
@@ -89,6 +100,7 @@ impl LatencyHistogram {
             latency_ns_p99: q(0.99),
             latency_ns_p999: q(0.999),
             latency_ns_max: self.histogram.max(),
+            cdf: CDF_QUANTILES.iter().map(|&p| (p, q(p))).collect(),
         }
     }
 }
@@ -110,6 +122,24 @@ mod tests {
         assert!((s.latency_ns_p50 as i64 - 500_000).abs() <= 500);
         assert!((s.latency_ns_p99 as i64 - 990_000).abs() <= 1_000);
         assert!((s.latency_ns_max as i64 - 1_000_000).abs() <= 1_000);
+    }
+
+    #[test]
+    fn the_cdf_rises_from_the_minimum_to_the_maximum() {
+        let mut h = LatencyHistogram::new();
+        for v in 1..=1000u64 {
+            h.record(v * 1000);
+        }
+        let s = h.summary();
+        assert_eq!(s.cdf.len(), CDF_QUANTILES.len());
+        assert_eq!(s.cdf.first(), Some(&(0.0, 1000)));
+        assert_eq!(s.cdf.last().map(|p| p.1), Some(s.latency_ns_max));
+        assert!(s
+            .cdf
+            .windows(2)
+            .all(|w| w[0].0 < w[1].0 && w[0].1 <= w[1].1));
+        assert_eq!(s.cdf[7], (0.5, s.latency_ns_p50));
+        assert!(LatencyHistogram::new().summary().cdf.is_empty());
     }
 
     #[test]

@@ -12,7 +12,7 @@ pub mod text;
 pub mod units;
 
 pub use divisor::Divisor;
-pub use histogram::{LatencyHistogram, LatencySummary};
+pub use histogram::{LatencyHistogram, LatencySummary, CDF_QUANTILES};
 pub use resource::Resource;
 pub use rng::Rng;
 
