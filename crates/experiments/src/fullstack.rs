@@ -28,6 +28,7 @@ use flashstack_report::{render_columns, ReportOptions, RunInfo, RunReport};
 use flashstack_sim::units::{format_bytes, format_count, format_ns};
 use flashstack_sim::Nanos;
 use flashstack_sqlvfs::FileApi;
+use flashstack_stack::timeline::Timeline;
 use flashstack_stack::{OpMetrics, SharedStack, Stack, StackConfig};
 use flashstack_workload::{FileTrace, TraceSummary};
 use serde::Serialize;
@@ -128,6 +129,8 @@ pub struct StackRun {
     /// Blocks F2FS wrote by kind, fsyncs, checkpoints, cleaning.
     pub fs: flashstack_f2fs::Metrics,
     pub cache: CacheMetrics,
+    /// Write amplification and free space over the run's simulated time.
+    pub timeline: Timeline,
     /// The device's figures: host requests as F2FS issued them, NAND, WA, GC, latency,
     /// energy, lifetime.
     pub device: RunReport,
@@ -170,6 +173,7 @@ pub fn run(
     };
     let mut stack = shared.lock();
     settle(&mut stack).map_err(|e| stack_err(format!("settling after the run: {e}")))?;
+    stack.sample_timeline();
     let metrics = stack
         .metrics()
         .ok_or_else(|| stack_err("powered off".into()))?;
@@ -206,6 +210,7 @@ pub fn run(
         file_ops: metrics.ops,
         fs: metrics.f2fs,
         cache: metrics.cache,
+        timeline: metrics.timeline,
         device,
     };
     Ok(StackRunOutput { run, trace })

@@ -48,6 +48,7 @@ pub fn render(report: &Report) -> Result<String, HtmlError> {
     let mut body = String::new();
     body.push_str(&sections::summary(report.columns));
     body.push_str(&sections::latency(report.columns)?);
+    body.push_str(&sections::over_time(report.columns)?);
     body.push_str(&sections::bytes_by_layer(report.columns)?);
     body.push_str(&sections::wear(report.columns)?);
     body.push_str(&sections::energy(report.columns)?);

@@ -163,3 +163,68 @@ pub(crate) fn bars(
     }
     Ok(svg)
 }
+
+/// One column's series of a line plot.
+pub(crate) struct Series<'a> {
+    pub column: usize,
+    pub name: &'a str,
+    pub points: Vec<(f64, f64)>,
+}
+
+/// Lines on linear axes, one per column (a value over simulated time).
+pub(crate) fn lines(
+    title: &str,
+    x_desc: &str,
+    y_desc: &str,
+    series: &[Series],
+) -> Result<String, HtmlError> {
+    let all = || series.iter().flat_map(|s| s.points.iter());
+    let x_hi = all().fold(0f64, |m, p| m.max(p.0)).max(1e-9);
+    let (y_lo, y_hi) = all().fold((f64::MAX, f64::MIN), |(lo, hi), p| {
+        (lo.min(p.1), hi.max(p.1))
+    });
+    let (y_lo, y_hi) = if y_lo > y_hi {
+        (0.0, 1.0)
+    } else {
+        (y_lo, y_hi)
+    };
+    let pad = ((y_hi - y_lo) * 0.1).max(y_hi.abs() * 0.01).max(1e-9);
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, ("sans-serif", 15))
+            .margin(8)
+            .x_label_area_size(32)
+            .y_label_area_size(56)
+            .build_cartesian_2d(0f64..x_hi, (y_lo - pad)..(y_hi + pad))
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .x_desc(x_desc)
+            .y_desc(y_desc)
+            .x_labels(6)
+            .y_labels(6)
+            .light_line_style(WHITE)
+            .draw()
+            .map_err(err)?;
+        for s in series {
+            let style = colour(s.column).stroke_width(2);
+            chart
+                .draw_series(LineSeries::new(s.points.iter().copied(), style))
+                .map_err(err)?
+                .label(s.name)
+                .legend(move |(x, y)| PathElement::new([(x, y), (x + 16, y)], style));
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::LowerRight)
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .draw()
+            .map_err(err)?;
+        root.present().map_err(err)?;
+    }
+    Ok(svg)
+}

@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use crate::page::{count, escape, plots, table};
-use crate::plot::{self, Curve};
+use crate::plot::{self, Curve, Series};
 use crate::{Column, HtmlError};
 
 const BLOCK_BYTES: f64 = 4096.0;
@@ -222,6 +222,58 @@ pub(crate) fn latency(columns: &[Column]) -> Result<String, HtmlError> {
         }
     }
     Ok(out)
+}
+
+/// Write amplification and free space over simulated time, from each column's
+/// `timeline` (whole-stack runs).
+pub(crate) fn over_time(columns: &[Column]) -> Result<String, HtmlError> {
+    let plots_of: [(&str, &str, &str); 3] = [
+        ("write amplification so far", "write_amplification", "WA"),
+        ("F2FS free segments", "fs_free_segments", "segments"),
+        ("device free blocks", "device_free_blocks", "blocks"),
+    ];
+    let mut drawn = Vec::new();
+    for (title, key, unit) in plots_of {
+        let series: Vec<Series> = columns
+            .iter()
+            .enumerate()
+            .filter_map(|(i, c)| {
+                let samples = at(&c.json, "timeline/samples")?.as_array()?;
+                let points: Vec<(f64, f64)> = samples
+                    .iter()
+                    .filter_map(|s| Some((s.get("t_ns")?.as_f64()? / 1e9, s.get(key)?.as_f64()?)))
+                    .collect();
+                (points.len() > 1).then_some(Series {
+                    column: i,
+                    name: &c.name,
+                    points,
+                })
+            })
+            .collect();
+        if !series.is_empty() {
+            drawn.push((
+                title.to_string(),
+                plot::lines(title, "simulated time (s)", unit, &series)?,
+            ));
+        }
+    }
+    if drawn.is_empty() {
+        return Ok(String::new());
+    }
+    let interval: Vec<String> = columns
+        .iter()
+        .filter_map(|c| {
+            let ns = num(&c.json, "timeline/interval_ns")?;
+            Some(format!("{}: every {} s", c.name, ns / 1e9))
+        })
+        .collect();
+    Ok(format!(
+        "<h2>Over simulated time</h2>\n<p class=\"note\">Sampled as the run's virtual clock \
+         passes each interval ({}); write amplification is NAND page programs over host \
+         blocks written since the measurement began.</p>\n{}",
+        escape(&interval.join("; ")),
+        plots(&drawn)
+    ))
 }
 
 /// Bytes written at each layer, top to bottom: what the apps wrote, what the page cache

@@ -8,6 +8,7 @@ mod backing;
 mod config;
 pub mod image_ftl;
 mod stack;
+pub mod timeline;
 
 pub use backing::F2fsBacking;
 pub use config::{ConfigError, StackConfig};

@@ -12,6 +12,7 @@ use flashstack_sqlvfs::{FileApi, FileError, FileId, OpenFlags};
 use serde::Serialize;
 use thiserror::Error;
 
+use crate::timeline::{Probe, Timeline};
 use crate::{F2fsBacking, StackConfig};
 
 /// Most handles open at once.
@@ -50,6 +51,8 @@ struct OpStats {
 #[derive(Clone, Debug, Serialize)]
 pub struct StackMetrics {
     pub now_ns: Nanos,
+    /// The stack's state sampled over the measurement's simulated time.
+    pub timeline: Timeline,
     pub ops: BTreeMap<String, OpMetrics>,
     pub cache: flashstack_cache::CacheMetrics,
     pub f2fs: flashstack_f2fs::Metrics,
@@ -86,6 +89,8 @@ pub struct Stack {
     /// Apps by name ([`app_name`]), numbered in order of first open: the owners of
     /// MobiFS's transactions.
     apps: BTreeMap<String, AppId>,
+    /// The measurement's state over simulated time (reports plot it).
+    timeline: Timeline,
 }
 
 /// The app a path belongs to, for MobiFS's per-app transactions: the package of
@@ -186,6 +191,7 @@ impl Stack {
             last_power_loss: PowerLoss::default(),
             ops: BTreeMap::new(),
             apps: BTreeMap::new(),
+            timeline: Timeline::starting_at(now_ns),
         })
     }
 
@@ -298,7 +304,29 @@ impl Stack {
         stats.count += 1;
         stats.bytes += bytes;
         stats.latency.record(end - start);
+        if self.timeline.due(self.now_ns) {
+            self.sample_timeline();
+        }
         end
+    }
+
+    /// Adds the stack's state now to the timeline (done on its own as the clock passes
+    /// each interval; call it to close a measurement with its final state).
+    pub fn sample_timeline(&mut self) {
+        let Some(cache) = self.cache.as_ref() else {
+            return;
+        };
+        let fs = cache.backing().fs();
+        let ftl = fs.device().inner();
+        let counters = ftl.counters();
+        let units = ftl.config().nand.geometry.units();
+        let probe = Probe {
+            host_write_blocks: counters.host_write_lbas,
+            nand_page_programs: counters.page_programs,
+            fs_free_segments: fs.free_segments(),
+            device_free_blocks: (0..units).map(|die| u64::from(ftl.free_blocks(die))).sum(),
+        };
+        self.timeline.record(self.now_ns, probe);
     }
 
     /// The number of `path`'s app (numbered in order of first open).
@@ -478,6 +506,7 @@ impl Stack {
     /// latency histograms restart; data, wear, free space and cached pages are kept.
     pub fn reset_measurement(&mut self) -> Result<(), FileError> {
         self.ops.clear();
+        self.timeline = Timeline::starting_at(self.now_ns);
         let cache = self.cache()?;
         cache.reset_metrics();
         let fs = cache.backing_mut().fs_mut();
@@ -511,6 +540,7 @@ impl Stack {
             .collect();
         Some(StackMetrics {
             now_ns: self.now_ns,
+            timeline: self.timeline.clone(),
             ops,
             cache: cache.metrics().clone(),
             f2fs: fs.metrics().clone(),
