@@ -257,17 +257,25 @@ pub fn render_json<T: Serialize>(reports: &[T]) -> String {
 }
 
 /// `value`'s leaves as (dotted path, text) pairs, in order: the CSV's columns, and what
-/// a comparison of two configurations or reports diffs.
+/// a comparison of two configurations or reports diffs. Series (a latency CDF, the
+/// timeline over simulated time) are left out: they are in the JSON, and a CSV row holds
+/// one run's scalars.
 pub fn flatten_json(value: &Value) -> Vec<(String, String)> {
     let mut out = Vec::new();
     flatten("", value, &mut out);
     out
 }
 
+/// Keys whose values are series, not scalars (see [`flatten_json`]).
+const SERIES_KEYS: [&str; 2] = ["cdf", "timeline"];
+
 fn flatten(prefix: &str, value: &Value, out: &mut Vec<(String, String)>) {
     match value {
         Value::Object(map) => {
             for (key, v) in map {
+                if SERIES_KEYS.contains(&key.as_str()) {
+                    continue;
+                }
                 let name = if prefix.is_empty() {
                     key.clone()
                 } else {
