@@ -262,8 +262,9 @@ impl DcmState {
         (w as f64, r as f64)
     }
 
-    fn centroids(&self) -> [Point; 4] {
-        self.centroids.unwrap_or(hcluster::INITIAL_CENTROIDS)
+    fn centroids(&self, cfg: &policy::DeltaConfig) -> [Point; 4] {
+        self.centroids
+            .unwrap_or_else(|| hcluster::from_tenths(&cfg.hcluster_centroids_tenths))
     }
 }
 
@@ -451,7 +452,7 @@ impl<D: BlockDevice> F2fs<D> {
     fn dcm_read_cold_write_hot(&mut self, ino: u32) -> bool {
         self.now_ns += self.cfg.delta.hcluster_ns;
         let st = &self.delta_state.dcm;
-        hcluster::read_cold_write_hot(st.point(ino), &st.centroids())
+        hcluster::read_cold_write_hot(st.point(ino), &st.centroids(&self.cfg.delta))
     }
 
     /// `f2fs_store_delta_in_main`: stores page `index`'s delta in the owner's pseudo file
@@ -674,7 +675,7 @@ impl<D: BlockDevice> F2fs<D> {
         let owners: Vec<u32> = self.delta_state.dcm.owners.iter().copied().collect();
         let st = &mut self.delta_state.dcm;
         let points: Vec<Point> = owners.iter().map(|&o| st.point(o)).collect();
-        let centroids = hcluster::kmeans(&points, st.centroids());
+        let centroids = hcluster::kmeans(&points, st.centroids(&self.cfg.delta));
         st.centroids = Some(centroids);
         let mut restored = 0;
         for (owner, p) in owners.into_iter().zip(points) {

@@ -9,7 +9,15 @@
 pub type Point = (f64, f64);
 
 /// The source's initial centroids (`super.c`; x = writes, y = reads), in label order.
+#[allow(dead_code)] // the published values as numbers; a test checks the tenths against them
 pub const INITIAL_CENTROIDS: [Point; 4] = [(5.9, 2.9), (46.2, 5.5), (3.5, 31.1), (33.3, 30.8)];
+/// The same in tenths (the configuration's integer form).
+pub const INITIAL_CENTROIDS_TENTHS: [[u32; 2]; 4] = [[59, 29], [462, 55], [35, 311], [333, 308]];
+
+/// Centroids from their configured tenths.
+pub fn from_tenths(t: &[[u32; 2]; 4]) -> [Point; 4] {
+    t.map(|[w, r]| (f64::from(w) / 10.0, f64::from(r) / 10.0))
+}
 
 /// Label (index) of the read-cold/write-hot cluster, the only one DCM admits.
 pub const READ_COLD_WRITE_HOT: usize = 1;
@@ -72,6 +80,11 @@ pub fn kmeans(points: &[Point], start: [Point; 4]) -> [Point; 4] {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_tenths_are_the_published_centroids() {
+        assert_eq!(from_tenths(&INITIAL_CENTROIDS_TENTHS), INITIAL_CENTROIDS);
+    }
 
     #[test]
     fn the_published_centroids_classify_by_distance() {

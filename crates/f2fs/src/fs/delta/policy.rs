@@ -96,6 +96,11 @@ pub struct DeltaConfig {
     pub dcm_cache_pages: usize,
     /// Host CPU time of one HCluster classification (the paper's ≈ 1.2 µs).
     pub hcluster_ns: Nanos,
+    /// HCluster's initial centroids in tenths of a call, `[writes, reads]` in label
+    /// order (read-cold/write-cold, read-cold/write-hot, read-hot/write-cold,
+    /// read-hot/write-hot): the source's (5.9, 2.9), (46.2, 5.5), (3.5, 31.1),
+    /// (33.3, 30.8).
+    pub hcluster_centroids_tenths: [[u32; 2]; 4],
 }
 
 impl Default for DeltaConfig {
@@ -117,6 +122,7 @@ impl Default for DeltaConfig {
             bgres_min_deltas: 5,
             dcm_cache_pages: 512,
             hcluster_ns: 1_200,
+            hcluster_centroids_tenths: super::hcluster::INITIAL_CENTROIDS_TENTHS,
         }
     }
 }
