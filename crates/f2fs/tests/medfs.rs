@@ -386,13 +386,18 @@ const ZONE_END: usize = 360 + 4 * 873;
 
 /// Writes `value` at byte `at` of every stored copy of inode `ino` holding a zone.
 fn break_inode_copies(dev: &mut MemDevice, ino: u32, at: usize, value: u8) {
+    break_copies(dev, ino, MEDFS_DELTA_FL, at, value)
+}
+
+/// Writes `value` at byte `at` of every stored copy of inode `ino` with `flag` set.
+fn break_copies(dev: &mut MemDevice, ino: u32, flag: u32, at: usize, value: u8) {
     let copies: Vec<u64> = dev
         .stored_lbas()
         .filter(|&l| {
             let b = dev.block(l).unwrap();
             let nid = u32::from_le_bytes(b[4072..4076].try_into().unwrap());
             let flags = u32::from_le_bytes(b[80..84].try_into().unwrap());
-            nid == ino && flags & MEDFS_DELTA_FL != 0
+            nid == ino && flags & flag != 0
         })
         .collect();
     assert!(!copies.is_empty());
@@ -514,7 +519,7 @@ fn a_corrupt_dcm_structure_is_an_error_naming_the_inode() {
     let dev = fs.unmount().unwrap();
     // meta_id (i_current_depth, byte 72) pointing nowhere.
     let mut bad_id = dev.clone();
-    break_owner_copies(&mut bad_id, ino, 72, 0x7F);
+    break_copies(&mut bad_id, ino, flashstack_f2fs::MEDFS_DCM_FL, 72, 0x7F);
     // The meta page claims 200 compact pages.
     let mut bad_meta = dev.clone();
     let mut block = bad_meta.block(u64::from(meta_addr)).unwrap().to_vec();
@@ -542,25 +547,5 @@ fn a_corrupt_dcm_structure_is_an_error_naming_the_inode() {
             err.contains(&format!("inode {ino}")) && err.contains("DCM"),
             "{what}: {err}"
         );
-    }
-}
-
-/// Writes `value` at byte `at` of every stored copy of inode `ino` carrying the DCM flag.
-fn break_owner_copies(dev: &mut MemDevice, ino: u32, at: usize, value: u8) {
-    let copies: Vec<u64> = dev
-        .stored_lbas()
-        .filter(|&l| {
-            let b = dev.block(l).unwrap();
-            let nid = u32::from_le_bytes(b[4072..4076].try_into().unwrap());
-            let flags = u32::from_le_bytes(b[80..84].try_into().unwrap());
-            nid == ino && flags & flashstack_f2fs::MEDFS_DCM_FL != 0
-        })
-        .collect();
-    assert!(!copies.is_empty());
-    for lba in copies {
-        let mut block = dev.block(lba).unwrap().to_vec();
-        block[at] = value;
-        dev.write(0, lba, Payload::Bytes(&block), Hints::default())
-            .unwrap();
     }
 }

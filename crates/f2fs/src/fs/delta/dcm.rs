@@ -38,7 +38,6 @@ use super::policy::{self, DcmPlace, DcmQuery};
 use super::OFF_FLAGS;
 use crate::codec::{le32_at, put_le32_at, zero_block, Block};
 use crate::consts::*;
-use crate::error::Corruption;
 use crate::fs::attr::NewInode;
 use crate::fs::data::{OFF_BLOCKS, OFF_DEPTH, OFF_INLINE, OFF_SIZE};
 use crate::fs::pagemap::Stored;
@@ -286,15 +285,8 @@ impl<D: BlockDevice> F2fs<D> {
     }
 
     fn dcm_corruption(&mut self, ino: u32, value: u64, rule: String) -> FsError {
-        let blkaddr = self.nat_get(ino).map_or(0, |e| e.block_addr as u64);
-        Corruption::Inode {
-            ino,
-            blkaddr,
-            field: "i_current_depth (MedFS DCM pseudo file)",
-            value,
-            rule: format!("DCM: {rule}"),
-        }
-        .into()
+        let field = "i_current_depth (MedFS DCM pseudo file)";
+        self.delta_corruption(ino, field, value, format!("DCM: {rule}"))
     }
 
     /// The owner's pseudo file (checked: an inode in use, flagged as a pseudo file of

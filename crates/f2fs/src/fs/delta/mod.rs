@@ -206,13 +206,25 @@ impl<D: BlockDevice> F2fs<D> {
     /// A malformed delta zone, as a corruption of the inode holding it (the full walk
     /// records it as a finding and quarantines the inode).
     fn zone_corruption(&mut self, ino: u32, value: u64, rule: String) -> FsError {
+        let rule = format!("delta zone: {rule}");
+        self.delta_corruption(ino, "i_addr (MedFS delta zone)", value, rule)
+    }
+
+    /// A malformed MedFS structure (`field`) of inode `ino`, as a corruption of that inode.
+    fn delta_corruption(
+        &mut self,
+        ino: u32,
+        field: &'static str,
+        value: u64,
+        rule: String,
+    ) -> FsError {
         let blkaddr = self.nat_get(ino).map_or(0, |e| e.block_addr as u64);
         Corruption::Inode {
             ino,
             blkaddr,
-            field: "i_addr (MedFS delta zone)",
+            field,
             value,
-            rule: format!("delta zone: {rule}"),
+            rule,
         }
         .into()
     }
