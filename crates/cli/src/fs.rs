@@ -27,8 +27,9 @@ pub enum FsCommand {
     Stat(PathArgs),
     /// Copy a host file into the image (parent directories are created).
     Put(PutArgs),
-    /// Fold every MedFS inline delta into its base block, so the image is stock F2FS
-    /// again (fsck.f2fs reads inline delta zones as block addresses; docs/medfs.md).
+    /// Fold every MedFS delta (inline, and DCM's pseudo files, which are removed) into its
+    /// base block, so the image is stock F2FS again (fsck.f2fs reads inline delta zones
+    /// as block addresses and finds pseudo files unreachable; docs/medfs.md).
     RestoreDeltas(ImageArgs),
     /// Fragmentation per kind of file and per app: extents, DoF, block I/Os, plane/die
     /// collisions and read time (docs/janusd.md); of an image or of a phone (--phone).
@@ -93,7 +94,7 @@ fn restore_deltas(a: &ImageArgs) -> Result<()> {
     let dev = fs.unmount()?;
     dev.export(&a.image)?;
     println!(
-        "{}: {merged} inline deltas folded into their bases ({written} data blocks written, \
+        "{}: {merged} deltas (inline and DCM) folded into their bases ({written} data blocks written, \
          then the unmount checkpoint)",
         a.image.display()
     );

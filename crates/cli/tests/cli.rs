@@ -815,18 +815,19 @@ fn progress_without_a_terminal_is_a_line_per_phase() {
     );
 }
 
-/// `flashstack fs restore-deltas IMG`: an image whose inodes hold MedFS inline deltas (made
-/// here through the library) comes back as stock F2FS: same bytes, fsck.f2fs clean; a
-/// second run merges nothing. A corrupt image is refused and left as it was.
+/// `flashstack fs restore-deltas IMG`: an image whose inodes hold MedFS inline deltas and
+/// DCM deltas in a pseudo file (made here through the library) comes back as stock F2FS:
+/// same bytes, no pseudo file, fsck.f2fs clean; a second run merges nothing. A corrupt
+/// image is refused and left as it was.
 #[test]
 fn fs_restore_deltas_folds_inline_deltas_back() {
-    use flashstack_f2fs::{mkfs, DeltaConfig, F2fs, F2fsConfig, MemDevice, MkfsOptions};
+    use flashstack_f2fs::{mkfs, DeltaConfig, DeltaMode, F2fs, F2fsConfig, MemDevice, MkfsOptions};
     let image = temp("deltas.img");
     let img = image.to_str().unwrap();
     let mut dev = MemDevice::new(64 << 20);
     mkfs(&mut dev, &MkfsOptions::default()).unwrap();
     let cfg = F2fsConfig {
-        delta: DeltaConfig::dci(),
+        delta: DeltaConfig::with_mode(DeltaMode::Medfs),
         ..F2fsConfig::default()
     };
     let mut fs = F2fs::mount_with(dev, 0, cfg).unwrap();
@@ -840,16 +841,39 @@ fn fs_restore_deltas_folds_inline_deltas_back() {
         fs.write(ino, at as u64, &[0xEE; 20]).unwrap();
     }
     assert_eq!(fs.inline_deltas(ino).unwrap().len(), 2);
+    // 40 write calls of 300 bytes (too large to inline), no read: HCluster classes the
+    // file read-cold/write-hot after about 26, and its later deltas go to DCM.
+    let hot = fs.create("/hot.db").unwrap();
+    let mut hot_want: Vec<u8> = (0..8 * 4096u32).map(|i| (i % 241) as u8).collect();
+    fs.write(hot, 0, &hot_want).unwrap();
+    fs.sync().unwrap();
+    for k in 0..40usize {
+        let at = (k % 8) * 4096 + (k * 13) % 3000;
+        let bytes: Vec<u8> = (0..300)
+            .map(|i| (i as u8).wrapping_mul(37) ^ k as u8)
+            .collect();
+        hot_want[at..at + 300].copy_from_slice(&bytes);
+        fs.write(hot, at as u64, &bytes).unwrap();
+    }
+    let dcm = fs.dcm_deltas(hot).unwrap().len();
+    assert!(dcm >= 5, "{dcm} DCM deltas");
+    // Some of the hot file's deltas may be small enough to inline.
+    let all = 2 + dcm + fs.inline_deltas(hot).unwrap().len();
     fs.unmount().unwrap().export(&image).unwrap();
     let out = flashstack(&["fs", "restore-deltas", img]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{out:?}");
-    assert!(stdout.contains("2 inline deltas folded"), "{stdout}");
+    assert!(
+        stdout.contains(&format!("{all} deltas (inline and DCM) folded")),
+        "{stdout}"
+    );
     let again = flashstack(&["fs", "restore-deltas", img]);
-    assert!(String::from_utf8_lossy(&again.stdout).contains(" 0 inline deltas"));
+    assert!(String::from_utf8_lossy(&again.stdout).contains(" 0 deltas"));
     let mut fs = F2fs::mount(MemDevice::import(&image).unwrap()).unwrap();
     assert_eq!(fs.inline_deltas(ino).unwrap(), vec![]);
+    assert_eq!(fs.dcm_pseudo_file(hot).unwrap(), None);
     assert!(fs.read(ino, 0, want.len()).unwrap() == want);
+    assert!(fs.read(hot, 0, hot_want.len()).unwrap() == hot_want);
     let fsck = [
         "/usr/sbin/fsck.f2fs",
         "/sbin/fsck.f2fs",

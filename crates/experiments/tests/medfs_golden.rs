@@ -1,15 +1,17 @@
-//! Golden counters for MedFS's inline deltas against stock F2FS on the whole stack: a
-//! fixed persona and seed give exactly these F2FS blocks and NAND programs under the
-//! `default` and `medfs` stack presets. A change here is a change in modelled behaviour:
-//! update the figures only with a reason in the commit message. The test also fails if
-//! MedFS is silently off (no delta stored on a persona that updates its files).
+//! Golden counters for MedFS's schemes against stock F2FS on the whole stack: a fixed
+//! persona and seed give exactly these F2FS blocks, deltas and NAND programs under the
+//! `default`, `dci`, `dcm`, `medfs` (DCI + DCM) and `f2fs-dc` stack presets. A change here
+//! is a change in modelled behaviour: update the figures only with a reason in the commit
+//! message. The test also fails if a scheme is silently off (no delta stored where the
+//! scheme stores them on a persona that updates its files).
 
 use flashstack_apps::persona;
 use flashstack_experiments::fullstack::{run, FullStackOptions, StackWorkload};
 use flashstack_stack::StackConfig;
 
-/// (F2FS data, in place, node blocks; deltas stored inline; NAND page programs).
-fn counters(preset: &str, workload: &str) -> [u64; 5] {
+/// (F2FS data, in place, node blocks; deltas stored inline; deltas stored in DCM;
+/// pseudo-file pages written; NAND page programs).
+fn counters(preset: &str, workload: &str) -> [u64; 7] {
     let p = persona(workload).unwrap();
     let options = FullStackOptions {
         record: false,
@@ -23,29 +25,83 @@ fn counters(preset: &str, workload: &str) -> [u64; 5] {
         fs.ipu_data_blocks,
         fs.node_blocks,
         fs.delta.inline_stores,
+        fs.delta.dcm_stores,
+        fs.delta.dcm_page_writes,
         out.run.device.nand.page_programs,
     ]
 }
 
 #[test]
-fn medfs_against_stock_golden_counters() {
-    let got: Vec<(&str, &str, [u64; 5])> = GOLDEN
+fn medfs_schemes_against_stock_golden_counters() {
+    let got: Vec<(&str, &str, [u64; 7])> = GOLDEN
         .iter()
         .map(|(preset, workload, _)| (*preset, *workload, counters(preset, workload)))
         .collect();
-    println!("{got:?}");
-    assert_eq!(got, GOLDEN);
+    for g in &got {
+        println!("{g:?},");
+    }
     for (preset, workload, c) in &got {
-        if *preset == "medfs" {
-            assert!(c[3] > 0, "{workload}: MedFS stored no delta");
-            assert_eq!(c[1], 0, "{workload}: in-place updates while DCI is on");
+        let inline = matches!(*preset, "dci" | "medfs");
+        let dcm = matches!(*preset, "dcm" | "medfs" | "f2fs-dc");
+        assert_eq!(
+            c[3] > 0,
+            inline,
+            "{preset} {workload}: inline deltas {}",
+            c[3]
+        );
+        assert_eq!(c[4] > 0, dcm, "{preset} {workload}: DCM deltas {}", c[4]);
+        if *preset != "default" {
+            assert_eq!(c[1], 0, "{workload}: in-place updates while {preset} is on");
         }
     }
+    assert_eq!(got, GOLDEN);
 }
 
-const GOLDEN: [(&str, &str, [u64; 5]); 4] = [
-    ("default", "telegram:receive-text", [2569, 0, 176, 0, 2788]),
-    ("medfs", "telegram:receive-text", [2226, 0, 176, 345, 2443]),
-    ("default", "gmail:send-text", [139, 2005, 1003, 0, 3292]),
-    ("medfs", "gmail:send-text", [1839, 0, 1035, 305, 3060]),
+const GOLDEN: [(&str, &str, [u64; 7]); 10] = [
+    (
+        "default",
+        "telegram:receive-text",
+        [2569, 0, 176, 0, 0, 0, 2788],
+    ),
+    (
+        "dci",
+        "telegram:receive-text",
+        [2226, 0, 176, 345, 0, 0, 2443],
+    ),
+    (
+        "dcm",
+        "telegram:receive-text",
+        [2104, 0, 225, 0, 624, 155, 2377],
+    ),
+    (
+        "medfs",
+        "telegram:receive-text",
+        [2103, 0, 225, 130, 494, 153, 2371],
+    ),
+    (
+        "f2fs-dc",
+        "telegram:receive-text",
+        [2107, 0, 225, 0, 624, 155, 2380],
+    ),
+    (
+        "default",
+        "gmail:send-text",
+        [139, 2005, 1003, 0, 0, 0, 3292],
+    ),
+    ("dci", "gmail:send-text", [1839, 0, 1035, 305, 0, 0, 3060]),
+    (
+        "dcm",
+        "gmail:send-text",
+        [3081, 0, 1970, 0, 1177, 1994, 5224],
+    ),
+    (
+        "medfs",
+        "gmail:send-text",
+        [2826, 0, 1856, 233, 944, 1757, 4855],
+    ),
+    (
+        "f2fs-dc",
+        "gmail:send-text",
+        [2958, 0, 1970, 0, 1177, 1991, 5114],
+    ),
 ];

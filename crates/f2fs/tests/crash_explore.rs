@@ -173,6 +173,9 @@ struct Explorer {
     tally: Exploration,
     /// Deltas stored inline over all sessions (MedFS).
     deltas_stored: u64,
+    /// Deltas stored in DCM pseudo files, and files BGRes restored (MedFS's DCM).
+    dcm_stored: u64,
+    bgres_restored: u64,
 }
 
 impl Explorer {
@@ -193,6 +196,8 @@ impl Explorer {
             current: BTreeMap::new(),
             promised: (0..NAMES.len()).map(|f| (f, None)).collect(),
             deltas_stored: 0,
+            dcm_stored: 0,
+            bgres_restored: 0,
         }
     }
 
@@ -313,6 +318,8 @@ impl Explorer {
     fn recover(&mut self, op: Op, op_index: u64) {
         let fs = self.fs.take().expect("mounted");
         self.deltas_stored += fs.metrics().delta.inline_stores;
+        self.dcm_stored += fs.metrics().delta.dcm_stores;
+        self.bgres_restored += fs.metrics().delta.bgres_restored_files;
         if trace() {
             println!(
                 "metrics at the cut: {:?}; free segments {}",
@@ -583,4 +590,45 @@ fn growing_a_file_after_a_cut_shows_zeros_past_its_old_end() {
             "{what}"
         );
     }
+}
+
+/// MedFS with DCM (`fs.mount.delta.mode = medfs`): the small overwrites of the test
+/// above, with deltas that do not fit inline (or that DCI evicts) going to pseudo files
+/// of compact pages, fsync'd ahead of their owners, and BGRes restoring files in idle
+/// time, all with unflushed writes lost or reordered at every cut. HCluster's centroids
+/// class every file read-cold/write-hot (the explorer reads every file after every cut,
+/// which the published centroids would class read-hot). Every fsync'd byte must come
+/// back; fails if DCM stored too few deltas.
+#[test]
+fn volatile_cache_cuts_under_medfs_with_dcm() {
+    let all_write_hot = [
+        [2_000_000_000, 0],
+        [0, 0],
+        [0, 2_000_000_000],
+        [2_000_000_000, 2_000_000_000],
+    ];
+    let setup = Setup {
+        name: "medfs-dcm",
+        fs: F2fsConfig {
+            delta: flashstack_f2fs::DeltaConfig {
+                hcluster_centroids_tenths: all_write_hot,
+                ..flashstack_f2fs::DeltaConfig::with_mode(flashstack_f2fs::DeltaMode::Medfs)
+            },
+            ..F2fsConfig::default()
+        },
+        cache_lbas: 256,
+        seed: 0xDC3,
+        volume_bytes: 64 * MIB,
+        small_writes: 35,
+    };
+    let mut explorer = Explorer::new(setup);
+    explorer.explore(CUTS_PER_TEST * explore::scale());
+    explorer.tally.report();
+    assert_eq!(explorer.tally.lost_bytes(), 0);
+    let (inline, dcm) = (explorer.deltas_stored, explorer.dcm_stored);
+    println!(
+        "medfs-dcm: {inline} deltas stored inline, {dcm} in DCM, {} files restored by BGRes",
+        explorer.bgres_restored
+    );
+    assert!(dcm > 100, "only {dcm} deltas stored in DCM");
 }

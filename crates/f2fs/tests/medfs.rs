@@ -386,13 +386,18 @@ const ZONE_END: usize = 360 + 4 * 873;
 
 /// Writes `value` at byte `at` of every stored copy of inode `ino` holding a zone.
 fn break_inode_copies(dev: &mut MemDevice, ino: u32, at: usize, value: u8) {
+    break_copies(dev, ino, MEDFS_DELTA_FL, at, value)
+}
+
+/// Writes `value` at byte `at` of every stored copy of inode `ino` with `flag` set.
+fn break_copies(dev: &mut MemDevice, ino: u32, flag: u32, at: usize, value: u8) {
     let copies: Vec<u64> = dev
         .stored_lbas()
         .filter(|&l| {
             let b = dev.block(l).unwrap();
             let nid = u32::from_le_bytes(b[4072..4076].try_into().unwrap());
             let flags = u32::from_le_bytes(b[80..84].try_into().unwrap());
-            nid == ino && flags & MEDFS_DELTA_FL != 0
+            nid == ino && flags & flag != 0
         })
         .collect();
     assert!(!copies.is_empty());
@@ -401,5 +406,146 @@ fn break_inode_copies(dev: &mut MemDevice, ino: u32, at: usize, value: u8) {
         block[at] = value;
         dev.write(0, lba, Payload::Bytes(&block), Hints::default())
             .unwrap();
+    }
+}
+
+fn with_mode(mode: flashstack_f2fs::DeltaMode) -> F2fsConfig {
+    F2fsConfig {
+        delta: DeltaConfig::with_mode(mode),
+        ..F2fsConfig::default()
+    }
+}
+
+/// A DCM file: `updates` small updates (one write call each, no read call: HCluster's
+/// published centroids class the file read-cold/write-hot from about 26 writes on) of
+/// 300 bytes to pages 0..8, too large to inline, fsync'd one by one.
+fn dcm_file(fs: &mut F2fs<MemDevice>, updates: u64) -> (u32, Vec<Vec<u8>>) {
+    let (ino, mut model) = file_with(fs, "/dcm.db", 12);
+    for k in 0..updates {
+        small_update(
+            fs,
+            ino,
+            &mut model,
+            k % 8,
+            (k as usize * 13) % 3000,
+            300,
+            k as u8,
+        );
+    }
+    (ino, model)
+}
+
+/// DCM under the published HCluster centroids: the first updates (too few writes: the
+/// file is read-cold/write-cold) are written as pages, later ones go to the pseudo file;
+/// they survive a power cut (the pseudo file is fsync'd ahead of its owner), pass our
+/// full verification, make fsck.f2fs complain (the pseudo file has no dentry), and
+/// `restore_deltas` folds them and removes the pseudo file: fsck.f2fs is then clean.
+#[test]
+fn dcm_deltas_survive_a_power_cut_and_restore_gives_a_stock_image() {
+    let mut fs = fresh(with_mode(flashstack_f2fs::DeltaMode::Dcm));
+    let (ino, model) = dcm_file(&mut fs, 40);
+    let m = fs.metrics().delta.clone();
+    assert!(
+        m.dcm_not_hot > 10,
+        "HCluster classed early updates cold: {m:?}"
+    );
+    assert!(m.dcm_stores > 5, "{m:?}");
+    let held = fs.dcm_deltas(ino).unwrap();
+    assert!(held.len() >= 5, "{held:?}");
+    let pseudo = fs.dcm_pseudo_file(ino).unwrap().expect("a pseudo file");
+    assert_reads(&mut fs, ino, &model, "with DCM deltas");
+    let dev = fs.into_device();
+    // Mounted with delta compression off: the format says where the deltas are.
+    let mut fs = F2fs::mount(dev).unwrap();
+    assert!(fs.recovered_inodes() >= 1);
+    assert_eq!(fs.dcm_deltas(ino).unwrap(), held);
+    assert_reads(&mut fs, ino, &model, "after roll-forward");
+    let with_deltas = fs.unmount().unwrap();
+    let mut fs = F2fs::mount_opts(with_deltas.clone(), full_check(F2fsConfig::default()))
+        .unwrap_or_else(|e| panic!("the full verification refused DCM: {e}"));
+    assert_reads(&mut fs, ino, &model, "after the full verification");
+    drop(fs);
+    // fsck.f2fs finds the pseudo file unreachable: that is why restore removes it.
+    if let Some(report) = fsck_report(&with_deltas, "with-dcm") {
+        eprintln!("{}", report.output);
+        assert!(
+            report.output.contains(&format!("{pseudo:#x}")),
+            "fsck.f2fs did not see the pseudo file {pseudo}:\n{}",
+            report.output
+        );
+    }
+    let mut fs = F2fs::mount(with_deltas).unwrap();
+    assert_eq!(fs.restore_deltas().unwrap(), held.len() as u64);
+    assert_eq!(fs.dcm_pseudo_file(ino).unwrap(), None);
+    assert_reads(&mut fs, ino, &model, "after restore");
+    let dev = fs.unmount().unwrap();
+    check_image(&dev, "an image whose DCM deltas were restored");
+    let dir = TempDir::new("dcm-restored");
+    let image = dir.file("image");
+    dev.export(&image).unwrap();
+    flashstack_testkit::assert_fsck_clean(&image, "an image whose DCM deltas were restored");
+}
+
+/// MedFS (DCI + DCM): a delta too large to inline goes to DCM, a small one inline, and
+/// unlinking the file frees its pseudo file (our walk and fsck.f2fs find no leak).
+#[test]
+fn medfs_keeps_small_deltas_inline_and_large_ones_in_dcm() {
+    let mut fs = fresh(with_mode(flashstack_f2fs::DeltaMode::Medfs));
+    let (ino, mut model) = dcm_file(&mut fs, 40);
+    small_update(&mut fs, ino, &mut model, 10, 5, 20, 99);
+    let m = fs.metrics().delta.clone();
+    assert!(m.inline_stores >= 1 && m.dcm_stores > 5, "{m:?}");
+    assert!(!fs.inline_deltas(ino).unwrap().is_empty());
+    assert!(!fs.dcm_deltas(ino).unwrap().is_empty());
+    assert_reads(&mut fs, ino, &model, "medfs");
+    fs.unlink("/dcm.db").unwrap();
+    check_image(
+        &fs.unmount().unwrap(),
+        "after unlinking a file with DCM deltas",
+    );
+}
+
+/// Damaged DCM structures are errors naming the owner inode, never a panic or wrong
+/// data: a `meta_id` naming no inode, and a meta page whose compact-page count is too
+/// large (the full verification refuses both; plain reads fail).
+#[test]
+fn a_corrupt_dcm_structure_is_an_error_naming_the_inode() {
+    let mut fs = fresh(with_mode(flashstack_f2fs::DeltaMode::Dcm));
+    let (ino, _) = dcm_file(&mut fs, 40);
+    let page = fs.dcm_deltas(ino).unwrap()[0].0;
+    let pseudo = fs.dcm_pseudo_file(ino).unwrap().unwrap();
+    fs.sync().unwrap();
+    let meta_addr = fs.file_block_addrs(pseudo).unwrap()[0];
+    let dev = fs.unmount().unwrap();
+    // meta_id (i_current_depth, byte 72) pointing nowhere.
+    let mut bad_id = dev.clone();
+    break_copies(&mut bad_id, ino, flashstack_f2fs::MEDFS_DCM_FL, 72, 0x7F);
+    // The meta page claims 200 compact pages.
+    let mut bad_meta = dev.clone();
+    let mut block = bad_meta.block(u64::from(meta_addr)).unwrap().to_vec();
+    block[0] = 200;
+    bad_meta
+        .write(
+            0,
+            u64::from(meta_addr),
+            Payload::Bytes(&block),
+            Hints::default(),
+        )
+        .unwrap();
+    for (what, bad) in [("meta_id", bad_id), ("meta page", bad_meta)] {
+        let mut fs = F2fs::mount(bad.clone()).unwrap();
+        let err = fs.read_page(ino, page).unwrap_err().to_string();
+        assert!(
+            err.contains(&format!("inode {ino}")) && err.contains("DCM"),
+            "{what}: {err}"
+        );
+        let err = match F2fs::mount_opts(bad, full_check(F2fsConfig::default())) {
+            Ok(_) => panic!("{what}: a damaged DCM structure passed the full verification"),
+            Err(e) => e.to_string(),
+        };
+        assert!(
+            err.contains(&format!("inode {ino}")) && err.contains("DCM"),
+            "{what}: {err}"
+        );
     }
 }

@@ -81,6 +81,8 @@ enum Op {
     /// A small overwrite (MedFS's case): `len` bytes of `seed` at byte `within` of page
     /// `page` of the file at the path.
     SmallWrite(usize, u64, u16, u16, u8),
+    /// Operations one after the other, as one (a cut during it may fall in any).
+    Seq(Vec<Op>),
 }
 
 /// Symlink targets: inline, and one long enough to need a data block.
@@ -417,6 +419,8 @@ impl Model {
 struct CutDevice {
     media: MemDevice,
     budget_blocks: Option<u32>,
+    /// Blocks written so far (to find every cut point of an operation).
+    written_blocks: u64,
     cache: MemDevice,
     cached: std::collections::BTreeSet<u64>,
 }
@@ -427,6 +431,7 @@ impl CutDevice {
         CutDevice {
             media,
             budget_blocks: None,
+            written_blocks: 0,
             cache: MemDevice::new(bytes),
             cached: Default::default(),
         }
@@ -450,6 +455,7 @@ impl BlockDevice for CutDevice {
         };
         for (i, block) in bytes.chunks(4096).enumerate() {
             let target = lba + i as u64;
+            self.written_blocks += 1;
             let persist = match &mut self.budget_blocks {
                 None => true,
                 Some(0) => false,
@@ -612,6 +618,12 @@ impl Harness {
             }
             Op::Sync => self.fs().sync().unwrap(),
             Op::CutDuring(n, inner) => return self.cut_during(*n, inner),
+            Op::Seq(ops) => {
+                for o in ops {
+                    self.apply(o)?;
+                }
+                return Ok(());
+            }
             Op::Remount => {
                 let dev = self.take_fs().unmount().unwrap();
                 self.mount(dev.media);
@@ -661,6 +673,13 @@ impl Harness {
                 m.delta.inline_stores,
             ];
             DELTAS.with(|c| c.set(c.get() + m.delta.inline_stores));
+            DCM.with(|c| {
+                let mut t = c.get();
+                t[0] += m.delta.dcm_stores;
+                t[1] += m.delta.dcm_evictions;
+                t[2] += m.delta.bgres_restored_files;
+                c.set(t)
+            });
             if std::env::var("F2FS_MODEL_TRACE").is_ok() && !m.delta.is_empty() {
                 eprintln!("session deltas: {:?}", m.delta);
             }
@@ -1055,7 +1074,10 @@ fn assert_no_deltas<D: BlockDevice>(fs: &mut F2fs<D>) {
             let p = format!("{dir}/{}", e.name);
             match e.kind {
                 flashstack_f2fs::FileKind::Dir => dirs.push(p),
-                _ => assert_eq!(fs.inline_deltas(e.ino).unwrap(), vec![], "{p}"),
+                _ => {
+                    assert_eq!(fs.inline_deltas(e.ino).unwrap(), vec![], "{p}");
+                    assert_eq!(fs.dcm_pseudo_file(e.ino).unwrap(), None, "{p}");
+                }
             }
         }
     }
@@ -1119,7 +1141,8 @@ fn run(ops: &[Op], fsck_at_end: bool, cfg: F2fsConfig) -> Result<(), TestCaseErr
     run_on(ops, fsck_at_end, 128 * MIB, cfg)
 }
 
-fn run_on(ops: &[Op], fsck_at_end: bool, bytes: u64, cfg: F2fsConfig) -> Result<(), TestCaseError> {
+/// A freshly formatted volume with "/a", "/b" and "/a/c" made.
+fn harness(fsck_at_end: bool, bytes: u64, cfg: F2fsConfig) -> Result<Harness, TestCaseError> {
     let mut dev = MemDevice::new(bytes);
     mkfs(&mut dev, &MkfsOptions::default()).unwrap();
     let mut h = Harness {
@@ -1138,6 +1161,11 @@ fn run_on(ops: &[Op], fsck_at_end: bool, bytes: u64, cfg: F2fsConfig) -> Result<
     for p in [4, 5, NAMES.len() + 6] {
         h.apply(&Op::Mkdir(p))?;
     }
+    Ok(h)
+}
+
+fn run_on(ops: &[Op], fsck_at_end: bool, bytes: u64, cfg: F2fsConfig) -> Result<(), TestCaseError> {
+    let mut h = harness(fsck_at_end, bytes, cfg)?;
     for (i, op) in ops.iter().enumerate() {
         let r = h.apply(op).and_then(|_| h.check());
         if r.is_err() && std::env::var("F2FS_MODEL_TRACE").is_ok() {
@@ -1171,6 +1199,8 @@ thread_local! {
     static CUTS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
     /// Deltas stored inline on this thread (MedFS runs must store some).
     static DELTAS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    /// DCM deltas stored, DCI deltas evicted to DCM, files BGRes restored.
+    static DCM: std::cell::Cell<[u64; 3]> = const { std::cell::Cell::new([0; 3]) };
 }
 
 /// Prints the test's crash-explore line (docs/testing.md, "Crash exploration").
@@ -1287,4 +1317,148 @@ fn medfs_random_sequences_match_the_model() {
     println!("medfs: {deltas} deltas stored inline");
     assert!(deltas > 100, "MedFS stored only {deltas} deltas inline");
     report_cuts("medfs_random_sequences_match_the_model");
+}
+
+/// HCluster centroids (tenths) that class every file read-cold/write-hot: the model
+/// reads every file after every step, which the published centroids would class
+/// read-hot, so the DCM paths would never run.
+const ALL_WRITE_HOT: [[u32; 2]; 4] = [
+    [2_000_000_000, 0],
+    [0, 0],
+    [0, 2_000_000_000],
+    [2_000_000_000, 2_000_000_000],
+];
+
+fn delta_mode(mode: flashstack_f2fs::DeltaMode, base: F2fsConfig) -> F2fsConfig {
+    F2fsConfig {
+        delta: flashstack_f2fs::DeltaConfig {
+            mode,
+            hcluster_centroids_tenths: ALL_WRITE_HOT,
+            ..flashstack_f2fs::DeltaConfig::with_mode(mode)
+        },
+        ..base
+    }
+}
+
+/// MedFS's DCM (with DCI: `medfs`; alone: `dcm`; and F2FS-DC) under the model's random
+/// sequences with power cuts, torn cuts, remounts and idle periods (BGRes): every fsync'd
+/// byte reads back; fsck.f2fs on crash images and the final one after
+/// `restore_deltas` (which must leave no pseudo file). Fails if DCM stored too few
+/// deltas (silently off).
+#[test]
+fn dcm_random_sequences_match_the_model() {
+    use flashstack_f2fs::DeltaMode;
+    DCM.with(|c| c.set([0; 3]));
+    proptest!(
+        ProptestConfig { cases: 36, ..ProptestConfig::default() },
+        |(ops in prop::collection::vec(medfs_op(), 1..160),
+          mode in prop_oneof![Just(DeltaMode::Medfs), Just(DeltaMode::Dcm), Just(DeltaMode::Dc)],
+          lfs in any::<bool>(),
+          fsck in prop::bool::weighted(0.25))| {
+            let base = if lfs { F2fsConfig::pure_lfs() } else { F2fsConfig::default() };
+            let mut all: Vec<Op> = (0..NAMES.len()).map(Op::Create).collect();
+            all.extend((0..NAMES.len()).map(|p| Op::WriteHinted(p, 0, 10, p as u8, false)));
+            all.push(Op::Sync);
+            all.extend(ops);
+            run(&all, fsck, delta_mode(mode, base))?;
+        }
+    );
+    let [stores, evictions, restored] = DCM.with(|c| c.take());
+    println!("dcm: {stores} deltas stored in DCM, {evictions} evicted from DCI to DCM, {restored} files restored by BGRes");
+    assert!(stores > 100, "DCM stored only {stores} deltas");
+    assert!(evictions > 0, "DCI never evicted a delta to DCM");
+    assert!(restored > 0, "BGRes never restored a file");
+    report_cuts("dcm_random_sequences_match_the_model");
+}
+
+/// Runs `op` after `prefix` once to count its block writes `w` (checking that it took
+/// the path `took` names), then once per cut point: the power fails after each of
+/// 0..=w writes of `op`, and recovery must give the state before it or after it. Every
+/// fourth case runs fsck.f2fs on the crash image (after `restore_deltas`). Returns `w`.
+fn cut_at_every_write(
+    prefix: &[Op],
+    op: Op,
+    cfg: F2fsConfig,
+    took: (&str, fn(&flashstack_f2fs::DeltaMetrics) -> u64),
+) -> u64 {
+    let mut h = harness(false, 128 * MIB, cfg.clone()).unwrap();
+    for o in prefix {
+        h.apply(o).and_then(|_| h.check()).unwrap();
+    }
+    let (before, w0) = (
+        took.1(&h.fs().metrics().delta),
+        h.fs().device_mut().written_blocks,
+    );
+    h.apply(&op).and_then(|_| h.check()).unwrap();
+    let w = h.fs().device_mut().written_blocks - w0;
+    let after = took.1(&h.fs().metrics().delta);
+    assert!(
+        after > before,
+        "{}: the operation did not take the path",
+        took.0
+    );
+    // 0..w cut inside the operation (the state before it or after it comes back); w
+    // cuts right after it (everything it fsync'd must come back).
+    for n in 0..=w {
+        let mut all = prefix.to_vec();
+        match n < w {
+            true => all.push(Op::CutDuring(n as u32, Box::new(op.clone()))),
+            false => all.extend([op.clone(), Op::PowerCut]),
+        }
+        all.push(Op::Idle(30));
+        if let Err(e) = run(&all, n % 4 == 0, cfg.clone()) {
+            panic!("{}: cut after {n} of {w} writes: {e}", took.0);
+        }
+    }
+    println!("{}: {} cut points", took.0, w + 1);
+    w + 1
+}
+
+/// A power cut at every device write of DCM's paths, each checked against the model:
+/// a DCM store and its fsync (roll-forward of the pseudo file ahead of the owner), a
+/// DCM store replacing a page's delta, DCI's eviction of inline deltas to DCM on growth
+/// (and the new pseudo file's checkpoint), and BGRes restoring a file in idle time.
+#[test]
+fn dcm_cut_at_every_write_of_the_dcm_paths() {
+    use flashstack_f2fs::DeltaMode;
+    let small = |page: u64, seed: u8| Op::SmallWrite(0, page, 100, 40, seed);
+    let setup: Vec<Op> = vec![
+        Op::Create(0),
+        Op::WriteHinted(0, 0, 10, 1, false),
+        Op::Sync,
+        small(2, 9),
+        Op::Fsync(0),
+    ];
+    let dcm = delta_mode(DeltaMode::Dcm, F2fsConfig::default());
+    let mut cuts = 0;
+    cuts += cut_at_every_write(
+        &setup,
+        Op::Seq(vec![small(5, 3), small(6, 4), Op::Fsync(0)]),
+        dcm.clone(),
+        ("DCM store + fsync", |m| m.dcm_stores),
+    );
+    cuts += cut_at_every_write(
+        &setup,
+        Op::Seq(vec![small(2, 77), Op::Fsync(0)]),
+        dcm.clone(),
+        ("DCM store replacing a delta + fsync", |m| m.dcm_stores),
+    );
+    let mut inline = vec![Op::Create(0), Op::WriteHinted(0, 0, 10, 1, false), Op::Sync];
+    inline.extend([small(1, 5), small(2, 6), small(3, 7), Op::Fsync(0)]);
+    cuts += cut_at_every_write(
+        &inline,
+        Op::Seq(vec![Op::SmallWrite(0, 870, 0, 10, 3), Op::Fsync(0)]),
+        delta_mode(DeltaMode::Medfs, F2fsConfig::default()),
+        ("DCI eviction to DCM on growth + fsync", |m| m.dcm_evictions),
+    );
+    let mut two = setup.clone();
+    two.extend([small(4, 11), Op::Fsync(0)]);
+    cuts += cut_at_every_write(
+        &two,
+        Op::Idle(120),
+        dcm,
+        ("BGRes restore in idle time", |m| m.bgres_restored_files),
+    );
+    println!("dcm paths: {cuts} cut points in all");
+    report_cuts("dcm_cut_at_every_write_of_the_dcm_paths");
 }

@@ -1,14 +1,14 @@
 //! One struct holding every layer's configuration, with TOML and named presets.
 
 use flashstack_cache::CacheConfig;
-use flashstack_f2fs::F2fsConfig;
+use flashstack_f2fs::{DeltaMode, F2fsConfig};
 use flashstack_ftl::DeviceConfig;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 #[derive(Debug, Error)]
 pub enum ConfigError {
-    #[error("unknown stack preset '{0}' (known: default, ldc-emmc, ufs31, medfs, mobifs)")]
+    #[error("unknown stack preset '{0}' (known: default, ldc-emmc, ufs31, medfs, dci, dcm, f2fs-dc, mobifs)")]
     UnknownPreset(String),
     #[error("{file}: {reason}")]
     Parse { file: String, reason: String },
@@ -51,7 +51,7 @@ pub struct StackConfig {
 impl StackConfig {
     /// The named presets and what each is (each has the page cache of a 4 GiB phone and
     /// F2FS with kernel-default mount options).
-    pub const PRESETS: [(&'static str, &'static str); 5] = [
+    pub const PRESETS: [(&'static str, &'static str); 8] = [
         (
             "default",
             "the whole stack `run` uses: F2FS and a phone page cache on the LDC paper's eMMC",
@@ -63,7 +63,19 @@ impl StackConfig {
         ),
         (
             "medfs",
-            "`default` with MedFS's inline deltas (fs.mount.delta.mode = dci; docs/medfs.md)",
+            "`default` with MedFS, inline deltas and delta-chunk maintenance (fs.mount.delta.mode = medfs; docs/medfs.md)",
+        ),
+        (
+            "dci",
+            "`default` with MedFS's inline deltas only (fs.mount.delta.mode = dci)",
+        ),
+        (
+            "dcm",
+            "`default` with MedFS's delta-chunk maintenance only (fs.mount.delta.mode = dcm)",
+        ),
+        (
+            "f2fs-dc",
+            "`default` with conventional delta compression in the data area (fs.mount.delta.mode = dc)",
         ),
         (
             "mobifs",
@@ -72,19 +84,26 @@ impl StackConfig {
     ];
 
     /// A named preset: `default` (the ldc-emmc device, a phone page cache), `ldc-emmc`,
-    /// `ufs31`, `medfs` (`default` with MedFS's delta-chunk inlining), `mobifs` (`default`
-    /// with MobiFS's versioned cache transactions).
+    /// `ufs31`, `medfs` (`default` with MedFS: DCI + DCM), its parts `dci` and `dcm`, the
+    /// `f2fs-dc` baseline, `mobifs` (`default` with MobiFS's versioned cache transactions).
     pub fn preset(name: &str) -> Result<Self, ConfigError> {
         let device_name = match name {
-            "default" | "ldc-emmc" | "medfs" | "mobifs" => "ldc-emmc",
+            "default" | "ldc-emmc" | "medfs" | "dci" | "dcm" | "f2fs-dc" | "mobifs" => "ldc-emmc",
             "ufs31" => "ufs31",
             other => return Err(ConfigError::UnknownPreset(other.to_string())),
         };
         let device = flashstack_ftl::presets::preset(device_name)
             .ok_or_else(|| ConfigError::UnknownPreset(device_name.to_string()))?;
         let mut fs = FsConfig::default();
-        if name == "medfs" {
-            fs.mount.delta = flashstack_f2fs::DeltaConfig::dci();
+        let delta_mode = match name {
+            "medfs" => Some(DeltaMode::Medfs),
+            "dci" => Some(DeltaMode::Dci),
+            "dcm" => Some(DeltaMode::Dcm),
+            "f2fs-dc" => Some(DeltaMode::Dc),
+            _ => None,
+        };
+        if let Some(mode) = delta_mode {
+            fs.mount.delta = flashstack_f2fs::DeltaConfig::with_mode(mode);
         }
         let mut cache = CacheConfig::phone_4gib();
         if name == "mobifs" {

@@ -262,6 +262,10 @@ impl<D: BlockDevice> F2fs<D> {
             tree.blocks += 1;
         }
         check_counts(ino, addr, &inode, &tree)?;
+        // A MedFS DCM owner leads to its pseudo file (one link, no dentry: `delta/dcm.rs`).
+        if let Some(pseudo) = self.check_dcm(ino, inode.is_reg())? {
+            w.named(self, ino, pseudo, FT_REG_FILE)?;
+        }
         if inode.is_dir() {
             self.walk_dentries(w, ino, job.parent, &inode, &tree.dentry_blocks)?;
         }

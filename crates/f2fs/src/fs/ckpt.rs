@@ -18,6 +18,8 @@ impl<D: BlockDevice> F2fs<D> {
     /// Writes a checkpoint; `unmount` marks it clean (`CP_UMOUNT_FLAG`, node summaries
     /// in the pack).
     pub(crate) fn checkpoint(&mut self, unmount: bool) -> Result<(), FsError> {
+        // MedFS DCM: pseudo-file pages before the nodes that point at them.
+        self.dcm_flush_all()?;
         self.flush_nodes()?;
         self.flush_nat()?;
         self.flush_sit()?;

@@ -51,9 +51,11 @@ impl<D: BlockDevice> F2fs<D> {
 
     pub(crate) fn fsync_op(&mut self, ino: u32) -> Result<(), FsError> {
         self.metrics.fsyncs += 1;
-        if self.fsync_needs_checkpoint(ino)? {
+        if self.fsync_needs_checkpoint(ino)? || self.dcm_fsync_needs_checkpoint(ino)? {
             return self.checkpoint(false);
         }
+        // MedFS DCM: the file's pseudo file goes ahead of its nodes (`delta/dcm.rs`).
+        self.dcm_before_fsync(ino)?;
         let mut nids: Vec<u32> = self
             .dirty_nodes
             .iter()

@@ -141,6 +141,8 @@ impl<D: BlockDevice> F2fs<D> {
         }
         let enough_invalid = self.enough_invalid_blocks();
         let found = self.background_gc()?;
+        // MedFS's BGRes runs after each background-GC pass (`delta/dcm.rs`).
+        self.bgres()?;
         self.clock.gc_sleep_ns =
             policy::next_gc_sleep(self.clock.gc_sleep_ns, enough_invalid, found, &self.cfg);
         self.balance_fs_bg(true)?;

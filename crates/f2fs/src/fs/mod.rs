@@ -46,7 +46,7 @@ pub use attr::{
 pub use batch::BatchFile;
 pub use defrag::CopyDefragOutcome;
 pub use delta::policy::{DeltaConfig, DeltaMode};
-pub use delta::{DeltaMetrics, MEDFS_DELTA_FL};
+pub use delta::{DeltaMetrics, MEDFS_DCM_FL, MEDFS_DELTA_FL, MEDFS_PSEUDO_FL};
 pub use error::FsError;
 pub use extents::BlockUsage;
 pub use falloc::FallocMode;

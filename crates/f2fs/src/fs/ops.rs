@@ -231,6 +231,7 @@ impl<D: BlockDevice> F2fs<D> {
     /// `relatime` ([`F2fs::mark_accessed`]).
     pub fn read(&mut self, ino: u32, offset: u64, len: usize) -> Result<Vec<u8>, FsError> {
         self.check_file(ino)?;
+        self.note_file_call(ino, false);
         self.timed("read", |fs| {
             let data = fs.read_at(ino, offset, len)?;
             fs.mark_accessed(ino)?;
@@ -241,6 +242,7 @@ impl<D: BlockDevice> F2fs<D> {
     /// Writes `data` at `offset`, growing the file as needed (holes read as zeros).
     pub fn write(&mut self, ino: u32, offset: u64, data: &[u8]) -> Result<(), FsError> {
         self.check_file(ino)?;
+        self.note_file_call(ino, true);
         self.balanced("write", |fs| {
             fs.write_at(ino, offset, data)?;
             fs.mark_modified(ino)
@@ -250,6 +252,7 @@ impl<D: BlockDevice> F2fs<D> {
     /// Reads whole page `index` of a file (zeros past the end or in a hole).
     pub fn read_page(&mut self, ino: u32, index: u64) -> Result<Box<Block>, FsError> {
         self.check_file(ino)?;
+        self.note_file_call(ino, false);
         self.load_file_page(ino, index)
     }
 
@@ -263,6 +266,7 @@ impl<D: BlockDevice> F2fs<D> {
         valid_bytes: usize,
     ) -> Result<(), FsError> {
         self.check_file(ino)?;
+        self.note_file_call(ino, true);
         self.balanced("write_page", |fs| {
             fs.write_page_op(ino, index, page, valid_bytes)
         })
@@ -301,6 +305,7 @@ impl<D: BlockDevice> F2fs<D> {
         hint: WriteHint,
     ) -> Result<(), FsError> {
         self.check_file(ino)?;
+        self.note_file_call(ino, true);
         self.balanced("write_pages", |fs| {
             fs.write_pages_op(ino, first_index, pages, size_bytes, hint)
         })
@@ -716,6 +721,7 @@ impl<D: BlockDevice> F2fs<D> {
 
     /// Frees an inode with all its blocks and nodes.
     pub(crate) fn evict_inode(&mut self, ino: u32) -> Result<(), FsError> {
+        self.dcm_on_evict(ino)?;
         if !self.has_inline(ino, F2FS_INLINE_DATA | F2FS_INLINE_DENTRY)? {
             self.free_blocks_from(ino, 0)?;
         }

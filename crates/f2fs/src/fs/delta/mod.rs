@@ -30,6 +30,8 @@
 //! addresses. [`F2fs::restore_deltas`] folds every delta into its base, after which the
 //! image is stock F2FS again.
 
+pub mod dcm;
+pub mod hcluster;
 pub mod policy;
 pub mod zone;
 
@@ -41,6 +43,7 @@ use super::{corrupt, F2fs, FsError};
 use crate::codec::{le32_at, put_le32_at, zero_block, Block};
 use crate::consts::*;
 use crate::error::Corruption;
+pub use dcm::{MEDFS_DCM_FL, MEDFS_PSEUDO_FL};
 use policy::{DeltaCandidate, DeltaDecision, ZoneRoom};
 use zone::{Record, Zone, ZONE_HEADER_BYTES};
 
@@ -74,6 +77,28 @@ pub struct DeltaMetrics {
     pub delta_bytes_total: u64,
     /// Computed delta sizes in 32-byte buckets: `[0, 32)`, ..., `[224, 256)`, `≥ 256`.
     pub delta_size_buckets: [u64; 9],
+    /// Deltas stored in a DCM pseudo file (each saved a data block write; the pseudo
+    /// file's pages are written in `dcm_page_writes`).
+    pub dcm_stores: u64,
+    /// Of those, deltas DCI evicted (moved to DCM instead of merged).
+    pub dcm_evictions: u64,
+    /// Deltas refused by DCM because HCluster did not class the file read-cold/write-hot.
+    pub dcm_not_hot: u64,
+    /// Deltas refused by DCM for want of room (255 compact pages, or a full meta page).
+    pub dcm_full: u64,
+    /// Pseudo files created.
+    pub dcm_files_created: u64,
+    /// DCM deltas applied on reads.
+    pub dcm_applied: u64,
+    /// Pseudo-file pages read from the device (meta and compact; cache misses).
+    pub dcm_page_reads: u64,
+    /// Pseudo-file pages written (meta and compact).
+    pub dcm_page_writes: u64,
+    /// BGRes passes (idle time, with DCM files present).
+    pub bgres_runs: u64,
+    /// Files BGRes restored, and the deltas it folded doing so.
+    pub bgres_restored_files: u64,
+    pub bgres_restored_deltas: u64,
 }
 
 impl DeltaMetrics {
@@ -96,6 +121,7 @@ pub(crate) struct DeltaState {
     lzo: Option<Lzo1x1>,
     pub replay_zones: std::collections::BTreeMap<u32, Zone>,
     bases: BaseCache,
+    pub dcm: dcm::DcmState,
 }
 
 /// The content of recently written or read data blocks by address (see
@@ -180,13 +206,25 @@ impl<D: BlockDevice> F2fs<D> {
     /// A malformed delta zone, as a corruption of the inode holding it (the full walk
     /// records it as a finding and quarantines the inode).
     fn zone_corruption(&mut self, ino: u32, value: u64, rule: String) -> FsError {
+        let rule = format!("delta zone: {rule}");
+        self.delta_corruption(ino, "i_addr (MedFS delta zone)", value, rule)
+    }
+
+    /// A malformed MedFS structure (`field`) of inode `ino`, as a corruption of that inode.
+    fn delta_corruption(
+        &mut self,
+        ino: u32,
+        field: &'static str,
+        value: u64,
+        rule: String,
+    ) -> FsError {
         let blkaddr = self.nat_get(ino).map_or(0, |e| e.block_addr as u64);
         Corruption::Inode {
             ino,
             blkaddr,
-            field: "i_addr (MedFS delta zone)",
+            field,
             value,
-            rule: format!("delta zone: {rule}"),
+            rule,
         }
         .into()
     }
@@ -321,6 +359,9 @@ impl<D: BlockDevice> F2fs<D> {
         if self.remove_record(ino, index)?.is_some() {
             self.metrics.delta.dropped += 1;
         }
+        if self.dcm_remove(ino, index)? {
+            self.metrics.delta.dropped += 1;
+        }
         Ok(())
     }
 
@@ -332,14 +373,23 @@ impl<D: BlockDevice> F2fs<D> {
         index: u64,
         page: &Block,
     ) -> Result<bool, FsError> {
-        let Some(base_addr) = self.delta_base(ino, index)? else {
+        let Some((base_addr, inline_ok)) = self.delta_base(ino, index)? else {
             return Ok(false);
         };
         let delta = self.make_delta(base_addr, page)?;
+        // One delta per page, against the flash base: the old one goes, wherever it is.
         self.remove_record(ino, index)?;
-        let decision = self.decide(ino, delta.len())?;
+        self.dcm_remove(ino, index)?;
+        let decision = match inline_ok {
+            true => self.decide(ino, delta.len())?,
+            false => DeltaDecision::Write,
+        };
         match decision {
             DeltaDecision::Write => {
+                // `f2fs_store_delta_in_main(type = 0)`: not inlined, no replacement.
+                if self.cfg.delta.mode.dcm_on() && self.dcm_store(ino, index, &delta, true)? {
+                    return Ok(true);
+                }
                 self.metrics.delta.fallback_writes += 1;
                 return Ok(false);
             }
@@ -359,8 +409,9 @@ impl<D: BlockDevice> F2fs<D> {
         Ok(true)
     }
 
-    /// The base block of an admissible update, if the page is one.
-    fn delta_base(&mut self, ino: u32, index: u64) -> Result<Option<u32>, FsError> {
+    /// The base block of an admissible update, if the page is one, and whether the
+    /// delta may be inlined.
+    fn delta_base(&mut self, ino: u32, index: u64) -> Result<Option<(u32, bool)>, FsError> {
         if !self.cfg.delta.enabled()
             || self.is_dir_inode(ino)?
             || self.has_inline(ino, F2FS_INLINE_DATA | F2FS_INLINE_DENTRY)?
@@ -377,7 +428,8 @@ impl<D: BlockDevice> F2fs<D> {
             index,
             inode_slots: geo.addrs,
         };
-        Ok(policy::delta_candidate(&c, &self.cfg.delta).then_some(addr))
+        let inline_ok = policy::inline_candidate(&c, &self.cfg.delta);
+        Ok(policy::delta_candidate(&c, &self.cfg.delta).then_some((addr, inline_ok)))
     }
 
     /// `LZO1X-1(new ⊕ base)`, charging the host CPU time.
@@ -467,9 +519,28 @@ impl<D: BlockDevice> F2fs<D> {
             .max_by_key(|(pos, r)| (r.delta.len(), std::cmp::Reverse(*pos)))
             .map(|(_, r)| u64::from(r.index));
         match victim {
-            Some(index) => self.merge_delta(ino, index),
+            Some(index) => self.evict_delta(ino, index),
             None => Ok(()),
         }
+    }
+
+    /// An inline delta leaves the zone: to DCM when that is on and takes it (the
+    /// source's `type = 1`, no HCluster check), else merged into its base. The DCM copy
+    /// is made before the zone drops it, so a page never lacks its delta.
+    fn evict_delta(&mut self, ino: u32, index: u64) -> Result<(), FsError> {
+        if self.cfg.delta.mode.dcm_on() {
+            let delta = self
+                .read_zone(ino)?
+                .and_then(|(_, z)| z.position(index).map(|p| z.records[p].delta.clone()));
+            if let Some(delta) = delta {
+                if self.dcm_store(ino, index, &delta, false)? {
+                    self.remove_record(ino, index)?;
+                    self.metrics.delta.dcm_evictions += 1;
+                    return Ok(());
+                }
+            }
+        }
+        self.merge_delta(ino, index)
     }
 
     /// Folds page `index`'s delta into its base and writes the page out of place (the
@@ -487,13 +558,14 @@ impl<D: BlockDevice> F2fs<D> {
         Ok(())
     }
 
-    /// Whether page `index` has an inline delta (the addressing layer's
+    /// Whether page `index` has a delta, inline or in DCM (the addressing layer's
     /// [`Stored::Delta`](super::pagemap::Stored::Delta)).
     pub(crate) fn has_delta(&mut self, ino: u32, index: u64) -> Result<bool, FsError> {
-        Ok(match self.read_zone(ino)? {
+        let inline = match self.read_zone(ino)? {
             Some((_, zone)) => zone.position(index).is_some(),
             None => false,
-        })
+        };
+        Ok(inline || self.dcm_has(ino, index)?)
     }
 
     /// XORs page `index`'s inline delta, if any, into `page` (its base, just read).
@@ -503,15 +575,26 @@ impl<D: BlockDevice> F2fs<D> {
         index: u64,
         page: &mut Block,
     ) -> Result<(), FsError> {
-        let Some((_, zone)) = self.read_zone(ino)? else {
-            return Ok(());
-        };
-        let Some(pos) = zone.position(index) else {
-            return Ok(());
+        let inline = self.read_zone(ino)?.and_then(|(_, zone)| {
+            zone.position(index)
+                .map(|pos| zone.records[pos].delta.clone())
+        });
+        let delta = match inline {
+            Some(d) => d,
+            None => match self.dcm_delta(ino, index)? {
+                Some(d) => {
+                    self.metrics.delta.dcm_applied += 1;
+                    d
+                }
+                None => return Ok(()),
+            },
         };
         let mut xor = Vec::with_capacity(BLOCK_SIZE);
-        decompress_into(&zone.records[pos].delta, &mut xor, BLOCK_SIZE)
-            .map_err(|e| corrupt(format!("inode {ino}: delta of page {index}: {e}")))?;
+        let bad = |e: String| corrupt(format!("inode {ino}: delta of page {index}: {e}"));
+        decompress_into(&delta, &mut xor, BLOCK_SIZE).map_err(|e| bad(e.to_string()))?;
+        if xor.len() != BLOCK_SIZE {
+            return Err(bad(format!("decompresses to {} bytes", xor.len())));
+        }
         for (p, x) in page.iter_mut().zip(&xor) {
             *p ^= x;
         }
@@ -540,13 +623,14 @@ impl<D: BlockDevice> F2fs<D> {
         let n =
             policy::growth_evictions(&sizes, ZONE_HEADER_BYTES, index, geo.addrs, &self.cfg.delta);
         for r in &zone.records[..n] {
-            self.merge_delta(ino, u64::from(r.index))?;
+            self.evict_delta(ino, u64::from(r.index))?;
         }
         Ok(())
     }
 
     /// Truncation: drops the deltas of pages from `from` on.
     pub(crate) fn drop_deltas_from(&mut self, ino: u32, from: u64) -> Result<(), FsError> {
+        self.metrics.delta.dropped += self.dcm_drop_from(ino, from)?;
         let Some((geo, mut zone)) = self.read_zone(ino)? else {
             return Ok(());
         };
@@ -560,8 +644,9 @@ impl<D: BlockDevice> F2fs<D> {
         self.write_zone(ino, &geo, old_words, &zone)
     }
 
-    /// Merges every delta of `ino` into its base.
+    /// Merges every delta of `ino` into its base (DCM's too; its pseudo file goes).
     pub(crate) fn merge_all_deltas(&mut self, ino: u32) -> Result<(), FsError> {
+        self.dcm_restore_file(ino)?;
         let Some((_, zone)) = self.read_zone(ino)? else {
             return Ok(());
         };

@@ -17,6 +17,35 @@ pub enum DeltaMode {
     /// Delta-chunk inlining only (the paper's "DCI"): deltas of small updates in the
     /// inode's `i_addr` tail; what does not fit is written as a normal page.
     Dci,
+    /// Delta-chunk maintenance only (the paper's "DCM-only"): no inline deltas; deltas
+    /// under `dcm_max_bytes` of read-cold/write-hot files (HCluster) go to the file's
+    /// hidden pseudo file of compact pages; BGRes restores in idle time.
+    Dcm,
+    /// MedFS (DCI + DCM): inline first; what is not inlined (and what DCI evicts) goes
+    /// to DCM as in `dcm`.
+    Medfs,
+    /// F2FS-DC, conventional delta compression: every admissible delta (under
+    /// `dcm_max_bytes`, file over `dcm_min_file_blocks`) is kept in the data area, in
+    /// the same pseudo file of compact pages as DCM, with no inline deltas, no HCluster
+    /// admission and no BGRes (`docs/medfs.md`).
+    Dc,
+}
+
+impl DeltaMode {
+    /// Deltas may be inlined in the inode (DCI).
+    pub fn inline_on(self) -> bool {
+        matches!(self, DeltaMode::Dci | DeltaMode::Medfs)
+    }
+
+    /// Deltas may go to the pseudo file's compact pages (DCM or F2FS-DC).
+    pub fn dcm_on(self) -> bool {
+        matches!(self, DeltaMode::Dcm | DeltaMode::Medfs | DeltaMode::Dc)
+    }
+
+    /// HCluster admits files to DCM and BGRes restores them (DCM, MedFS; not F2FS-DC).
+    pub fn hcluster_on(self) -> bool {
+        matches!(self, DeltaMode::Dcm | DeltaMode::Medfs)
+    }
 }
 
 /// The DCI options (`[fs.mount.delta]`), MedFS's published constants by default.
@@ -50,6 +79,28 @@ pub struct DeltaConfig {
     /// to this many recently written or read data blocks; a miss reads the base from
     /// flash. 4,096 pages (16 MiB) by default; 0 always reads.
     pub base_cache_pages: usize,
+    /// DCM takes a delta only below this many bytes (the source's `clen < 819`, about
+    /// 4096 / 5: "5 pages to 1").
+    pub dcm_max_bytes: usize,
+    /// DCM takes deltas only of files with more than this many blocks (the source's
+    /// `inode->i_blocks > 5`; the unit there is not recorded, here it is the on-disk
+    /// `i_blocks`, 4 KiB blocks including the inode).
+    pub dcm_min_file_blocks: u64,
+    /// Compact pages per pseudo file at most (the source's 255; beyond, normal writes).
+    pub dcm_max_compact_pages: usize,
+    /// BGRes restores a DCM file holding fewer deltas than this (`main_compress_num < 5`).
+    pub bgres_min_deltas: usize,
+    /// Pseudo-file pages (meta and compact) kept in memory, clean or dirty (ours: the
+    /// kernel keeps them in the page cache; `docs/medfs.md`). Dirty ones are written at
+    /// the owner's fsync, at a checkpoint, or when this bound is passed.
+    pub dcm_cache_pages: usize,
+    /// Host CPU time of one HCluster classification (the paper's ≈ 1.2 µs).
+    pub hcluster_ns: Nanos,
+    /// HCluster's initial centroids in tenths of a call, `[writes, reads]` in label
+    /// order (read-cold/write-cold, read-cold/write-hot, read-hot/write-cold,
+    /// read-hot/write-hot): the source's (5.9, 2.9), (46.2, 5.5), (3.5, 31.1),
+    /// (33.3, 30.8).
+    pub hcluster_centroids_tenths: [[u32; 2]; 4],
 }
 
 impl Default for DeltaConfig {
@@ -65,6 +116,13 @@ impl Default for DeltaConfig {
             create_ns: flashstack_codec::cost::SD865_LZO_DELTA.compress_ns,
             apply_ns: flashstack_codec::cost::SD865_LZO_DELTA.decompress_ns,
             base_cache_pages: 4096,
+            dcm_max_bytes: 819,
+            dcm_min_file_blocks: 5,
+            dcm_max_compact_pages: 255,
+            bgres_min_deltas: 5,
+            dcm_cache_pages: 512,
+            hcluster_ns: 1_200,
+            hcluster_centroids_tenths: super::hcluster::INITIAL_CENTROIDS_TENTHS,
         }
     }
 }
@@ -78,9 +136,68 @@ impl DeltaConfig {
         }
     }
 
+    /// The given scheme with the seed's defaults.
+    pub fn with_mode(mode: DeltaMode) -> DeltaConfig {
+        DeltaConfig {
+            mode,
+            ..DeltaConfig::default()
+        }
+    }
+
     pub fn enabled(&self) -> bool {
         self.mode != DeltaMode::Off
     }
+}
+
+/// What `f2fs_write_end` knows when a delta was not inlined (`f2fs_store_delta_in_main`).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct DcmQuery {
+    /// Compressed size of the delta.
+    pub delta_bytes: usize,
+    /// On-disk `i_blocks` of the file.
+    pub file_blocks: u64,
+    /// The file's HCluster class is read-cold/write-hot (ignored when `check_hotness`
+    /// is false).
+    pub read_cold_write_hot: bool,
+    /// `type = 0` (a new delta: HCluster decides) or `type = 1` (a delta DCI evicts:
+    /// no HCluster check).
+    pub check_hotness: bool,
+}
+
+/// Whether a delta may go to DCM at all (before a compact page is chosen).
+pub fn dcm_admit(q: &DcmQuery, cfg: &DeltaConfig) -> bool {
+    let hot_ok = !q.check_hotness || !cfg.mode.hcluster_on() || q.read_cold_write_hot;
+    cfg.mode.dcm_on()
+        && q.delta_bytes < cfg.dcm_max_bytes
+        && q.file_blocks > cfg.dcm_min_file_blocks
+        && hot_ok
+}
+
+/// Where a DCM delta of `record_bytes` (delta + its 2-byte size) goes: the first compact
+/// page with `FS > record_bytes` (`free_bytes` in page order), else a new page while
+/// there are fewer than `dcm_max_compact_pages`, else none (a normal write).
+pub fn dcm_place(free_bytes: &[usize], record_bytes: usize, cfg: &DeltaConfig) -> DcmPlace {
+    match free_bytes.iter().position(|&f| f > record_bytes) {
+        Some(i) => DcmPlace::Page(i),
+        None if free_bytes.len() < cfg.dcm_max_compact_pages => DcmPlace::NewPage,
+        None => DcmPlace::Full,
+    }
+}
+
+/// [`dcm_place`]'s answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DcmPlace {
+    /// The n-th compact page (in meta-page order).
+    Page(usize),
+    NewPage,
+    Full,
+}
+
+/// BGRes's decision for one DCM file: restore it (fold every delta into its base and
+/// destroy the pseudo file) when it left the read-cold/write-hot class (HCluster modes)
+/// or holds fewer than `bgres_min_deltas` deltas.
+pub fn bgres_restore(read_cold_write_hot: bool, deltas: usize, cfg: &DeltaConfig) -> bool {
+    cfg.mode.hcluster_on() && (!read_cold_write_hot || deltas < cfg.bgres_min_deltas)
 }
 
 /// What `f2fs_write_end` checks before it makes a delta at all.
@@ -102,10 +219,16 @@ pub struct DeltaCandidate {
 /// compression): an update of an existing page of a file under `file_max_pages` whose
 /// pointer lies in the inode itself. Atomic commits never ask (they write out of place).
 pub fn delta_candidate(c: &DeltaCandidate, cfg: &DeltaConfig) -> bool {
+    let base = cfg.enabled() && c.has_base && c.regular_file;
+    // DCM keys deltas by page index alone: any page of the file may take one.
+    base && (cfg.mode.dcm_on() || inline_candidate(c, cfg))
+}
+
+/// The DCI part of the admission: the file under `file_max_pages` and the page's
+/// pointer within the inode's budget.
+pub fn inline_candidate(c: &DeltaCandidate, cfg: &DeltaConfig) -> bool {
     let budget = cfg.inline_budget_words.min(c.inode_slots) as u64;
-    cfg.enabled()
-        && c.has_base
-        && c.regular_file
+    cfg.mode.inline_on()
         && c.file_pages < cfg.file_max_pages
         && c.file_pages <= budget
         && c.index < budget

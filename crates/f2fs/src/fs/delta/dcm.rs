@@ -1,0 +1,779 @@
+//! MedFS's delta-chunk maintenance (DCM; seed-systems.md §A "DCM", "BGRes"): deltas that
+//! are not inlined (too large for the inode, no room, or evicted by DCI) go to a hidden
+//! per-file **pseudo file**: page 0 is the meta page, pages 1..=N (N ≤ 255) are compact
+//! pages packing deltas.
+//!
+//! On disk:
+//!
+//! - The owner (the file whose pages have DCM deltas) carries [`MEDFS_DCM_FL`] in
+//!   `i_flags` and the pseudo file's inode number (the source's 4-byte `meta_id`) in
+//!   `i_current_depth` (for a regular file the kernel's `i_gc_failures`, used only by
+//!   pinned files; the source's place for `meta_id` is not recorded).
+//! - The pseudo file is a regular inode with one link and no dentry, [`MEDFS_PSEUDO_FL`]
+//!   in `i_flags` and `i_pino` naming the owner; our full verification reaches it from
+//!   the owner. `fsck.f2fs` would call it unreachable: [`F2fs::restore_deltas`] removes
+//!   every pseudo file.
+//! - **Meta page**: byte 0 the number of compact pages (ours; the source's count field is
+//!   not recorded), then per compact page `CN` (1 B, deltas in it), `FS` (2 B LE, free
+//!   bytes), `PI` (4 B LE, its page index in the pseudo file), then `DO`: 4 B LE original
+//!   page index per delta, in the order of the compact page's records.
+//! - **Compact page**: records `[2 B LE size][delta bytes]` from byte 0, zeros after.
+//!
+//! A new delta for a page replaces its old one (the record is removed and the page
+//! compacted), then goes to the first compact page with `FS > clen + 2`, else a new one
+//! ([`policy::dcm_place`]). Pseudo-file pages are kept in a bounded in-memory cache (the
+//! kernel's page cache for them); dirty ones are written out of place at the owner's
+//! fsync (then the pseudo inode, fsync-marked, ahead of the owner's nodes in the warm
+//! chain, after a flush), at every checkpoint (before its nodes), or when the cache is
+//! over its bound. So every durable state pairs a durable pseudo file with the owner's
+//! bases: base < delta < inode.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use flashstack_block::BlockDevice;
+use flashstack_codec::lzo1x::decompress_into;
+
+use super::hcluster::{self, Point};
+use super::policy::{self, DcmPlace, DcmQuery};
+use super::OFF_FLAGS;
+use crate::codec::{le32_at, put_le32_at, zero_block, Block};
+use crate::consts::*;
+use crate::fs::attr::NewInode;
+use crate::fs::data::{OFF_BLOCKS, OFF_DEPTH, OFF_INLINE, OFF_SIZE};
+use crate::fs::pagemap::Stored;
+use crate::fs::{BlockKind, F2fs, FsError};
+
+/// `i_flags` bit of a file whose pages have deltas in a DCM pseudo file (ours).
+pub const MEDFS_DCM_FL: u32 = 0x0200_0000;
+/// `i_flags` bit of a DCM pseudo file (ours).
+pub const MEDFS_PSEUDO_FL: u32 = 0x0400_0000;
+/// Name kept in the pseudo inode (no directory names it).
+const PSEUDO_NAME: &str = ".medfs-dcm";
+/// Bytes of the meta page's count of compact pages.
+const META_HEADER_BYTES: usize = 1;
+/// `CN` + `FS` + `PI` of one compact page's meta entry.
+const ENTRY_HEADER_BYTES: usize = 7;
+/// A compact-page record's size field.
+pub const SIZE_FIELD_BYTES: usize = 2;
+
+/// One compact page as the meta page describes it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CompactEntry {
+    /// `PI`: the compact page's page index in the pseudo file.
+    pub pi: u32,
+    /// `FS`: free bytes of the compact page.
+    pub free: u16,
+    /// `DO`: original page index of each delta, in record order.
+    pub indices: Vec<u32>,
+}
+
+/// A decoded meta page.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Meta {
+    pub pages: Vec<CompactEntry>,
+}
+
+impl Meta {
+    pub fn encoded_bytes(&self) -> usize {
+        META_HEADER_BYTES
+            + self
+                .pages
+                .iter()
+                .map(|e| ENTRY_HEADER_BYTES + 4 * e.indices.len())
+                .sum::<usize>()
+    }
+
+    pub fn deltas(&self) -> usize {
+        self.pages.iter().map(|e| e.indices.len()).sum()
+    }
+
+    /// (entry, position) of page `index`'s delta.
+    pub fn find(&self, index: u64) -> Option<(usize, usize)> {
+        self.pages.iter().enumerate().find_map(|(i, e)| {
+            e.indices
+                .iter()
+                .position(|&o| u64::from(o) == index)
+                .map(|p| (i, p))
+        })
+    }
+
+    /// Every original page index, in meta order.
+    pub fn indices(&self) -> Vec<u64> {
+        self.pages
+            .iter()
+            .flat_map(|e| e.indices.iter().map(|&o| u64::from(o)))
+            .collect()
+    }
+
+    pub fn encode(&self) -> Box<Block> {
+        assert!(self.encoded_bytes() <= BLOCK_SIZE, "meta page overflows");
+        let mut b = zero_block();
+        b[0] = self.pages.len() as u8;
+        let mut p = META_HEADER_BYTES;
+        for e in &self.pages {
+            b[p] = e.indices.len() as u8;
+            b[p + 1..p + 3].copy_from_slice(&e.free.to_le_bytes());
+            b[p + 3..p + 7].copy_from_slice(&e.pi.to_le_bytes());
+            p += ENTRY_HEADER_BYTES;
+            for &o in &e.indices {
+                b[p..p + 4].copy_from_slice(&o.to_le_bytes());
+                p += 4;
+            }
+        }
+        b
+    }
+
+    /// Decodes and checks a meta page of a pseudo file of `file_pages` pages: at most
+    /// `max_pages` compact pages, each `PI` a distinct page of the file after the meta
+    /// page, `FS` within a page, no original page twice.
+    pub fn decode(b: &[u8], max_pages: usize, file_pages: u64) -> Result<Meta, String> {
+        let n = b[0] as usize;
+        if n > max_pages {
+            return Err(format!("{n} compact pages, more than {max_pages}"));
+        }
+        let mut meta = Meta::default();
+        let mut seen_pi = BTreeSet::new();
+        let mut seen = BTreeSet::new();
+        let mut p = META_HEADER_BYTES;
+        for k in 0..n {
+            if p + ENTRY_HEADER_BYTES > b.len() {
+                return Err(format!("entry {k} runs past the meta page"));
+            }
+            let cn = b[p] as usize;
+            let free = u16::from_le_bytes([b[p + 1], b[p + 2]]);
+            let pi = le32_at(b, p + 3);
+            p += ENTRY_HEADER_BYTES;
+            if pi == 0 || u64::from(pi) >= file_pages || !seen_pi.insert(pi) {
+                return Err(format!(
+                    "entry {k}: PI {pi} is not a distinct compact page of the pseudo file"
+                ));
+            }
+            if usize::from(free) > BLOCK_SIZE || p + 4 * cn > b.len() {
+                return Err(format!("entry {k}: FS {free} or CN {cn} out of range"));
+            }
+            let mut indices = Vec::with_capacity(cn);
+            for _ in 0..cn {
+                let o = le32_at(b, p);
+                p += 4;
+                if !seen.insert(o) {
+                    return Err(format!("page {o} has two DCM deltas"));
+                }
+                indices.push(o);
+            }
+            meta.pages.push(CompactEntry { pi, free, indices });
+        }
+        Ok(meta)
+    }
+}
+
+/// The `n` records of a compact page whose meta entry says `free` bytes are free.
+pub fn decode_compact(page: &[u8], n: usize, free: u16) -> Result<Vec<Vec<u8>>, String> {
+    let mut out = Vec::with_capacity(n);
+    let mut p = 0;
+    for k in 0..n {
+        if p + SIZE_FIELD_BYTES > page.len() {
+            return Err(format!("record {k} runs past the compact page"));
+        }
+        let len = u16::from_le_bytes([page[p], page[p + 1]]) as usize;
+        p += SIZE_FIELD_BYTES;
+        if len == 0 || p + len > page.len() {
+            return Err(format!("record {k}: size {len} out of range"));
+        }
+        out.push(page[p..p + len].to_vec());
+        p += len;
+    }
+    if BLOCK_SIZE - p != usize::from(free) {
+        return Err(format!(
+            "FS {free} but the records leave {} bytes",
+            BLOCK_SIZE - p
+        ));
+    }
+    Ok(out)
+}
+
+/// A compact page holding `records`, and its free bytes.
+pub fn encode_compact(records: &[Vec<u8>]) -> (Box<Block>, u16) {
+    let mut b = zero_block();
+    let mut p = 0;
+    for r in records {
+        b[p..p + SIZE_FIELD_BYTES].copy_from_slice(&(r.len() as u16).to_le_bytes());
+        p += SIZE_FIELD_BYTES;
+        b[p..p + r.len()].copy_from_slice(r);
+        p += r.len();
+    }
+    (b, (BLOCK_SIZE - p) as u16)
+}
+
+/// DCM's memory: the pseudo-file page cache, the files holding DCM deltas this session,
+/// the per-inode call counts HCluster clusters, and the current centroids.
+#[derive(Default)]
+pub(crate) struct DcmState {
+    /// (pseudo ino, page) → (age, dirty, bytes).
+    cache: BTreeMap<(u32, u32), (u64, bool, Box<Block>)>,
+    ages: BTreeMap<u64, (u32, u32)>,
+    next_age: u64,
+    /// Owners with a pseudo file met this session (BGRes visits these).
+    owners: BTreeSet<u32>,
+    /// (write calls, read calls) per inode since mount (HCluster's features; an entry
+    /// goes when its inode is freed).
+    counts: BTreeMap<u32, (u64, u64)>,
+    centroids: Option<[Point; 4]>,
+}
+
+impl DcmState {
+    fn touch(&mut self, key: (u32, u32), dirty: bool, block: Box<Block>) {
+        let age = self.next_age;
+        self.next_age += 1;
+        let was_dirty = match self.cache.remove(&key) {
+            Some((old, d, _)) => {
+                self.ages.remove(&old);
+                d
+            }
+            None => false,
+        };
+        self.cache.insert(key, (age, dirty || was_dirty, block));
+        self.ages.insert(age, key);
+    }
+
+    fn forget_file(&mut self, pseudo: u32) {
+        let keys: Vec<(u32, u32)> = self
+            .cache
+            .range((pseudo, 0)..=(pseudo, u32::MAX))
+            .map(|(k, _)| *k)
+            .collect();
+        for k in keys {
+            if let Some((age, _, _)) = self.cache.remove(&k) {
+                self.ages.remove(&age);
+            }
+        }
+    }
+
+    fn dirty_pages(&self, pseudo: u32) -> Vec<u32> {
+        self.cache
+            .range((pseudo, 0)..=(pseudo, u32::MAX))
+            .filter(|(_, v)| v.1)
+            .map(|(k, _)| k.1)
+            .collect()
+    }
+
+    fn point(&self, ino: u32) -> Point {
+        let (w, r) = self.counts.get(&ino).copied().unwrap_or_default();
+        (w as f64, r as f64)
+    }
+
+    fn centroids(&self, cfg: &policy::DeltaConfig) -> [Point; 4] {
+        self.centroids
+            .unwrap_or_else(|| hcluster::from_tenths(&cfg.hcluster_centroids_tenths))
+    }
+}
+
+impl<D: BlockDevice> F2fs<D> {
+    /// A read or write call into the file system for `ino` (HCluster's features).
+    pub(crate) fn note_file_call(&mut self, ino: u32, write: bool) {
+        if !self.cfg.delta.mode.hcluster_on() {
+            return;
+        }
+        let c = self.delta_state.dcm.counts.entry(ino).or_default();
+        match write {
+            true => c.0 += 1,
+            false => c.1 += 1,
+        }
+    }
+
+    fn has_dcm(&mut self, ino: u32) -> Result<bool, FsError> {
+        Ok(le32_at(&self.node(ino)?[..], OFF_FLAGS) & MEDFS_DCM_FL != 0)
+    }
+
+    fn dcm_corruption(&mut self, ino: u32, value: u64, rule: String) -> FsError {
+        let field = "i_current_depth (MedFS DCM pseudo file)";
+        self.delta_corruption(ino, field, value, format!("DCM: {rule}"))
+    }
+
+    /// The owner's pseudo file (checked: an inode in use, flagged as a pseudo file of
+    /// this owner), if it has one.
+    fn dcm_pseudo_of(&mut self, owner: u32) -> Result<Option<u32>, FsError> {
+        if !self.has_dcm(owner)? {
+            return Ok(None);
+        }
+        let id = le32_at(&self.node(owner)?[..], OFF_DEPTH);
+        let in_use = id != 0
+            && id != owner
+            && id < self.max_nid()
+            && self.nat_get(id).is_ok_and(|e| e.block_addr != NULL_ADDR);
+        if !in_use {
+            let rule = "meta_id names no inode in use".to_string();
+            return Err(self.dcm_corruption(owner, u64::from(id), rule));
+        }
+        let node = self.node(id)?;
+        let ok = le32_at(&node[..], OFF_FLAGS) & MEDFS_PSEUDO_FL != 0
+            && crate::node::Inode::decode(node).pino == owner
+            && crate::node::NodeFooter::decode(node).ino == id;
+        if !ok {
+            let rule = format!("inode {id} is not this file's pseudo file");
+            return Err(self.dcm_corruption(owner, u64::from(id), rule));
+        }
+        self.delta_state.dcm.owners.insert(owner);
+        Ok(Some(id))
+    }
+
+    /// Page `page` of a pseudo file, from the cache or read (charged, counted).
+    fn dcm_read_page(&mut self, pseudo: u32, page: u32) -> Result<Box<Block>, FsError> {
+        if let Some((_, _, b)) = self.delta_state.dcm.cache.get(&(pseudo, page)) {
+            let b = Box::new(**b);
+            self.delta_state.dcm.touch((pseudo, page), false, b.clone());
+            return Ok(b);
+        }
+        self.metrics.delta.dcm_page_reads += 1;
+        let b = self.load_page(pseudo, u64::from(page))?;
+        self.delta_state.dcm.touch((pseudo, page), false, b.clone());
+        self.dcm_trim()?;
+        Ok(b)
+    }
+
+    fn dcm_write_page(&mut self, pseudo: u32, page: u32, b: Box<Block>) -> Result<(), FsError> {
+        self.delta_state.dcm.touch((pseudo, page), true, b);
+        self.dcm_trim()
+    }
+
+    /// Keeps the cache within its bound: the oldest page goes (its file's dirty pages
+    /// written first if it is dirty).
+    fn dcm_trim(&mut self) -> Result<(), FsError> {
+        let cap = self.cfg.delta.dcm_cache_pages.max(2);
+        while self.delta_state.dcm.cache.len() > cap {
+            let Some((&age, &key)) = self.delta_state.dcm.ages.iter().next() else {
+                break;
+            };
+            if self.delta_state.dcm.cache.get(&key).is_some_and(|v| v.1) {
+                self.dcm_flush(key.0)?;
+            }
+            self.delta_state.dcm.ages.remove(&age);
+            self.delta_state.dcm.cache.remove(&key);
+        }
+        Ok(())
+    }
+
+    /// The owner's pseudo file and its meta page, decoded and checked.
+    fn dcm_load(&mut self, owner: u32) -> Result<Option<(u32, Meta)>, FsError> {
+        let Some(pseudo) = self.dcm_pseudo_of(owner)? else {
+            return Ok(None);
+        };
+        let size_pages = self
+            .inode_u64(pseudo, OFF_SIZE)?
+            .div_ceil(BLOCK_SIZE as u64);
+        let page = self.dcm_read_page(pseudo, 0)?;
+        let max = self.cfg.delta.dcm_max_compact_pages.max(255);
+        match Meta::decode(&page[..], max, size_pages) {
+            Ok(meta) => Ok(Some((pseudo, meta))),
+            Err(rule) => Err(self.dcm_corruption(owner, u64::from(pseudo), rule)),
+        }
+    }
+
+    /// The records of compact page `e`, checked.
+    fn dcm_records(
+        &mut self,
+        owner: u32,
+        pseudo: u32,
+        e: &CompactEntry,
+    ) -> Result<Vec<Vec<u8>>, FsError> {
+        let page = self.dcm_read_page(pseudo, e.pi)?;
+        decode_compact(&page[..], e.indices.len(), e.free).map_err(|rule| {
+            let rule = format!("compact page {}: {rule}", e.pi);
+            self.dcm_corruption(owner, u64::from(pseudo), rule)
+        })
+    }
+
+    /// Page `index`'s DCM delta, if it has one.
+    pub(crate) fn dcm_delta(&mut self, owner: u32, index: u64) -> Result<Option<Vec<u8>>, FsError> {
+        let Some((pseudo, meta)) = self.dcm_load(owner)? else {
+            return Ok(None);
+        };
+        let Some((i, pos)) = meta.find(index) else {
+            return Ok(None);
+        };
+        let mut records = self.dcm_records(owner, pseudo, &meta.pages[i])?;
+        Ok(Some(records.swap_remove(pos)))
+    }
+
+    /// Whether page `index` has a DCM delta.
+    pub(crate) fn dcm_has(&mut self, owner: u32, index: u64) -> Result<bool, FsError> {
+        Ok(match self.dcm_load(owner)? {
+            Some((_, meta)) => meta.find(index).is_some(),
+            None => false,
+        })
+    }
+
+    /// Removes page `index`'s DCM delta (the compact page compacted); returns whether
+    /// there was one.
+    pub(crate) fn dcm_remove(&mut self, owner: u32, index: u64) -> Result<bool, FsError> {
+        let Some((pseudo, mut meta)) = self.dcm_load(owner)? else {
+            return Ok(false);
+        };
+        let Some((i, pos)) = meta.find(index) else {
+            return Ok(false);
+        };
+        let mut records = self.dcm_records(owner, pseudo, &meta.pages[i])?;
+        records.remove(pos);
+        let (page, free) = encode_compact(&records);
+        let e = &mut meta.pages[i];
+        e.indices.remove(pos);
+        e.free = free;
+        let pi = e.pi;
+        self.dcm_write_page(pseudo, pi, page)?;
+        self.dcm_write_page(pseudo, 0, meta.encode())?;
+        Ok(true)
+    }
+
+    /// Drops the DCM deltas of pages from `from` on (truncation). Not while rolling
+    /// forward: the pseudo file may not be replayed yet, and a delta past the end of a
+    /// file is never applied (a page written there later drops it).
+    pub(crate) fn dcm_drop_from(&mut self, owner: u32, from: u64) -> Result<u64, FsError> {
+        if self.rolling_forward || !self.has_dcm(owner)? {
+            return Ok(0);
+        }
+        let Some((_, meta)) = self.dcm_load(owner)? else {
+            return Ok(0);
+        };
+        let mut dropped = 0;
+        for index in meta.indices().into_iter().filter(|&i| i >= from) {
+            dropped += u64::from(self.dcm_remove(owner, index)?);
+        }
+        Ok(dropped)
+    }
+
+    /// HCluster's class of `ino` now: read-cold/write-hot? (charges the classification)
+    fn dcm_read_cold_write_hot(&mut self, ino: u32) -> bool {
+        self.now_ns += self.cfg.delta.hcluster_ns;
+        let st = &self.delta_state.dcm;
+        hcluster::read_cold_write_hot(st.point(ino), &st.centroids(&self.cfg.delta))
+    }
+
+    /// `f2fs_store_delta_in_main`: stores page `index`'s delta in the owner's pseudo file
+    /// when [`policy::dcm_admit`] and [`policy::dcm_place`] allow; returns whether it did.
+    /// `check_hotness` is false for a delta DCI evicts (the source's `type = 1`).
+    pub(crate) fn dcm_store(
+        &mut self,
+        owner: u32,
+        index: u64,
+        delta: &[u8],
+        check_hotness: bool,
+    ) -> Result<bool, FsError> {
+        let hot = check_hotness && self.cfg.delta.mode.hcluster_on();
+        let q = DcmQuery {
+            delta_bytes: delta.len(),
+            file_blocks: self.inode_u64(owner, OFF_BLOCKS)?,
+            read_cold_write_hot: hot && self.dcm_read_cold_write_hot(owner),
+            check_hotness,
+        };
+        if !policy::dcm_admit(&q, &self.cfg.delta) || index > u64::from(u32::MAX) {
+            if hot && !q.read_cold_write_hot {
+                self.metrics.delta.dcm_not_hot += 1;
+            }
+            return Ok(false);
+        }
+        self.dcm_remove(owner, index)?;
+        let loaded = self.dcm_load(owner)?;
+        let mut meta = loaded.as_ref().map(|(_, m)| m.clone()).unwrap_or_default();
+        let frees: Vec<usize> = meta.pages.iter().map(|e| usize::from(e.free)).collect();
+        let place = policy::dcm_place(&frees, SIZE_FIELD_BYTES + delta.len(), &self.cfg.delta);
+        let meta_grows = 4 + if place == DcmPlace::NewPage {
+            ENTRY_HEADER_BYTES
+        } else {
+            0
+        };
+        if place == DcmPlace::Full || meta.encoded_bytes() + meta_grows > BLOCK_SIZE {
+            self.metrics.delta.dcm_full += 1;
+            return Ok(false);
+        }
+        let pseudo = match loaded {
+            Some((p, _)) => p,
+            None => self.dcm_create(owner)?,
+        };
+        let (i, mut records) = match place {
+            DcmPlace::Page(i) => {
+                let e = meta.pages[i].clone();
+                (i, self.dcm_records(owner, pseudo, &e)?)
+            }
+            _ => {
+                let pi = meta.pages.len() as u32 + 1;
+                meta.pages.push(CompactEntry {
+                    pi,
+                    free: BLOCK_SIZE as u16,
+                    indices: Vec::new(),
+                });
+                let size = u64::from(pi + 1) * BLOCK_SIZE as u64;
+                self.set_inode_u64(pseudo, OFF_SIZE, size)?;
+                (meta.pages.len() - 1, Vec::new())
+            }
+        };
+        records.push(delta.to_vec());
+        let (page, free) = encode_compact(&records);
+        let e = &mut meta.pages[i];
+        e.indices.push(index as u32);
+        e.free = free;
+        let pi = e.pi;
+        self.dcm_write_page(pseudo, pi, page)?;
+        self.dcm_write_page(pseudo, 0, meta.encode())?;
+        self.metrics.delta.dcm_stores += 1;
+        Ok(true)
+    }
+
+    /// Makes the owner's pseudo file: a regular inode with no dentry and no inline data,
+    /// an empty meta page (in the cache, dirty), the owner pointing at it.
+    fn dcm_create(&mut self, owner: u32) -> Result<u32, FsError> {
+        let pseudo = self.new_inode_as(owner, PSEUDO_NAME, &NewInode::root_owned(S_IFREG))?;
+        let node = self.node(pseudo)?;
+        node[OFF_INLINE] &= !F2FS_INLINE_DATA;
+        let flags = le32_at(&node[..], OFF_FLAGS);
+        put_le32_at(&mut node[..], OFF_FLAGS, flags | MEDFS_PSEUDO_FL);
+        self.set_inode_u64(pseudo, OFF_SIZE, BLOCK_SIZE as u64)?;
+        let node = self.node(owner)?;
+        let flags = le32_at(&node[..], OFF_FLAGS);
+        put_le32_at(&mut node[..], OFF_FLAGS, flags | MEDFS_DCM_FL);
+        put_le32_at(&mut node[..], OFF_DEPTH, pseudo);
+        self.dirty_nodes.insert(owner);
+        self.dirty_nodes.insert(pseudo);
+        self.dcm_write_page(pseudo, 0, Meta::default().encode())?;
+        self.delta_state.dcm.owners.insert(owner);
+        self.metrics.delta.dcm_files_created += 1;
+        Ok(pseudo)
+    }
+
+    /// Removes the owner's pseudo file (its deltas must be folded or dropped) and the
+    /// owner's pointer to it. The owner's next fsync checkpoints: a roll-forward of the
+    /// owner without its pseudo file would leave the checkpointed pseudo file unreachable.
+    fn dcm_destroy(&mut self, owner: u32) -> Result<(), FsError> {
+        let Some(pseudo) = self.dcm_pseudo_of(owner)? else {
+            return Ok(());
+        };
+        self.delta_state.dcm.forget_file(pseudo);
+        self.evict_inode(pseudo)?;
+        let node = self.node(owner)?;
+        let flags = le32_at(&node[..], OFF_FLAGS);
+        put_le32_at(&mut node[..], OFF_FLAGS, flags & !MEDFS_DCM_FL);
+        put_le32_at(&mut node[..], OFF_DEPTH, 0);
+        self.dirty_nodes.insert(owner);
+        self.since_cp.moved_or_shrunk.insert(owner);
+        self.delta_state.dcm.owners.remove(&owner);
+        Ok(())
+    }
+
+    /// Folds every DCM delta of `owner` into its base (written out of place) and removes
+    /// the pseudo file; returns the deltas folded.
+    pub(crate) fn dcm_restore_file(&mut self, owner: u32) -> Result<u64, FsError> {
+        let mut folded = 0;
+        // Folding writes pages, which never moves an inline delta here (a page with a
+        // base has its slot before the zone); the loop only makes sure.
+        for _ in 0..4 {
+            let Some((_, meta)) = self.dcm_load(owner)? else {
+                return Ok(folded);
+            };
+            let mut any = false;
+            for index in meta.indices() {
+                if !matches!(self.resolve(owner, index)?, Stored::Delta(_)) {
+                    continue;
+                }
+                let page = self.load_page(owner, index)?;
+                let log = self.data_log(owner)?;
+                // Drops the delta (DCM or inline) of this page: the new block is its base.
+                self.store_page_out_of_place(owner, index, &page, log)?;
+                folded += 1;
+                any = true;
+            }
+            if !any {
+                break;
+            }
+        }
+        self.dcm_destroy(owner)?;
+        self.metrics.delta.merges += folded;
+        Ok(folded)
+    }
+
+    /// An inode is being freed: its pseudo file goes with it.
+    pub(crate) fn dcm_on_evict(&mut self, ino: u32) -> Result<(), FsError> {
+        self.delta_state.dcm.counts.remove(&ino);
+        if self.has_dcm(ino)? {
+            self.dcm_destroy(ino)?;
+        }
+        Ok(())
+    }
+
+    /// Writes a pseudo file's dirty pages (out of place, as a file's writeback).
+    fn dcm_flush(&mut self, pseudo: u32) -> Result<(), FsError> {
+        for page in self.delta_state.dcm.dirty_pages(pseudo) {
+            let Some((_, _, b)) = self.delta_state.dcm.cache.get(&(pseudo, page)) else {
+                continue;
+            };
+            let b = Box::new(**b);
+            let log = self.data_log(pseudo)?;
+            self.store_page_out_of_place(pseudo, u64::from(page), &b, log)?;
+            self.metrics.delta.dcm_page_writes += 1;
+            if let Some(v) = self.delta_state.dcm.cache.get_mut(&(pseudo, page)) {
+                v.1 = false;
+            }
+        }
+        Ok(())
+    }
+
+    /// A checkpoint is about to write the nodes: every dirty pseudo-file page first.
+    pub(crate) fn dcm_flush_all(&mut self) -> Result<(), FsError> {
+        let pseudos: BTreeSet<u32> = self
+            .delta_state
+            .dcm
+            .cache
+            .iter()
+            .filter(|(_, v)| v.1)
+            .map(|(k, _)| k.0)
+            .collect();
+        for p in pseudos {
+            self.dcm_flush(p)?;
+        }
+        Ok(())
+    }
+
+    /// The owner's fsync cannot roll forward a pseudo file created since the checkpoint
+    /// (it has no dentry to be recovered by): a checkpoint then.
+    pub(crate) fn dcm_fsync_needs_checkpoint(&mut self, owner: u32) -> Result<bool, FsError> {
+        Ok(match self.dcm_pseudo_of(owner)? {
+            Some(p) => self.since_cp.new_nodes.contains(&p),
+            None => false,
+        })
+    }
+
+    /// The owner's fsync, before its own nodes: the pseudo file's dirty pages are
+    /// written, flushed, and its inode written fsync-marked, ahead of the owner's nodes in
+    /// the warm chain (a cut that loses it stops the chain before the owner).
+    pub(crate) fn dcm_before_fsync(&mut self, owner: u32) -> Result<(), FsError> {
+        let Some(pseudo) = self.dcm_pseudo_of(owner)? else {
+            return Ok(());
+        };
+        self.dcm_flush(pseudo)?;
+        if self.dirty_nodes.contains(&pseudo) {
+            self.flush_device()?;
+            self.write_node(pseudo, BlockKind::Node, 1 << FSYNC_BIT_SHIFT)?;
+            self.since_cp.fsynced.insert(pseudo);
+        }
+        Ok(())
+    }
+
+    /// BGRes (`f2fs_kmeans_bgres` and the restoration after a background-GC pass):
+    /// re-clusters the files holding DCM deltas from their call counts, then restores
+    /// every one that left the read-cold/write-hot class or holds fewer than
+    /// `bgres_min_deltas` deltas ([`policy::bgres_restore`]). Returns the files restored.
+    pub(crate) fn bgres(&mut self) -> Result<u64, FsError> {
+        if !self.cfg.delta.mode.hcluster_on() || self.delta_state.dcm.owners.is_empty() {
+            return Ok(0);
+        }
+        self.metrics.delta.bgres_runs += 1;
+        let owners: Vec<u32> = self.delta_state.dcm.owners.iter().copied().collect();
+        let st = &mut self.delta_state.dcm;
+        let points: Vec<Point> = owners.iter().map(|&o| st.point(o)).collect();
+        let centroids = hcluster::kmeans(&points, st.centroids(&self.cfg.delta));
+        st.centroids = Some(centroids);
+        let mut restored = 0;
+        for (owner, p) in owners.into_iter().zip(points) {
+            let Some((_, meta)) = self.dcm_load(owner)? else {
+                self.delta_state.dcm.owners.remove(&owner);
+                continue;
+            };
+            let hot = hcluster::read_cold_write_hot(p, &centroids);
+            if policy::bgres_restore(hot, meta.deltas(), &self.cfg.delta) {
+                let n = self.dcm_restore_file(owner)?;
+                self.metrics.delta.bgres_restored_deltas += n;
+                restored += 1;
+            }
+        }
+        self.metrics.delta.bgres_restored_files += restored;
+        Ok(restored)
+    }
+
+    /// The DCM deltas of `ino`: (page index, compressed bytes), in meta order.
+    pub fn dcm_deltas(&mut self, ino: u32) -> Result<Vec<(u64, usize)>, FsError> {
+        let Some((pseudo, meta)) = self.dcm_load(ino)? else {
+            return Ok(Vec::new());
+        };
+        let mut out = Vec::new();
+        for e in &meta.pages {
+            let records = self.dcm_records(ino, pseudo, e)?;
+            out.extend(
+                e.indices
+                    .iter()
+                    .zip(records)
+                    .map(|(&o, r)| (u64::from(o), r.len())),
+            );
+        }
+        Ok(out)
+    }
+
+    /// The owner's pseudo-file inode number, if it has one.
+    pub fn dcm_pseudo_file(&mut self, ino: u32) -> Result<Option<u32>, FsError> {
+        self.dcm_pseudo_of(ino)
+    }
+
+    /// The full walk's check of a file's DCM structures: the pseudo file is an inode in
+    /// use naming this owner, the meta page and every compact page decode consistently,
+    /// and every delta decompresses to a page. Returns the pseudo file (the walk goes on
+    /// into it as a file with one link).
+    pub(crate) fn check_dcm(&mut self, owner: u32, regular: bool) -> Result<Option<u32>, FsError> {
+        if !self.has_dcm(owner)? {
+            return Ok(None);
+        }
+        if !regular {
+            let rule = "only a regular file holds DCM deltas".to_string();
+            return Err(self.dcm_corruption(owner, u64::from(MEDFS_DCM_FL), rule));
+        }
+        let Some((pseudo, meta)) = self.dcm_load(owner)? else {
+            return Ok(None);
+        };
+        let mut out = Vec::with_capacity(BLOCK_SIZE);
+        for e in &meta.pages {
+            for (o, r) in e.indices.iter().zip(self.dcm_records(owner, pseudo, e)?) {
+                out.clear();
+                if decompress_into(&r, &mut out, BLOCK_SIZE).is_err() || out.len() != BLOCK_SIZE {
+                    let rule = format!("the delta of page {o} does not decompress to a page");
+                    return Err(self.dcm_corruption(owner, u64::from(*o), rule));
+                }
+            }
+        }
+        Ok(Some(pseudo))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn meta_and_compact_pages_round_trip() {
+        let recs = vec![vec![1u8; 10], vec![2u8; 300]];
+        let (page, free) = encode_compact(&recs);
+        assert_eq!(usize::from(free), BLOCK_SIZE - 314);
+        assert_eq!(decode_compact(&page[..], 2, free).unwrap(), recs);
+        assert!(decode_compact(&page[..], 2, free + 1).is_err());
+        assert!(decode_compact(&page[..], 3, free).is_err());
+        let meta = Meta {
+            pages: vec![
+                CompactEntry {
+                    pi: 1,
+                    free,
+                    indices: vec![7, 900_000],
+                },
+                CompactEntry {
+                    pi: 2,
+                    free: 4096,
+                    indices: vec![],
+                },
+            ],
+        };
+        assert_eq!(meta.encoded_bytes(), 1 + 7 + 8 + 7);
+        let b = meta.encode();
+        assert_eq!(Meta::decode(&b[..], 255, 3).unwrap(), meta);
+        // PI past the file, a page twice, too many pages: refused.
+        assert!(Meta::decode(&b[..], 255, 2).is_err());
+        let mut twice = meta.clone();
+        twice.pages[1].indices.push(7);
+        assert!(Meta::decode(&twice.encode()[..], 255, 3).is_err());
+        assert!(Meta::decode(&b[..], 1, 3).is_err());
+        assert_eq!(meta.find(900_000), Some((0, 1)));
+        assert_eq!(meta.indices(), vec![7, 900_000]);
+    }
+}
