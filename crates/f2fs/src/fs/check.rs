@@ -250,6 +250,7 @@ impl<D: BlockDevice> F2fs<D> {
         let mut tree = TreeCount {
             blocks: 1,
             dentry_blocks: Vec::new(),
+            compr_blocks: None,
         };
         let inline = inode.inline & (F2FS_INLINE_DATA | F2FS_INLINE_DENTRY) != 0;
         // A device node keeps its device number where a file's first addresses would be;
@@ -278,6 +279,7 @@ impl<D: BlockDevice> F2fs<D> {
         // Blocks past `i_size` are not refused: neither the kernel nor fsck.f2fs does, and
         // a write that fails for space leaves some here (the kernel truncates them).
         let is_dir = inode.is_dir();
+        let mut clusters = super::cluster::ClusterCount::of(inode);
         // The zone's records are checked here; `visit_tree` skips its slots.
         self.check_delta_zone(ino, inode.is_reg())?;
         self.visit_tree(ino, u64::MAX, &mut |fs, item| {
@@ -293,8 +295,9 @@ impl<D: BlockDevice> F2fs<D> {
                     nid,
                     ofs_in_node,
                 } => {
-                    if addr == NEW_ADDR {
-                        // Reserved by fallocate: counted in `valid_block_count`, not in the SIT.
+                    // Reserved by fallocate, or a compressed cluster's `COMPRESS_ADDR` and
+                    // saved slots: counted in `valid_block_count`, not in the SIT.
+                    if clusters.reserves(index, addr) {
                         w.reserved += 1;
                         return Ok(());
                     }
@@ -315,7 +318,9 @@ impl<D: BlockDevice> F2fs<D> {
                     Ok(())
                 }
             }
-        })
+        })?;
+        tree.compr_blocks = clusters.compr_blocks();
+        Ok(())
     }
 
     fn walk_xattr_node(&mut self, w: &mut Walk, ino: u32, nid: u32) -> Result<(), FsError> {
@@ -552,6 +557,8 @@ impl Subtree {
 /// Blocks counted for `i_blocks`, and a directory's dentry blocks.
 struct TreeCount {
     blocks: u64,
+    /// `COMPRESS_ADDR` and `NEW_ADDR` slots of compressed clusters (`i_compr_blocks`).
+    compr_blocks: Option<u64>,
     dentry_blocks: Vec<(u64, u32)>,
 }
 
@@ -571,6 +578,14 @@ fn check_counts(ino: u32, addr: u32, inode: &Inode, tree: &TreeCount) -> Result<
                 "{} blocks found (the inode, its nodes and data)",
                 tree.blocks
             ),
+        ));
+    }
+    let recorded = inode.extra().map_or(0, |e| e.compr_blocks);
+    if let Some(found) = tree.compr_blocks.filter(|&f| f != recorded) {
+        return Err(err(
+            "i_compr_blocks",
+            recorded,
+            format!("{found} COMPRESS_ADDR and NEW_ADDR slots in compressed clusters"),
         ));
     }
     Ok(())

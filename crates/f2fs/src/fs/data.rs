@@ -562,7 +562,9 @@ impl<D: BlockDevice> F2fs<D> {
 
     /// Frees every data block from index `from` on, and the nodes left covering nothing.
     pub(crate) fn free_blocks_from(&mut self, ino: u32, from: u64) -> Result<(), FsError> {
-        self.check_addressing(ino)?;
+        if self.encoding(ino)? == super::pagemap::Encoding::Compressed {
+            self.truncate_clusters_from(ino, from)?;
+        }
         self.drop_deltas_from(ino, from)?;
         let geo = self.geometry(ino)?;
         // The delta zone's slots hold no pointers.

@@ -101,7 +101,10 @@ impl<D: BlockDevice> F2fs<D> {
         let inode = Inode::decode(self.node(ino)?);
         let s = &self.since_cp;
         let new = s.new_nodes.contains(&ino);
+        // `CP_COMPRESSED`: roll-forward does not replay a compressed file's clusters.
+        let compressed = inode.flags & super::pagemap::COMPR_FL != 0;
         Ok(!inode.is_reg()
+            || compressed
             || inode.links != 1
             || s.moved_or_shrunk.contains(&ino)
             || s.new_nodes.contains(&inode.pino)
