@@ -204,8 +204,12 @@ fn cleaning_moves_compressed_clusters() {
     for round in 0..400u64 {
         let ino = fs.create(&format!("/churn{round}.txt")).unwrap();
         fs.write(ino, 0, &pattern(256 * 1024, round)).unwrap();
-        fs.write(keep, (round % 64) * 4096, &data[(round % 64) as usize * 4096..][..4096])
-            .unwrap();
+        fs.write(
+            keep,
+            (round % 64) * 4096,
+            &data[(round % 64) as usize * 4096..][..4096],
+        )
+        .unwrap();
         if round >= 100 {
             fs.unlink(&format!("/churn{}.txt", round - 100)).unwrap();
         }
@@ -302,4 +306,132 @@ fn writes_past_the_inode_addresses_are_refused_not_corrupted() {
     let ino = fs.create("/big.txt").unwrap();
     let err = fs.write(ino, 4096 * 2000, b"x").unwrap_err();
     assert!(matches!(err, FsError::TooLarge(_)), "{err}");
+}
+
+/// What the installed `dump.f2fs` makes of a compressed file: it writes each slot's block
+/// as it is. Printed, so the documentation's statement can be checked on another
+/// f2fs-tools version (`--nocapture`).
+#[test]
+fn dump_f2fs_on_compressed_files() {
+    let Some(bin) = tool("dump.f2fs") else { return };
+    let mut fs = fresh(cfg(CompressAlgorithm::Lz4, 2, false));
+    let data = text(6 * 4096 + 123, 11);
+    let ino = fs.create("/notes.txt").unwrap();
+    fs.write(ino, 0, &data).unwrap();
+    let raw = pattern(3 * 4096, 12);
+    let rino = fs.create("/random.bin").unwrap();
+    fs.write(rino, 0, &raw).unwrap();
+    let dev = fs.unmount().unwrap();
+    let dir = TempDir::new("dump-compressed");
+    let image = dir.file("image");
+    dev.export(&image).unwrap();
+    let dump = |ino: u32, name: &str| -> Vec<u8> {
+        use std::io::Write;
+        let mut child = std::process::Command::new(&bin)
+            .args(["-i", &format!("0x{ino:x}")])
+            .arg(&image)
+            .current_dir(dir.file(""))
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(b"y\n").unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "dump.f2fs failed");
+        std::fs::read(dir.file("lost_found").join(name)).unwrap_or_default()
+    };
+    let back = dump(rino, "random.bin");
+    assert!(
+        back == raw,
+        "a raw-cluster file of a compressed image dumps exact"
+    );
+    let back = dump(ino, "notes.txt");
+    println!(
+        "dump.f2fs {}: compressed file of {} bytes dumped as {} bytes; byte-exact: {}",
+        tool_version(&bin),
+        data.len(),
+        back.len(),
+        back == data
+    );
+    // It dumps each slot's block where the page would be: zeros for `COMPRESS_ADDR` and
+    // `NEW_ADDR`, the compressed blocks in between. Decompressing those blocks per
+    // cluster must give the file back: the layout is the one the tools read.
+    let s = common::surgery::Surgery::new(dev);
+    let inode = s.inode(ino);
+    let slots = &inode.addr[inode.extra_words()..];
+    let mut rebuilt = Vec::new();
+    for c in 0..data.len().div_ceil(4 * 4096) {
+        let page = |i: usize| {
+            let start = (i * 4096).min(back.len());
+            back[start..((i + 1) * 4096).min(back.len())].to_vec()
+        };
+        if slots[4 * c] == u32::MAX - 1 {
+            assert!(
+                page(4 * c).iter().all(|&b| b == 0),
+                "COMPRESS_ADDR dumps zeros"
+            );
+            let n = (1..4)
+                .take_while(|&i| slots[4 * c + i] < u32::MAX - 1)
+                .count();
+            let blocks: Vec<u8> = (1..=n).flat_map(|i| page(4 * c + i)).collect();
+            let pages = flashstack_f2fs::compress::decompress_cluster(1, &blocks, 4, false)
+                .expect("the dumped compressed blocks decompress");
+            rebuilt.extend_from_slice(&pages);
+        } else {
+            (0..4).for_each(|i| rebuilt.extend_from_slice(&page(4 * c + i)));
+        }
+    }
+    rebuilt.truncate(data.len());
+    let first_diff = rebuilt.iter().zip(&data).position(|(a, b)| a != b);
+    assert!(
+        rebuilt == data,
+        "dump.f2fs's blocks, decompressed, are the file: {} vs {} bytes, first difference at {first_diff:?}",
+        rebuilt.len(),
+        data.len()
+    );
+}
+
+/// An image from `mkfs.f2fs -O extra_attr,compression` mounts with compression on, takes
+/// compressed files (each algorithm), reads them back and passes fsck.f2fs again.
+#[test]
+fn mkfs_f2fs_images_take_compressed_writes() {
+    let Some(mkfs_bin) = tool("mkfs.f2fs") else {
+        return;
+    };
+    for args in [
+        &["-O", "extra_attr,compression"][..],
+        &["-O", "extra_attr,inode_checksum,sb_checksum,compression"][..],
+    ] {
+        let dir = TempDir::new(&format!("mkfs-compress-{}", args[1].len()));
+        let image = dir.file("image");
+        mkfs_f2fs(&mkfs_bin, &image, 256 * MIB, args);
+        let mut fs = F2fs::mount_with(
+            MemDevice::import(&image).unwrap(),
+            0,
+            cfg(CompressAlgorithm::Lz4, 2, true),
+        )
+        .unwrap();
+        let mut files = write_mix(&mut fs);
+        for (i, alg) in ALGS.into_iter().enumerate() {
+            // Each algorithm from its own mount; a directory flagged for compression.
+            fs = F2fs::mount_with(fs.unmount().unwrap(), 0, cfg(alg, 2, i == 1)).unwrap();
+            let d = fs.mkdir(&format!("/d{i}")).unwrap();
+            fs.set_compressed(d).unwrap();
+            let path = format!("/d{i}/f.dat");
+            let ino = fs.create(&path).unwrap();
+            let data = text(50_000 + i * 999, 20 + i as u64);
+            fs.write(ino, 0, &data).unwrap();
+            files.push((path, data));
+        }
+        assert!(fs.compress_metrics().clusters_compressed > 0);
+        read_all(&mut fs, &files, "mkfs.f2fs image");
+        let dev = fs.unmount().unwrap();
+        check_image(
+            &dev,
+            &format!("mkfs.f2fs {} with compressed files", args[1]),
+        );
+        fsck_repair_fixes_nothing(&dev, "mkfs.f2fs image");
+        let mut fs = F2fs::mount(dev).unwrap();
+        read_all(&mut fs, &files, "mkfs.f2fs image remounted");
+    }
 }

@@ -160,9 +160,15 @@ impl CompressConfig {
             .expect("lzo, lz4 and zstd have codecs")
     }
 
-    /// Host CPU ns per page (compress, decompress): stated figures first, else the table.
+    /// Host CPU ns per page of the configured codec.
     fn page_cost(&self) -> Result<(u64, u64), FsError> {
-        let cited = page_cost(self.cpu, self.codec());
+        self.page_cost_of(self.codec())
+    }
+
+    /// Host CPU ns per page (compress, decompress) of `kind`: stated figures first, else
+    /// the table.
+    fn page_cost_of(&self, kind: CodecKind) -> Result<(u64, u64), FsError> {
+        let cited = page_cost(self.cpu, kind);
         let c = self.compress_ns_per_page.or(cited.map(|c| c.compress_ns));
         let d = self
             .decompress_ns_per_page
@@ -170,8 +176,8 @@ impl CompressConfig {
         match (c, d) {
             (Some(c), Some(d)) => Ok((c, d)),
             _ => Err(FsError::Invalid(format!(
-                "compress: no cited cost for {:?} on {:?}; set compress_ns_per_page and decompress_ns_per_page",
-                self.algorithm, self.cpu
+                "compress: no cited cost for {kind:?} on {:?}; set compress_ns_per_page and decompress_ns_per_page",
+                self.cpu
             ))),
         }
     }
@@ -243,7 +249,11 @@ pub(crate) struct ClusterCount {
 impl ClusterCount {
     pub fn of(inode: &Inode) -> ClusterCount {
         let pages = (inode.is_reg() && inode.flags & COMPR_FL != 0)
-            .then(|| inode.extra().map(|e| 1u64 << e.log_cluster_size.min(MAX_LOG_CLUSTER_SIZE)))
+            .then(|| {
+                inode
+                    .extra()
+                    .map(|e| 1u64 << e.log_cluster_size.min(MAX_LOG_CLUSTER_SIZE))
+            })
             .flatten();
         ClusterCount {
             pages,
@@ -287,6 +297,18 @@ pub(crate) struct ClusterShape {
 impl ClusterShape {
     pub fn pages(&self) -> u64 {
         1 << self.log
+    }
+
+    /// The codec of `i_compress_algorithm` (LZO-RLE and unknown values have none here).
+    fn codec(&self, ino: u32) -> Result<CodecKind, FsError> {
+        Algorithm::from_disk(self.algorithm)
+            .and_then(Algorithm::codec)
+            .ok_or_else(|| {
+                FsError::Unsupported(format!(
+                    "inode {ino}: i_compress_algorithm {} has no codec here",
+                    self.algorithm
+                ))
+            })
     }
 }
 
@@ -464,7 +486,7 @@ impl<D: BlockDevice> F2fs<D> {
             self.note_block_read(addr, &b);
             bytes.extend_from_slice(&b[..]);
         }
-        let (_, decompress_ns) = self.cfg.compress.page_cost()?;
+        let (_, decompress_ns) = self.cfg.compress.page_cost_of(shape.codec(ino)?)?;
         self.now_ns += decompress_ns * shape.pages();
         self.compress_metrics.clusters_decompressed += 1;
         let pages = shape.pages() as usize;
@@ -482,12 +504,7 @@ impl<D: BlockDevice> F2fs<D> {
         page: &Block,
     ) -> Result<(), FsError> {
         let shape = self.cluster_shape(ino)?;
-        if shape.algorithm > Algorithm::Zstd as u8 {
-            return Err(FsError::Unsupported(format!(
-                "inode {ino}: i_compress_algorithm {} has no codec here",
-                shape.algorithm
-            )));
-        }
+        shape.codec(ino)?;
         let cluster = index >> shape.log;
         if self
             .cluster_stage
@@ -574,9 +591,11 @@ impl<D: BlockDevice> F2fs<D> {
         shape: ClusterShape,
         data: &[u8],
     ) -> Result<Option<Vec<u8>>, FsError> {
-        let (compress_ns, _) = self.cfg.compress.page_cost()?;
+        // The inode's own algorithm (the mount option only chooses it for new files).
+        let kind = shape.codec(ino)?;
+        let (compress_ns, _) = self.cfg.compress.page_cost_of(kind)?;
         self.now_ns += compress_ns * shape.pages();
-        compress::compress_cluster(self.cfg.compress.codec(), data, shape.chksum)
+        compress::compress_cluster(kind, data, shape.chksum)
             .map_err(|e| corrupt(format!("inode {ino} cluster {cluster}: {e}")))
     }
 

@@ -293,6 +293,14 @@ impl<D: BlockDevice> F2fs<D> {
         if old == new {
             return Ok(old);
         }
+        if (old == COMPRESS_ADDR || new == COMPRESS_ADDR)
+            && self.encoding(ino)? != Encoding::Compressed
+        {
+            // A stray `COMPRESS_ADDR` is never dropped (nor written) silently.
+            return Err(FsError::Unsupported(format!(
+                "inode {ino} is not compressed but a slot holds or would hold COMPRESS_ADDR"
+            )));
+        }
         put_word(self.node(d.nid)?, d.word, new);
         self.dirty_nodes.insert(d.nid);
         if new == NEW_ADDR || new == COMPRESS_ADDR {
@@ -404,11 +412,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_plain_pages_are_kept() {
+    fn plain_and_compressed_pages_are_kept_encrypted_refused() {
         assert!(Encoding::Plain.refusal(7).is_none());
-        for e in [Encoding::Compressed, Encoding::Encrypted] {
-            let msg = e.refusal(7).expect("refused").to_string();
-            assert!(msg.contains("inode 7"), "{msg}");
-        }
+        assert!(Encoding::Compressed.refusal(7).is_none());
+        let msg = Encoding::Encrypted.refusal(7).expect("refused").to_string();
+        assert!(msg.contains("inode 7"), "{msg}");
     }
 }
