@@ -94,15 +94,15 @@ impl<D: BlockDevice> F2fs<D> {
                 )?;
             }
         }
-        let n = PER_BLOCK;
+        let (n, a) = (PER_BLOCK, geo.per_block as u64);
         let base = geo.addrs as u64;
         // (first file block, tree offset, level: 0 direct, 1 indirect, 2 double indirect)
         let tops = [
             (base, 1, 0),
-            (base + n, 2, 0),
-            (base + 2 * n, 3, 1),
-            (base + 2 * n + n * n, 4 + n as u32, 1),
-            (base + 2 * n + 2 * n * n, 5 + 2 * n as u32, 2),
+            (base + a, 2, 0),
+            (base + 2 * a, 3, 1),
+            (base + 2 * a + a * n, 4 + n as u32, 1),
+            (base + 2 * a + 2 * a * n, 5 + 2 * n as u32, 2),
         ];
         for (k, (first, offset, level)) in tops.into_iter().enumerate() {
             let nid = words[geo.addrs + k];
@@ -114,6 +114,7 @@ impl<D: BlockDevice> F2fs<D> {
                     level,
                     first,
                     parent: ino,
+                    per_block: a,
                 };
                 self.visit_node(at, end, f)?;
             }
@@ -132,7 +133,7 @@ impl<D: BlockDevice> F2fs<D> {
             let node = self.node(at.nid)?;
             (0..ADDRS_PER_BLOCK).map(|i| word(node, i)).collect()
         };
-        let span = PER_BLOCK.pow(at.level);
+        let span = super::data::subtree_span(at.level, at.per_block);
         for (i, &w) in words.iter().enumerate() {
             let first = at.first + i as u64 * span;
             if first >= end || w == NULL_ADDR {
@@ -162,6 +163,7 @@ impl<D: BlockDevice> F2fs<D> {
                 level: at.level - 1,
                 first,
                 parent: at.nid,
+                per_block: at.per_block,
             };
             self.visit_node(child, end, f)?;
         }
@@ -333,6 +335,7 @@ impl<D: BlockDevice> F2fs<D> {
                 level: 0,
                 first: 0,
                 parent: ino,
+                per_block: ADDRS_PER_BLOCK as u64,
             };
             return Err(at.misplaced(footer).into());
         }
@@ -532,6 +535,8 @@ struct Subtree {
     level: u32,
     first: u64,
     parent: u32,
+    /// `ADDRS_PER_BLOCK` of the file (aligned to a cluster when compressed).
+    per_block: u64,
 }
 
 impl Subtree {

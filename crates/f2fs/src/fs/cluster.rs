@@ -829,21 +829,6 @@ impl<D: BlockDevice> F2fs<D> {
         }
         Ok(())
     }
-
-    /// Refuses a compressed file's page beyond the inode's own addresses: the kernel
-    /// aligns `ADDRS_PER_BLOCK` of a compressed file down to a cluster multiple, which
-    /// this writer's node paths do not do yet.
-    pub(crate) fn check_cluster_reach(&mut self, ino: u32, index: u64) -> Result<(), FsError> {
-        let geo = self.geometry(ino)?;
-        let shape = self.cluster_shape(ino)?;
-        let direct = (geo.addrs as u64) & !(shape.pages() - 1);
-        if index >= direct {
-            return Err(FsError::TooLarge(format!(
-                "inode {ino} page {index}: a compressed file is limited to its inode's {direct} addresses here"
-            )));
-        }
-        Ok(())
-    }
 }
 
 #[cfg(test)]

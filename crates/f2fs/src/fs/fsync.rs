@@ -432,7 +432,7 @@ mod tests {
         for block in [
             873u64, 1890, 2909, 5000, 1_039_232, 1_039_233, 2_075_557, 2_100_000,
         ] {
-            let p = node_path(block, addrs).unwrap();
+            let p = node_path(block, addrs, ADDRS_PER_BLOCK).unwrap();
             let offset = p.levels.last().unwrap().1;
             assert_eq!(
                 start_block_of_node(offset, addrs) + p.leaf as u64,

@@ -212,7 +212,6 @@ impl<D: BlockDevice> F2fs<D> {
         wb: Writeback,
     ) -> Result<u32, FsError> {
         if self.encoding(ino)? == Encoding::Compressed {
-            self.check_cluster_reach(ino, index)?;
             self.stage_cluster_page(ino, index, page)?;
             return Ok(NEW_ADDR);
         }
