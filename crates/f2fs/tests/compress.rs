@@ -7,9 +7,7 @@ mod common;
 
 use common::surgery::pattern;
 use common::*;
-use flashstack_f2fs::{
-    mkfs, CompressAlgorithm, CompressConfig, F2fs, F2fsConfig, FsError, MemDevice,
-};
+use flashstack_f2fs::{mkfs, CompressAlgorithm, CompressConfig, F2fs, F2fsConfig, MemDevice};
 
 const ALGS: [CompressAlgorithm; 3] = [
     CompressAlgorithm::Lz4,

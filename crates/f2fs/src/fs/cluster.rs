@@ -272,7 +272,7 @@ impl ClusterCount {
                 true
             }
             (NEW_ADDR, None) => true,
-            (COMPRESS_ADDR, Some(p)) if index % p == 0 => {
+            (COMPRESS_ADDR, Some(p)) if index.is_multiple_of(p) => {
                 self.head = Some(index);
                 self.count += 1;
                 true
