@@ -13,13 +13,15 @@
 //! Steps of a page's life on the layer:
 //!
 //! 1. **Encoding of the inode** ([`F2fs::encoding`]): plain pages (each page its own
-//!    block), or an encoding this writer cannot keep (F2FS compression's clusters,
-//!    `F2FS_COMPR_FL`; encryption): reads, writes and truncation of such an inode are
-//!    refused with `Unsupported` naming the inode before anything changes.
+//!    block), F2FS compression's clusters (`F2FS_COMPR_FL` on a regular file: reads and
+//!    writes go to `cluster.rs`, which stages a cluster's pages and writes it as a unit),
+//!    or an encoding this writer cannot keep (encryption): reads, writes and truncation
+//!    of such an inode are refused with `Unsupported` naming the inode before anything
+//!    changes.
 //! 2. **Resolution** ([`F2fs::resolve`]): (inode, page index) → [`Stored`]: inline bytes,
 //!    a hole, a reservation (`NEW_ADDR`), a block, or a block plus a MedFS delta in the
 //!    inode (`delta/`). A compressed cluster's `COMPRESS_ADDR` resolves to
-//!    [`Stored::Compressed`], refused until F2FS compression is built.
+//!    [`Stored::Compressed`]; in a file without the flag that is corrupt (refused).
 //! 3. **Decode** (read): zeros for a hole or reservation; the block read (and checked
 //!    against the main area); the delta applied on top.
 //! 4. **Encode** (write): MedFS first (a delta in the inode, no block); else in place when
