@@ -1,9 +1,8 @@
-//! The addressing and codec layer (`src/fs/pagemap.rs`): what it refuses until F2FS
-//! compression is built. The superblock's `compression` feature alone is accepted (the
-//! Android-like images of the other tests carry it); a file of compressed clusters
-//! (`F2FS_COMPR_FL`) or a slot holding `COMPRESS_ADDR` is refused by every data path —
+//! The addressing and codec layer (`src/fs/pagemap.rs`): what it refuses. A file flagged
+//! compressed (`F2FS_COMPR_FL`) whose cluster attributes are invalid, or a slot holding
+//! `COMPRESS_ADDR` in a file not flagged compressed, is refused by every data path —
 //! read, write, truncation, fallocate — with an error naming the inode, before anything
-//! changes.
+//! changes. (Compressed files themselves: `tests/compress.rs`.)
 
 mod common;
 
@@ -41,6 +40,18 @@ fn image_with_sparse() -> (MemDevice, u32, u32, u32, Vec<u8>) {
     (fs.unmount().unwrap(), a, b, c, data)
 }
 
+/// Any error naming the inode (a corrupt attribute or a refusal).
+fn assert_error(r: Result<impl std::fmt::Debug, FsError>, ino: u32, what: &str) {
+    match r {
+        Err(e) => {
+            let m = e.to_string();
+            assert!(m.contains(&format!("inode {ino}")), "{what}: {m}");
+            println!("{what}: refused: {m}");
+        }
+        other => panic!("{what}: expected an error naming inode {ino}, got {other:?}"),
+    }
+}
+
 fn assert_refused(r: Result<impl std::fmt::Debug, FsError>, ino: u32, what: &str) {
     match r {
         Err(FsError::Unsupported(m)) => {
@@ -52,19 +63,20 @@ fn assert_refused(r: Result<impl std::fmt::Debug, FsError>, ino: u32, what: &str
 }
 
 #[test]
-fn compressed_files_are_refused_by_every_data_path_and_left_intact() {
+fn flagged_files_with_no_cluster_size_are_refused_by_every_data_path_and_left_intact() {
     let (dev, a, b, c, data) = image_with_sparse();
     let mut s = Surgery::new(dev);
     s.edit_inode(a, |i| i.flags |= COMPR_FL);
     s.edit_inode(c, |i| i.flags |= COMPR_FL);
     let mut fs = F2fs::mount(s.into_dev()).expect("the compression feature alone mounts");
-    assert_refused(fs.read(a, 0, 10), a, "read");
+    // `i_log_cluster_size` 0 (the flag set without the attributes) is no cluster size.
+    assert_error(fs.read(a, 0, 10), a, "read");
     // A hole of a compressed file is no proof of zeros (a cluster's saved pages are
     // `NEW_ADDR`): refused too.
-    assert_refused(fs.read(c, 0, 10), c, "read of a hole");
-    assert_refused(fs.write(a, 5, b"xyz"), a, "write");
-    assert_refused(fs.write(a, 40_000, b"xyz"), a, "append");
-    assert_refused(fs.truncate(a, 4096), a, "truncate");
+    assert_error(fs.read(c, 0, 10), c, "read of a hole");
+    assert_error(fs.write(a, 5, b"xyz"), a, "write");
+    assert_error(fs.write(a, 40_000, b"xyz"), a, "append");
+    assert_error(fs.truncate(a, 4096), a, "truncate");
     assert_refused(
         fs.fallocate(a, FallocMode::Allocate { keep_size: false }, 0, 65536),
         a,

@@ -51,7 +51,7 @@ pub struct StackConfig {
 impl StackConfig {
     /// The named presets and what each is (each has the page cache of a 4 GiB phone and
     /// F2FS with kernel-default mount options).
-    pub const PRESETS: [(&'static str, &'static str); 8] = [
+    pub const PRESETS: [(&'static str, &'static str); 9] = [
         (
             "default",
             "the whole stack `run` uses: F2FS and a phone page cache on the LDC paper's eMMC",
@@ -81,14 +81,21 @@ impl StackConfig {
             "mobifs",
             "`default` with MobiFS's cache transactions (cache.policy = mobifs; fsync not durable on return; docs/mobifs.md)",
         ),
+        (
+            "f2fsc",
+            "`default` with F2FS compression: lz4, 4-page clusters, text/code/app file types, never .db (fs.mount.compress; docs/f2fs.md)",
+        ),
     ];
 
     /// A named preset: `default` (the ldc-emmc device, a phone page cache), `ldc-emmc`,
     /// `ufs31`, `medfs` (`default` with MedFS: DCI + DCM), its parts `dci` and `dcm`, the
-    /// `f2fs-dc` baseline, `mobifs` (`default` with MobiFS's versioned cache transactions).
+    /// `f2fs-dc` baseline, `mobifs` (`default` with MobiFS's versioned cache transactions),
+    /// `f2fsc` (`default` with F2FS compression).
     pub fn preset(name: &str) -> Result<Self, ConfigError> {
         let device_name = match name {
-            "default" | "ldc-emmc" | "medfs" | "dci" | "dcm" | "f2fs-dc" | "mobifs" => "ldc-emmc",
+            "default" | "ldc-emmc" | "medfs" | "dci" | "dcm" | "f2fs-dc" | "mobifs" | "f2fsc" => {
+                "ldc-emmc"
+            }
             "ufs31" => "ufs31",
             other => return Err(ConfigError::UnknownPreset(other.to_string())),
         };
@@ -104,6 +111,9 @@ impl StackConfig {
         };
         if let Some(mode) = delta_mode {
             fs.mount.delta = flashstack_f2fs::DeltaConfig::with_mode(mode);
+        }
+        if name == "f2fsc" {
+            fs.mount.compress = flashstack_f2fs::CompressConfig::phone();
         }
         let mut cache = CacheConfig::phone_4gib();
         if name == "mobifs" {
@@ -154,6 +164,9 @@ impl StackConfig {
         }
         if self.fs.atomic_write {
             on.push("atomic-write");
+        }
+        if self.fs.mount.compress.enabled {
+            on.push("f2fsc");
         }
         on
     }

@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 
 use flashstack_block::{BlockDevice, PowerLoss, VolatileCache, VolatileCacheConfig};
 use flashstack_cache::{AppId, CacheError, PageCache};
-use flashstack_f2fs::{mkfs, F2fs, FsError, MkfsOptions};
+use flashstack_f2fs::{mkfs, F2fs, Features, FsError, MkfsOptions};
 use flashstack_ftl::Ftl;
 use flashstack_sim::{LatencyHistogram, Nanos};
 use flashstack_sqlvfs::{FileApi, FileError, FileId, OpenFlags};
@@ -147,10 +147,18 @@ impl Stack {
     pub fn new(config: StackConfig) -> Result<Stack, StackError> {
         let mut ftl = Ftl::new(config.device.clone(), true, config.seed)
             .map_err(|e| StackError::Device(e.to_string()))?;
-        let opts = MkfsOptions {
+        let mut opts = MkfsOptions {
             overprovision: config.fs.overprovision_percent,
             ..MkfsOptions::default()
         };
+        if config.fs.mount.compress.enabled {
+            // F2FS compression needs these features (`mkfs.f2fs -O extra_attr,compression`).
+            opts.features = Features(
+                opts.features.0
+                    | flashstack_f2fs::consts::FEATURE_EXTRA_ATTR
+                    | flashstack_f2fs::consts::FEATURE_COMPRESSION,
+            );
+        }
         mkfs(&mut ftl, &opts).map_err(|e| StackError::Mkfs(e.to_string()))?;
         let fs = F2fs::mount_with(
             VolatileCache::write_through(ftl),

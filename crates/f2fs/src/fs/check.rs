@@ -94,15 +94,15 @@ impl<D: BlockDevice> F2fs<D> {
                 )?;
             }
         }
-        let n = PER_BLOCK;
+        let (n, a) = (PER_BLOCK, geo.per_block as u64);
         let base = geo.addrs as u64;
         // (first file block, tree offset, level: 0 direct, 1 indirect, 2 double indirect)
         let tops = [
             (base, 1, 0),
-            (base + n, 2, 0),
-            (base + 2 * n, 3, 1),
-            (base + 2 * n + n * n, 4 + n as u32, 1),
-            (base + 2 * n + 2 * n * n, 5 + 2 * n as u32, 2),
+            (base + a, 2, 0),
+            (base + 2 * a, 3, 1),
+            (base + 2 * a + a * n, 4 + n as u32, 1),
+            (base + 2 * a + 2 * a * n, 5 + 2 * n as u32, 2),
         ];
         for (k, (first, offset, level)) in tops.into_iter().enumerate() {
             let nid = words[geo.addrs + k];
@@ -114,6 +114,7 @@ impl<D: BlockDevice> F2fs<D> {
                     level,
                     first,
                     parent: ino,
+                    per_block: a,
                 };
                 self.visit_node(at, end, f)?;
             }
@@ -132,7 +133,7 @@ impl<D: BlockDevice> F2fs<D> {
             let node = self.node(at.nid)?;
             (0..ADDRS_PER_BLOCK).map(|i| word(node, i)).collect()
         };
-        let span = PER_BLOCK.pow(at.level);
+        let span = super::data::subtree_span(at.level, at.per_block);
         for (i, &w) in words.iter().enumerate() {
             let first = at.first + i as u64 * span;
             if first >= end || w == NULL_ADDR {
@@ -162,6 +163,7 @@ impl<D: BlockDevice> F2fs<D> {
                 level: at.level - 1,
                 first,
                 parent: at.nid,
+                per_block: at.per_block,
             };
             self.visit_node(child, end, f)?;
         }
@@ -250,6 +252,7 @@ impl<D: BlockDevice> F2fs<D> {
         let mut tree = TreeCount {
             blocks: 1,
             dentry_blocks: Vec::new(),
+            compr_blocks: None,
         };
         let inline = inode.inline & (F2FS_INLINE_DATA | F2FS_INLINE_DENTRY) != 0;
         // A device node keeps its device number where a file's first addresses would be;
@@ -282,6 +285,7 @@ impl<D: BlockDevice> F2fs<D> {
         // Blocks past `i_size` are not refused: neither the kernel nor fsck.f2fs does, and
         // a write that fails for space leaves some here (the kernel truncates them).
         let is_dir = inode.is_dir();
+        let mut clusters = super::cluster::ClusterCount::of(inode);
         // The zone's records are checked here; `visit_tree` skips its slots.
         self.check_delta_zone(ino, inode.is_reg())?;
         self.visit_tree(ino, u64::MAX, &mut |fs, item| {
@@ -297,8 +301,9 @@ impl<D: BlockDevice> F2fs<D> {
                     nid,
                     ofs_in_node,
                 } => {
-                    if addr == NEW_ADDR {
-                        // Reserved by fallocate: counted in `valid_block_count`, not in the SIT.
+                    // Reserved by fallocate, or a compressed cluster's `COMPRESS_ADDR` and
+                    // saved slots: counted in `valid_block_count`, not in the SIT.
+                    if clusters.reserves(index, addr) {
                         w.reserved += 1;
                         return Ok(());
                     }
@@ -319,7 +324,9 @@ impl<D: BlockDevice> F2fs<D> {
                     Ok(())
                 }
             }
-        })
+        })?;
+        tree.compr_blocks = clusters.compr_blocks();
+        Ok(())
     }
 
     fn walk_xattr_node(&mut self, w: &mut Walk, ino: u32, nid: u32) -> Result<(), FsError> {
@@ -332,6 +339,7 @@ impl<D: BlockDevice> F2fs<D> {
                 level: 0,
                 first: 0,
                 parent: ino,
+                per_block: ADDRS_PER_BLOCK as u64,
             };
             return Err(at.misplaced(footer).into());
         }
@@ -531,6 +539,8 @@ struct Subtree {
     level: u32,
     first: u64,
     parent: u32,
+    /// `ADDRS_PER_BLOCK` of the file (aligned to a cluster when compressed).
+    per_block: u64,
 }
 
 impl Subtree {
@@ -556,6 +566,8 @@ impl Subtree {
 /// Blocks counted for `i_blocks`, and a directory's dentry blocks.
 struct TreeCount {
     blocks: u64,
+    /// `COMPRESS_ADDR` and `NEW_ADDR` slots of compressed clusters (`i_compr_blocks`).
+    compr_blocks: Option<u64>,
     dentry_blocks: Vec<(u64, u32)>,
 }
 
@@ -575,6 +587,14 @@ fn check_counts(ino: u32, addr: u32, inode: &Inode, tree: &TreeCount) -> Result<
                 "{} blocks found (the inode, its nodes and data)",
                 tree.blocks
             ),
+        ));
+    }
+    let recorded = inode.extra().map_or(0, |e| e.compr_blocks);
+    if let Some(found) = tree.compr_blocks.filter(|&f| f != recorded) {
+        return Err(err(
+            "i_compr_blocks",
+            recorded,
+            format!("{found} COMPRESS_ADDR and NEW_ADDR slots in compressed clusters"),
         ));
     }
     Ok(())

@@ -56,6 +56,9 @@ pub(crate) struct Geometry {
     pub extra: usize,
     /// Data addresses in the inode (`ADDRS_PER_INODE`).
     pub addrs: usize,
+    /// Data addresses in a direct node (`ADDRS_PER_BLOCK`): 1018, aligned down to a
+    /// cluster for a compressed file (`addrs_per_block`), as `addrs` is.
+    pub per_block: usize,
     /// `MAX_INLINE_DATA`.
     pub inline_bytes: usize,
 }
@@ -74,9 +77,12 @@ pub(crate) struct NodePath {
     pub leaf: usize,
 }
 
-/// `get_node_path`.
-pub(crate) fn node_path(block: u64, addrs: usize) -> Result<NodePath, FsError> {
-    let n = PER_BLOCK;
+/// `get_node_path`: `addrs` data addresses in the inode, `per_block` in a direct node
+/// (`ADDRS_PER_BLOCK`, aligned down to a cluster for a compressed file); indirect nodes
+/// hold `NIDS_PER_BLOCK` children, and node offsets count in those.
+pub(crate) fn node_path(block: u64, addrs: usize, per_block: usize) -> Result<NodePath, FsError> {
+    let n = NIDS_PER_BLOCK as u64;
+    let a = per_block as u64;
     let direct = addrs as u64;
     if block < direct {
         return Ok(NodePath {
@@ -85,41 +91,50 @@ pub(crate) fn node_path(block: u64, addrs: usize) -> Result<NodePath, FsError> {
         });
     }
     let mut b = block - direct;
-    if b < n {
+    if b < a {
         return Ok(path(vec![(0, 1)], b));
     }
-    b -= n;
-    if b < n {
+    b -= a;
+    if b < a {
         return Ok(path(vec![(1, 2)], b));
     }
-    b -= n;
-    if b < n * n {
-        let i = b / n;
-        return Ok(path(vec![(2, 3), (i as usize, 4 + i as u32)], b % n));
+    b -= a;
+    if b < a * n {
+        let i = b / a;
+        return Ok(path(vec![(2, 3), (i as usize, 4 + i as u32)], b % a));
     }
-    b -= n * n;
-    if b < n * n {
-        let i = b / n;
+    b -= a * n;
+    if b < a * n {
+        let i = b / a;
         let base = 5 + n as u32;
         return Ok(path(
             vec![(3, 4 + n as u32), (i as usize, base + i as u32)],
-            b % n,
+            b % a,
         ));
     }
-    b -= n * n;
-    if b < n * n * n {
-        let (i, j) = (b / (n * n), (b / n) % n);
+    b -= a * n;
+    if b < a * n * n {
+        let (i, j) = (b / (a * n), (b / a) % n);
         let ind = 6 + 2 * n as u32 + i as u32 * (n as u32 + 1);
         let levels = vec![
             (4, 5 + 2 * n as u32),
             (i as usize, ind),
             (j as usize, ind + 1 + j as u32),
         ];
-        return Ok(path(levels, b % n));
+        return Ok(path(levels, b % a));
     }
     Err(FsError::TooLarge(format!(
         "block {block} is beyond the node tree"
     )))
+}
+
+/// File blocks one slot of a node at `level` covers (0: a direct node's slot, one block;
+/// 1: an indirect node's, a direct node; 2: a double indirect node's).
+pub(crate) fn subtree_span(level: u32, per_block: u64) -> u64 {
+    match level {
+        0 => 1,
+        l => per_block * (NIDS_PER_BLOCK as u64).pow(l - 1),
+    }
 }
 
 fn path(levels: Vec<(usize, u32)>, leaf: u64) -> NodePath {
@@ -151,15 +166,32 @@ fn geometry_from(ino: u32, block: &Block, flexible: bool) -> Result<Geometry, Fs
     } else {
         0
     };
-    let addrs = ADDRS_PER_INODE.saturating_sub(extra + xattr.min(ADDRS_PER_INODE));
+    let mut addrs = ADDRS_PER_INODE.saturating_sub(extra + xattr.min(ADDRS_PER_INODE));
     if addrs < 2 {
         return Err(corrupt(format!("inode {ino}: no room for addresses")));
+    }
+    let inline_bytes = 4 * (addrs - INLINE_RESERVED_ADDRS as usize);
+    let mut per_block = ADDRS_PER_BLOCK;
+    if let Some(cluster) = compressed_cluster_pages(block, has_extra) {
+        addrs -= addrs % cluster;
+        per_block -= per_block % cluster;
     }
     Ok(Geometry {
         extra,
         addrs,
-        inline_bytes: 4 * (addrs - INLINE_RESERVED_ADDRS as usize),
+        per_block,
+        inline_bytes,
     })
+}
+
+/// The cluster size of a compressed regular file (`F2FS_COMPR_FL` with a valid
+/// `i_log_cluster_size`), from the raw inode bytes.
+fn compressed_cluster_pages(block: &Block, has_extra: bool) -> Option<usize> {
+    let mode = u16::from_le_bytes([block[0], block[1]]);
+    let flags = u32::from_le_bytes([block[80], block[81], block[82], block[83]]);
+    let log = block[INODE_ADDR_OFFSET + 33];
+    let compressed = has_extra && mode & S_IFMT == S_IFREG && flags & 0x4 != 0;
+    (compressed && (2..=8).contains(&log)).then(|| 1usize << log)
 }
 
 /// The node holding a block's address: its id, the word index in it and `ofs_in_node`.
@@ -286,7 +318,7 @@ impl<D: BlockDevice> F2fs<D> {
                 return Ok(None);
             }
         }
-        let p = node_path(index, geo.addrs)?;
+        let p = node_path(index, geo.addrs, geo.per_block)?;
         if p.levels.is_empty() {
             return Ok(Some(Dnode {
                 nid: ino,
@@ -562,7 +594,9 @@ impl<D: BlockDevice> F2fs<D> {
 
     /// Frees every data block from index `from` on, and the nodes left covering nothing.
     pub(crate) fn free_blocks_from(&mut self, ino: u32, from: u64) -> Result<(), FsError> {
-        self.check_addressing(ino)?;
+        if self.encoding(ino)? == super::pagemap::Encoding::Compressed {
+            self.truncate_clusters_from(ino, from)?;
+        }
         self.drop_deltas_from(ino, from)?;
         let geo = self.geometry(ino)?;
         // The delta zone's slots hold no pointers.
@@ -571,17 +605,17 @@ impl<D: BlockDevice> F2fs<D> {
             let at = ADDR_WORD + geo.extra + i;
             self.drop_addr(ino, ino, at)?;
         }
-        let n = PER_BLOCK;
+        let (n, a) = (NIDS_PER_BLOCK as u64, geo.per_block as u64);
         let bases = [
             (geo.addrs as u64, 0),
-            (geo.addrs as u64 + n, 0),
-            (geo.addrs as u64 + 2 * n, 1),
-            (geo.addrs as u64 + 2 * n + n * n, 1),
-            (geo.addrs as u64 + 2 * n + 2 * n * n, 2),
+            (geo.addrs as u64 + a, 0),
+            (geo.addrs as u64 + 2 * a, 1),
+            (geo.addrs as u64 + 2 * a + a * n, 1),
+            (geo.addrs as u64 + 2 * a + 2 * a * n, 2),
         ];
         for (slot, (base, level)) in bases.into_iter().enumerate() {
             let nid = word(self.node(ino)?, NID_WORD + slot);
-            if nid != 0 && self.truncate_node(ino, nid, level, base, from)? {
+            if nid != 0 && self.truncate_node(ino, nid, (level, a), base, from)? {
                 put_word(self.node(ino)?, NID_WORD + slot, 0);
                 self.dirty_nodes.insert(ino);
             }
@@ -596,11 +630,11 @@ impl<D: BlockDevice> F2fs<D> {
         &mut self,
         ino: u32,
         nid: u32,
-        level: u32,
+        (level, per_block): (u32, u64),
         base: u64,
         from: u64,
     ) -> Result<bool, FsError> {
-        let span = PER_BLOCK.pow(level);
+        let span = subtree_span(level, per_block);
         for i in 0..ADDRS_PER_BLOCK {
             let child_base = base + i as u64 * span;
             if child_base + span <= from {
@@ -611,7 +645,9 @@ impl<D: BlockDevice> F2fs<D> {
                 continue;
             }
             let child = word(self.node(nid)?, i);
-            if child != 0 && self.truncate_node(ino, child, level - 1, child_base, from)? {
+            if child != 0
+                && self.truncate_node(ino, child, (level - 1, per_block), child_base, from)?
+            {
                 put_word(self.node(nid)?, i, 0);
                 self.dirty_nodes.insert(nid);
             }

@@ -35,11 +35,11 @@ impl<D: BlockDevice> F2fs<D> {
         let mut addrs = Vec::with_capacity(pages as usize);
         while (addrs.len() as u64) < pages {
             let index = addrs.len() as u64;
-            let path = node_path(index, geo.addrs)?;
+            let path = node_path(index, geo.addrs, geo.per_block)?;
             let (node_addrs, first_word) = if path.levels.is_empty() {
                 (geo.addrs, ADDR_WORD + geo.extra)
             } else {
-                (ADDRS_PER_BLOCK, 0)
+                (geo.per_block, 0)
             };
             let span = ((node_addrs - path.leaf) as u64).min(pages - index) as usize;
             match self.dnode(ino, index, false)? {

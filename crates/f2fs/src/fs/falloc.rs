@@ -175,7 +175,7 @@ impl<D: BlockDevice> F2fs<D> {
     /// What freeing an address does to the counts: a written block is invalidated, a
     /// reservation released.
     pub(crate) fn release_addr(&mut self, addr: u32) {
-        if addr == NEW_ADDR {
+        if addr == NEW_ADDR || addr == COMPRESS_ADDR {
             self.reserved_blocks = self.reserved_blocks.saturating_sub(1);
         } else if self.in_main(addr) {
             self.segs.invalidate(addr);

@@ -103,7 +103,10 @@ impl<D: BlockDevice> F2fs<D> {
         let inode = Inode::decode(self.node(ino)?);
         let s = &self.since_cp;
         let new = s.new_nodes.contains(&ino);
+        // `CP_COMPRESSED`: roll-forward does not replay a compressed file's clusters.
+        let compressed = inode.flags & super::pagemap::COMPR_FL != 0;
         Ok(!inode.is_reg()
+            || compressed
             || inode.links != 1
             || s.moved_or_shrunk.contains(&ino)
             || s.new_nodes.contains(&inode.pino)
@@ -431,7 +434,7 @@ mod tests {
         for block in [
             873u64, 1890, 2909, 5000, 1_039_232, 1_039_233, 2_075_557, 2_100_000,
         ] {
-            let p = node_path(block, addrs).unwrap();
+            let p = node_path(block, addrs, ADDRS_PER_BLOCK).unwrap();
             let offset = p.levels.last().unwrap().1;
             assert_eq!(
                 start_block_of_node(offset, addrs) + p.leaf as u64,

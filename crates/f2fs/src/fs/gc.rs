@@ -37,7 +37,9 @@ impl<D: BlockDevice> F2fs<D> {
     ) -> Result<T, FsError> {
         self.timed(name, |fs| {
             fs.writable(name)?;
-            let out = op(fs)?;
+            // A compressed file's staged cluster is written when its operation ends.
+            let out = op(fs).inspect_err(|_| fs.drop_cluster_stage())?;
+            fs.flush_cluster_stage()?;
             fs.balance()?;
             fs.balance_fs_bg(false)?;
             Ok(out)

@@ -12,6 +12,7 @@ mod attr;
 mod batch;
 mod check;
 mod ckpt;
+mod cluster;
 mod data;
 mod defrag;
 mod delta;
@@ -44,6 +45,7 @@ pub use attr::{
     SIMULATION_EPOCH_SECS,
 };
 pub use batch::BatchFile;
+pub use cluster::{CompressAlgorithm, CompressConfig, CompressMetrics, CompressMode};
 pub use defrag::CopyDefragOutcome;
 pub use delta::policy::{DeltaConfig, DeltaMode};
 pub use delta::{DeltaMetrics, MEDFS_DCM_FL, MEDFS_DELTA_FL, MEDFS_PSEUDO_FL};
@@ -128,6 +130,9 @@ pub struct F2fs<D: BlockDevice> {
     rolling_forward: bool,
     /// Virtual latency per file operation.
     op_latency: BTreeMap<&'static str, LatencyHistogram>,
+    /// F2FS compression: the cluster being written by the current operation.
+    cluster_stage: Option<cluster::ClusterStage>,
+    compress_metrics: cluster::CompressMetrics,
     cfg: F2fsConfig,
     /// Background timing: requests, checkpoints and the GC thread.
     clock: idle::BackgroundClock,
@@ -219,6 +224,8 @@ impl<D: BlockDevice> F2fs<D> {
             recovered_inodes: 0,
             rolling_forward: false,
             op_latency: BTreeMap::new(),
+            cluster_stage: None,
+            compress_metrics: cluster::CompressMetrics::default(),
             clock: idle::BackgroundClock::new(now_ns, m.checkpoint.elapsed_time, &cfg),
             cfg,
             delta_state: Default::default(),
@@ -234,6 +241,7 @@ impl<D: BlockDevice> F2fs<D> {
         if !fs.read_only {
             check_supported(&fs.sb, &fs.cp)?;
         }
+        fs.check_compress_options()?;
         fs.segs.now_secs = fs.cp.elapsed_time;
         fs.load_sit_bitmap()?;
         fs.load_sit(&m.sit_journal)?;

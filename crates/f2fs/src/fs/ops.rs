@@ -810,6 +810,7 @@ impl<D: BlockDevice> F2fs<D> {
             ..Inode::default()
         };
         self.set_extra_attrs(&mut inode, now);
+        self.compress_new_inode(&mut inode, parent, name);
         inode
     }
 

@@ -13,13 +13,15 @@
 //! Steps of a page's life on the layer:
 //!
 //! 1. **Encoding of the inode** ([`F2fs::encoding`]): plain pages (each page its own
-//!    block), or an encoding this writer cannot keep (F2FS compression's clusters,
-//!    `F2FS_COMPR_FL`; encryption): reads, writes and truncation of such an inode are
-//!    refused with `Unsupported` naming the inode before anything changes.
+//!    block), F2FS compression's clusters (`F2FS_COMPR_FL` on a regular file: reads and
+//!    writes go to `cluster.rs`, which stages a cluster's pages and writes it as a unit),
+//!    or an encoding this writer cannot keep (encryption): reads, writes and truncation
+//!    of such an inode are refused with `Unsupported` naming the inode before anything
+//!    changes.
 //! 2. **Resolution** ([`F2fs::resolve`]): (inode, page index) → [`Stored`]: inline bytes,
 //!    a hole, a reservation (`NEW_ADDR`), a block, or a block plus a MedFS delta in the
 //!    inode (`delta/`). A compressed cluster's `COMPRESS_ADDR` resolves to
-//!    [`Stored::Compressed`], refused until F2FS compression is built.
+//!    [`Stored::Compressed`]; in a file without the flag that is corrupt (refused).
 //! 3. **Decode** (read): zeros for a hole or reservation; the block read (and checked
 //!    against the main area); the delta applied on top.
 //! 4. **Encode** (write): MedFS first (a delta in the inode, no block); else in place when
@@ -72,7 +74,7 @@ const OFF_FLAGS: usize = 80;
 pub(crate) enum Encoding {
     /// Each page its own block (a MedFS delta may sit on top of it: [`Stored::Delta`]).
     Plain,
-    /// `F2FS_COMPR_FL`: clusters of compressed pages (the kernel's format; not built).
+    /// `F2FS_COMPR_FL` on a regular file: clusters of compressed pages (`cluster.rs`).
     Compressed,
     /// `FADVISE_ENCRYPT_BIT`: blocks hold ciphertext (not built).
     Encrypted,
@@ -82,8 +84,7 @@ impl Encoding {
     /// The refusal of an encoding this writer does not handle yet.
     fn refusal(self, ino: u32) -> Option<FsError> {
         let what = match self {
-            Encoding::Plain => return None,
-            Encoding::Compressed => "compressed (F2FS compression is not built yet)",
+            Encoding::Plain | Encoding::Compressed => return None,
             Encoding::Encrypted => "encrypted (F2FS encryption is not supported)",
         };
         Some(FsError::Unsupported(format!("inode {ino} is {what}")))
@@ -111,7 +112,9 @@ impl<D: BlockDevice> F2fs<D> {
     /// The inode's page encoding, from `i_flags` and `i_advise`.
     pub(crate) fn encoding(&mut self, ino: u32) -> Result<Encoding, FsError> {
         let node = self.inode_node(ino)?;
-        if le32_at(&node[..], OFF_FLAGS) & COMPR_FL != 0 {
+        let regular = u16::from_le_bytes([node[0], node[1]]) & S_IFMT == S_IFREG;
+        // A directory's flag is only inherited by what is created in it.
+        if le32_at(&node[..], OFF_FLAGS) & COMPR_FL != 0 && regular {
             return Ok(Encoding::Compressed);
         }
         if node[OFF_ADVISE] & FADVISE_ENCRYPT != 0 {
@@ -134,9 +137,9 @@ impl<D: BlockDevice> F2fs<D> {
     /// plain addresses, so truncating or deleting such a file is fine).
     pub(crate) fn check_addressing(&mut self, ino: u32) -> Result<(), FsError> {
         match self.encoding(ino)? {
-            Encoding::Compressed => Err(Encoding::Compressed
-                .refusal(ino)
-                .expect("a refusal for compressed clusters")),
+            Encoding::Compressed => Err(FsError::Unsupported(format!(
+                "inode {ino} is compressed: fallocate of its clusters is not built"
+            ))),
             _ => Ok(()),
         }
     }
@@ -160,6 +163,11 @@ impl<D: BlockDevice> F2fs<D> {
 
     /// Reads page `index` of a file (zeros for a hole).
     pub(crate) fn load_page(&mut self, ino: u32, index: u64) -> Result<Box<Block>, FsError> {
+        if self.encoding(ino)? == Encoding::Compressed {
+            if let Some(page) = self.load_cluster_page(ino, index)? {
+                return Ok(page);
+            }
+        }
         let stored = self.resolve(ino, index)?;
         if stored != Stored::Inline {
             // Even a hole: in a compressed cluster a `NEW_ADDR` slot is not zeros.
@@ -170,7 +178,11 @@ impl<D: BlockDevice> F2fs<D> {
             Stored::Inline => return self.inline_page(ino),
             Stored::Block(addr) => (addr, false),
             Stored::Delta(addr) => (addr, true),
-            Stored::Compressed => (COMPRESS_ADDR, false),
+            Stored::Compressed => {
+                return Err(corrupt(format!(
+                    "inode {ino} page {index}: COMPRESS_ADDR in a file without F2FS_COMPR_FL"
+                )))
+            }
         };
         self.check_data_addr(ino, index, addr)?;
         let mut page = self.read_block(addr as u64)?;
@@ -201,6 +213,10 @@ impl<D: BlockDevice> F2fs<D> {
         page: &Block,
         wb: Writeback,
     ) -> Result<u32, FsError> {
+        if self.encoding(ino)? == Encoding::Compressed {
+            self.stage_cluster_page(ino, index, page)?;
+            return Ok(NEW_ADDR);
+        }
         self.check_encoding(ino)?;
         if self.cfg.delta.enabled() && self.try_store_delta(ino, index, page)? {
             return self.block_addr(ino, index);
@@ -226,6 +242,7 @@ impl<D: BlockDevice> F2fs<D> {
         let d = self
             .dnode(ino, index, true)?
             .ok_or_else(|| corrupt("node path vanished"))?;
+        self.check_raw_cluster(ino, index)?;
         let sum = Summary {
             nid: d.nid,
             version: 0,
@@ -270,21 +287,24 @@ impl<D: BlockDevice> F2fs<D> {
     /// Points slot `d` of `ino` at `new` and keeps the counts consistent: a hole that
     /// gets a block or a reservation adds to `i_blocks`, a cleared slot takes one away;
     /// the old block is invalidated (a reservation released); `NEW_ADDR` counts as a
-    /// reservation. Returns the old address. `COMPRESS_ADDR` on either side is refused
-    /// (a cluster changes as a unit, which this writer does not do yet).
+    /// reservation, and so does a compressed cluster's `COMPRESS_ADDR` (both count in
+    /// `valid_block_count`, as `fsck.f2fs` counts them). Returns the old address.
     pub(crate) fn set_addr(&mut self, ino: u32, d: Dnode, new: u32) -> Result<u32, FsError> {
         let old = self.slot_addr(d)?;
-        if old == COMPRESS_ADDR || new == COMPRESS_ADDR {
-            return Err(Encoding::Compressed
-                .refusal(ino)
-                .expect("a refusal for compressed clusters"));
-        }
         if old == new {
             return Ok(old);
         }
+        if (old == COMPRESS_ADDR || new == COMPRESS_ADDR)
+            && self.encoding(ino)? != Encoding::Compressed
+        {
+            // A stray `COMPRESS_ADDR` is never dropped (nor written) silently.
+            return Err(FsError::Unsupported(format!(
+                "inode {ino} is not compressed but a slot holds or would hold COMPRESS_ADDR"
+            )));
+        }
         put_word(self.node(d.nid)?, d.word, new);
         self.dirty_nodes.insert(d.nid);
-        if new == NEW_ADDR {
+        if new == NEW_ADDR || new == COMPRESS_ADDR {
             self.reserved_blocks += 1;
         }
         if old != NULL_ADDR {
@@ -393,11 +413,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_plain_pages_are_kept() {
+    fn plain_and_compressed_pages_are_kept_encrypted_refused() {
         assert!(Encoding::Plain.refusal(7).is_none());
-        for e in [Encoding::Compressed, Encoding::Encrypted] {
-            let msg = e.refusal(7).expect("refused").to_string();
-            assert!(msg.contains("inode 7"), "{msg}");
-        }
+        assert!(Encoding::Compressed.refusal(7).is_none());
+        let msg = Encoding::Encrypted.refusal(7).expect("refused").to_string();
+        assert!(msg.contains("inode 7"), "{msg}");
     }
 }

@@ -103,6 +103,8 @@ pub struct F2fsConfig {
     pub ssr: bool,
     /// MedFS's delta compression (`[delta]`, off by default; `docs/medfs.md`).
     pub delta: super::DeltaConfig,
+    /// F2FS compression (`[compress]`, off by default; `fs/cluster.rs`).
+    pub compress: super::CompressConfig,
 }
 
 impl Default for F2fsConfig {
@@ -123,6 +125,7 @@ impl Default for F2fsConfig {
             prefree_ratio_percent: 5,
             ssr: true,
             delta: super::DeltaConfig::default(),
+            compress: super::CompressConfig::default(),
         }
     }
 }
