@@ -1,7 +1,7 @@
 //! Fragmentation measured per file and aggregated per kind of file and per app.
 //!
 //! Per file: extents and DoF ([`crate::layout`]), the block requests a whole-file read
-//! needs ([`ReadModel::requests`]), and — when the device underneath is known — where its
+//! needs ([`crate::read::requests`]), and — when the device underneath is known — where its
 //! flash pages sit: how many parallel units (planes) and dies they use, and the *unit
 //! depth*, the most pages of the file on one plane, against its ideal ⌈pages ÷ planes⌉.
 //! `collision_ratio` = depth ÷ ideal depth (1: spread as well as it can be); the pages
@@ -74,7 +74,7 @@ impl FileFrag {
             extents,
             ideal_extents: ideal_extents(blocks),
             dof: dof(blocks, extents),
-            block_ios: model.requests(addrs).len() as u64,
+            block_ios: crate::read::requests(model, addrs).len() as u64,
             block_ios_ideal: blocks.div_ceil(model.max_request_blocks() as u64),
             physical: None,
             read_ns: None,
@@ -245,12 +245,12 @@ pub fn measure<D: FragDevice>(
         let now = fs.now_ns();
         if let Some(ftl) = fs.device_mut().ftl_mut() {
             let start = ftl.busy_until_ns().max(ftl.last_arrival_ns()).max(now);
-            let t = timed_read(ftl, start, &model.requests(&addrs), model).map_err(|source| {
-                JanusdError::Read {
+            let t = timed_read(ftl, start, &crate::read::requests(model, &addrs), model).map_err(
+                |source| JanusdError::Read {
                     path: p.clone(),
                     source,
-                }
-            })?;
+                },
+            )?;
             f.read_ns = Some(t.elapsed_ns);
             let idle = ftl.busy_until_ns();
             // The file system's next request must not arrive before the reads did.

@@ -33,4 +33,4 @@ pub use frag::{measure, physical_of, FileFrag, FragReport, GroupFrag, PhysicalFr
 pub use layout::{app_of, class_of, dof, extents_of, ideal_extents, DofStats, IDEAL_EXTENT_BLOCKS};
 pub use placement::{FragDevice, PhysLoc, Placement};
 pub use policy::{choose, collides, Action, DefragMode, JanusdPolicy};
-pub use read::{timed_read, ReadModel, ReadTiming};
+pub use read::{requests, timed_read, ReadModel, ReadTiming};

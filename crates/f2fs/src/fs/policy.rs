@@ -103,6 +103,10 @@ pub struct F2fsConfig {
     pub ssr: bool,
     /// MedFS's delta compression (`[delta]`, off by default; `docs/medfs.md`).
     pub delta: super::DeltaConfig,
+    /// The block layer's read path under F2FS (`[read]`): requests split at extent
+    /// boundaries and at 512 KiB, 10 µs of host time per request, 32 in flight
+    /// ([`F2fs::read_pages`](super::F2fs::read_pages); `docs/janusd.md`).
+    pub read: flashstack_block::ReadModel,
 }
 
 impl Default for F2fsConfig {
@@ -123,6 +127,7 @@ impl Default for F2fsConfig {
             prefree_ratio_percent: 5,
             ssr: true,
             delta: super::DeltaConfig::default(),
+            read: flashstack_block::ReadModel::default(),
         }
     }
 }
