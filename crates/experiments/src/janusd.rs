@@ -159,11 +159,14 @@ pub struct AppFigures {
     pub package: String,
     /// Mean DoF of the files the launch and the scenario read.
     pub dof_mean: f64,
-    /// Their blocks, and the distinct flash pages holding them (a 16 KiB page holds 4
-    /// blocks: a file written 4 KiB at a time, each write flushed, takes a page per
-    /// block, and every read of it senses and moves 4 times the bytes).
+    /// Their blocks, and the distinct flash pages holding them.
     pub blocks: u64,
     pub flash_pages: u64,
+    /// Flash senses reading them whole needs even as one extent each
+    /// (`PhysicalFrag::flash_reads`).
+    pub flash_reads: u64,
+    /// Block-weighted mean window collision ratio of the files read.
+    pub window_collision_ratio: f64,
     pub launch: Io,
     pub launch_ms: f64,
     pub scenario_io: Io,
@@ -222,6 +225,13 @@ pub struct ModeFigures {
     /// Flash pages holding the files the apps read ÷ the fewest that could hold them
     /// (1: dense; 4 on a 16 KiB page: every 4 KiB block in a page of its own).
     pub flash_page_spread: f64,
+    /// Flash senses a read of those files needs ÷ the fewest (1: each page sensed once;
+    /// janusdL leaves this as it was, a copy brings it to 1).
+    pub flash_read_spread: f64,
+    /// Mean over the files read (weighted by blocks) of their collision ratio within
+    /// each 128 KiB window (`PhysicalFrag::window_collision_ratio`): what a reader that
+    /// waits for each window loses in plane parallelism.
+    pub window_collision_ratio: f64,
 }
 
 /// One measurement during the recurrence runs (at the end of a day, before that day's
@@ -380,6 +390,7 @@ fn run_mode(
     let per_page = (device.page_size_bytes as u64 / 4096).max(1);
     let dense: u64 = apps.iter().map(|a| a.blocks.div_ceil(per_page)).sum();
     let flash_pages: u64 = apps.iter().map(|a| a.flash_pages).sum();
+    let flash_reads: u64 = apps.iter().map(|a| a.flash_reads).sum();
     let all: Vec<&flashstack_janusd::FileFrag> = frag.iter().flat_map(|r| &r.files).collect();
     let n = all.len().max(1) as f64;
     Ok(ModeFigures {
@@ -391,6 +402,14 @@ fn run_mode(
         launch_ms_mean: mean(apps.iter().map(|a| a.launch_ms)),
         scenario_mib_per_s_mean: mean(apps.iter().map(|a| a.scenario_mib_per_s)),
         flash_page_spread: flash_pages as f64 / dense.max(1) as f64,
+        flash_read_spread: flash_reads as f64 / dense.max(1) as f64,
+        window_collision_ratio: {
+            let w: f64 = apps
+                .iter()
+                .map(|a| a.window_collision_ratio * a.blocks as f64)
+                .sum();
+            w / apps.iter().map(|a| a.blocks).sum::<u64>().max(1) as f64
+        },
         apps,
     })
 }
@@ -553,12 +572,15 @@ fn run_scenarios(
             .filter(|f| read_paths.contains(&&f.path))
             .collect();
         let dofs = read_files.iter().map(|f| f.dof);
-        let blocks = read_files.iter().map(|f| f.blocks).sum();
-        let flash_pages = read_files
+        let blocks: u64 = read_files.iter().map(|f| f.blocks).sum();
+        let phys = || read_files.iter().filter_map(|f| f.physical.as_ref());
+        let flash_pages = phys().map(|p| p.flash_pages).sum();
+        let flash_reads = phys().map(|p| p.flash_reads).sum();
+        let weighted: f64 = read_files
             .iter()
-            .filter_map(|f| f.physical.as_ref())
-            .map(|p| p.flash_pages)
+            .filter_map(|f| Some(f.physical.as_ref()?.window_collision_ratio * f.blocks as f64))
             .sum();
+        let window_collision_ratio = weighted / blocks.max(1) as f64;
         let launch = cold_reads(stack, &launch_spans)?;
         let scenario_io = cold_reads(stack, &scenario_spans)?;
         apps.push(AppFigures {
@@ -567,6 +589,8 @@ fn run_scenarios(
             dof_mean: mean(dofs),
             blocks,
             flash_pages,
+            flash_reads,
+            window_collision_ratio,
             launch_ms: launch.elapsed_ns as f64 / 1e6,
             scenario_mib_per_s: scenario_io.mib_per_s(),
             launch,
@@ -822,11 +846,14 @@ impl JanusdResults {
             self.device.pe_cycles_max
         );
         s += &format!(
-            "{:<8} {:>7} {:>8} {:>8} {:>10} {:>10} {:>9} {:>8} {:>10} {:>10}\n",
+            "{:<8} {:>7} {:>8} {:>8} {:>7} {:>7} {:>7} {:>10} {:>10} {:>9} {:>8} {:>10} {:>10}\n",
             "mode",
             "DoF",
             "I/Os",
             "ideal",
+            "pages",
+            "senses",
+            "window",
             "launch ms",
             "scen MiB/s",
             "copied",
@@ -837,12 +864,14 @@ impl JanusdResults {
         for m in &self.modes {
             let c = m.cost.clone().unwrap_or_default();
             s += &format!(
-                "{:<8} {:>7.2} {:>8} {:>8} {:>7.2} {:>10.2} {:>10.1} {:>8.1}M {:>8} {:>10} {:>10}\n",
+                "{:<8} {:>7.2} {:>8} {:>8} {:>7.2} {:>7.2} {:>7.2} {:>10.2} {:>10.1} {:>8.1}M {:>8} {:>10} {:>10}\n",
                 m.mode,
                 m.dof_mean,
                 m.block_ios,
                 m.block_ios_ideal,
                 m.flash_page_spread,
+                m.flash_read_spread,
+                m.window_collision_ratio,
                 m.launch_ms_mean,
                 m.scenario_mib_per_s_mean,
                 c.bytes_copied as f64 / (1 << 20) as f64,
