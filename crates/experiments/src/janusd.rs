@@ -60,7 +60,7 @@ pub enum JanusdRunError {
         mode: &'static str,
         path: String,
         #[source]
-        source: flashstack_janusd::JanusdError,
+        source: Box<flashstack_janusd::JanusdError>,
     },
 }
 
@@ -455,7 +455,7 @@ fn defrag_pass(
             .map_err(|source| JanusdRunError::Defrag {
                 mode: mode.name(),
                 path: path.to_string(),
-                source,
+                source: Box::new(source),
             })?;
         cost.add(&report);
     }
@@ -475,7 +475,7 @@ fn frag_of(stack: &mut Stack) -> Result<Vec<FragReport>, JanusdRunError> {
                 .map_err(|source| JanusdRunError::Defrag {
                     mode: "measure",
                     path: p.to_string(),
-                    source,
+                    source: Box::new(source),
                 })
         })
         .collect()
