@@ -2,8 +2,10 @@
 //! bytes and placement hints. The FTL implements it; trace replay and the file system use it.
 
 pub mod explore;
+pub mod read_model;
 pub mod volatile;
 
+pub use read_model::{runs_of, timed_read, ReadModel, ReadTiming};
 pub use volatile::{PowerLoss, VolatileCache, VolatileCacheConfig, VolatileCacheCounters};
 
 use flashstack_sim::Nanos;

@@ -62,6 +62,23 @@ pub trait Backing {
         page: &mut Page,
     ) -> Result<Nanos, BackingError>;
 
+    /// Reads consecutive pages from `first_page_index` into `pages`, as one read of a
+    /// range: a file system may issue them as few block requests as their addresses allow
+    /// (F2FS does: a fragmented file pays for each piece). By default, page by page.
+    fn read_pages(
+        &mut self,
+        now_ns: Nanos,
+        ino: Ino,
+        first_page_index: u64,
+        pages: &mut [Box<Page>],
+    ) -> Result<Nanos, BackingError> {
+        let mut t = now_ns;
+        for (k, page) in pages.iter_mut().enumerate() {
+            t = self.read_page(t, ino, first_page_index + k as u64, page)?;
+        }
+        Ok(t)
+    }
+
     /// Writes `pages` at consecutive page indices starting at `first_page_index`, and sets
     /// the file's size to `file_size_bytes` (the cache's view of it). Creates the inode if
     /// it does not exist.

@@ -169,6 +169,9 @@ pub struct PageCache<B: Backing, P: WritebackPolicy = CachePolicy> {
 
 /// Most page buffers kept for reuse (16 MiB).
 const SPARE_PAGES_MAX: usize = 4096;
+/// Most pages one read hands below at once: 512 KiB, the block layer's largest request
+/// (a bigger read is several such calls, as the kernel's readahead windows are).
+const READ_BATCH_PAGES_MAX: u64 = 128;
 
 /// Writeback errors as Linux keeps them: per file (the mapping's `wb_err`, reported to the
 /// file's next fsync, once) and for the whole file system (the superblock's `s_wb_err`,
@@ -374,14 +377,19 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
         let end_bytes = offset_bytes
             .saturating_add(buf.len() as u64)
             .min(size_bytes);
+        // Pages read below by this call (misses even once resident).
+        let mut loaded_end = 0u64;
+        let last_page = end_bytes.div_ceil(PAGE_BYTES);
         for span in page_spans(offset_bytes, end_bytes) {
             let page_index = span.page_index;
-            if self.pages.contains_key(&(ino, page_index)) {
+            if page_index < loaded_end {
+                self.metrics.read_misses += 1;
+            } else if self.pages.contains_key(&(ino, page_index)) {
                 self.metrics.read_hits += 1;
                 self.touch(ino, page_index);
             } else {
                 self.metrics.read_misses += 1;
-                t = self.load_page(t, ino, page_index, true)?;
+                (t, loaded_end) = self.load_run(t, ino, page_index, last_page)?;
             }
             buf[span.buf_range()]
                 .copy_from_slice(&self.page_mut(ino, page_index).data[span.start..span.end]);
@@ -1016,6 +1024,39 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
         }
         self.insert_clean(ino, page_index, data);
         Ok(t)
+    }
+
+    /// Makes the missing pages from `first` resident, up to the next resident page, `end`
+    /// or the read batch, reading them below in one call (so the file system can issue
+    /// them as few requests as their layout allows); returns the time they are ready and
+    /// the index past the last one.
+    fn load_run(
+        &mut self,
+        now_ns: Nanos,
+        ino: Ino,
+        first: u64,
+        end: u64,
+    ) -> Result<(Nanos, u64), CacheError> {
+        let batch = (self.config.cache_pages_max() / 4).clamp(1, READ_BATCH_PAGES_MAX);
+        let mut run_end = first + 1;
+        while run_end < end
+            && run_end - first < batch
+            && !self.pages.contains_key(&(ino, run_end))
+            && self.tx_reads_below(ino, run_end)
+        {
+            run_end += 1;
+        }
+        if run_end == first + 1 || !self.tx_reads_below(ino, first) {
+            return Ok((self.load_page(now_ns, ino, first, true)?, first + 1));
+        }
+        let mut t = self.make_room_for(now_ns, ino, run_end - first)?;
+        let mut pages: Vec<Box<Page>> = (first..run_end).map(|_| self.zeroed_page()).collect();
+        t = self.backing.read_pages(t, ino, first, &mut pages)?;
+        for (index, mut data) in (first..run_end).zip(pages) {
+            self.tx_zero_cut_tail(ino, index, &mut data);
+            self.insert_clean(ino, index, data);
+        }
+        Ok((t, run_end))
     }
 
     /// Caches a clean page as the most recently used (room already made).

@@ -9,6 +9,7 @@ mod filetrace;
 mod frag;
 mod fs;
 mod html;
+mod janusd_cmd;
 mod mount;
 mod phone;
 mod progress;
@@ -104,6 +105,9 @@ struct PresetArgs {
 enum ReproduceCommand {
     /// LDC (TECS 2017): PM, zFTL, SC, LDC and OPT on the seven Table 4 workloads.
     Ldc(ReproduceArgs),
+    /// Janusd (ATC 2017): copy, janusdP, janusdL and janusd on an aged phone; app launch,
+    /// scenarios, cost and recurrence.
+    Janusd(janusd_cmd::JanusdArgs),
 }
 
 #[derive(Args)]
@@ -159,6 +163,9 @@ fn main() {
         Command::Reproduce {
             paper: ReproduceCommand::Ldc(args),
         } => reproduce_ldc(args),
+        Command::Reproduce {
+            paper: ReproduceCommand::Janusd(args),
+        } => janusd_cmd::reproduce_janusd(args),
         Command::Trace {
             command: TraceCommand::Inspect(args),
         } => inspect(args),

@@ -2,4 +2,5 @@
 //! flashstack, on the same workloads, and sets the paper's stated figures beside ours.
 
 pub mod fullstack;
+pub mod janusd;
 pub mod ldc;

@@ -165,7 +165,8 @@ impl Ftl {
         let (_, accepted_ns) = self
             .controller
             .reserve(start_ns, self.config.host.controller_overhead_ns);
-        let mut data_ready_ns = accepted_ns;
+        // When each run's data is in the controller, and how many LBAs it holds.
+        let mut ready: Vec<(Nanos, u32)> = Vec::new();
         let mut i = 0;
         while i < count {
             let lpn = lba as u32 + i;
@@ -174,14 +175,10 @@ impl Ftl {
                 .as_deref_mut()
                 .map(|o| &mut o[i as usize * LBA_SIZE..(i + run) as usize * LBA_SIZE]);
             let done = self.read_run(lpn, run, bytes, accepted_ns)?;
-            data_ready_ns = data_ready_ns.max(done);
+            ready.push((done, run));
             i += run;
         }
-        // The host link moves the data once it is in the controller.
-        let (_, complete_ns) = self.host_link.reserve(
-            data_ready_ns,
-            self.config.host.link_ns_per_4k * count as u64,
-        );
+        let complete_ns = self.link_out(accepted_ns, &mut ready);
         self.counters.host_read_requests += 1;
         self.counters.host_read_lbas += count as u64;
         self.queue.complete(queue_slot, complete_ns);
@@ -189,6 +186,19 @@ impl Ftl {
             start_ns,
             complete_ns,
         })
+    }
+
+    /// The host link moves each run's data as soon as it is in the controller (UFS sends
+    /// a read's data in several DATA IN transfers, not after the last page), in the order
+    /// the runs become ready; returns when the last byte has crossed.
+    fn link_out(&mut self, accepted_ns: Nanos, ready: &mut [(Nanos, u32)]) -> Nanos {
+        ready.sort_unstable();
+        let mut complete_ns = accepted_ns;
+        for &(ready_ns, lbas) in ready.iter() {
+            let cost = self.config.host.link_ns_per_4k * lbas as u64;
+            complete_ns = complete_ns.max(self.host_link.reserve(ready_ns, cost).1);
+        }
+        complete_ns
     }
 
     /// Length of the run starting at `lpn` that one flash read can serve: consecutive slots

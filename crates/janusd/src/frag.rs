@@ -1,7 +1,7 @@
 //! Fragmentation measured per file and aggregated per kind of file and per app.
 //!
 //! Per file: extents and DoF ([`crate::layout`]), the block requests a whole-file read
-//! needs ([`ReadModel::requests`]), and — when the device underneath is known — where its
+//! needs ([`crate::read::requests`]), and — when the device underneath is known — where its
 //! flash pages sit: how many parallel units (planes) and dies they use, and the *unit
 //! depth*, the most pages of the file on one plane, against its ideal ⌈pages ÷ planes⌉.
 //! `collision_ratio` = depth ÷ ideal depth (1: spread as well as it can be); the pages
@@ -24,6 +24,19 @@ use crate::read::{timed_read, ReadModel};
 pub struct PhysicalFrag {
     /// Distinct flash pages holding the file's blocks.
     pub flash_pages: u64,
+    /// Flash senses a whole-file read needs even when its LBAs are one extent: runs of
+    /// the file's blocks (in page order) that follow each other within one flash page.
+    /// A file written in many small pieces over time has its blocks in pages shared
+    /// out of order, so a sequential read senses the same page again and again; only a
+    /// copy that rewrites it in order brings this down to `flash_pages` (janusdL cannot).
+    #[serde(default)]
+    pub flash_reads: u64,
+    /// The collision ratio within each window of [`WINDOW_BLOCKS`] blocks (128 KiB, a
+    /// readahead window), averaged over the windows: a reader that waits for each window
+    /// loses parallelism when a window's pages share planes, even where the whole file is
+    /// spread evenly (its whole-file `collision_ratio` near 1).
+    #[serde(default)]
+    pub window_collision_ratio: f64,
     pub units_used: u32,
     /// Most flash pages of the file on one plane.
     pub unit_depth: u64,
@@ -74,7 +87,7 @@ impl FileFrag {
             extents,
             ideal_extents: ideal_extents(blocks),
             dof: dof(blocks, extents),
-            block_ios: model.requests(addrs).len() as u64,
+            block_ios: crate::read::requests(model, addrs).len() as u64,
             block_ios_ideal: blocks.div_ceil(model.max_request_blocks() as u64),
             physical: None,
             read_ns: None,
@@ -89,6 +102,8 @@ pub fn physical_of(addrs: &[u32], placement: &Placement<'_>) -> PhysicalFrag {
         .filter(|&&a| a != 0 && a != u32::MAX)
         .filter_map(|&a| placement.locate(a as u64))
         .collect();
+    let flash_reads = flash_reads(&pages);
+    let window_collision_ratio = window_collisions(&pages, placement.units);
     pages.sort_unstable();
     pages.dedup_by_key(|p| p.flash_page);
     let mut per_unit = vec![0u64; placement.units as usize];
@@ -102,6 +117,8 @@ pub fn physical_of(addrs: &[u32], placement: &Placement<'_>) -> PhysicalFrag {
     let depth = per_unit.iter().copied().max().unwrap_or(0);
     PhysicalFrag {
         flash_pages,
+        flash_reads,
+        window_collision_ratio,
         units_used: per_unit.iter().filter(|&&n| n > 0).count() as u32,
         unit_depth: depth,
         unit_depth_ideal: ideal,
@@ -113,6 +130,47 @@ pub fn physical_of(addrs: &[u32], placement: &Placement<'_>) -> PhysicalFrag {
         collided_pages: per_unit.iter().map(|&n| n.saturating_sub(ideal)).sum(),
         dies_used: per_die.iter().filter(|&&n| n > 0).count() as u32,
         die_depth: per_die.iter().copied().max().unwrap_or(0),
+    }
+}
+
+/// Senses of a read of `locs` (page order): a new one wherever a block is not in the
+/// previous block's flash page at a later slot.
+fn flash_reads(locs: &[crate::placement::PhysLoc]) -> u64 {
+    let mut reads = 0;
+    let mut prev: Option<&crate::placement::PhysLoc> = None;
+    for l in locs {
+        if !prev.is_some_and(|p| p.flash_page == l.flash_page && p.slot < l.slot) {
+            reads += 1;
+        }
+        prev = Some(l);
+    }
+    reads
+}
+
+/// Blocks of one read window (128 KiB: Linux's default readahead).
+pub const WINDOW_BLOCKS: usize = 32;
+
+/// Mean over windows of [`WINDOW_BLOCKS`] blocks (page order) of the window's deepest
+/// plane ÷ ⌈its flash pages ÷ planes⌉ (1.0 for an empty list).
+fn window_collisions(locs: &[crate::placement::PhysLoc], units: u32) -> f64 {
+    let ratios: Vec<f64> = locs
+        .chunks(WINDOW_BLOCKS)
+        .map(|w| {
+            let mut pages: Vec<(u32, u32)> = w.iter().map(|l| (l.unit, l.flash_page)).collect();
+            pages.sort_unstable();
+            pages.dedup();
+            let mut depth = std::collections::BTreeMap::<u32, u64>::new();
+            for (unit, _) in &pages {
+                *depth.entry(*unit).or_default() += 1;
+            }
+            let ideal = (pages.len() as u64).div_ceil(units.max(1) as u64).max(1);
+            *depth.values().max().unwrap_or(&0) as f64 / ideal as f64
+        })
+        .collect();
+    if ratios.is_empty() {
+        1.0
+    } else {
+        ratios.iter().sum::<f64>() / ratios.len() as f64
     }
 }
 
@@ -245,12 +303,12 @@ pub fn measure<D: FragDevice>(
         let now = fs.now_ns();
         if let Some(ftl) = fs.device_mut().ftl_mut() {
             let start = ftl.busy_until_ns().max(ftl.last_arrival_ns()).max(now);
-            let t = timed_read(ftl, start, &model.requests(&addrs), model).map_err(|source| {
-                JanusdError::Read {
+            let t = timed_read(ftl, start, &crate::read::requests(model, &addrs), model).map_err(
+                |source| JanusdError::Read {
                     path: p.clone(),
                     source,
-                }
-            })?;
+                },
+            )?;
             f.read_ns = Some(t.elapsed_ns);
             let idle = ftl.busy_until_ns();
             // The file system's next request must not arrive before the reads did.

@@ -10,6 +10,7 @@
 //!   for command overhead and plane parallelism.
 //! - [`frag`]: all of it per file, per kind of file and per app (`flashstack fs frag`).
 //! - [`policy`]: the defragmenters' pure per-file decisions ([`DefragMode`], [`choose`]).
+//! - [`periodic`]: the periodic idle-time defragmentation policy (every N days).
 //! - [`defrag`]: the pass that carries them out (copy now; janusdL's REMAP plugs in
 //!   through [`LogicalDefrag`]) and counts data copied, NAND programs and erases, DoF
 //!   before and after (`flashstack fs defrag`).
@@ -20,6 +21,7 @@ pub mod defrag;
 mod error;
 pub mod frag;
 pub mod layout;
+pub mod periodic;
 pub mod placement;
 pub mod policy;
 pub mod read;
@@ -31,6 +33,7 @@ pub use defrag::{
 pub use error::JanusdError;
 pub use frag::{measure, physical_of, FileFrag, FragReport, GroupFrag, PhysicalFrag};
 pub use layout::{app_of, class_of, dof, extents_of, ideal_extents, DofStats, IDEAL_EXTENT_BLOCKS};
+pub use periodic::PeriodicDefrag;
 pub use placement::{FragDevice, PhysLoc, Placement};
 pub use policy::{choose, collides, Action, DefragMode, JanusdPolicy};
-pub use read::{timed_read, ReadModel, ReadTiming};
+pub use read::{requests, timed_read, ReadModel, ReadTiming};

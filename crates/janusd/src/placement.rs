@@ -18,6 +18,8 @@ pub struct PhysLoc {
     pub die: u32,
     /// Global flash page number.
     pub flash_page: u32,
+    /// Global slot (the block's place within its flash page, in the FTL's slots).
+    pub slot: u32,
 }
 
 /// A device whose physical placement can be looked up and whose reads are timed: the
@@ -91,6 +93,7 @@ impl<'a> Placement<'a> {
             unit,
             die: unit / self.planes_per_die,
             flash_page: slot / self.slots_per_page,
+            slot,
         })
     }
 }

@@ -205,11 +205,28 @@ impl<'a> Aging<'a> {
     /// Every day of use, then the fill brought onto its target.
     pub fn run(&mut self, progress: &mut dyn FnMut(u32, u32)) -> Result<(), PhoneError> {
         let days = self.world.spec.days;
-        self.world.first_day()?;
+        self.set_up()?;
         for day in 0..days {
-            self.world.day(day)?;
+            self.day(day)?;
             progress(day + 1, days);
         }
+        self.land_on_target()
+    }
+
+    /// Day 0: the phone set up (what [`run`](Aging::run) does first). With
+    /// [`day`](Aging::day) and [`land_on_target`](Aging::land_on_target), a caller can
+    /// act between days (Janusd's periodic defragmentation).
+    pub fn set_up(&mut self) -> Result<(), PhoneError> {
+        self.world.first_day()
+    }
+
+    /// One day of use (`day` counts from 0).
+    pub fn day(&mut self, day: u32) -> Result<(), PhoneError> {
+        self.world.day(day)
+    }
+
+    /// The fill brought onto the spec's target (what [`run`](Aging::run) does last).
+    pub fn land_on_target(&mut self) -> Result<(), PhoneError> {
         self.world.land_on_target()
     }
 

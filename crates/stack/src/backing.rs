@@ -66,8 +66,27 @@ impl<D: BlockDevice> Backing for F2fsBacking<D> {
         page_index: u64,
         page: &mut Page,
     ) -> Result<Nanos, BackingError> {
-        let (block, done) = self.timed(now_ns, ino, |fs, i| fs.read_page(i, page_index))?;
-        page.copy_from_slice(&block[..PAGE_SIZE_BYTES]);
+        let (blocks, done) = self.timed(now_ns, ino, |fs, i| fs.read_pages(i, page_index, 1))?;
+        page.copy_from_slice(&blocks[0][..PAGE_SIZE_BYTES]);
+        Ok(done)
+    }
+
+    /// F2FS's [`F2fs::read_pages`]: the plain blocks in as few block requests as their
+    /// addresses allow, each paying the host's time (`F2fsConfig::read`).
+    fn read_pages(
+        &mut self,
+        now_ns: Nanos,
+        ino: Ino,
+        first_page_index: u64,
+        pages: &mut [Box<Page>],
+    ) -> Result<Nanos, BackingError> {
+        let count = pages.len();
+        let (blocks, done) = self.timed(now_ns, ino, |fs, i| {
+            fs.read_pages(i, first_page_index, count)
+        })?;
+        for (page, block) in pages.iter_mut().zip(blocks) {
+            page.copy_from_slice(&block[..PAGE_SIZE_BYTES]);
+        }
         Ok(done)
     }
 

@@ -57,6 +57,10 @@ pub struct Metrics {
     /// Blocks discarded (TRIM) once their segment was freed by a checkpoint.
     pub discarded_blocks: u64,
     pub blocks_read: u64,
+    /// Block requests the data reads of `read_pages` became (split at extent boundaries
+    /// and at the largest request; `docs/janusd.md`).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub read_requests: u64,
     /// MedFS's delta path (absent from the JSON while delta compression is off).
     #[serde(skip_serializing_if = "super::DeltaMetrics::is_empty")]
     pub delta: super::DeltaMetrics,

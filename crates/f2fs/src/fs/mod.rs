@@ -29,6 +29,7 @@ mod nat;
 mod ops;
 mod pagemap;
 pub mod policy;
+mod readpages;
 mod remap_defrag;
 mod seg;
 mod symlink;

@@ -105,6 +105,10 @@ pub struct F2fsConfig {
     pub delta: super::DeltaConfig,
     /// F2FS compression (`[compress]`, off by default; `fs/cluster.rs`).
     pub compress: super::CompressConfig,
+    /// The block layer's read path under F2FS (`[read]`): requests split at extent
+    /// boundaries and at 512 KiB, 10 µs of host time per request, 32 in flight
+    /// ([`F2fs::read_pages`](super::F2fs::read_pages); `docs/janusd.md`).
+    pub read: flashstack_block::ReadModel,
 }
 
 impl Default for F2fsConfig {
@@ -126,6 +130,7 @@ impl Default for F2fsConfig {
             ssr: true,
             delta: super::DeltaConfig::default(),
             compress: super::CompressConfig::default(),
+            read: flashstack_block::ReadModel::default(),
         }
     }
 }

@@ -1,0 +1,90 @@
+//! `flashstack reproduce janusd --quick` (the smoke test of the Janusd reproduction): it
+//! runs, its JSON has every figure the reproduction promises (per mode DoF, launch time,
+//! scenario throughput, data copied, NAND programs and erases, life share; the recurrence
+//! runs; the paper's figures beside ours), and janusdL copied no user data while the
+//! copying defragmenter did.
+
+use std::process::Command;
+
+use serde_json::Value;
+
+#[test]
+fn reproduce_janusd_quick_reports_every_figure_and_janusd_l_copies_nothing() {
+    let dir = flashstack_testkit::scratch_dir("flashstack-janusd-repro");
+    std::fs::create_dir_all(&dir).unwrap();
+    let json = dir.join("janusd.json");
+    let out = Command::new(env!("CARGO_BIN_EXE_flashstack"))
+        .args(["reproduce", "janusd", "--quick", "--json"])
+        .arg(&json)
+        .output()
+        .expect("the binary runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("the seed's figures beside ours"),
+        "{stdout}"
+    );
+    let v: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let _ = std::fs::remove_file(&json);
+    assert_eq!(v["quick"], true);
+    let modes = v["modes"].as_array().unwrap();
+    let names: Vec<&str> = modes.iter().map(|m| m["mode"].as_str().unwrap()).collect();
+    assert_eq!(names, ["none", "copy", "P", "L", "janusd"]);
+    let mode = |n: &str| modes.iter().find(|m| m["mode"] == n).unwrap();
+    for m in modes {
+        for field in [
+            "dof_mean",
+            "block_ios",
+            "launch_ms_mean",
+            "scenario_mib_per_s_mean",
+        ] {
+            assert!(m[field].is_number(), "{field} in {m}");
+        }
+        let apps = m["apps"].as_array().unwrap();
+        assert!(apps.len() >= 5, "the seed's scenarios: {apps:?}");
+        for a in apps {
+            assert!(a["launch_ms"].as_f64().unwrap() > 0.0, "{a}");
+            assert!(a["launch"]["requests"].as_u64().unwrap() > 0, "{a}");
+            assert!(a["dof_mean"].is_number(), "{a}");
+        }
+    }
+    for n in ["copy", "P", "L", "janusd"] {
+        let c = &mode(n)["cost"];
+        for field in [
+            "bytes_copied",
+            "blocks_remapped",
+            "nand_page_programs",
+            "nand_erases",
+            "life_share_per_year",
+        ] {
+            assert!(c[field].is_number(), "{field} of {n}: {c}");
+        }
+    }
+    let l = &mode("L")["cost"];
+    assert_eq!(l["bytes_copied"], 0, "janusdL copied user data: {l}");
+    assert_eq!(l["files_copied"], 0, "{l}");
+    assert!(l["blocks_remapped"].as_u64().unwrap() > 0, "{l}");
+    let copy = &mode("copy")["cost"];
+    assert!(copy["bytes_copied"].as_u64().unwrap() > 0, "{copy}");
+    // Mapping records only: far fewer NAND programs than the copies'.
+    assert!(
+        l["nand_page_programs"].as_u64().unwrap() * 4
+            < copy["nand_page_programs"].as_u64().unwrap(),
+        "{l} vs {copy}"
+    );
+    assert!(mode("L")["dof_mean"].as_f64() < mode("none")["dof_mean"].as_f64());
+    let rec = v["recurrence"].as_array().unwrap();
+    assert_eq!(rec.len(), 3);
+    assert!(
+        rec.iter().any(|r| r["passes"].as_u64().unwrap() >= 2),
+        "{rec:?}"
+    );
+    let paper = v["paper"].as_array().unwrap();
+    assert!(paper.len() >= 4);
+    assert!(paper.iter().any(|r| r["paper"] == "-32 %"));
+    assert!(paper.iter().any(|r| r["paper"] == "-99.99 %"));
+}

@@ -1,0 +1,925 @@
+//! Janusd's evaluation (Hahn et al., ATC '17; `../shared/seeds/janusd-slides.md`): on an
+//! aged phone, per app, app launch and the seed's interactive scenarios before and after
+//! each defragmenter (copy — what e4defrag and F2FS's defragment ioctl do —, janusdP,
+//! janusdL, janusd), what each pass cost (data copied, NAND programs and erases, the
+//! share of the flash's rated life), and how fast fragmentation comes back with further
+//! use under a periodic idle-time defragmentation ([`PeriodicDefrag`]).
+//!
+//! Every read goes through the whole stack (page cache → F2FS → block requests split at
+//! extent boundaries, host time per request → the FTL → NAND planes), so launch times pay
+//! for fragmentation for the reasons `docs/janusd.md` gives. `docs/janusd-reproduction.md`
+//! lists every modelling choice and explains each gap to the paper.
+
+use std::collections::BTreeMap;
+
+use flashstack_janusd::{
+    defragment, measure, DefragMode, DefragOptions, DefragReport, FragReport, JanusdPolicy,
+    Mechanisms, PeriodicDefrag, ReadModel, RemapDefrag,
+};
+use flashstack_phone::{Aging, AgingSpec, Fidelity, PhoneImage};
+use flashstack_sim::Nanos;
+use flashstack_sqlvfs::{FileApi, OpenFlags};
+use flashstack_stack::{Stack, StackConfig};
+use serde::Serialize;
+use thiserror::Error;
+
+/// Directories every defragmentation pass covers: the apps' packages (APK, odex,
+/// libraries) and their data (databases, preferences, caches). User media are left out:
+/// the seed's launch and scenarios read none of it, and a copying pass over gigabytes of
+/// photos would only add to the baseline's cost.
+pub const DEFRAG_PATHS: [&str; 2] = ["/data/app", "/data/data"];
+/// Size of one read call of a launch or scenario: 128 KiB, Linux's default readahead
+/// window (`read_ahead_kb`), what a sequential reader's page reads become below.
+pub const READ_CALL_BYTES: usize = 128 * 1024;
+/// Most of one file a launch or scenario reads [assumed: a launch maps code and opens
+/// databases, it does not read a 100 MB odex whole].
+pub const FILE_READ_MAX_BYTES: u64 = 8 << 20;
+/// Bytes read from the end of an APK: its zip central directory [assumed: 64 KiB].
+pub const APK_TAIL_BYTES: u64 = 64 * 1024;
+
+/// What the run does.
+#[derive(Clone, Debug)]
+pub struct JanusdOptions {
+    /// A small phone (3.4 GiB raw ufs31 array, 60 % full after 2 days) and a 6-day
+    /// recurrence with a pass every 2 days: about a minute.
+    pub quick: bool,
+    pub seed: u64,
+    /// Days between periodic passes in the recurrence runs (default: the seed's 14; 2
+    /// with `--quick`).
+    pub period_days: Option<u32>,
+}
+
+#[derive(Debug, Error)]
+pub enum JanusdRunError {
+    #[error("aging the phone: {0}")]
+    Phone(#[from] flashstack_phone::PhoneError),
+    #[error("{what}: {reason}")]
+    Stack { what: String, reason: String },
+    #[error("defragmenting ({mode}) {path}: {source}")]
+    Defrag {
+        mode: &'static str,
+        path: String,
+        #[source]
+        source: Box<flashstack_janusd::JanusdError>,
+    },
+}
+
+fn stack_err(
+    what: impl Into<String>,
+) -> impl FnOnce(flashstack_sqlvfs::FileError) -> JanusdRunError {
+    let what = what.into();
+    move |e| JanusdRunError::Stack {
+        what,
+        reason: e.to_string(),
+    }
+}
+
+/// One of the seed's six scenarios, on the app of our phone that plays it.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct Scenario {
+    pub name: &'static str,
+    /// What the user does after the launch (the seed's Table).
+    pub action: &'static str,
+    /// The package that plays it (`None`: chosen from the population, see [`stand_in`]).
+    pub package: Option<&'static str>,
+    /// Kinds of file (`flashstack_janusd::class_of`) the scenario reads.
+    pub reads: &'static [&'static str],
+}
+
+/// The seed's scenarios. Gmail has no persona of its own: the population app with the
+/// most database bytes stands in (an email client is a database); the game is Google
+/// Earth (large assets and a tile cache), the heaviest persona.
+pub const SCENARIOS: [Scenario; 6] = [
+    Scenario {
+        name: "Chrome",
+        action: "view web pages",
+        package: Some("com.android.chrome"),
+        reads: &["cache", "database"],
+    },
+    Scenario {
+        name: "Messenger",
+        action: "view chat records",
+        package: Some("com.facebook.orca"),
+        reads: &["database", "messaging-media"],
+    },
+    Scenario {
+        name: "Gmail",
+        action: "view emails",
+        package: None,
+        reads: &["database", "db-journal"],
+    },
+    Scenario {
+        name: "Facebook",
+        action: "view news",
+        package: Some("com.facebook.katana"),
+        reads: &["database", "cache"],
+    },
+    Scenario {
+        name: "Twitter",
+        action: "view news",
+        package: Some("com.twitter.android"),
+        reads: &["database", "cache"],
+    },
+    Scenario {
+        name: "Game",
+        action: "play",
+        package: Some("com.google.earth"),
+        reads: &["app-file", "cache"],
+    },
+];
+
+/// Kinds of file a launch reads, in the order an app reads them: the APK (central
+/// directory, resources), the compiled code, native libraries, preferences
+/// (`Application.onCreate`), then the databases the first activity opens.
+pub const LAUNCH_ORDER: [&str; 5] = ["apk", "odex", "native-lib", "prefs", "database"];
+
+/// Reads done and what they took.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Io {
+    pub files: u64,
+    pub bytes: u64,
+    pub elapsed_ns: Nanos,
+    /// Block requests F2FS issued for them.
+    pub requests: u64,
+}
+
+impl Io {
+    pub fn mib_per_s(&self) -> f64 {
+        if self.elapsed_ns == 0 {
+            return 0.0;
+        }
+        self.bytes as f64 / (1 << 20) as f64 / (self.elapsed_ns as f64 / 1e9)
+    }
+}
+
+/// One scenario on one phone state.
+#[derive(Clone, Debug, Serialize)]
+pub struct AppFigures {
+    pub scenario: &'static str,
+    pub package: String,
+    /// Mean DoF of the files the launch and the scenario read.
+    pub dof_mean: f64,
+    /// Their blocks, and the distinct flash pages holding them.
+    pub blocks: u64,
+    pub flash_pages: u64,
+    /// Flash senses reading them whole needs even as one extent each
+    /// (`PhysicalFrag::flash_reads`).
+    pub flash_reads: u64,
+    /// Block-weighted mean window collision ratio of the files read.
+    pub window_collision_ratio: f64,
+    pub launch: Io,
+    pub launch_ms: f64,
+    pub scenario_io: Io,
+    pub scenario_mib_per_s: f64,
+}
+
+/// What one defragmentation pass (over [`DEFRAG_PATHS`]) cost.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct PassCost {
+    pub files_copied: u64,
+    pub files_remapped: u64,
+    /// User data read and written again by copies.
+    pub bytes_copied: u64,
+    pub blocks_remapped: u64,
+    pub fs_blocks_written: u64,
+    pub nand_page_programs: u64,
+    pub nand_erases: u64,
+    /// NAND pages programmed ÷ (pages × rated P/E cycles): the share of the flash's rated
+    /// life one pass uses.
+    pub life_share_per_pass: f64,
+    /// The same for a year of passes at the seed's period (every 14 days).
+    pub life_share_per_year: f64,
+}
+
+impl PassCost {
+    fn add(&mut self, r: &DefragReport) {
+        self.files_copied += r.files_copied;
+        self.files_remapped += r.files_remapped;
+        self.bytes_copied += r.cost.bytes_written;
+        self.blocks_remapped += r.cost.blocks_remapped;
+        self.fs_blocks_written += r.cost.fs_blocks_written;
+        self.nand_page_programs += r.cost.nand_page_programs.unwrap_or(0);
+        self.nand_erases += r.cost.nand_erases.unwrap_or(0);
+    }
+
+    fn set_life(&mut self, device: &Device) {
+        self.life_share_per_pass = self.nand_page_programs as f64 / device.rated_page_programs;
+        self.life_share_per_year =
+            self.life_share_per_pass * 365.0 / PeriodicDefrag::SEED_PERIOD_DAYS as f64;
+    }
+}
+
+/// The phone after one defragmenter (or none).
+#[derive(Clone, Debug, Serialize)]
+pub struct ModeFigures {
+    /// `none`, `copy`, `P`, `L`, `janusd`.
+    pub mode: &'static str,
+    pub cost: Option<PassCost>,
+    /// Mean DoF of every file under [`DEFRAG_PATHS`].
+    pub dof_mean: f64,
+    pub block_ios: u64,
+    pub block_ios_ideal: u64,
+    pub apps: Vec<AppFigures>,
+    pub launch_ms_mean: f64,
+    pub scenario_mib_per_s_mean: f64,
+    /// Flash pages holding the files the apps read ÷ the fewest that could hold them
+    /// (1: dense; 4 on a 16 KiB page: every 4 KiB block in a page of its own).
+    pub flash_page_spread: f64,
+    /// Flash senses a read of those files needs ÷ the fewest (1: each page sensed once;
+    /// janusdL leaves this as it was, a copy brings it to 1).
+    pub flash_read_spread: f64,
+    /// Mean over the files read (weighted by blocks) of their collision ratio within
+    /// each 128 KiB window (`PhysicalFrag::window_collision_ratio`): what a reader that
+    /// waits for each window loses in plane parallelism.
+    pub window_collision_ratio: f64,
+}
+
+/// One measurement during the recurrence runs (at the end of a day, before that day's
+/// pass if one is due).
+#[derive(Clone, Debug, Serialize)]
+pub struct RecurrencePoint {
+    pub day: u32,
+    pub dof_mean: f64,
+    pub launch_ms_mean: f64,
+    /// Launch time per MiB launched (the apps' databases grow with use, so launch time
+    /// alone mixes growth with fragmentation).
+    pub launch_ms_per_mib: f64,
+}
+
+/// Further use with a periodic defragmentation policy (or none).
+#[derive(Clone, Debug, Serialize)]
+pub struct Recurrence {
+    pub policy: String,
+    pub period_days: u32,
+    pub passes: u32,
+    pub points: Vec<RecurrencePoint>,
+    /// Every pass's cost summed.
+    pub cost: PassCost,
+    /// Mean DoF right after the passes, and how much it grew per day of use until the
+    /// next (`None` without passes).
+    pub dof_after_pass_mean: Option<f64>,
+    pub dof_regrowth_per_day: Option<f64>,
+}
+
+/// The device, for the lifetime figures.
+#[derive(Clone, Debug, Serialize)]
+pub struct Device {
+    pub name: String,
+    pub planes: u32,
+    pub pages: u64,
+    pub page_size_bytes: u32,
+    pub pe_cycles_max: u32,
+    /// pages × rated P/E cycles.
+    pub rated_page_programs: f64,
+}
+
+/// A figure of the seed's beside ours.
+#[derive(Clone, Debug, Serialize)]
+pub struct PaperRow {
+    pub figure: &'static str,
+    pub paper: &'static str,
+    pub ours: String,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct JanusdResults {
+    pub quick: bool,
+    pub seed: u64,
+    /// The aged phone every mode starts from.
+    pub phone: String,
+    pub device: Device,
+    pub modes: Vec<ModeFigures>,
+    pub recurrence: Vec<Recurrence>,
+    pub paper: Vec<PaperRow>,
+}
+
+/// The phone: ufs31's array (2 dies × 4 planes, 16 KiB pages), cut to size.
+fn phone_setup(o: &JanusdOptions) -> (StackConfig, AgingSpec, u32) {
+    let mut config = StackConfig::preset("ufs31").expect("a built-in preset");
+    let (blocks_per_plane, fill, days, recurrence_days) = match o.quick {
+        true => (24, 0.6, 2, 6),
+        false => (114, 0.8, 90, 56),
+    };
+    config.device.nand.geometry.blocks_per_plane = blocks_per_plane;
+    config.seed = o.seed;
+    let spec = AgingSpec::new(fill, days, o.seed, Fidelity::Fast);
+    (config, spec, recurrence_days)
+}
+
+fn device_of(config: &StackConfig) -> Device {
+    let nand = &config.device.nand;
+    let pages = nand.geometry.pages();
+    Device {
+        name: config.device.name.clone(),
+        planes: nand.geometry.channels
+            * nand.geometry.dies_per_channel
+            * nand.geometry.planes_per_die,
+        pages,
+        page_size_bytes: nand.geometry.page_size_bytes,
+        pe_cycles_max: nand.endurance.pe_cycles_max,
+        rated_page_programs: pages as f64 * nand.endurance.pe_cycles_max as f64,
+    }
+}
+
+/// Runs the whole evaluation.
+pub fn reproduce(
+    o: &JanusdOptions,
+    progress: &mut dyn FnMut(&str),
+) -> Result<JanusdResults, JanusdRunError> {
+    let (config, spec, recurrence_days) = phone_setup(o);
+    let device = device_of(&config);
+    progress("aging the phone");
+    let image = flashstack_phone::build(&config, &spec, &mut |_, _| {})?;
+    let phone = image.header.summary();
+    let mut modes = Vec::new();
+    for mode in [
+        None,
+        Some(DefragMode::Copy),
+        Some(DefragMode::Physical),
+        Some(DefragMode::Logical),
+        Some(DefragMode::Janusd),
+    ] {
+        progress(&format!(
+            "defragmenter {}",
+            mode.map_or("none", |m| m.name())
+        ));
+        modes.push(run_mode(image.clone(), o.seed, mode, &device)?);
+    }
+    let period = o.period_days.unwrap_or(if o.quick {
+        2
+    } else {
+        PeriodicDefrag::SEED_PERIOD_DAYS
+    });
+    let mut rec_spec = spec.clone();
+    rec_spec.days = recurrence_days;
+    let mut recurrence = Vec::new();
+    for mode in [None, Some(DefragMode::Copy), Some(DefragMode::Janusd)] {
+        let policy = mode.map(|m| PeriodicDefrag::new(m, period, &DEFRAG_PATHS));
+        progress(&format!(
+            "recurrence {}",
+            policy.as_ref().map_or("none", |p| p.name.as_str())
+        ));
+        recurrence.push(run_recurrence(&config, &rec_spec, policy, period, &device)?);
+    }
+    let paper = paper_rows(&modes, &recurrence);
+    Ok(JanusdResults {
+        quick: o.quick,
+        seed: o.seed,
+        phone,
+        device,
+        modes,
+        recurrence,
+        paper,
+    })
+}
+
+/// One defragmenter on a copy of the aged phone: the pass, then every scenario.
+fn run_mode(
+    image: PhoneImage,
+    seed: u64,
+    mode: Option<DefragMode>,
+    device: &Device,
+) -> Result<ModeFigures, JanusdRunError> {
+    let mut stack = image.into_stack(None, seed)?;
+    let cost = match mode {
+        Some(m) => Some(defrag_pass(&mut stack, m, &DEFRAG_PATHS, device)?),
+        None => None,
+    };
+    let frag = frag_of(&mut stack)?;
+    let apps = run_scenarios(&mut stack, &frag)?;
+    let per_page = (device.page_size_bytes as u64 / 4096).max(1);
+    let dense: u64 = apps.iter().map(|a| a.blocks.div_ceil(per_page)).sum();
+    let flash_pages: u64 = apps.iter().map(|a| a.flash_pages).sum();
+    let flash_reads: u64 = apps.iter().map(|a| a.flash_reads).sum();
+    let all: Vec<&flashstack_janusd::FileFrag> = frag.iter().flat_map(|r| &r.files).collect();
+    let n = all.len().max(1) as f64;
+    Ok(ModeFigures {
+        mode: mode.map_or("none", |m| m.name()),
+        cost,
+        dof_mean: all.iter().map(|f| f.dof).sum::<f64>() / n,
+        block_ios: all.iter().map(|f| f.block_ios).sum(),
+        block_ios_ideal: all.iter().map(|f| f.block_ios_ideal).sum(),
+        launch_ms_mean: mean(apps.iter().map(|a| a.launch_ms)),
+        scenario_mib_per_s_mean: mean(apps.iter().map(|a| a.scenario_mib_per_s)),
+        flash_page_spread: flash_pages as f64 / dense.max(1) as f64,
+        flash_read_spread: flash_reads as f64 / dense.max(1) as f64,
+        window_collision_ratio: {
+            let w: f64 = apps
+                .iter()
+                .map(|a| a.window_collision_ratio * a.blocks as f64)
+                .sum();
+            w / apps.iter().map(|a| a.blocks).sum::<u64>().max(1) as f64
+        },
+        apps,
+    })
+}
+
+fn mean(v: impl Iterator<Item = f64>) -> f64 {
+    let (s, n) = v.fold((0.0, 0usize), |(s, n), x| (s + x, n + 1));
+    if n == 0 {
+        0.0
+    } else {
+        s / n as f64
+    }
+}
+
+/// One pass of `mode` over `paths` in idle time (the cache synced first), with janusdL's
+/// REMAP available; its cost summed over the paths.
+fn defrag_pass(
+    stack: &mut Stack,
+    mode: DefragMode,
+    paths: &[&str],
+    device: &Device,
+) -> Result<PassCost, JanusdRunError> {
+    let now = stack.now_ns();
+    stack
+        .sync_all(now)
+        .map_err(stack_err("sync before defragmenting"))?;
+    let mut cost = PassCost::default();
+    for path in paths {
+        let opts = DefragOptions {
+            mode,
+            policy: JanusdPolicy::default(),
+            model: ReadModel::default(),
+            path: path.to_string(),
+        };
+        let mut remap = RemapDefrag;
+        let report = stack
+            .with_fs(|fs| {
+                let mech = Mechanisms {
+                    logical: Some(&mut remap),
+                };
+                defragment(fs, &opts, mech)
+            })
+            .map_err(stack_err("defragmenting"))?
+            .map_err(|source| JanusdRunError::Defrag {
+                mode: mode.name(),
+                path: path.to_string(),
+                source: Box::new(source),
+            })?;
+        cost.add(&report);
+    }
+    cost.set_life(device);
+    Ok(cost)
+}
+
+/// The fragmentation of every file under [`DEFRAG_PATHS`].
+fn frag_of(stack: &mut Stack) -> Result<Vec<FragReport>, JanusdRunError> {
+    let model = ReadModel::default();
+    DEFRAG_PATHS
+        .iter()
+        .map(|p| {
+            stack
+                .with_fs(|fs| measure(fs, p, &model))
+                .map_err(stack_err("measuring"))?
+                .map_err(|source| JanusdRunError::Defrag {
+                    mode: "measure",
+                    path: p.to_string(),
+                    source: Box::new(source),
+                })
+        })
+        .collect()
+}
+
+/// The package playing `s` on this phone.
+pub fn stand_in(s: &Scenario, frag: &[FragReport]) -> Option<String> {
+    if let Some(p) = s.package {
+        return frag
+            .iter()
+            .any(|r| r.by_app.contains_key(p))
+            .then(|| p.to_string());
+    }
+    // The population app (not a persona's) with the most database blocks.
+    let mut db_blocks: BTreeMap<String, u64> = BTreeMap::new();
+    for f in frag.iter().flat_map(|r| &r.files) {
+        if f.class == "database" && f.app.starts_with("com.flashstack.") {
+            *db_blocks.entry(f.app.clone()).or_default() += f.blocks;
+        }
+    }
+    db_blocks
+        .into_iter()
+        .max_by_key(|(app, b)| (*b, std::cmp::Reverse(app.clone())))
+        .map(|(app, _)| app)
+}
+
+/// A read of part of a file: (path, offset, length).
+type Span = (String, u64, u64);
+
+/// What a launch of `package` reads, in launch order.
+pub fn launch_reads(package: &str, frag: &[FragReport]) -> Vec<Span> {
+    let mut out = Vec::new();
+    for class in LAUNCH_ORDER {
+        for f in files_of(package, class, frag) {
+            let size = f.blocks * 4096;
+            if class == "apk" {
+                let tail = APK_TAIL_BYTES.min(size);
+                out.push((f.path.clone(), size - tail, tail));
+                out.push((f.path.clone(), 0, (size - tail).min(FILE_READ_MAX_BYTES)));
+            } else {
+                out.push((f.path.clone(), 0, size.min(FILE_READ_MAX_BYTES)));
+            }
+        }
+    }
+    out.retain(|s| s.2 > 0);
+    out
+}
+
+fn files_of<'a>(
+    package: &'a str,
+    class: &'a str,
+    frag: &'a [FragReport],
+) -> impl Iterator<Item = &'a flashstack_janusd::FileFrag> {
+    frag.iter()
+        .flat_map(|r| &r.files)
+        .filter(move |f| f.app == package && f.class == class)
+}
+
+/// What the scenario after the launch reads.
+pub fn scenario_reads(s: &Scenario, package: &str, frag: &[FragReport]) -> Vec<Span> {
+    s.reads
+        .iter()
+        .flat_map(|class| files_of(package, class, frag))
+        .map(|f| {
+            (
+                f.path.clone(),
+                0,
+                (f.blocks * 4096).min(FILE_READ_MAX_BYTES),
+            )
+        })
+        .filter(|s| s.2 > 0)
+        .collect()
+}
+
+fn run_scenarios(
+    stack: &mut Stack,
+    frag: &[FragReport],
+) -> Result<Vec<AppFigures>, JanusdRunError> {
+    let mut apps = Vec::new();
+    for s in &SCENARIOS {
+        let Some(package) = stand_in(s, frag) else {
+            continue;
+        };
+        let launch_spans = launch_reads(&package, frag);
+        let scenario_spans = scenario_reads(s, &package, frag);
+        let read_paths: Vec<&String> = launch_spans
+            .iter()
+            .chain(&scenario_spans)
+            .map(|s| &s.0)
+            .collect();
+        let read_files: Vec<&flashstack_janusd::FileFrag> = frag
+            .iter()
+            .flat_map(|r| &r.files)
+            .filter(|f| read_paths.contains(&&f.path))
+            .collect();
+        let dofs = read_files.iter().map(|f| f.dof);
+        let blocks: u64 = read_files.iter().map(|f| f.blocks).sum();
+        let phys = || read_files.iter().filter_map(|f| f.physical.as_ref());
+        let flash_pages = phys().map(|p| p.flash_pages).sum();
+        let flash_reads = phys().map(|p| p.flash_reads).sum();
+        let weighted: f64 = read_files
+            .iter()
+            .filter_map(|f| Some(f.physical.as_ref()?.window_collision_ratio * f.blocks as f64))
+            .sum();
+        let window_collision_ratio = weighted / blocks.max(1) as f64;
+        let launch = cold_reads(stack, &launch_spans)?;
+        let scenario_io = cold_reads(stack, &scenario_spans)?;
+        apps.push(AppFigures {
+            scenario: s.name,
+            package,
+            dof_mean: mean(dofs),
+            blocks,
+            flash_pages,
+            flash_reads,
+            window_collision_ratio,
+            launch_ms: launch.elapsed_ns as f64 / 1e6,
+            scenario_mib_per_s: scenario_io.mib_per_s(),
+            launch,
+            scenario_io,
+        });
+    }
+    Ok(apps)
+}
+
+/// A cold start: the page cache dropped, the device idle, then `spans` read in order.
+fn cold_reads(stack: &mut Stack, spans: &[Span]) -> Result<Io, JanusdRunError> {
+    stack.drop_caches().map_err(stack_err("dropping caches"))?;
+    reads(stack, spans)
+}
+
+fn reads(stack: &mut Stack, spans: &[Span]) -> Result<Io, JanusdRunError> {
+    // From an idle device: after whatever F2FS did last (its clock may lead the stack's).
+    let fs_now = stack
+        .with_fs(|fs| fs.now_ns())
+        .map_err(stack_err("clock"))?;
+    let t0 = stack
+        .idle_until(fs_now.max(stack.now_ns()) + 1_000_000)
+        .map_err(stack_err("idle"))?;
+    let requests_before = read_requests(stack)?;
+    let mut t = t0;
+    let mut buf = vec![0u8; READ_CALL_BYTES];
+    let mut io = Io::default();
+    for (path, offset, len) in spans {
+        let (h, t1) = stack
+            .open(t, path, OpenFlags::default())
+            .map_err(stack_err(format!("opening {path}")))?;
+        t = t1;
+        let mut at = *offset;
+        while at < offset + len {
+            let n = ((offset + len - at) as usize).min(READ_CALL_BYTES);
+            let (got, t1) = stack
+                .read_at(t, h, at, &mut buf[..n])
+                .map_err(stack_err(format!("reading {path}")))?;
+            t = t1;
+            io.bytes += got as u64;
+            if got < n {
+                break;
+            }
+            at += n as u64;
+        }
+        t = stack
+            .close(t, h)
+            .map_err(stack_err(format!("closing {path}")))?;
+        io.files += 1;
+    }
+    io.elapsed_ns = t - t0;
+    io.requests = read_requests(stack)? - requests_before;
+    Ok(io)
+}
+
+fn read_requests(stack: &mut Stack) -> Result<u64, JanusdRunError> {
+    stack
+        .with_fs(|fs| fs.metrics().read_requests)
+        .map_err(stack_err("metrics"))
+}
+
+/// A phone aged from new for `spec.days` days with `policy` run in the idle time at the
+/// end of each day it is due; measured at the end of every sampled day.
+fn run_recurrence(
+    config: &StackConfig,
+    spec: &AgingSpec,
+    policy: Option<PeriodicDefrag>,
+    period: u32,
+    device: &Device,
+) -> Result<Recurrence, JanusdRunError> {
+    let mut aging = Aging::new(config, spec)?;
+    aging.set_up()?;
+    let sample_every = (period / 2).max(1);
+    let mut last_pass = None;
+    let mut points = Vec::new();
+    let mut cost = PassCost::default();
+    let mut after_pass = Vec::new();
+    let mut regrowth = Vec::new();
+    for day in 0..spec.days {
+        aging.day(day)?;
+        let due = policy.as_ref().is_some_and(|p| p.due(day, last_pass));
+        if (day + 1) % sample_every == 0 || due {
+            let shared = aging.stack();
+            let mut stack = shared.lock();
+            let (dof, launch_ms, ms_per_mib) = sample(&mut stack)?;
+            points.push(RecurrencePoint {
+                day: day + 1,
+                dof_mean: dof,
+                launch_ms_mean: launch_ms,
+                launch_ms_per_mib: ms_per_mib,
+            });
+            if let (Some(p), true) = (&policy, due) {
+                if let (Some(last), Some(&after)) = (last_pass, after_pass.last()) {
+                    regrowth.push((dof - after) / (day - last) as f64);
+                }
+                let paths: Vec<&str> = p.paths.iter().map(String::as_str).collect();
+                let c = defrag_pass(&mut stack, p.mode, &paths, device)?;
+                add_cost(&mut cost, &c);
+                after_pass.push(sample(&mut stack)?.0);
+                last_pass = Some(day);
+            }
+        }
+    }
+    cost.set_life(device);
+    Ok(Recurrence {
+        policy: policy
+            .as_ref()
+            .map_or("none".to_string(), |p| p.name.clone()),
+        period_days: period,
+        passes: after_pass.len() as u32,
+        points,
+        cost,
+        dof_after_pass_mean: (!after_pass.is_empty()).then(|| mean(after_pass.iter().copied())),
+        dof_regrowth_per_day: (!regrowth.is_empty()).then(|| mean(regrowth.iter().copied())),
+    })
+}
+
+fn add_cost(sum: &mut PassCost, c: &PassCost) {
+    sum.files_copied += c.files_copied;
+    sum.files_remapped += c.files_remapped;
+    sum.bytes_copied += c.bytes_copied;
+    sum.blocks_remapped += c.blocks_remapped;
+    sum.fs_blocks_written += c.fs_blocks_written;
+    sum.nand_page_programs += c.nand_page_programs;
+    sum.nand_erases += c.nand_erases;
+}
+
+/// Mean DoF of the apps' files, the mean cold launch time of the scenarios' apps and
+/// their launch time per MiB read.
+fn sample(stack: &mut Stack) -> Result<(f64, f64, f64), JanusdRunError> {
+    let frag = frag_of(stack)?;
+    let dof = mean(frag.iter().flat_map(|r| &r.files).map(|f| f.dof));
+    let mut launches = Vec::new();
+    let (mut ns, mut bytes) = (0u64, 0u64);
+    for s in &SCENARIOS {
+        if let Some(package) = stand_in(s, &frag) {
+            let io = cold_reads(stack, &launch_reads(&package, &frag))?;
+            launches.push(io.elapsed_ns as f64 / 1e6);
+            ns += io.elapsed_ns;
+            bytes += io.bytes;
+        }
+    }
+    let ms_per_mib = ns as f64 / 1e6 / (bytes.max(1) as f64 / (1 << 20) as f64);
+    Ok((dof, mean(launches.into_iter()), ms_per_mib))
+}
+
+fn find<'a>(modes: &'a [ModeFigures], name: &str) -> Option<&'a ModeFigures> {
+    modes.iter().find(|m| m.mode == name)
+}
+
+/// Per app, `f(after) / f(before) - 1`, averaged, in percent.
+fn mean_change(before: &ModeFigures, after: &ModeFigures, f: impl Fn(&AppFigures) -> f64) -> f64 {
+    let changes = before.apps.iter().filter_map(|b| {
+        let a = after.apps.iter().find(|a| a.scenario == b.scenario)?;
+        (f(b) > 0.0).then(|| (f(a) / f(b) - 1.0) * 100.0)
+    });
+    mean(changes)
+}
+
+fn paper_rows(modes: &[ModeFigures], recurrence: &[Recurrence]) -> Vec<PaperRow> {
+    let mut rows = Vec::new();
+    let (Some(none), Some(copy), Some(l), Some(j)) = (
+        find(modes, "none"),
+        find(modes, "copy"),
+        find(modes, "L"),
+        find(modes, "janusd"),
+    ) else {
+        return rows;
+    };
+    let launch = |m: &ModeFigures| mean_change(none, m, |a| a.launch_ms);
+    rows.push(PaperRow {
+        figure: "launch time, janusd vs. no defragmentation (mean over apps)",
+        paper: "-32 %",
+        ours: format!(
+            "{:+.1} % (janusdL {:+.1} %, copy {:+.1} %)",
+            launch(j),
+            launch(l),
+            launch(copy)
+        ),
+    });
+    let copied = |m: &ModeFigures| m.cost.as_ref().map_or(0, |c| c.bytes_copied) as f64;
+    let less = |m: &ModeFigures| {
+        if copied(copy) == 0.0 {
+            "n/a (copy copied nothing)".to_string()
+        } else {
+            format!("{:+.2} %", (copied(m) / copied(copy) - 1.0) * 100.0)
+        }
+    };
+    rows.push(PaperRow {
+        figure: "data copied, janusd vs. the copying defragmenter",
+        paper: "-99.99 %",
+        ours: format!("{} (janusdL {})", less(j), less(l)),
+    });
+    let tput = |m: &ModeFigures| mean_change(none, m, |a| a.scenario_mib_per_s);
+    rows.push(PaperRow {
+        figure: "I/O throughput gain of the scenarios, janusd vs. copy (e4defrag)",
+        paper: "at least e4defrag's",
+        ours: format!(
+            "janusd {:+.1} %, copy {:+.1} %, janusdL {:+.1} %",
+            tput(j),
+            tput(copy),
+            tput(l)
+        ),
+    });
+    let programs = |m: &ModeFigures| m.cost.as_ref().map_or(0, |c| c.nand_page_programs);
+    let life = |m: &ModeFigures| {
+        m.cost
+            .as_ref()
+            .map_or(0.0, |c| c.life_share_per_year * 100.0)
+    };
+    rows.push(PaperRow {
+        figure:
+            "lifetime: NAND pages programmed by one pass (share of rated life per year at 14 days)",
+        paper: "janusd: no lifetime cost",
+        ours: format!(
+            "janusd {} ({:.4} %), janusdL {} ({:.4} %), copy {} ({:.4} %)",
+            programs(j),
+            life(j),
+            programs(l),
+            life(l),
+            programs(copy),
+            life(copy)
+        ),
+    });
+    let regrow: Vec<String> = recurrence
+        .iter()
+        .filter_map(|r| {
+            r.dof_regrowth_per_day
+                .map(|g| format!("{} {g:+.3}/day", r.policy))
+        })
+        .collect();
+    rows.push(PaperRow {
+        figure: "fragmentation recurs after a pass (mean DoF regrowth per day of use)",
+        paper: "degrades again even with a pass every 2 weeks",
+        ours: if regrow.is_empty() {
+            "no second pass".into()
+        } else {
+            regrow.join(", ")
+        },
+    });
+    rows
+}
+
+impl JanusdResults {
+    /// The terminal report.
+    pub fn render(&self) -> String {
+        let mut s = format!(
+            "Janusd (ATC '17) on {}{}\ndevice {}: {} planes, rated {} P/E cycles\n\n",
+            self.phone,
+            if self.quick { " [--quick]" } else { "" },
+            self.device.name,
+            self.device.planes,
+            self.device.pe_cycles_max
+        );
+        s += &format!(
+            "{:<8} {:>7} {:>8} {:>8} {:>7} {:>7} {:>7} {:>10} {:>10} {:>9} {:>8} {:>10} {:>10}\n",
+            "mode",
+            "DoF",
+            "I/Os",
+            "ideal",
+            "pages",
+            "senses",
+            "window",
+            "launch ms",
+            "scen MiB/s",
+            "copied",
+            "remapped",
+            "NAND pgms",
+            "erases"
+        );
+        for m in &self.modes {
+            let c = m.cost.clone().unwrap_or_default();
+            s += &format!(
+                "{:<8} {:>7.2} {:>8} {:>8} {:>7.2} {:>7.2} {:>7.2} {:>10.2} {:>10.1} {:>8.1}M {:>8} {:>10} {:>10}\n",
+                m.mode,
+                m.dof_mean,
+                m.block_ios,
+                m.block_ios_ideal,
+                m.flash_page_spread,
+                m.flash_read_spread,
+                m.window_collision_ratio,
+                m.launch_ms_mean,
+                m.scenario_mib_per_s_mean,
+                c.bytes_copied as f64 / (1 << 20) as f64,
+                c.blocks_remapped,
+                c.nand_page_programs,
+                c.nand_erases
+            );
+        }
+        s += "\nper app: launch ms (DoF of the files read) / scenario MiB/s (cold)\n";
+        s += &format!("{:<10} {:<28}", "scenario", "package");
+        for m in &self.modes {
+            s += &format!(" {:>22}", m.mode);
+        }
+        s += "\n";
+        if let Some(first) = self.modes.first() {
+            for (i, a) in first.apps.iter().enumerate() {
+                s += &format!("{:<10} {:<28}", a.scenario, a.package);
+                for m in &self.modes {
+                    if let Some(x) = m.apps.get(i) {
+                        s += &format!(
+                            " {:>8.2} ({:>5.1}) {:>6.1}",
+                            x.launch_ms, x.dof_mean, x.scenario_mib_per_s
+                        );
+                    }
+                }
+                s += "\n";
+            }
+        }
+        s += "\nrecurrence (day: mean DoF / launch ms per MiB read)\n";
+        for r in &self.recurrence {
+            s += &format!("{:<20}", r.policy);
+            for p in &r.points {
+                s += &format!(" d{}: {:.2}/{:.2}", p.day, p.dof_mean, p.launch_ms_per_mib);
+            }
+            s += &format!(
+                "  [{} passes, {:.1} MiB copied, {} NAND pages]\n",
+                r.passes,
+                r.cost.bytes_copied as f64 / (1 << 20) as f64,
+                r.cost.nand_page_programs
+            );
+        }
+        s += "\nthe seed's figures beside ours\n";
+        for row in &self.paper {
+            s += &format!(
+                "  {}\n    paper: {}\n    ours:  {}\n",
+                row.figure, row.paper, row.ours
+            );
+        }
+        s
+    }
+}

@@ -1,0 +1,107 @@
+//! Reads of several consecutive pages of a file as the block layer issues them: the
+//! plain blocks' addresses cut into requests at every break (an extent boundary) and at
+//! the largest request, each request paying the host's time, up to the model's requests
+//! in flight ([`flashstack_block::read_model`], configured by `F2fsConfig::read`). Pages
+//! stored any other way (holes, inline data, MedFS deltas) take the one-page path.
+//!
+//! This is where the stack's reads pay for fragmentation: a file in 512 pieces is 512
+//! requests, a contiguous one a few (`docs/janusd.md`).
+
+use flashstack_block::{runs_of, timed_read, BlockDevice, LBA_SIZE};
+
+use super::data::OFF_SIZE;
+use super::pagemap::Stored;
+use super::{F2fs, FsError};
+use crate::codec::{zero_block, Block};
+use crate::consts::BLOCK_SIZE;
+
+impl<D: BlockDevice> F2fs<D> {
+    /// Reads `count` whole pages of `ino` from `first` (zeros past the end of the file
+    /// or in holes), the plain blocks in as few requests as their addresses allow.
+    pub fn read_pages(
+        &mut self,
+        ino: u32,
+        first: u64,
+        count: usize,
+    ) -> Result<Vec<Box<Block>>, FsError> {
+        self.check_file(ino)?;
+        let mut stored = Vec::with_capacity(count);
+        for k in 0..count as u64 {
+            stored.push(self.resolve(ino, first + k)?);
+        }
+        let plain = self.plain_blocks(ino, first, &stored)?;
+        let mut bytes = self.read_plain(&plain)?;
+        let mut plain_at = 0usize;
+        let size = self.inode_u64(ino, OFF_SIZE)?;
+        let mut out = Vec::with_capacity(count);
+        for (k, s) in stored.iter().enumerate() {
+            let index = first + k as u64;
+            let mut page = match s {
+                Stored::Block(addr) => {
+                    let mut page = zero_block();
+                    let at = plain_at * BLOCK_SIZE;
+                    page.copy_from_slice(&bytes[at..at + BLOCK_SIZE]);
+                    plain_at += 1;
+                    self.note_block_read(*addr, &page);
+                    page
+                }
+                _ => self.load_page(ino, index)?,
+            };
+            zero_past_end(&mut page, index, size);
+            out.push(page);
+        }
+        bytes.clear();
+        Ok(out)
+    }
+
+    /// The addresses of the pages stored as plain blocks, in page order, checked.
+    fn plain_blocks(
+        &mut self,
+        ino: u32,
+        first: u64,
+        stored: &[Stored],
+    ) -> Result<Vec<u64>, FsError> {
+        let mut plain = Vec::new();
+        for (k, s) in stored.iter().enumerate() {
+            if let Stored::Block(addr) = *s {
+                if plain.is_empty() {
+                    self.check_encoding(ino)?;
+                }
+                self.check_data_addr(ino, first + k as u64, addr)?;
+                plain.push(addr as u64);
+            }
+        }
+        Ok(plain)
+    }
+
+    /// Reads the blocks at `lbas` (in order) through the block layer's read model.
+    fn read_plain(&mut self, lbas: &[u64]) -> Result<Vec<u8>, FsError> {
+        let mut bytes = vec![0u8; lbas.len() * LBA_SIZE];
+        if lbas.is_empty() {
+            return Ok(bytes);
+        }
+        let model = self.cfg.read.clone();
+        let requests = model.split(&runs_of(lbas));
+        let t = timed_read(
+            &mut self.dev,
+            self.now_ns,
+            &requests,
+            &model,
+            Some(&mut bytes),
+        )
+        .map_err(crate::F2fsError::from)?;
+        self.now_ns += t.elapsed_ns;
+        self.metrics.blocks_read += lbas.len() as u64;
+        self.metrics.read_requests += t.requests;
+        Ok(bytes)
+    }
+}
+
+/// Bytes of page `index` at or past `size` read as zeros.
+fn zero_past_end(page: &mut Block, index: u64, size: u64) {
+    let start = index.saturating_mul(BLOCK_SIZE as u64);
+    if start.saturating_add(BLOCK_SIZE as u64) > size {
+        let keep = size.saturating_sub(start) as usize;
+        page[keep..].fill(0);
+    }
+}
