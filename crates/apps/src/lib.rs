@@ -16,6 +16,7 @@ mod catalog;
 mod ctx;
 mod error;
 mod files;
+pub mod interaction;
 pub mod ldc;
 pub mod medfs;
 mod mix;

@@ -86,6 +86,8 @@ pub struct Stack {
     /// Apps by name ([`app_name`]), numbered in order of first open: the owners of
     /// MobiFS's transactions.
     apps: BTreeMap<String, AppId>,
+    /// Inputs, standby and held pages for the energy model (bookkeeping only).
+    energy: crate::energy_log::EnergyLog,
 }
 
 /// The app a path belongs to, for MobiFS's per-app transactions: the package of
@@ -186,6 +188,7 @@ impl Stack {
             last_power_loss: PowerLoss::default(),
             ops: BTreeMap::new(),
             apps: BTreeMap::new(),
+            energy: crate::energy_log::EnergyLog::new(now_ns, 0),
         })
     }
 
@@ -254,6 +257,8 @@ impl Stack {
         self.cache()?.advance_to(at.max(t)).map_err(cache_err)?;
         let end = self.fs_idle(t)?.max(t);
         self.now_ns = self.now_ns.max(end);
+        let held = self.held_pages();
+        self.energy.sample(self.now_ns, held);
         Ok(end)
     }
 
@@ -294,6 +299,8 @@ impl Stack {
     fn done(&mut self, op: &'static str, start: Nanos, end: Nanos, bytes: u64) -> Nanos {
         let end = end.max(start);
         self.now_ns = self.now_ns.max(end);
+        let held = self.held_pages();
+        self.energy.sample(self.now_ns, held);
         let stats = self.ops.entry(op).or_default();
         stats.count += 1;
         stats.bytes += bytes;
@@ -478,12 +485,33 @@ impl Stack {
     /// latency histograms restart; data, wear, free space and cached pages are kept.
     pub fn reset_measurement(&mut self) -> Result<(), FileError> {
         self.ops.clear();
+        self.energy = crate::energy_log::EnergyLog::new(self.now_ns, self.held_pages());
         let cache = self.cache()?;
         cache.reset_metrics();
         let fs = cache.backing_mut().fs_mut();
         fs.reset_metrics();
         fs.device_mut().inner_mut().reset_measurement();
         Ok(())
+    }
+
+    /// Pages the cache holds beyond what a clean cache would: dirty pages and MobiFS's
+    /// transaction versions (the energy model's extra resident pages).
+    fn held_pages(&self) -> u64 {
+        self.cache.as_ref().map_or(0, |c| {
+            c.dirty_bytes() / flashstack_cache::PAGE_SIZE_BYTES as u64 + c.resident_pages()
+                - c.cached_pages()
+        })
+    }
+
+    /// The user did something at `now` (bookkeeping for the energy model).
+    pub fn note_user_input(&mut self, now: Nanos, input: flashstack_sqlvfs::UserInput) {
+        self.energy.input(now, input);
+    }
+
+    /// The energy model's inputs from this stack up to `end_ns` (since the measurement
+    /// started).
+    pub fn energy_inputs(&self, end_ns: Nanos) -> crate::energy_log::EnergyInputs {
+        self.energy.inputs_until(end_ns)
     }
 
     /// The device under the file system (`None` while powered off).
@@ -540,6 +568,9 @@ impl Stack {
 }
 
 impl FileApi for Stack {
+    fn user_input(&mut self, now: Nanos, input: flashstack_sqlvfs::UserInput) {
+        self.note_user_input(now, input);
+    }
     fn open(
         &mut self,
         now: Nanos,
@@ -857,6 +888,9 @@ impl SharedStack {
 }
 
 impl FileApi for SharedStack {
+    fn user_input(&mut self, now: Nanos, input: flashstack_sqlvfs::UserInput) {
+        self.lock().user_input(now, input);
+    }
     fn open(
         &mut self,
         now: Nanos,
