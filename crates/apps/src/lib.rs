@@ -12,6 +12,7 @@
 //!
 //! `docs/personas.md` lists the personas, their calibration targets and measured values.
 
+pub mod bench;
 mod catalog;
 mod ctx;
 mod error;
