@@ -11,6 +11,7 @@ mod fs;
 mod mount;
 mod phone;
 mod progress;
+mod reproduce_mobifs;
 mod run;
 mod stackrun;
 mod workload;
@@ -103,6 +104,8 @@ struct PresetArgs {
 enum ReproduceCommand {
     /// LDC (TECS 2017): PM, zFTL, SC, LDC and OPT on the seven Table 4 workloads.
     Ldc(ReproduceArgs),
+    /// MobiFS (ATC 2015): stock page cache + fsync against versioned cache transactions.
+    Mobifs(reproduce_mobifs::MobifsArgs),
 }
 
 #[derive(Args)]
@@ -158,6 +161,9 @@ fn main() {
         Command::Reproduce {
             paper: ReproduceCommand::Ldc(args),
         } => reproduce_ldc(args),
+        Command::Reproduce {
+            paper: ReproduceCommand::Mobifs(args),
+        } => reproduce_mobifs::run(args),
         Command::Trace {
             command: TraceCommand::Inspect(args),
         } => inspect(args),

@@ -3,3 +3,4 @@
 
 pub mod fullstack;
 pub mod ldc;
+pub mod mobifs;
