@@ -37,14 +37,14 @@ use flashstack_sim::{Nanos, NS_PER_MS, NS_PER_SEC};
 use serde::{Deserialize, Serialize};
 
 /// Parameters of the adaptive policies, each named as in the seed where it names one.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct AdaptiveConfig {
     /// Samples in the peak detector's regression window. Assumed: 8.
     pub window_samples: usize,
-    /// The gradient (bytes/s per s) at or below which a rising e-curve has peaked; "not
-    /// necessarily 0" in the seed. Assumed: 0.
-    pub gradient_threshold: f64,
+    /// The gradient of e (bytes/s per second of staleness) at or below which a rising
+    /// e-curve has peaked; "not necessarily 0" in the seed. Assumed: 0.
+    pub gradient_threshold_bytes_per_s2: i64,
     /// How often the e-curve is sampled while a transaction is open. Assumed: 1 s.
     pub sample_interval_ns: Nanos,
     /// `t_s`: the short threshold, the longest gap between two inputs of one burst of
@@ -67,7 +67,7 @@ impl Default for AdaptiveConfig {
     fn default() -> Self {
         Self {
             window_samples: 8,
-            gradient_threshold: 0.0,
+            gradient_threshold_bytes_per_s2: 0,
             sample_interval_ns: NS_PER_SEC,
             t_s_ns: NS_PER_SEC,
             m: 3,
@@ -162,7 +162,7 @@ impl ECurve {
         if self.window.len() >= config.window_samples.max(2)
             && self
                 .gradient()
-                .is_some_and(|g| g > config.gradient_threshold)
+                .is_some_and(|g| g > config.gradient_threshold_bytes_per_s2 as f64)
         {
             self.rose = true;
         }
@@ -182,7 +182,9 @@ impl ECurve {
 pub fn tradeoff_decision(curve: &ECurve, config: &AdaptiveConfig) -> TradeoffDecision {
     let full = curve.samples() >= config.window_samples.max(2);
     match curve.gradient() {
-        Some(g) if full && curve.has_risen() && g <= config.gradient_threshold => {
+        Some(g)
+            if full && curve.has_risen() && g <= config.gradient_threshold_bytes_per_s2 as f64 =>
+        {
             TradeoffDecision::Close
         }
         _ => TradeoffDecision::KeepOpen,
@@ -260,6 +262,15 @@ impl InteractionMachine {
 /// τ = m × t_s.
 pub fn tau_ns(config: &AdaptiveConfig) -> Nanos {
     config.t_s_ns.saturating_mul(u64::from(config.m.max(1)))
+}
+
+/// A user input as the cache sees it (the stack maps the phone's touches, scrolls and
+/// keys to `User`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Input {
+    User,
+    ScreenOff,
+    ScreenOn,
 }
 
 /// Whether a checkpoint of closed transactions may run now.

@@ -48,8 +48,28 @@ pub const TEN_APPS: [&str; 10] = [
 /// Browser (low fsync rate), Facebook (middle), Twitter (high): the energy figure's apps.
 pub const ENERGY_APPS: [&str; 3] = ["chrome", "facebook", "twitter"];
 
-/// The two policies: (column name, stack preset).
-pub const POLICIES: [(&str, &str); 2] = [("baseline", "default"), ("mobifs", "mobifs")];
+/// The policies: the baseline, MobiFS checkpointing as late as the bound allows
+/// (`checkpoint = "bound"`), and MobiFS checkpointing in predicted user-idle intervals
+/// (`checkpoint = "idle"`, `flashstack_cache::adaptive`).
+pub const POLICIES: [&str; 3] = ["baseline", "mobifs", "mobifs-idle"];
+
+/// The stack of a policy.
+pub fn policy_config(policy: &str) -> Result<StackConfig, FullStackError> {
+    let preset = if policy == "baseline" {
+        "default"
+    } else {
+        "mobifs"
+    };
+    let mut config = StackConfig::preset(preset).map_err(|e| FullStackError::Stack {
+        stack: preset.into(),
+        message: e.to_string(),
+    })?;
+    if policy == "mobifs-idle" {
+        config.name = policy.into();
+        config.cache.mobifs.checkpoint = flashstack_cache::CheckpointTiming::Idle;
+    }
+    Ok(config)
+}
 
 #[derive(Clone, Debug)]
 pub struct MobifsOptions {
@@ -74,6 +94,8 @@ pub struct AppFlush {
     pub baseline_bytes: u64,
     pub mobifs_bytes: u64,
     pub ratio: f64,
+    /// MobiFS with idle-time checkpoints.
+    pub mobifs_idle_bytes: u64,
 }
 
 /// One app's energy under each policy (device: storage + NAND; phone: everything).
@@ -85,6 +107,7 @@ pub struct AppEnergy {
     pub baseline_phone_mj: f64,
     pub mobifs_phone_mj: f64,
     pub device_reduction: f64,
+    pub mobifs_idle_device_mj: f64,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -130,15 +153,16 @@ pub struct MobifsReproduction {
     pub user_op_delay_ms_baseline: f64,
     pub user_op_delay_ms_mobifs: f64,
     pub user_op_delay_change: f64,
+    /// The same three figures with idle-time checkpoints (`mobifs-idle`).
+    pub idle_flushed_change_geomean: f64,
+    pub idle_device_energy_change_mean: f64,
+    pub idle_user_op_delay_change: f64,
     pub staleness: Vec<Staleness>,
     pub headlines: Vec<Headline>,
 }
 
-fn run_on(preset: &str, persona: &dyn Persona, seed: u64) -> Result<StackRun, FullStackError> {
-    let config = StackConfig::preset(preset).map_err(|e| FullStackError::Stack {
-        stack: preset.into(),
-        message: e.to_string(),
-    })?;
+fn run_on(policy: &str, persona: &dyn Persona, seed: u64) -> Result<StackRun, FullStackError> {
+    let config = policy_config(policy)?;
     let options = FullStackOptions {
         seed,
         record: false,
@@ -150,8 +174,8 @@ fn run_on(preset: &str, persona: &dyn Persona, seed: u64) -> Result<StackRun, Fu
 /// The workload under both policies: (baseline, mobifs).
 fn both(persona: &dyn Persona, seed: u64) -> Result<(StackRun, StackRun), FullStackError> {
     Ok((
-        run_on(POLICIES[0].1, persona, seed)?,
-        run_on(POLICIES[1].1, persona, seed)?,
+        run_on(POLICIES[0], persona, seed)?,
+        run_on(POLICIES[1], persona, seed)?,
     ))
 }
 
@@ -187,23 +211,37 @@ pub fn reproduce(options: &MobifsOptions) -> Result<MobifsReproduction, FullStac
     let mut flushed = Vec::new();
     let mut mobifs_runs = Vec::new();
     for app in TEN_APPS {
-        let (b, m) = both(named(app)?.as_ref(), seed)?;
+        let p = named(app)?;
+        let (b, m) = both(p.as_ref(), seed)?;
+        let i = run_on(POLICIES[2], p.as_ref(), seed)?;
         flushed.push(AppFlush {
             app: app.into(),
             baseline_bytes: b.device.host.write_bytes,
             mobifs_bytes: m.device.host.write_bytes,
             ratio: m.device.host.write_bytes as f64 / b.device.host.write_bytes.max(1) as f64,
+            mobifs_idle_bytes: i.device.host.write_bytes,
         });
-        mobifs_runs.push((app, b, m));
+        mobifs_runs.push((app, b, m, i));
     }
-    let geomean =
-        (flushed.iter().map(|f| f.ratio.max(1e-9).ln()).sum::<f64>() / flushed.len() as f64).exp();
-    let mut device_energy = Vec::new();
-    let (mut delay_b, mut delay_m, mut ops) = (0.0, 0.0, 0u64);
-    for app in ENERGY_APPS {
-        let (_, b, m) = mobifs_runs
+    let geomean_of = |pick: fn(&AppFlush) -> u64| {
+        let logs: f64 = flushed
             .iter()
-            .find(|(a, _, _)| *a == app)
+            .map(|f| {
+                (pick(f) as f64 / f.baseline_bytes.max(1) as f64)
+                    .max(1e-9)
+                    .ln()
+            })
+            .sum();
+        (logs / flushed.len() as f64).exp()
+    };
+    let geomean = geomean_of(|f| f.mobifs_bytes);
+    let idle_geomean = geomean_of(|f| f.mobifs_idle_bytes);
+    let mut device_energy = Vec::new();
+    let (mut delay_b, mut delay_m, mut delay_i, mut ops) = (0.0, 0.0, 0.0, 0u64);
+    for app in ENERGY_APPS {
+        let (_, b, m, i) = mobifs_runs
+            .iter()
+            .find(|(a, ..)| *a == app)
             .expect("the energy apps are among the ten");
         device_energy.push(AppEnergy {
             app: app.into(),
@@ -212,10 +250,12 @@ pub fn reproduce(options: &MobifsOptions) -> Result<MobifsReproduction, FullStac
             baseline_phone_mj: b.energy.total_mj,
             mobifs_phone_mj: m.energy.total_mj,
             device_reduction: change(b.energy.device_mj, m.energy.device_mj),
+            mobifs_idle_device_mj: i.energy.device_mj,
         });
-        let ((db, n), (dm, _)) = (op_delay(b), op_delay(m));
+        let ((db, n), (dm, _), (di, _)) = (op_delay(b), op_delay(m), op_delay(i));
         delay_b += db * n as f64;
         delay_m += dm * n as f64;
+        delay_i += di * n as f64;
         ops += n;
     }
     let energy_mean = device_energy
@@ -223,9 +263,15 @@ pub fn reproduce(options: &MobifsOptions) -> Result<MobifsReproduction, FullStac
         .map(|e| e.device_reduction)
         .sum::<f64>()
         / device_energy.len() as f64;
+    let idle_energy_mean = device_energy
+        .iter()
+        .map(|e| change(e.baseline_device_mj, e.mobifs_idle_device_mj))
+        .sum::<f64>()
+        / device_energy.len() as f64;
     let (fs_write, db) = benchmarks(options)?;
     let staleness = staleness(&mobifs_runs);
-    let (delay_b, delay_m) = (delay_b / ops.max(1) as f64, delay_m / ops.max(1) as f64);
+    let ops = ops.max(1) as f64;
+    let (delay_b, delay_m, delay_i) = (delay_b / ops, delay_m / ops, delay_i / ops);
     let headlines = vec![
         headline(
             "flushed data (ten apps, geometric mean)",
@@ -266,6 +312,9 @@ pub fn reproduce(options: &MobifsOptions) -> Result<MobifsReproduction, FullStac
         user_op_delay_ms_baseline: delay_b,
         user_op_delay_ms_mobifs: delay_m,
         user_op_delay_change: change(delay_b, delay_m),
+        idle_flushed_change_geomean: idle_geomean - 1.0,
+        idle_device_energy_change_mean: idle_energy_mean,
+        idle_user_op_delay_change: change(delay_b, delay_i),
         staleness,
         headlines,
     })
@@ -322,9 +371,41 @@ fn throughput(unit: &str, baseline: f64, mobifs: f64) -> Throughput {
 
 /// Staleness over the ten apps' runs, per policy. The baseline's fsync is durable on
 /// return (0); MobiFS's from its transactions, pooled over the apps.
-fn staleness(runs: &[(&str, StackRun, StackRun)]) -> Vec<Staleness> {
+type AppRuns<'a> = (&'a str, StackRun, StackRun, StackRun);
+
+fn staleness(runs: &[AppRuns]) -> Vec<Staleness> {
+    let mut rows = vec![Staleness {
+        policy: "baseline".into(),
+        mean_s: 0.0,
+        p99_s: 0.0,
+        max_s: 0.0,
+        bound_s: 0.0,
+        persisted_transactions: 0,
+        bound_overruns: 0,
+    }];
+    let bound_s = StackConfig::preset("mobifs")
+        .map(|c| c.cache.mobifs.staleness_bound_ns as f64 / NS_PER_SEC as f64)
+        .unwrap_or(0.0);
+    rows.push(pooled_staleness(
+        "mobifs",
+        runs.iter().map(|r| &r.2),
+        bound_s,
+    ));
+    rows.push(pooled_staleness(
+        "mobifs-idle",
+        runs.iter().map(|r| &r.3),
+        bound_s,
+    ));
+    rows
+}
+
+fn pooled_staleness<'a>(
+    policy: &str,
+    runs: impl Iterator<Item = &'a StackRun>,
+    bound_s: f64,
+) -> Staleness {
     let mut pooled = flashstack_cache::TxMetrics::default();
-    for (_, _, m) in runs {
+    for m in runs {
         let t = &m.cache.transactions;
         pooled.staleness_ns_total += t.staleness_ns_total;
         pooled.staleness_ns_max = pooled.staleness_ns_max.max(t.staleness_ns_max);
@@ -334,30 +415,16 @@ fn staleness(runs: &[(&str, StackRun, StackRun)]) -> Vec<Staleness> {
             *pooled.staleness_ms_counts.entry(*ms).or_insert(0) += n;
         }
     }
-    let bound_s = StackConfig::preset("mobifs")
-        .map(|c| c.cache.mobifs.staleness_bound_ns as f64 / NS_PER_SEC as f64)
-        .unwrap_or(0.0);
     let s = |ns: u64| ns as f64 / NS_PER_SEC as f64;
-    vec![
-        Staleness {
-            policy: "baseline".into(),
-            mean_s: 0.0,
-            p99_s: 0.0,
-            max_s: 0.0,
-            bound_s: 0.0,
-            persisted_transactions: 0,
-            bound_overruns: 0,
-        },
-        Staleness {
-            policy: "mobifs".into(),
-            mean_s: s(pooled.staleness_ns_mean()),
-            p99_s: s(pooled.staleness_ns_p99()),
-            max_s: s(pooled.staleness_ns_max),
-            bound_s,
-            persisted_transactions: pooled.persisted_transactions,
-            bound_overruns: pooled.staleness_bound_overruns,
-        },
-    ]
+    Staleness {
+        policy: policy.into(),
+        mean_s: s(pooled.staleness_ns_mean()),
+        p99_s: s(pooled.staleness_ns_p99()),
+        max_s: s(pooled.staleness_ns_max),
+        bound_s,
+        persisted_transactions: pooled.persisted_transactions,
+        bound_overruns: pooled.staleness_bound_overruns,
+    }
 }
 
 fn pct(x: f64) -> String {
@@ -384,14 +451,21 @@ pub fn render(r: &MobifsReproduction) -> String {
         };
         out.push_str(&format!("{:<46} {:>10} {:>10}\n", h.figure, p, o));
     }
-    out.push_str("\nflushed data per app (bytes F2FS wrote to the device)\n");
+    out.push_str(&format!(
+        "with idle-time checkpoints (mobifs-idle): flushed {}, device energy {}, user-op delay {}\n",
+        pct(r.idle_flushed_change_geomean),
+        pct(r.idle_device_energy_change_mean),
+        pct(r.idle_user_op_delay_change)
+    ));
+    out.push_str("\nflushed data per app (bytes F2FS wrote to the device): baseline -> mobifs (change), mobifs-idle\n");
     for f in &r.flushed {
         out.push_str(&format!(
-            "  {:<10} {:>12} -> {:>12}  {}\n",
+            "  {:<10} {:>12} -> {:>12}  {:>7}  {:>12}\n",
             f.app,
             flashstack_sim::units::format_bytes(f.baseline_bytes),
             flashstack_sim::units::format_bytes(f.mobifs_bytes),
-            pct(f.ratio - 1.0)
+            pct(f.ratio - 1.0),
+            flashstack_sim::units::format_bytes(f.mobifs_idle_bytes)
         ));
     }
     out.push_str("\nenergy per app: device (storage + NAND) and whole phone, mJ\n");

@@ -68,6 +68,18 @@ pub enum FileError {
     Io(String),
 }
 
+/// What the phone's user does, as a storage stack may see it: inputs in virtual time,
+/// and the screen going off (standby) and on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum UserInput {
+    Touch,
+    Scroll,
+    Key,
+    ScreenOff,
+    ScreenOn,
+}
+
 /// The file operations SQLite needs, in simulated time.
 ///
 /// Every call takes the virtual time `now` at which it is issued and returns the virtual
@@ -107,18 +119,6 @@ pub enum FileError {
 ///   [`FileError::Unsupported`] (the VFS then never advertises them).
 /// - Locks are not part of this trait: the VFS serves a single connection in a single
 ///   process, so SQLite's locks are kept in the VFS and never reach the file system.
-/// What the phone's user does, as a storage stack may see it: inputs in virtual time,
-/// and the screen going off (standby) and on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum UserInput {
-    Touch,
-    Scroll,
-    Key,
-    ScreenOff,
-    ScreenOn,
-}
-
 pub trait FileApi: Send {
     /// The phone's user did something at `now` (see [`UserInput`]): what a storage
     /// policy may watch (MobiFS's idle prediction) and the energy model counts. Changes no

@@ -506,6 +506,32 @@ impl Stack {
     /// The user did something at `now` (bookkeeping for the energy model).
     pub fn note_user_input(&mut self, now: Nanos, input: flashstack_sqlvfs::UserInput) {
         self.energy.input(now, input);
+        let idle_timing = self.is_mobifs()
+            && self.config.cache.mobifs.checkpoint == flashstack_cache::CheckpointTiming::Idle;
+        if idle_timing {
+            // An error (power lost) shows at the next call.
+            let _ = self.cache_user_input(now, input);
+        }
+    }
+
+    /// MobiFS's adaptive timing sees the input: time advances to it (idle work first, as
+    /// at any call), then the cache's interaction machine learns it.
+    fn cache_user_input(
+        &mut self,
+        now: Nanos,
+        input: flashstack_sqlvfs::UserInput,
+    ) -> Result<(), FileError> {
+        use flashstack_cache::adaptive::Input;
+        use flashstack_sqlvfs::UserInput;
+        let now = self.enter(now)?;
+        let input = match input {
+            UserInput::ScreenOff => Input::ScreenOff,
+            UserInput::ScreenOn => Input::ScreenOn,
+            UserInput::Touch | UserInput::Scroll | UserInput::Key => Input::User,
+        };
+        let end = self.cache()?.user_input(now, input).map_err(cache_err)?;
+        self.now_ns = self.now_ns.max(end);
+        Ok(())
     }
 
     /// The energy model's inputs from this stack up to `end_ns` (since the measurement

@@ -121,6 +121,8 @@ pub(super) struct Transactions {
     frozen_by: BTreeMap<(Ino, u64), (AppId, u64)>,
     /// Page copies held in sealed transactions' versions.
     copies: u64,
+    /// The user's inputs as the adaptive timing sees them (`checkpoint = "idle"`).
+    interaction: crate::adaptive::InteractionMachine,
 }
 
 impl Transactions {
@@ -375,7 +377,47 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
             sealed_transactions: sealed,
             resident_pages: self.resident_pages(),
             resident_pages_max: self.config.cache_pages_max(),
+            idle: self
+                .tx
+                .as_ref()
+                .map_or(crate::adaptive::IdleCheckpoint::Wait(None), |tx| {
+                    crate::adaptive::idle_checkpoint_decision(
+                        &tx.interaction,
+                        now_ns,
+                        &self.config.mobifs.adaptive,
+                    )
+                }),
         }
+    }
+
+    /// The user did something at `now_ns` (the stack passes the phone's inputs down):
+    /// the interaction machine learns it; with `checkpoint = "idle"`, the screen going
+    /// off checkpoints every sealed transaction first, so none is left for standby.
+    pub fn user_input(
+        &mut self,
+        now_ns: Nanos,
+        input: crate::adaptive::Input,
+    ) -> Result<Nanos, CacheError> {
+        self.enter(now_ns)?;
+        let adaptive = self.config.mobifs.adaptive.clone();
+        let Some(tx) = self.tx.as_mut() else {
+            return Ok(now_ns);
+        };
+        match input {
+            crate::adaptive::Input::User => tx.interaction.input(now_ns, &adaptive),
+            crate::adaptive::Input::ScreenOn => tx.interaction.screen(true),
+            crate::adaptive::Input::ScreenOff => {
+                tx.interaction.screen(false);
+                if self.config.mobifs.checkpoint == crate::CheckpointTiming::Idle {
+                    return self.checkpoint(
+                        now_ns,
+                        CheckpointScope::AllSealed,
+                        CheckpointReason::Idle,
+                    );
+                }
+            }
+        }
+        Ok(now_ns)
     }
 
     /// Makes room for `pages` more resident pages; under memory pressure with everything
