@@ -50,6 +50,8 @@ fn names() -> Vec<String> {
             "chrome",
             "camera",
             "mix",
+            "bench:fs-write",
+            "bench:sqlite",
         ]
         .iter()
         .map(|s| (*s).to_owned()),
@@ -75,6 +77,8 @@ pub fn persona(name: &str) -> Result<Box<dyn Persona>, AppError> {
         "chrome" => Box::new(ldc::chrome()),
         "camera" => Box::new(ldc::camera()),
         "mix" => Box::new(ldc::mix()),
+        "bench:fs-write" => Box::new(crate::bench::FsWriteBench::default()),
+        "bench:sqlite" => Box::new(crate::bench::SqliteBench::default()),
         _ => {
             return Err(AppError::UnknownPersona {
                 name: name.to_owned(),

@@ -9,8 +9,10 @@ use flashstack_sim::{LatencyHistogram, Nanos, Rng};
 use flashstack_sqlvfs::{FileApi, FileId, OpenFlags, SimDb, SimVfs, SqliteConfig};
 
 use crate::error::AppError;
+use crate::interaction::{Interaction, InteractionConfig, InteractionCounts};
 use crate::recorder::{BoxedApi, Recorder};
 use crate::shared::Shared;
+use flashstack_sqlvfs::UserInput;
 
 /// The file system as the persona sees it: shared with SQLite, recorded on demand.
 pub type AppFs = Shared<Recorder<BoxedApi>>;
@@ -62,6 +64,10 @@ pub struct Ctx {
     databases: Vec<(String, SqliteConfig)>,
     /// Version of each state-file page (see `Step::State`).
     state_versions: BTreeMap<u64, u32>,
+    /// The user's touches, scrolls, keys and screen-off periods around the operations.
+    interaction: Interaction,
+    /// When the last user operation ended.
+    last_op_end_ns: Nanos,
 }
 
 impl std::fmt::Debug for Ctx {
@@ -92,6 +98,8 @@ impl Ctx {
             seq: 0,
             databases: Vec::new(),
             state_versions: BTreeMap::new(),
+            interaction: Interaction::new(seed, InteractionConfig::default()),
+            last_op_end_ns: 0,
         }
     }
 
@@ -111,6 +119,27 @@ impl Ctx {
     pub(crate) fn reset_ops(&mut self) {
         self.latencies.clear();
         self.user_ops = 0;
+        self.interaction.reset_counts();
+    }
+
+    /// Hands the user's inputs to the file system below (in time order).
+    fn deliver(&mut self, inputs: Vec<(Nanos, UserInput)>) {
+        self.fs.with(|fs| {
+            for (t, input) in inputs {
+                fs.user_input(t, input);
+            }
+        });
+    }
+
+    /// The user puts the phone down after the task: the screen goes off after its timeout.
+    pub(crate) fn put_down(&mut self) {
+        let inputs = self.interaction.put_down(self.now());
+        self.deliver(inputs);
+    }
+
+    /// How many touches, scrolls, keys and screen-offs the task made.
+    pub(crate) fn interaction_counts(&self) -> InteractionCounts {
+        self.interaction.counts()
     }
 
     // ---- time -----------------------------------------------------------------------
@@ -139,7 +168,10 @@ impl Ctx {
         f: impl FnOnce(&mut Self) -> Result<T, AppError>,
     ) -> Result<T, AppError> {
         let start = self.now();
+        let inputs = self.interaction.before_op(name, self.last_op_end_ns, start);
+        self.deliver(inputs);
         let out = f(self)?;
+        self.last_op_end_ns = self.now();
         let latency = self.now() - start;
         if !self.latencies.contains_key(name) && self.latencies.len() >= OP_NAMES_MAX {
             return Err(AppError::TableFull {

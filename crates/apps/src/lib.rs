@@ -12,10 +12,12 @@
 //!
 //! `docs/personas.md` lists the personas, their calibration targets and measured values.
 
+pub mod bench;
 mod catalog;
 mod ctx;
 mod error;
 mod files;
+pub mod interaction;
 pub mod ldc;
 pub mod medfs;
 mod mix;

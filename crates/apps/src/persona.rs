@@ -213,7 +213,7 @@ fn mkdir_parent(ctx: &mut Ctx, path: &str) -> Result<(), AppError> {
 }
 
 /// `mkdir -p`: every missing directory on the way to `path`.
-fn mkdir_quiet(ctx: &mut Ctx, path: &str) -> Result<(), AppError> {
+pub(crate) fn mkdir_quiet(ctx: &mut Ctx, path: &str) -> Result<(), AppError> {
     let mut at = String::new();
     for part in path.split('/').filter(|p| !p.is_empty()) {
         at.push('/');

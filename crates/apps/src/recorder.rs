@@ -235,6 +235,9 @@ impl<F: FileApi> Recorder<F> {
 }
 
 impl<F: FileApi> FileApi for Recorder<F> {
+    fn user_input(&mut self, now: Nanos, input: flashstack_sqlvfs::UserInput) {
+        self.inner.user_input(now, input);
+    }
     fn open(
         &mut self,
         now: Nanos,
@@ -492,6 +495,9 @@ impl std::fmt::Debug for BoxedApi {
 }
 
 impl FileApi for BoxedApi {
+    fn user_input(&mut self, now: Nanos, input: flashstack_sqlvfs::UserInput) {
+        self.0.user_input(now, input);
+    }
     fn open(
         &mut self,
         now: Nanos,

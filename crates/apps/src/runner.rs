@@ -9,6 +9,7 @@ use serde::Serialize;
 
 use crate::ctx::{Ctx, Witness};
 use crate::error::AppError;
+use crate::interaction::InteractionCounts;
 use crate::persona::{MedfsRow, Persona};
 use crate::recorder::{BoxedApi, Recorder, RecorderConfig};
 use crate::shared::Shared;
@@ -78,6 +79,8 @@ pub struct PersonaReport {
     pub trace: Option<TraceSummary>,
     /// The published row the persona is calibrated to, if any.
     pub target: Option<MedfsRow>,
+    /// The user's inputs around the task's operations (`crate::interaction`).
+    pub interaction: InteractionCounts,
 }
 
 impl PersonaReport {
@@ -147,6 +150,7 @@ pub fn run_with_hook(
         ops: Vec::new(),
         trace: None,
         target: persona.target(),
+        interaction: InteractionCounts::default(),
     };
     let vfs = match SimVfs::register(
         Box::new(fs.clone()),
@@ -204,6 +208,7 @@ fn phases(
     }
     let result = persona.run(ctx);
     report.task_ns = ctx.now() - start;
+    ctx.put_down();
     let trace = options.record.then(|| ctx.fs().with(|r| r.stop()));
     // The app closes its databases after the task, outside the recorded window: the
     // studies trace the task, not the app's shutdown (in WAL mode a close checkpoints
@@ -220,6 +225,7 @@ fn finish(
 ) -> RunOutput {
     report.user_ops = ctx.user_ops();
     report.commits = ctx.commits();
+    report.interaction = ctx.interaction_counts();
     let by_name: BTreeMap<_, _> = ctx.latencies().iter().collect();
     report.ops = by_name
         .into_iter()

@@ -43,6 +43,9 @@ impl<F: FileApi> Shared<F> {
 }
 
 impl<F: FileApi> FileApi for Shared<F> {
+    fn user_input(&mut self, now: Nanos, input: flashstack_sqlvfs::UserInput) {
+        self.lock().user_input(now, input);
+    }
     fn open(
         &mut self,
         now: Nanos,

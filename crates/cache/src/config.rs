@@ -86,6 +86,13 @@ pub struct MobifsConfig {
     pub checkpoint: crate::CheckpointTiming,
     /// The period of `checkpoint = "interval"`.
     pub checkpoint_interval_ns: Nanos,
+    /// The adaptive policies' parameters (`checkpoint = "idle"`; `crate::adaptive`).
+    #[serde(skip_serializing_if = "is_default_adaptive")]
+    pub adaptive: crate::adaptive::AdaptiveConfig,
+}
+
+fn is_default_adaptive(config: &crate::adaptive::AdaptiveConfig) -> bool {
+    *config == crate::adaptive::AdaptiveConfig::default()
 }
 
 impl Default for MobifsConfig {
@@ -95,6 +102,7 @@ impl Default for MobifsConfig {
             checkpoint_reserve_ns: 2 * NS_PER_SEC,
             checkpoint: crate::CheckpointTiming::Bound,
             checkpoint_interval_ns: 5 * NS_PER_SEC,
+            adaptive: crate::adaptive::AdaptiveConfig::default(),
         }
     }
 }

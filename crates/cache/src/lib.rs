@@ -8,6 +8,7 @@
 //! a [`WritebackPolicy`] (pure decisions); the [`PageCache`] carries them out. The file
 //! system below is the [`Backing`] trait. See `docs/cache.md`.
 
+pub mod adaptive;
 mod backing;
 mod cache;
 mod config;

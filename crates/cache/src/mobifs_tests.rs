@@ -252,3 +252,35 @@ proptest! {
         prop_assert_eq!(m.staleness_bound_overruns, 0);
     }
 }
+
+/// `checkpoint = "idle"` with a 30 s bound: τ (3 s) after the user's last input the
+/// sealed data is checkpointed, long before the bound; while the user keeps typing
+/// nothing is written; the screen going off checkpoints what is sealed at once.
+#[test]
+fn idle_timing_checkpoints_in_predicted_idle_and_before_standby() {
+    use crate::adaptive::Input;
+    let mut config = mobifs(16);
+    config.mobifs.staleness_bound_ns = 30 * NS_PER_SEC;
+    config.mobifs.checkpoint = crate::CheckpointTiming::Idle;
+    let mut c = cache(config);
+    c.user_input(0, Input::User).unwrap();
+    c.write(NS_PER_MS, 1, 0, &[1u8; 100]).unwrap();
+    c.fsync(2 * NS_PER_MS, 1).unwrap();
+    // Keys every 0.5 s for 5 s: interactive, nothing written.
+    for i in 1..=10 {
+        c.user_input(i * NS_PER_SEC / 2, Input::User).unwrap();
+    }
+    assert!(commits(&c).is_empty(), "{:?}", commits(&c));
+    // 3 s after the last key (at 5 s): idle, the checkpoint runs at 8 s.
+    c.advance_to(10 * NS_PER_SEC).unwrap();
+    assert_eq!(commits(&c), vec![(8 * NS_PER_SEC, 1)]);
+    assert_eq!(c.metrics().transactions.staleness_bound_overruns, 0);
+    // The user comes back; a new seal; the screen goes off 1 s later: checkpointed then.
+    c.user_input(11 * NS_PER_SEC, Input::User).unwrap();
+    c.write(11 * NS_PER_SEC, 1, 0, &[2u8; 100]).unwrap();
+    c.fsync(11 * NS_PER_SEC + NS_PER_MS, 1).unwrap();
+    c.user_input(12 * NS_PER_SEC, Input::ScreenOff).unwrap();
+    assert_eq!(commits(&c).len(), 2);
+    assert_eq!(commits(&c)[1].0, 12 * NS_PER_SEC);
+    assert_eq!(c.backing().durable_bytes(1).unwrap()[..100], [2u8; 100]);
+}

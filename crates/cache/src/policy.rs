@@ -127,6 +127,8 @@ pub enum CheckpointReason {
     Pressure,
     /// sync(2) or unmount.
     Sync,
+    /// A predicted user-idle interval, or the screen going off (`checkpoint = "idle"`).
+    Idle,
 }
 
 /// An app: the owner of a set of files whose transactions are independent of other apps'.
@@ -142,6 +144,8 @@ pub struct TxView {
     /// Pages resident (the page table and the versions held for transactions).
     pub resident_pages: u64,
     pub resident_pages_max: u64,
+    /// What the user-interaction state machine allows now (`checkpoint = "idle"`).
+    pub idle: crate::adaptive::IdleCheckpoint,
 }
 
 /// The policy seam: when and what to flush.
@@ -253,6 +257,10 @@ pub enum CheckpointTiming {
     /// At every multiple of `checkpoint_interval_ns` with anything sealed, and never later
     /// than the bound allows.
     Interval,
+    /// In predicted user-idle intervals (`crate::adaptive`: the interaction state machine
+    /// and the idle predictor), before the screen goes off, never in standby unless the
+    /// bound forces it.
+    Idle,
 }
 
 /// MobiFS: fsync seals the app's transaction in memory; checkpoints persist every app's
@@ -309,6 +317,23 @@ pub fn mobifs_checkpoint_decision(policy: &MobifsPolicy, view: &TxView) -> Flush
         .saturating_sub(policy.checkpoint_reserve_ns);
     let mut due_ns = sealed_ns.saturating_add(margin_ns);
     let mut reason = CheckpointReason::Staleness;
+    if policy.timing == CheckpointTiming::Idle {
+        match view.idle {
+            crate::adaptive::IdleCheckpoint::Now if due_ns > view.now_ns => {
+                return FlusherDecision::Checkpoint {
+                    scope: CheckpointScope::AllSealed,
+                    reason: CheckpointReason::Idle,
+                };
+            }
+            // Look again when τ passes (the bound's deadline, if sooner, below).
+            crate::adaptive::IdleCheckpoint::Wait(Some(t))
+                if t < due_ns && due_ns > view.now_ns =>
+            {
+                return FlusherDecision::SleepUntil(t.max(view.now_ns.saturating_add(1)));
+            }
+            _ => {}
+        }
+    }
     if policy.timing == CheckpointTiming::Interval {
         let interval_ns = policy.checkpoint_interval_ns.max(1);
         let tick_ns = sealed_ns.div_ceil(interval_ns).saturating_mul(interval_ns);

@@ -13,6 +13,7 @@ mod janusd_cmd;
 mod mount;
 mod phone;
 mod progress;
+mod reproduce_mobifs;
 mod run;
 mod stackrun;
 mod workload;
@@ -108,6 +109,8 @@ enum ReproduceCommand {
     /// Janusd (ATC 2017): copy, janusdP, janusdL and janusd on an aged phone; app launch,
     /// scenarios, cost and recurrence.
     Janusd(janusd_cmd::JanusdArgs),
+    /// MobiFS (ATC 2015): stock page cache + fsync against versioned cache transactions.
+    Mobifs(reproduce_mobifs::MobifsArgs),
 }
 
 #[derive(Args)]
@@ -166,6 +169,9 @@ fn main() {
         Command::Reproduce {
             paper: ReproduceCommand::Janusd(args),
         } => janusd_cmd::reproduce_janusd(args),
+        Command::Reproduce {
+            paper: ReproduceCommand::Mobifs(args),
+        } => reproduce_mobifs::run(args),
         Command::Trace {
             command: TraceCommand::Inspect(args),
         } => inspect(args),

@@ -205,6 +205,7 @@ pub fn run(args: &RunArgs, name: &str) -> Result<()> {
                 .image_out
                 .as_deref()
                 .map(|path| numbered(path, i, configs.len())),
+            phone: None,
         };
         let spinner = Spinner::start(
             args.quiet,

@@ -23,6 +23,7 @@ use flashstack_apps::{
     RunOptions,
 };
 use flashstack_cache::CacheMetrics;
+use flashstack_energy::{Activity, PhoneEnergy, PhoneEnergyConfig};
 use flashstack_phone::PhoneImage;
 use flashstack_report::{render_columns, ReportOptions, RunInfo, RunReport};
 use flashstack_sim::units::{format_bytes, format_count, format_ns};
@@ -95,6 +96,19 @@ pub struct FullStackOptions {
     pub start: Start,
     /// Write the F2FS image (the logical device, sparse) here after the run.
     pub image_out: Option<PathBuf>,
+    /// The phone whose energy is reported; `None`: by the stack's device
+    /// ([`phone_for_device`]).
+    pub phone: Option<PhoneEnergyConfig>,
+}
+
+/// The phone energy preset matching a device: `ufs31` for UFS devices, else the seed's
+/// eMMC phone (`i9260`).
+pub fn phone_for_device(device_name: &str) -> PhoneEnergyConfig {
+    if device_name.contains("ufs") {
+        PhoneEnergyConfig::ufs31()
+    } else {
+        PhoneEnergyConfig::i9260()
+    }
 }
 
 impl Default for FullStackOptions {
@@ -106,6 +120,7 @@ impl Default for FullStackOptions {
             strict: false,
             start: Start::Fresh,
             image_out: None,
+            phone: None,
         }
     }
 }
@@ -134,6 +149,9 @@ pub struct StackRun {
     /// The device's figures: host requests as F2FS issued them, NAND, WA, GC, latency,
     /// energy, lifetime.
     pub device: RunReport,
+    /// The whole phone's energy per layer (screen, CPU, DRAM, storage device, NAND) over
+    /// the measured window (`docs/energy.md`).
+    pub energy: PhoneEnergy,
 }
 
 /// A run's report, and the recorded task when asked for.
@@ -197,6 +215,11 @@ pub fn run(
         },
     };
     let device = RunReport::from_device(ftl, info, &ReportOptions { dwpd: options.dwpd });
+    let phone = options
+        .phone
+        .clone()
+        .unwrap_or_else(|| phone_for_device(&config.device.name));
+    let energy = phone_energy(&stack, &metrics, &phone, device.energy.total_mj);
     if let Some(path) = &options.image_out {
         write_image(&mut stack, path).map_err(stack_err)?;
     }
@@ -212,6 +235,7 @@ pub fn run(
         cache: metrics.cache,
         timeline: metrics.timeline,
         device,
+        energy,
     };
     Ok(StackRunOutput { run, trace })
 }
@@ -244,6 +268,36 @@ fn start_stack(
         StackWorkload::Trace { .. } => false,
     };
     Ok((stack, skip_setup))
+}
+
+/// The phone's energy over the measured window: the device's busy periods, the stack's
+/// standby intervals, inputs and held pages, and the CPU time of the file calls (each
+/// charged `cpu_ns_per_file_call`, and the cache's copy of every page moved).
+fn phone_energy(
+    stack: &Stack,
+    metrics: &flashstack_stack::StackMetrics,
+    phone: &PhoneEnergyConfig,
+    nand_mj: f64,
+) -> PhoneEnergy {
+    let end_ns = stack.now_ns();
+    let inputs = stack.energy_inputs(end_ns);
+    let calls: u64 = metrics.ops.values().map(|o| o.count).sum();
+    let bytes: u64 = metrics.ops.values().map(|o| o.bytes).sum();
+    let memcpy_ns = bytes.div_ceil(4096) * stack.config().cache.memcpy_ns_per_page;
+    let busy = stack
+        .device()
+        .map_or(&[][..], |ftl| ftl.activity().periods());
+    let activity = Activity {
+        start_ns: inputs.start_ns,
+        end_ns,
+        device_busy: busy,
+        standby: &inputs.standby,
+        cpu_active_ns: calls * phone.cpu_ns_per_file_call + memcpy_ns,
+        inputs: inputs.inputs,
+        extra_page_ns: inputs.extra_page_ns,
+        nand_mj,
+    };
+    flashstack_energy::account(phone, &activity)
 }
 
 /// The logical device (the F2FS image) after a checkpoint, as a sparse file.
@@ -481,6 +535,7 @@ pub fn render(runs: &[StackRun]) -> String {
             format_count(r.cache.read_misses)
         )
     });
+    energy_rows(runs, &mut rows);
     let mut out = format!("workload: {}\n", runs.first().map_or("", |r| &r.workload));
     for r in runs {
         out.push_str(&format!("start ({}): {}\n", r.stack, r.start));
@@ -492,6 +547,53 @@ pub fn render(runs: &[StackRun]) -> String {
     // The workload line is already printed above.
     out.push_str(table.split_once('\n').map_or(&table[..], |(_, rest)| rest));
     out
+}
+
+/// The whole phone's energy per layer (the device table below keeps the NAND's own).
+fn energy_rows(runs: &[StackRun], rows: &mut Vec<(String, Vec<String>)>) {
+    let mut row = |label: &str, f: &dyn Fn(&PhoneEnergy) -> String| {
+        rows.push((
+            label.to_string(),
+            runs.iter().map(|r| f(&r.energy)).collect(),
+        ));
+    };
+    row("energy (phone)", &|e| {
+        format!("{:.1} mJ ({})", e.total_mj, e.phone)
+    });
+    row("  screen / CPU / DRAM", &|e| {
+        format!(
+            "{:.1} / {:.1} / {:.1} mJ",
+            e.screen_mj,
+            e.cpu_active_mj + e.cpu_idle_mj + e.cpu_standby_mj,
+            e.dram_refresh_mj + e.dram_extra_pages_mj
+        )
+    });
+    row("  CPU active / idle / standby", &|e| {
+        format!(
+            "{:.1} / {:.1} / {:.1} mJ",
+            e.cpu_active_mj, e.cpu_idle_mj, e.cpu_standby_mj
+        )
+    });
+    row("  DRAM extra pages", &|e| {
+        format!("{:.3} mJ", e.dram_extra_pages_mj)
+    });
+    row("  device (storage + NAND)", &|e| {
+        format!(
+            "{:.1} mJ ({:.1} + {:.1})",
+            e.device_mj,
+            e.device_mj - e.nand_mj,
+            e.nand_mj
+        )
+    });
+    row("  storage active/idle/sleep/wake", &|e| {
+        format!(
+            "{:.1} / {:.1} / {:.2} / {:.2} mJ",
+            e.storage_active_mj, e.storage_idle_mj, e.storage_sleep_mj, e.storage_wakeup_mj
+        )
+    });
+    row("  screen on / standby", &|e| {
+        format!("{:.1} / {:.1} s", e.screen_on_s, e.standby_s)
+    });
 }
 
 fn trace_cell(t: &TraceSummary) -> String {

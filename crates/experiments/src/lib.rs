@@ -4,3 +4,4 @@
 pub mod fullstack;
 pub mod janusd;
 pub mod ldc;
+pub mod mobifs;

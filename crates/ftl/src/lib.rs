@@ -143,6 +143,9 @@ pub struct Ftl {
     dead_fragments: Vec<(u32, u32, u64)>,
     measure_start_ns: Nanos,
     last_arrival_ns: Nanos,
+    /// When the device worked during the measurement (host requests from arrival until
+    /// the array drained): the energy model's busy periods. Bookkeeping only.
+    activity: flashstack_sim::ActivityLog,
 }
 
 impl Ftl {
@@ -252,6 +255,7 @@ impl Ftl {
             dead_fragments: Vec::new(),
             measure_start_ns: 0,
             last_arrival_ns: 0,
+            activity: flashstack_sim::ActivityLog::new(0),
             nand,
             config,
         })
@@ -341,6 +345,19 @@ impl Ftl {
         self.controller.reset_busy_total();
         self.host_link.reset_busy_total();
         self.measure_start_ns = self.busy_until_ns().max(self.last_arrival_ns);
+        self.activity = flashstack_sim::ActivityLog::new(self.measure_start_ns);
+    }
+
+    /// The device's busy periods since the measurement started.
+    pub fn activity(&self) -> &flashstack_sim::ActivityLog {
+        &self.activity
+    }
+
+    /// A request ran from `arrival_ns` to `complete_ns`; the device is busy until its
+    /// array drains too (a buffered write completes before its page is programmed).
+    fn note_activity(&mut self, arrival_ns: Nanos, complete_ns: Nanos) {
+        let end_ns = complete_ns.max(self.nand.idle_at_ns());
+        self.activity.note(arrival_ns, end_ns);
     }
 
     fn begin(&mut self, arrival_ns: Nanos) -> Result<(), BlockError> {
@@ -510,6 +527,7 @@ impl BlockDevice for Ftl {
         self.latencies
             .write
             .record(completion.complete_ns - arrival_ns);
+        self.note_activity(arrival_ns, completion.complete_ns);
         Ok(completion)
     }
 
@@ -539,6 +557,7 @@ impl BlockDevice for Ftl {
         self.latencies
             .read
             .record(completion.complete_ns - arrival_ns);
+        self.note_activity(arrival_ns, completion.complete_ns);
         Ok(completion)
     }
 
@@ -551,6 +570,7 @@ impl BlockDevice for Ftl {
         self.latencies
             .trim
             .record(completion.complete_ns - arrival_ns);
+        self.note_activity(arrival_ns, completion.complete_ns);
         Ok(completion)
     }
 
@@ -560,6 +580,7 @@ impl BlockDevice for Ftl {
         self.latencies
             .flush
             .record(completion.complete_ns - arrival_ns);
+        self.note_activity(arrival_ns, completion.complete_ns);
         Ok(completion)
     }
 
@@ -595,6 +616,7 @@ impl Remap for Ftl {
         self.latencies
             .remap
             .record(completion.complete_ns - arrival_ns);
+        self.note_activity(arrival_ns, completion.complete_ns);
         Ok(completion)
     }
 }

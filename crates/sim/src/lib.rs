@@ -3,6 +3,7 @@
 //! Nothing in this crate reads the wall clock or the operating system's randomness: every
 //! figure a flashstack run prints is a function of its inputs and its seed.
 
+pub mod activity;
 pub mod divisor;
 pub mod histogram;
 pub mod memory;
@@ -11,6 +12,7 @@ pub mod rng;
 pub mod text;
 pub mod units;
 
+pub use activity::ActivityLog;
 pub use divisor::Divisor;
 pub use histogram::{LatencyHistogram, LatencySummary, CDF_QUANTILES};
 pub use resource::Resource;

@@ -68,6 +68,18 @@ pub enum FileError {
     Io(String),
 }
 
+/// What the phone's user does, as a storage stack may see it: inputs in virtual time,
+/// and the screen going off (standby) and on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum UserInput {
+    Touch,
+    Scroll,
+    Key,
+    ScreenOff,
+    ScreenOn,
+}
+
 /// The file operations SQLite needs, in simulated time.
 ///
 /// Every call takes the virtual time `now` at which it is issued and returns the virtual
@@ -108,6 +120,12 @@ pub enum FileError {
 /// - Locks are not part of this trait: the VFS serves a single connection in a single
 ///   process, so SQLite's locks are kept in the VFS and never reach the file system.
 pub trait FileApi: Send {
+    /// The phone's user did something at `now` (see [`UserInput`]): what a storage
+    /// policy may watch (MobiFS's idle prediction) and the energy model counts. Changes no
+    /// file; the default ignores it.
+    fn user_input(&mut self, now: Nanos, input: UserInput) {
+        let _ = (now, input);
+    }
     /// Opens (or creates) the file `path`.
     fn open(
         &mut self,

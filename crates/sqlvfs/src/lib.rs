@@ -15,7 +15,7 @@ mod memfs;
 mod rng;
 mod vfs;
 
-pub use api::{FileApi, FileError, FileId, Nanos, OpenFlags};
+pub use api::{FileApi, FileError, FileId, Nanos, OpenFlags, UserInput};
 pub use config::{JournalMode, SqliteConfig, Synchronous};
 pub use memfs::{CallOp, CallRecord, MemFs, MemFsConfig};
 pub use rng::SplitMix64;

@@ -6,6 +6,7 @@
 
 mod backing;
 mod config;
+pub mod energy_log;
 pub mod image_ftl;
 mod stack;
 pub mod timeline;

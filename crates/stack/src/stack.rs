@@ -91,6 +91,8 @@ pub struct Stack {
     apps: BTreeMap<String, AppId>,
     /// The measurement's state over simulated time (reports plot it).
     timeline: Timeline,
+    /// Inputs, standby and held pages for the energy model (bookkeeping only).
+    energy: crate::energy_log::EnergyLog,
 }
 
 /// The app a path belongs to, for MobiFS's per-app transactions: the package of
@@ -200,6 +202,7 @@ impl Stack {
             ops: BTreeMap::new(),
             apps: BTreeMap::new(),
             timeline: Timeline::starting_at(now_ns),
+            energy: crate::energy_log::EnergyLog::new(now_ns, 0),
         })
     }
 
@@ -268,6 +271,8 @@ impl Stack {
         self.cache()?.advance_to(at.max(t)).map_err(cache_err)?;
         let end = self.fs_idle(t)?.max(t);
         self.now_ns = self.now_ns.max(end);
+        let held = self.held_pages();
+        self.energy.sample(self.now_ns, held);
         Ok(end)
     }
 
@@ -308,6 +313,8 @@ impl Stack {
     fn done(&mut self, op: &'static str, start: Nanos, end: Nanos, bytes: u64) -> Nanos {
         let end = end.max(start);
         self.now_ns = self.now_ns.max(end);
+        let held = self.held_pages();
+        self.energy.sample(self.now_ns, held);
         let stats = self.ops.entry(op).or_default();
         stats.count += 1;
         stats.bytes += bytes;
@@ -515,12 +522,59 @@ impl Stack {
     pub fn reset_measurement(&mut self) -> Result<(), FileError> {
         self.ops.clear();
         self.timeline = Timeline::starting_at(self.now_ns);
+        self.energy = crate::energy_log::EnergyLog::new(self.now_ns, self.held_pages());
         let cache = self.cache()?;
         cache.reset_metrics();
         let fs = cache.backing_mut().fs_mut();
         fs.reset_metrics();
         fs.device_mut().inner_mut().reset_measurement();
         Ok(())
+    }
+
+    /// Pages the cache holds beyond what a clean cache would: dirty pages and MobiFS's
+    /// transaction versions (the energy model's extra resident pages).
+    fn held_pages(&self) -> u64 {
+        self.cache.as_ref().map_or(0, |c| {
+            c.dirty_bytes() / flashstack_cache::PAGE_SIZE_BYTES as u64 + c.resident_pages()
+                - c.cached_pages()
+        })
+    }
+
+    /// The user did something at `now` (bookkeeping for the energy model).
+    pub fn note_user_input(&mut self, now: Nanos, input: flashstack_sqlvfs::UserInput) {
+        self.energy.input(now, input);
+        let idle_timing = self.is_mobifs()
+            && self.config.cache.mobifs.checkpoint == flashstack_cache::CheckpointTiming::Idle;
+        if idle_timing {
+            // An error (power lost) shows at the next call.
+            let _ = self.cache_user_input(now, input);
+        }
+    }
+
+    /// MobiFS's adaptive timing sees the input: time advances to it (idle work first, as
+    /// at any call), then the cache's interaction machine learns it.
+    fn cache_user_input(
+        &mut self,
+        now: Nanos,
+        input: flashstack_sqlvfs::UserInput,
+    ) -> Result<(), FileError> {
+        use flashstack_cache::adaptive::Input;
+        use flashstack_sqlvfs::UserInput;
+        let now = self.enter(now)?;
+        let input = match input {
+            UserInput::ScreenOff => Input::ScreenOff,
+            UserInput::ScreenOn => Input::ScreenOn,
+            UserInput::Touch | UserInput::Scroll | UserInput::Key => Input::User,
+        };
+        let end = self.cache()?.user_input(now, input).map_err(cache_err)?;
+        self.now_ns = self.now_ns.max(end);
+        Ok(())
+    }
+
+    /// The energy model's inputs from this stack up to `end_ns` (since the measurement
+    /// started).
+    pub fn energy_inputs(&self, end_ns: Nanos) -> crate::energy_log::EnergyInputs {
+        self.energy.inputs_until(end_ns)
     }
 
     /// The device under the file system (`None` while powered off).
@@ -578,6 +632,9 @@ impl Stack {
 }
 
 impl FileApi for Stack {
+    fn user_input(&mut self, now: Nanos, input: flashstack_sqlvfs::UserInput) {
+        self.note_user_input(now, input);
+    }
     fn open(
         &mut self,
         now: Nanos,
@@ -895,6 +952,9 @@ impl SharedStack {
 }
 
 impl FileApi for SharedStack {
+    fn user_input(&mut self, now: Nanos, input: flashstack_sqlvfs::UserInput) {
+        self.lock().user_input(now, input);
+    }
     fn open(
         &mut self,
         now: Nanos,

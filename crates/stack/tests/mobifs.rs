@@ -142,7 +142,11 @@ struct Run {
 
 impl Run {
     fn new(seed: u64) -> Run {
-        let mut stack = Stack::new(config(seed)).unwrap();
+        Run::with_config(seed, config(seed))
+    }
+
+    fn with_config(seed: u64, config: StackConfig) -> Run {
+        let mut stack = Stack::new(config).unwrap();
         let mut t = stack.now_ns();
         for dir in ["/data", "/data/data"] {
             t = stack.mkdir(t, dir).unwrap();
@@ -416,4 +420,52 @@ fn random_runs_with_cuts_keep_transaction_prefixes_within_the_bound() {
     for kind in ["checkpoints", "forced seals", "copy-on-write copies"] {
         assert!(t.noted(kind) > 10, "{kind}: {}", t.line());
     }
+}
+
+/// Cuts of runs with `checkpoint = "idle"`: the user's inputs (touches, the screen going
+/// off and on) drawn between the operations move checkpoints into idle intervals and
+/// before standby; every cut still recovers a sealed prefix per app within the bound.
+#[test]
+fn idle_timing_runs_with_cuts_keep_transaction_prefixes_within_the_bound() {
+    use flashstack_sqlvfs::UserInput;
+    let mut config = config(0x1D1E);
+    config.cache.mobifs.checkpoint = flashstack_cache::CheckpointTiming::Idle;
+    config.cache.mobifs.adaptive.t_s_ns = NS_PER_SEC / 4;
+    let mut run = Run::with_config(0x1D1E, config);
+    run.stack
+        .set_volatile_cache(volatile(&mut run.rng))
+        .unwrap();
+    let cuts = (RANDOM_CUTS / 3) * explore::scale();
+    let mut ops = 0u64;
+    while run.tally.cut_points() < cuts {
+        for _ in 0..run.rng.below(30) {
+            let input = match run.rng.below(10) {
+                0 => Some(UserInput::ScreenOff),
+                1 => Some(UserInput::ScreenOn),
+                2..=5 => Some(UserInput::Touch),
+                _ => None,
+            };
+            if let Some(input) = input {
+                let t = run.stack.now_ns() + run.rng.below(NS_PER_SEC);
+                run.stack.user_input(t, input);
+            }
+            let op = Op::draw(&mut run.rng);
+            run.apply(op).unwrap();
+            ops += 1;
+            if matches!(op, Op::SyncAll) {
+                run.note_sync_all();
+            }
+        }
+        run.check_staleness();
+        let cut_ns = run.stack.now_ns() + run.rng.below(2 * BOUND_NS);
+        run.stack.idle_until(cut_ns).unwrap();
+        let m = run.stack.metrics().unwrap().cache.transactions;
+        run.tally.note("checkpoints", m.checkpoints);
+        let cut = run.tally.cut_points() + 1;
+        run.recover_and_check(cut_ns, &format!("idle-timing cut {cut} after op {ops}"));
+        let config = volatile(&mut run.rng);
+        run.stack.set_volatile_cache(config).unwrap();
+    }
+    run.tally.report();
+    assert!(run.tally.noted("checkpoints") > 10, "{}", run.tally.line());
 }

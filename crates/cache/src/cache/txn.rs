@@ -54,6 +54,11 @@ pub struct TxMetrics {
     /// Sum over persisted transactions of that wait (for the mean).
     pub staleness_ns_total: u64,
     pub persisted_transactions: u64,
+    /// Persisted transactions by staleness in whole milliseconds (rounded up), for
+    /// percentiles (`staleness_ns_p99`); at most one entry per millisecond of the bound.
+    /// In memory only.
+    #[serde(skip)]
+    pub staleness_ms_counts: BTreeMap<u64, u64>,
     /// Checkpoints that completed past the staleness bound of a transaction they held.
     pub staleness_bound_overruns: u64,
 }
@@ -61,6 +66,27 @@ pub struct TxMetrics {
 impl TxMetrics {
     pub fn is_empty(&self) -> bool {
         *self == Self::default()
+    }
+
+    /// The staleness below which 99 % of persisted transactions stayed (to the
+    /// millisecond above); 0 when none was persisted.
+    pub fn staleness_ns_p99(&self) -> u64 {
+        let rank = self.persisted_transactions.saturating_mul(99).div_ceil(100);
+        let mut seen = 0;
+        for (&ms, &n) in &self.staleness_ms_counts {
+            seen += n;
+            if seen >= rank {
+                return ms * 1_000_000;
+            }
+        }
+        0
+    }
+
+    /// The mean staleness of persisted transactions.
+    pub fn staleness_ns_mean(&self) -> u64 {
+        self.staleness_ns_total
+            .checked_div(self.persisted_transactions)
+            .unwrap_or(0)
     }
 }
 
@@ -95,6 +121,8 @@ pub(super) struct Transactions {
     frozen_by: BTreeMap<(Ino, u64), (AppId, u64)>,
     /// Page copies held in sealed transactions' versions.
     copies: u64,
+    /// The user's inputs as the adaptive timing sees them (`checkpoint = "idle"`).
+    interaction: crate::adaptive::InteractionMachine,
 }
 
 impl Transactions {
@@ -349,7 +377,47 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
             sealed_transactions: sealed,
             resident_pages: self.resident_pages(),
             resident_pages_max: self.config.cache_pages_max(),
+            idle: self
+                .tx
+                .as_ref()
+                .map_or(crate::adaptive::IdleCheckpoint::Wait(None), |tx| {
+                    crate::adaptive::idle_checkpoint_decision(
+                        &tx.interaction,
+                        now_ns,
+                        &self.config.mobifs.adaptive,
+                    )
+                }),
         }
+    }
+
+    /// The user did something at `now_ns` (the stack passes the phone's inputs down):
+    /// the interaction machine learns it; with `checkpoint = "idle"`, the screen going
+    /// off checkpoints every sealed transaction first, so none is left for standby.
+    pub fn user_input(
+        &mut self,
+        now_ns: Nanos,
+        input: crate::adaptive::Input,
+    ) -> Result<Nanos, CacheError> {
+        self.enter(now_ns)?;
+        let adaptive = self.config.mobifs.adaptive.clone();
+        let Some(tx) = self.tx.as_mut() else {
+            return Ok(now_ns);
+        };
+        match input {
+            crate::adaptive::Input::User => tx.interaction.input(now_ns, &adaptive),
+            crate::adaptive::Input::ScreenOn => tx.interaction.screen(true),
+            crate::adaptive::Input::ScreenOff => {
+                tx.interaction.screen(false);
+                if self.config.mobifs.checkpoint == crate::CheckpointTiming::Idle {
+                    return self.checkpoint(
+                        now_ns,
+                        CheckpointScope::AllSealed,
+                        CheckpointReason::Idle,
+                    );
+                }
+            }
+        }
+        Ok(now_ns)
     }
 
     /// Makes room for `pages` more resident pages; under memory pressure with everything
@@ -616,6 +684,9 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
                 m.staleness_ns_max = m.staleness_ns_max.max(waited_ns);
                 m.staleness_ns_total += waited_ns;
                 m.persisted_transactions += 1;
+                *m.staleness_ms_counts
+                    .entry(waited_ns.div_ceil(1_000_000))
+                    .or_insert(0) += 1;
                 if waited_ns > bound_ns {
                     m.staleness_bound_overruns += 1;
                 }
