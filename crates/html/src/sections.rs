@@ -425,7 +425,11 @@ fn energy_terms(json: &Value) -> Vec<(String, f64)> {
         }
         for (k, v) in map {
             if let (Some(name), Some(mj)) = (k.strip_suffix("_mj"), v.as_f64()) {
-                if name != "total" {
+                // Sums of other terms (the phone's device and NAND figures repeat the
+                // storage terms and the device's own energy) would count twice.
+                let sum =
+                    name == "total" || (layer == "phone" && matches!(name, "device" | "nand"));
+                if !sum {
                     out.push((format!("{layer}: {name}"), mj));
                 }
             }
@@ -457,9 +461,21 @@ pub(crate) fn energy(columns: &[Column]) -> Result<String, HtmlError> {
         })
         .collect();
     let svg = plot::bars("energy by term", "mJ", &terms, &names(columns), &values)?;
+    let mut header = vec!["term (mJ)".to_string()];
+    header.extend(names(columns));
+    let rows: Vec<Vec<String>> = terms
+        .iter()
+        .zip(&values)
+        .map(|(t, v)| {
+            let mut row = vec![t.clone()];
+            row.extend(v.iter().map(|x| format!("{x:.1}")));
+            row
+        })
+        .collect();
     Ok(format!(
-        "<h2>Energy</h2>\n{}",
-        plots(&[("energy".into(), svg)])
+        "<h2>Energy</h2>\n{}{}",
+        plots(&[("energy".into(), svg)]),
+        table(&header, &rows)
     ))
 }
 
