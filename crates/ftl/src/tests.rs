@@ -879,8 +879,8 @@ fn golden_fingerprint_of_trims_gc_and_power_cuts() {
     }
     assert_eq!(
         out,
-        "4096/4096: progs 5961 erases_gc 894 trimpages 260 gc 642 259 wl 4 pc 40 obs cf33269672919ce7\n\
-         16384/4096: progs 2201 erases_gc 357 trimpages 180 gc 186 180 wl 1 pc 25 obs 34ba55a9ee9fdccd\n\
-         8192/1024: progs 3951 erases_gc 693 trimpages 221 gc 514 201 wl 0 pc 48 obs c051ddb992f6e95a\n"
+        "4096/4096: progs 5961 erases_gc 894 trimpages 260 gc 642 259 wl 4 pc 40 obs 3dabdbcf3dcd7fe2\n\
+         16384/4096: progs 2201 erases_gc 357 trimpages 180 gc 186 180 wl 1 pc 25 obs a9d8a7bd282a85c3\n\
+         8192/1024: progs 3951 erases_gc 693 trimpages 221 gc 514 201 wl 0 pc 48 obs f02a3a8119750c7a\n"
     );
 }
