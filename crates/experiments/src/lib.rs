@@ -5,3 +5,4 @@ pub mod fullstack;
 pub mod janusd;
 pub mod ldc;
 pub mod mobifs;
+pub mod paper;

@@ -30,6 +30,7 @@ use flashstack_stack::StackConfig;
 use serde::Serialize;
 
 use crate::fullstack::{self, FullStackError, FullStackOptions, StackRun, StackWorkload};
+pub use crate::paper::Headline;
 
 /// The ten apps of the flushed-data figure.
 pub const TEN_APPS: [&str; 10] = [
@@ -127,16 +128,6 @@ pub struct Staleness {
     pub bound_s: f64,
     pub persisted_transactions: u64,
     pub bound_overruns: u64,
-}
-
-/// One headline figure: the paper's and ours, as a signed change (−0.53 = −53 %) or a
-/// ratio (18.8).
-#[derive(Clone, Debug, Serialize)]
-pub struct Headline {
-    pub figure: String,
-    pub paper: f64,
-    pub ours: f64,
-    pub kind: String,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -321,12 +312,7 @@ pub fn reproduce(options: &MobifsOptions) -> Result<MobifsReproduction, FullStac
 }
 
 fn headline(figure: &str, paper: f64, ours: f64, kind: &str) -> Headline {
-    Headline {
-        figure: figure.into(),
-        paper,
-        ours,
-        kind: kind.into(),
-    }
+    Headline::new(figure, paper, ours, kind)
 }
 
 /// The two benchmarks' throughput under both policies.
