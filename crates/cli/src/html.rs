@@ -34,3 +34,24 @@ pub(crate) fn write(path: &Path, title: &str, columns: &[Column]) -> Result<()> 
     .context("the HTML report")?;
     std::fs::write(path, html).with_context(|| format!("cannot write {}", path.display()))
 }
+
+/// The reproductions' report (and runs after them, when given), as HTML.
+pub(crate) fn reproductions(
+    title: &str,
+    reproductions: &[flashstack_html::Reproduction],
+    columns: &[Column],
+    columns_heading: &str,
+    columns_note: &str,
+) -> Result<String> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let command = format!("flashstack {}", args.join(" "));
+    flashstack_html::render_reproductions(&flashstack_html::ReproductionReport {
+        title,
+        command: &command,
+        reproductions,
+        columns,
+        columns_heading,
+        columns_note,
+    })
+    .context("the HTML report")
+}

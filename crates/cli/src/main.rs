@@ -13,6 +13,8 @@ mod janusd_cmd;
 mod mount;
 mod phone;
 mod progress;
+mod reproduce;
+mod reproduce_all;
 mod reproduce_mobifs;
 mod run;
 mod stackrun;
@@ -54,7 +56,7 @@ enum Command {
     /// Reproduce a seed paper's evaluation, with the paper's figures beside ours.
     Reproduce {
         #[command(subcommand)]
-        paper: ReproduceCommand,
+        paper: reproduce::ReproduceCommand,
     },
     /// Traces: inspect a block trace; import MobiGen or strace output as a file-level
     /// trace.
@@ -103,40 +105,6 @@ struct PresetArgs {
 }
 
 #[derive(Subcommand)]
-enum ReproduceCommand {
-    /// LDC (TECS 2017): PM, zFTL, SC, LDC and OPT on the seven Table 4 workloads.
-    Ldc(ReproduceArgs),
-    /// Janusd (ATC 2017): copy, janusdP, janusdL and janusd on an aged phone; app launch,
-    /// scenarios, cost and recurrence.
-    Janusd(janusd_cmd::JanusdArgs),
-    /// MobiFS (ATC 2015): stock page cache + fsync against versioned cache transactions.
-    Mobifs(reproduce_mobifs::MobifsArgs),
-}
-
-#[derive(Args)]
-struct ReproduceArgs {
-    /// A 256 MiB device and one eighth of every workload (under a minute).
-    #[arg(long)]
-    quick: bool,
-    /// Also write every run's figures as JSON.
-    #[arg(long, value_name = "FILE")]
-    json: Option<PathBuf>,
-    /// Seed of every random choice (workload generation, content, aging); the same seed
-    /// gives the same figures.
-    #[arg(long, default_value_t = 1)]
-    seed: u64,
-    /// Share of the existing data overwritten at random before each run (how worn-in the
-    /// phone is; sets how hard GC works during the workloads).
-    #[arg(long, value_name = "FRACTION", default_value_t = flashstack_experiments::ldc::SNAPSHOT_AGING)]
-    aging: f64,
-    /// Runs at once, one thread each (the figures are the same for any value). Default:
-    /// every core with --quick (256 MiB per run); 1 for the full runs, each of which holds
-    /// a 4 GiB device's contents in memory (about 4.5 GiB).
-    #[arg(long, value_name = "N")]
-    jobs: Option<usize>,
-}
-
-#[derive(Subcommand)]
 enum TraceCommand {
     /// Counts, sizes, footprint and mix of a trace.
     Inspect(InspectArgs),
@@ -163,15 +131,7 @@ fn main() {
         Command::Presets(args) => presets(args),
         Command::Bench(args) => bench::bench(args),
         Command::Mount(args) => mount::mount(args),
-        Command::Reproduce {
-            paper: ReproduceCommand::Ldc(args),
-        } => reproduce_ldc(args),
-        Command::Reproduce {
-            paper: ReproduceCommand::Janusd(args),
-        } => janusd_cmd::reproduce_janusd(args),
-        Command::Reproduce {
-            paper: ReproduceCommand::Mobifs(args),
-        } => reproduce_mobifs::run(args),
+        Command::Reproduce { paper } => reproduce::run(paper),
         Command::Trace {
             command: TraceCommand::Inspect(args),
         } => inspect(args),
@@ -279,32 +239,6 @@ fn stack_presets() -> Result<()> {
     for (name, description) in StackConfig::PRESETS {
         let config = StackConfig::preset(name)?;
         println!("{name:<15} {:<15} {description}", config.device.name);
-    }
-    Ok(())
-}
-
-fn reproduce_ldc(args: ReproduceArgs) -> Result<()> {
-    use flashstack_experiments::ldc::{reproduce, LdcOptions};
-    if !(0.0..=4.0).contains(&args.aging) {
-        anyhow::bail!("--aging {}: must be between 0 and 4", args.aging);
-    }
-    let options = LdcOptions {
-        quick: args.quick,
-        seed: args.seed,
-        aging: args.aging,
-        jobs: match args.jobs {
-            Some(0) => anyhow::bail!("--jobs 0: must be at least 1"),
-            Some(n) => n,
-            None if args.quick => std::thread::available_parallelism().map_or(1, |n| n.get()),
-            None => 1,
-        },
-    };
-    let mut bar = progress::Bar::new(false);
-    let results = reproduce(&options, &mut bar)?;
-    bar.finish();
-    print!("{}", results.render());
-    if let Some(path) = args.json {
-        std::fs::write(&path, serde_json::to_string_pretty(&results)? + "\n")?;
     }
     Ok(())
 }

@@ -1,35 +1,37 @@
 //! `flashstack reproduce mobifs`: the MobiFS seed's figures beside ours
 //! (`flashstack_experiments::mobifs`, `docs/mobifs-reproduction.md`).
 
-use std::path::PathBuf;
-
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::Args;
+use flashstack_html::Reproduction;
+
+use crate::reproduce::Outputs;
 
 #[derive(Args)]
 pub struct MobifsArgs {
     /// Smaller benchmarks (about a minute in all).
     #[arg(long)]
-    quick: bool,
-    /// Also write every figure as JSON.
-    #[arg(long, value_name = "FILE")]
-    json: Option<PathBuf>,
+    pub quick: bool,
+    #[command(flatten)]
+    pub outputs: Outputs,
     /// Seed of every random choice; the same seed gives the same figures.
     #[arg(long, default_value_t = 1)]
-    seed: u64,
+    pub seed: u64,
 }
 
-pub fn run(args: MobifsArgs) -> Result<()> {
+/// The evaluation, with its terminal report.
+pub fn reproduction(args: &MobifsArgs) -> Result<Reproduction> {
     use flashstack_experiments::mobifs::{render, reproduce, MobifsOptions};
     let options = MobifsOptions {
         quick: args.quick,
         seed: args.seed,
     };
     let results = reproduce(&options)?;
-    print!("{}", render(&results));
-    if let Some(path) = args.json {
-        std::fs::write(&path, serde_json::to_string_pretty(&results)? + "\n")
-            .with_context(|| format!("{}", path.display()))?;
-    }
-    Ok(())
+    crate::reproduce::reproduction(
+        "mobifs",
+        "MobiFS (USENIX ATC '15)",
+        render(&results),
+        &results,
+        None,
+    )
 }

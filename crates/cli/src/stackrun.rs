@@ -27,10 +27,24 @@ pub fn is_block_workload(name: &str) -> bool {
 /// `ufs31+cache.dirty_ratio_percent=40`, `default+device.ftl.gc.policy=cost-benefit`); or
 /// a device specification (preset, device TOML, `+key=value` overrides of device fields)
 /// put under `base`.
+///
+/// `device=NAME` among a stack's overrides puts a whole device (a device preset or device
+/// TOML file) under the stack: `medfs+cache.policy=mobifs+device=ldc-emmc-ldc`.
 pub fn resolve_stack(spec: &str, base: &StackConfig) -> Result<StackConfig> {
-    let (head, overrides) = match spec.split_once('+') {
+    let (head, mut overrides) = match spec.split_once('+') {
         Some((head, rest)) => (head, rest.split('+').collect::<Vec<_>>()),
         None => (spec, Vec::new()),
+    };
+    let named = overrides.join("+");
+    let devices: Vec<&str> = overrides
+        .iter()
+        .filter_map(|o| o.strip_prefix("device="))
+        .collect();
+    overrides.retain(|o| !o.starts_with("device="));
+    let device = match devices.as_slice() {
+        [] => None,
+        [name] => Some(device::resolve(name).with_context(|| format!("stack '{spec}'"))?),
+        _ => bail!("stack '{spec}': device= given more than once"),
     };
     // `ldc-emmc` and `ufs31` name both a stack and a device: overrides of device fields
     // (`ufs31+nand.geometry...`) mean the device under the default stack.
@@ -47,11 +61,16 @@ pub fn resolve_stack(spec: &str, base: &StackConfig) -> Result<StackConfig> {
             ..base.clone()
         });
     };
+    let name = format!("{}+{named}", config.name);
+    if let Some(device) = device {
+        config.device = device;
+    }
     if !overrides.is_empty() {
         let text = device::override_toml(&config, &overrides)
             .with_context(|| format!("stack '{spec}'"))?;
-        let name = format!("{}+{}", config.name, overrides.join("+"));
         config = StackConfig::from_toml_str(&text, spec).map_err(|e| anyhow!("{e}"))?;
+    }
+    if !named.is_empty() {
         config.name = name;
     }
     Ok(config)
@@ -281,5 +300,13 @@ mod tests {
             "{err:#}"
         );
         assert!(resolve_stack("no-such-thing", &base).is_err());
+        // A whole device under a stack, with the stack's other overrides.
+        let all = resolve_stack("medfs+cache.policy=mobifs+device=ldc-emmc-ldc", &base).unwrap();
+        assert_eq!(all.device.name, "ldc-emmc-ldc");
+        assert_eq!(all.cache.policy, flashstack_cache::PolicyName::Mobifs);
+        assert_eq!(all.techniques(), ["medfs", "mobifs"]);
+        assert_eq!(all.name, "medfs+cache.policy=mobifs+device=ldc-emmc-ldc");
+        let err = resolve_stack("default+device=nope", &base).unwrap_err();
+        assert!(format!("{err:#}").contains("nope"), "{err:#}");
     }
 }

@@ -23,6 +23,8 @@ use flashstack_stack::{Stack, StackConfig};
 use serde::Serialize;
 use thiserror::Error;
 
+use crate::paper::Headline;
+
 /// Directories every defragmentation pass covers: the apps' packages (APK, odex,
 /// libraries) and their data (databases, preferences, caches). User media are left out:
 /// the seed's launch and scenarios read none of it, and a copying pass over gigabytes of
@@ -291,6 +293,8 @@ pub struct JanusdResults {
     pub modes: Vec<ModeFigures>,
     pub recurrence: Vec<Recurrence>,
     pub paper: Vec<PaperRow>,
+    /// The figures with a number on both sides, for `reproduce all` and the HTML report.
+    pub headlines: Vec<Headline>,
 }
 
 /// The phone: ufs31's array (2 dies × 4 planes, 16 KiB pages), cut to size.
@@ -362,6 +366,7 @@ pub fn reproduce(
         recurrence.push(run_recurrence(&config, &rec_spec, policy, period, &device)?);
     }
     let paper = paper_rows(&modes, &recurrence);
+    let headlines = headlines(&modes);
     Ok(JanusdResults {
         quick: o.quick,
         seed: o.seed,
@@ -370,6 +375,7 @@ pub fn reproduce(
         modes,
         recurrence,
         paper,
+        headlines,
     })
 }
 
@@ -748,6 +754,59 @@ fn mean_change(before: &ModeFigures, after: &ModeFigures, f: impl Fn(&AppFigures
         (f(b) > 0.0).then(|| (f(a) / f(b) - 1.0) * 100.0)
     });
     mean(changes)
+}
+
+/// The seed's numbers against ours, as signed changes; NaN where ours cannot be computed
+/// (the copying defragmenter copied nothing) or the seed gives no number.
+fn headlines(modes: &[ModeFigures]) -> Vec<Headline> {
+    let (Some(none), Some(copy), Some(l), Some(j)) = (
+        find(modes, "none"),
+        find(modes, "copy"),
+        find(modes, "L"),
+        find(modes, "janusd"),
+    ) else {
+        return Vec::new();
+    };
+    let launch = |m: &ModeFigures| mean_change(none, m, |a| a.launch_ms) / 100.0;
+    let tput = |m: &ModeFigures| mean_change(none, m, |a| a.scenario_mib_per_s) / 100.0;
+    let copied = |m: &ModeFigures| m.cost.as_ref().map_or(0, |c| c.bytes_copied) as f64;
+    let copied_change = match copied(copy) {
+        0.0 => f64::NAN,
+        c => copied(j) / c - 1.0,
+    };
+    vec![
+        Headline::new("launch time, janusd vs. none", -0.32, launch(j), "change"),
+        Headline::new(
+            "launch time, janusdL vs. none",
+            f64::NAN,
+            launch(l),
+            "change",
+        ),
+        Headline::new(
+            "launch time, copy vs. none",
+            f64::NAN,
+            launch(copy),
+            "change",
+        ),
+        Headline::new(
+            "data copied, janusd vs. copy",
+            -0.9999,
+            copied_change,
+            "change",
+        ),
+        Headline::new(
+            "scenario throughput, janusd vs. none",
+            f64::NAN,
+            tput(j),
+            "change",
+        ),
+        Headline::new(
+            "scenario throughput, copy vs. none",
+            f64::NAN,
+            tput(copy),
+            "change",
+        ),
+    ]
 }
 
 fn paper_rows(modes: &[ModeFigures], recurrence: &[Recurrence]) -> Vec<PaperRow> {

@@ -21,6 +21,8 @@ use flashstack_trace::builtin::{back_to_back, Builtin, LdcApp, LDC_PASSES, REPEA
 use serde::Serialize;
 use thiserror::Error;
 
+use crate::paper::Headline;
+
 /// Share of the user capacity the existing data takes (an assumption of the built-in
 /// workloads; the paper does not say how full its 16 GiB device was).
 pub const SNAPSHOT_UTILIZATION: f64 = 0.85;
@@ -400,30 +402,56 @@ impl LdcResults {
         out
     }
 
-    fn headline(&self) -> String {
-        let change = |p: &str, base: &str, m: fn(&Figures) -> u64| {
-            (self.normalised(p, base, m).1 - 1.0) * 100.0
-        };
+    /// The paper's headline figures beside ours (means over apps, as signed changes).
+    pub fn headlines(&self) -> Vec<Headline> {
+        let change =
+            |p: &str, base: &str, m: fn(&Figures) -> u64| self.normalised(p, base, m).1 - 1.0;
         let erases = |f: &Figures| f.block_erases;
         let wlat = |f: &Figures| f.write_latency_ns_mean;
-        let rows = [
-            ("LDC erases vs PM", -50.5, change("LDC", "PM", erases)),
-            (
-                "LDC write latency vs zFTL",
-                -10.4,
-                change("LDC", "zFTL", wlat),
+        vec![
+            Headline::new(
+                "LDC erases vs PM",
+                -0.505,
+                change("LDC", "PM", erases),
+                "change",
             ),
-            ("LDC erases vs zFTL", 4.0, change("LDC", "zFTL", erases)),
-            ("SC write latency vs PM", -17.2, change("SC", "PM", wlat)),
-            ("LDC write latency vs PM", -18.0, change("LDC", "PM", wlat)),
-        ];
+            Headline::new(
+                "LDC write latency vs zFTL",
+                -0.104,
+                change("LDC", "zFTL", wlat),
+                "change",
+            ),
+            Headline::new(
+                "LDC erases vs zFTL",
+                0.04,
+                change("LDC", "zFTL", erases),
+                "change",
+            ),
+            Headline::new(
+                "SC write latency vs PM",
+                -0.172,
+                change("SC", "PM", wlat),
+                "change",
+            ),
+            Headline::new(
+                "LDC write latency vs PM",
+                -0.18,
+                change("LDC", "PM", wlat),
+                "change",
+            ),
+        ]
+    }
+
+    fn headline(&self) -> String {
         let mut out = format!(
             "{:<28}{:>10}{:>10}{:>10}\n",
             "headline (mean over apps)", "paper", "ours", "diff pp"
         );
-        for (name, paper, ours) in rows {
+        for h in self.headlines() {
+            let (paper, ours) = (h.paper * 100.0, h.ours * 100.0);
             out.push_str(&format!(
-                "{name:<28}{paper:>9.1}%{ours:>9.1}%{:>10.1}\n",
+                "{:<28}{paper:>9.1}%{ours:>9.1}%{:>10.1}\n",
+                h.figure,
                 ours - paper
             ));
         }

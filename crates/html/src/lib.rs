@@ -10,7 +10,10 @@
 
 mod page;
 mod plot;
+mod reproduction;
 mod sections;
+
+pub use reproduction::Reproduction;
 
 use serde_json::Value;
 
@@ -36,7 +39,7 @@ pub struct Report<'a> {
 pub enum HtmlError {
     #[error("drawing a plot: {0}")]
     Plot(String),
-    #[error("a report needs at least one column")]
+    #[error("a report needs at least one column or reproduction")]
     NoColumns,
 }
 
@@ -45,15 +48,61 @@ pub fn render(report: &Report) -> Result<String, HtmlError> {
     if report.columns.is_empty() {
         return Err(HtmlError::NoColumns);
     }
-    let mut body = String::new();
-    body.push_str(&sections::summary(report.columns));
-    body.push_str(&sections::latency(report.columns)?);
-    body.push_str(&sections::over_time(report.columns)?);
-    body.push_str(&sections::bytes_by_layer(report.columns)?);
-    body.push_str(&sections::wear(report.columns)?);
-    body.push_str(&sections::energy(report.columns)?);
-    body.push_str(&sections::configuration(report.columns));
+    let body = columns_body(report.columns)?;
     Ok(page::document(report.title, report.command, &body))
+}
+
+/// A report of reproductions: the summary table of every paper's figures beside ours, a
+/// section per paper, then (when given) runs side by side as [`render`] draws them, under
+/// their own heading.
+pub struct ReproductionReport<'a> {
+    pub title: &'a str,
+    pub command: &'a str,
+    pub reproductions: &'a [Reproduction],
+    /// Runs shown after the reproductions (`reproduce all`'s composed stack); may be empty.
+    pub columns: &'a [Column],
+    /// What the runs are, shown above them.
+    pub columns_heading: &'a str,
+    /// A table of the runs as the terminal shows it (preformatted), shown under the heading.
+    pub columns_note: &'a str,
+}
+
+/// The reproductions' report as one HTML document.
+pub fn render_reproductions(report: &ReproductionReport) -> Result<String, HtmlError> {
+    if report.reproductions.is_empty() && report.columns.is_empty() {
+        return Err(HtmlError::NoColumns);
+    }
+    let mut body = reproduction::summary(report.reproductions);
+    for r in report.reproductions {
+        body.push_str(&reproduction::section(r)?);
+    }
+    if !report.columns.is_empty() {
+        body.push_str(&format!(
+            "<h2 id=\"runs\">{}</h2>\n",
+            page::escape(report.columns_heading)
+        ));
+        if !report.columns_note.is_empty() {
+            body.push_str(&format!(
+                "<pre>{}</pre>\n",
+                page::escape(report.columns_note.trim_matches('\n'))
+            ));
+        }
+        body.push_str(&columns_body(report.columns)?);
+    }
+    Ok(page::document(report.title, report.command, &body))
+}
+
+/// Every section of runs side by side.
+fn columns_body(columns: &[Column]) -> Result<String, HtmlError> {
+    let mut body = String::new();
+    body.push_str(&sections::summary(columns));
+    body.push_str(&sections::latency(columns)?);
+    body.push_str(&sections::over_time(columns)?);
+    body.push_str(&sections::bytes_by_layer(columns)?);
+    body.push_str(&sections::wear(columns)?);
+    body.push_str(&sections::energy(columns)?);
+    body.push_str(&sections::configuration(columns));
+    Ok(body)
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! The plots, drawn with plotters' SVG backend into strings: a latency CDF (one curve per
 //! column) and grouped bars (one bar per column in each category). Each returns a whole
-//! `<svg>` element; the same data gives the same bytes.
+//! `<svg>` element; the same data gives the same bytes. Bars may be negative (a
+//! reproduction's reductions).
 
 use plotters::prelude::*;
 
@@ -102,8 +103,15 @@ pub(crate) fn bars(
     columns: &[String],
     values: &[Vec<f64>],
 ) -> Result<String, HtmlError> {
-    let top = values.iter().flatten().fold(0f64, |m, &v| m.max(v));
-    let top = if top > 0.0 { top * 1.1 } else { 1.0 };
+    // The axis holds zero and every bar, so negative values (a reduction) hang below it.
+    let (bottom, top) = values
+        .iter()
+        .flatten()
+        .fold((0f64, 0f64), |(lo, hi), &v| (lo.min(v), hi.max(v)));
+    let (bottom, top) = match (bottom < 0.0, top > 0.0) {
+        (false, false) => (0.0, 1.0),
+        _ => (bottom * 1.1, top * 1.1),
+    };
     let n = categories.len().max(1) as f64;
     let width = 0.8 / columns.len().max(1) as f64;
     let mut svg = String::new();
@@ -116,7 +124,7 @@ pub(crate) fn bars(
             .margin(8)
             .x_label_area_size(70)
             .y_label_area_size(60)
-            .build_cartesian_2d(0f64..n, 0f64..top)
+            .build_cartesian_2d(0f64..n, bottom..top)
             .map_err(err)?;
         chart
             .configure_mesh()
@@ -141,7 +149,7 @@ pub(crate) fn bars(
         }
         let label = ("sans-serif", 11).into_font().color(&BLACK);
         for (i, category) in categories.iter().enumerate() {
-            let at = chart.backend_coord(&(i as f64 + 0.5, 0.0));
+            let at = chart.backend_coord(&(i as f64 + 0.5, bottom));
             root.draw(&Text::new(
                 category.as_str(),
                 (at.0, at.1 + 6),

@@ -99,3 +99,65 @@ fn no_columns_is_an_error() {
     });
     assert!(matches!(err, Err(HtmlError::NoColumns)));
 }
+
+fn reproduction(name: &str) -> Reproduction {
+    Reproduction {
+        name: name.into(),
+        title: format!("{name} <paper>"),
+        doc: format!("docs/{name}-reproduction.md"),
+        text: "figure  paper  ours\n".into(),
+        json: json!({
+            "seed": 1,
+            "headlines": [
+                {"figure": "writes", "paper": -0.551, "ours": -0.113, "kind": "change"},
+                {"figure": "energy", "paper": -0.092, "ours": 0.02, "kind": "change"},
+                {"figure": "throughput", "paper": 11.2, "ours": 3.7, "kind": "ratio"},
+                {"figure": "unstated", "paper": null, "ours": 1.5, "kind": "ms"}
+            ]
+        }),
+    }
+}
+
+#[test]
+fn reproductions_show_each_figure_with_its_gap_and_bars_below_zero() {
+    let reproductions = [reproduction("medfs"), reproduction("mobifs")];
+    let columns = [column("composed", 1, true)];
+    let render = |columns: &[Column]| {
+        render_reproductions(&ReproductionReport {
+            title: "all",
+            command: "flashstack reproduce all",
+            reproductions: &reproductions,
+            columns,
+            columns_heading: "composed stack",
+            columns_note: "interaction <table>",
+        })
+        .unwrap()
+    };
+    let html = render(&columns);
+    assert_eq!(html, render(&columns), "same input, same bytes");
+    // Every figure of both papers in the summary, gaps in points and relative.
+    assert_eq!(html.matches("<td>writes</td>").count(), 2);
+    assert!(
+        html.contains("<td>-55.1%</td><td>-11.3%</td><td>+43.8 pp</td>"),
+        "{html}"
+    );
+    assert!(html.contains("<td>11.20x</td><td>3.70x</td><td>-67.0%</td>"));
+    assert!(html.contains("<td>n/a</td><td>1.500 ms</td><td>—</td>"));
+    assert!(html.contains("<td>docs/mobifs-reproduction.md</td>"));
+    assert!(html.contains("<h2 id=\"medfs\">medfs &lt;paper&gt;</h2>"));
+    // Three kinds of figure, a plot each, per paper; a negative bar hangs below the axis.
+    assert_eq!(html.matches("data-plot=\"medfs: ").count(), 3);
+    let bars = html
+        .split("data-plot=\"medfs: change (%)\"")
+        .nth(1)
+        .unwrap();
+    let bars = &bars[..bars.find("</figure>").unwrap()];
+    assert!(bars.contains("-40"), "a negative tick on the axis: {bars}");
+    // The runs after the reproductions.
+    assert!(
+        html.contains("<h2 id=\"runs\">composed stack</h2>\n<pre>interaction &lt;table&gt;</pre>")
+    );
+    assert!(html.contains("data-plot=\"file call: fsync\""));
+    let without = render(&[]);
+    assert!(!without.contains("id=\"runs\""));
+}

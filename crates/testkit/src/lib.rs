@@ -16,6 +16,8 @@
 //! prefix: a machine holds at most the files of the runs still going, not every run's
 //! images (hundreds of megabytes each for the mount tests).
 
+pub mod browser;
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 

@@ -1,0 +1,158 @@
+//! `flashstack reproduce PAPER`: each seed paper's evaluation with the paper's figures
+//! beside ours, as terminal tables, JSON (`--json`) and an HTML report (`--html`). Every
+//! reproduction is computed into a [`Reproduction`] (its text, its JSON with the headline
+//! figures) so that `reproduce all` gathers them without knowing each seed.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use clap::{Args, Subcommand};
+use flashstack_experiments::paper::Headline;
+use flashstack_html::Reproduction;
+use serde::Serialize;
+
+use crate::{janusd_cmd, progress, reproduce_all, reproduce_mobifs};
+
+#[derive(Subcommand)]
+pub enum ReproduceCommand {
+    /// LDC (TECS 2017): PM, zFTL, SC, LDC and OPT on the seven Table 4 workloads.
+    Ldc(LdcArgs),
+    /// Janusd (ATC 2017): copy, janusdP, janusdL and janusd on an aged phone; app launch,
+    /// scenarios, cost and recurrence.
+    Janusd(janusd_cmd::JanusdArgs),
+    /// MobiFS (ATC 2015): stock page cache + fsync against versioned cache transactions.
+    Mobifs(reproduce_mobifs::MobifsArgs),
+    /// Every reproduction in turn, a summary of every paper's figures beside ours, and the
+    /// techniques alone and composed on one stack over the persona mix.
+    All(reproduce_all::AllArgs),
+}
+
+/// Where a reproduction's results go besides the terminal.
+#[derive(Args, Clone, Default)]
+pub struct Outputs {
+    /// Also write every figure as JSON.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Also write a self-contained HTML report: the paper's figures beside ours, as a
+    /// table with the gaps and as plots, with every table the terminal shows.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+}
+
+#[derive(Args)]
+pub struct LdcArgs {
+    /// A 256 MiB device and one eighth of every workload (under a minute).
+    #[arg(long)]
+    pub quick: bool,
+    #[command(flatten)]
+    pub outputs: Outputs,
+    /// Seed of every random choice (workload generation, content, aging); the same seed
+    /// gives the same figures.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Share of the existing data overwritten at random before each run (how worn-in the
+    /// phone is; sets how hard GC works during the workloads).
+    #[arg(long, value_name = "FRACTION", default_value_t = flashstack_experiments::ldc::SNAPSHOT_AGING)]
+    pub aging: f64,
+    /// Runs at once, one thread each (the figures are the same for any value). Default:
+    /// every core with --quick (256 MiB per run); 1 for the full runs, each of which holds
+    /// a 4 GiB device's contents in memory (about 4.5 GiB).
+    #[arg(long, value_name = "N")]
+    pub jobs: Option<usize>,
+}
+
+pub fn run(command: ReproduceCommand) -> Result<()> {
+    let (reproduction, outputs) = match command {
+        ReproduceCommand::Ldc(args) => (ldc(&args)?, args.outputs),
+        ReproduceCommand::Janusd(args) => (janusd_cmd::reproduction(&args)?, args.outputs),
+        ReproduceCommand::Mobifs(args) => (reproduce_mobifs::reproduction(&args)?, args.outputs),
+        ReproduceCommand::All(args) => return reproduce_all::run(&args),
+    };
+    print!("{}", reproduction.text);
+    write_outputs(&outputs, std::slice::from_ref(&reproduction), &[], ("", ""))
+}
+
+/// `--json` (one reproduction's JSON, or every one's under its name) and `--html`.
+pub fn write_outputs(
+    outputs: &Outputs,
+    reproductions: &[Reproduction],
+    columns: &[flashstack_html::Column],
+    (columns_heading, columns_note): (&str, &str),
+) -> Result<()> {
+    if let Some(path) = &outputs.json {
+        let json = match reproductions {
+            [one] if columns.is_empty() => one.json.clone(),
+            _ => reproduce_all::json(reproductions, columns),
+        };
+        write(path, &(serde_json::to_string_pretty(&json)? + "\n"))?;
+    }
+    if let Some(path) = &outputs.html {
+        let title = match reproductions {
+            [one] if columns.is_empty() => format!("{} on flashstack", one.title),
+            _ => "The seed papers on flashstack".to_string(),
+        };
+        let html = crate::html::reproductions(
+            &title,
+            reproductions,
+            columns,
+            columns_heading,
+            columns_note,
+        )?;
+        write(path, &html)?;
+    }
+    Ok(())
+}
+
+fn write(path: &Path, text: &str) -> Result<()> {
+    std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))
+}
+
+/// A reproduction from its results: `headlines` added to their JSON when the results do
+/// not carry them.
+pub fn reproduction(
+    name: &str,
+    title: &str,
+    text: String,
+    results: &impl Serialize,
+    headlines: Option<Vec<Headline>>,
+) -> Result<Reproduction> {
+    let mut json = serde_json::to_value(results).context("the results as JSON")?;
+    if let (Some(rows), Some(map)) = (headlines, json.as_object_mut()) {
+        map.insert("headlines".into(), serde_json::to_value(rows)?);
+    }
+    Ok(Reproduction {
+        name: name.into(),
+        title: title.into(),
+        doc: format!("docs/{name}-reproduction.md"),
+        text,
+        json,
+    })
+}
+
+pub fn ldc(args: &LdcArgs) -> Result<Reproduction> {
+    use flashstack_experiments::ldc::{reproduce, LdcOptions};
+    if !(0.0..=4.0).contains(&args.aging) {
+        anyhow::bail!("--aging {}: must be between 0 and 4", args.aging);
+    }
+    let options = LdcOptions {
+        quick: args.quick,
+        seed: args.seed,
+        aging: args.aging,
+        jobs: match args.jobs {
+            Some(0) => anyhow::bail!("--jobs 0: must be at least 1"),
+            Some(n) => n,
+            None if args.quick => std::thread::available_parallelism().map_or(1, |n| n.get()),
+            None => 1,
+        },
+    };
+    let mut bar = progress::Bar::new(false);
+    let results = reproduce(&options, &mut bar)?;
+    bar.finish();
+    reproduction(
+        "ldc",
+        "LDC (ACM TECS 2017)",
+        results.render(),
+        &results,
+        Some(results.headlines()),
+    )
+}
