@@ -18,6 +18,7 @@ use flashstack_content::{ContentConfig, ContentModel};
 use flashstack_ftl::{DeviceConfig, Ftl};
 use flashstack_nand::ConfigError;
 use flashstack_report::{ReportOptions, RunInfo, RunReport};
+use flashstack_sim::timeline::{Probe, Timeline};
 use flashstack_trace::TraceRequest;
 use prefill::{Prefill, CHUNKS_AHEAD, CHUNK_PAGES};
 use thiserror::Error;
@@ -132,6 +133,10 @@ pub struct Replayer {
     config: RunConfig,
     time_offset_ns: u64,
     last_arrival_ns: u64,
+    /// The device's state over the measurement's simulated time, and the latest
+    /// completion (where the closing sample is taken).
+    timeline: Timeline,
+    last_complete_ns: u64,
     pub wrapped_requests: u64,
     pub precondition: Option<PreconditionReport>,
     /// What [`initialise_snapshot`](Self::initialise_snapshot) and
@@ -170,6 +175,8 @@ impl Replayer {
             config,
             time_offset_ns: 0,
             last_arrival_ns: 0,
+            timeline: Timeline::starting_at(0),
+            last_complete_ns: 0,
             wrapped_requests: 0,
             precondition: None,
             snapshot: SnapshotReport::default(),
@@ -204,6 +211,8 @@ impl Replayer {
         self.ftl.reset_measurement();
         self.time_offset_ns = self.ftl.measure_start_ns();
         self.last_arrival_ns = self.time_offset_ns;
+        self.timeline = Timeline::starting_at(self.time_offset_ns);
+        self.last_complete_ns = self.time_offset_ns;
         self.prepared = true;
         Ok(())
     }
@@ -342,7 +351,13 @@ impl Replayer {
             raw_capacity_bytes: g.raw_bytes(),
             precondition: self.precondition.as_ref().map(|p| p.to_string()),
         };
-        RunReport::from_device(&self.ftl, info, &self.config.report)
+        let mut report = RunReport::from_device(&self.ftl, info, &self.config.report);
+        let mut timeline = self.timeline.clone();
+        if self.prepared {
+            timeline.record(self.last_complete_ns, self.probe());
+            report.timeline = Some(timeline);
+        }
+        report
     }
 
     /// The LBAs a request covers (folded into the device under `--wrap`, with whether it
@@ -429,7 +444,26 @@ impl Replayer {
         if let Some(stats) = &mut self.processes {
             stats.record(request, u64::from(lbas), complete_ns - arrival_ns);
         }
+        self.last_complete_ns = self.last_complete_ns.max(complete_ns);
+        if self.timeline.due(complete_ns) {
+            let probe = self.probe();
+            self.timeline.record(complete_ns, probe);
+        }
         Ok(())
+    }
+
+    /// The device's state for the timeline.
+    fn probe(&self) -> Probe {
+        let counters = self.ftl.counters();
+        let units = self.ftl.config().nand.geometry.units();
+        Probe {
+            host_write_blocks: counters.host_write_lbas,
+            nand_page_programs: counters.page_programs,
+            fs_free_segments: None,
+            device_free_blocks: (0..units)
+                .map(|die| u64::from(self.ftl.free_blocks(die)))
+                .sum(),
+        }
     }
 
     /// `write`, its pages taken from `prefill` when given (they must have been planned

@@ -323,3 +323,37 @@ fn a_replay_stopped_by_an_error_leaves_the_content_state_consistent() {
         r.replay(reads, None, &mut NoProgress).unwrap();
     }
 }
+
+#[test]
+fn the_timeline_samples_each_second_and_closes_on_the_report_figures() {
+    let mut r = Replayer::new(config(false)).unwrap();
+    r.prepare(&mut NoProgress).unwrap();
+    // 600 writes, one every 10 ms: six seconds of simulated time, rewriting 300 LBAs
+    // twice so GC may run.
+    for i in 0..600u64 {
+        let lba = (i * 7919) % 300;
+        r.submit(
+            i,
+            &request(RequestKind::Write, i * 10_000_000, lba * 4096, 4096),
+        )
+        .unwrap();
+    }
+    let report = r.report();
+    let timeline = report
+        .timeline
+        .as_ref()
+        .expect("a block run carries its timeline");
+    let samples = &timeline.samples;
+    assert!((6..=8).contains(&samples.len()), "{samples:?}");
+    assert!(samples
+        .windows(2)
+        .all(|w| w[0].t_ns < w[1].t_ns && w[0].host_write_blocks <= w[1].host_write_blocks));
+    let last = samples.last().unwrap();
+    assert_eq!(last.host_write_blocks * 4096, report.host.write_bytes);
+    assert_eq!(last.nand_page_programs, report.nand.page_programs);
+    assert_eq!(last.fs_free_segments, None);
+    assert!(last.device_free_blocks > 0);
+    // Not serialised for a device-only run: no F2FS.
+    let json = serde_json::to_string(&report).unwrap();
+    assert!(json.contains("\"timeline\"") && !json.contains("fs_free_segments"));
+}

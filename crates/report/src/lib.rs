@@ -173,6 +173,10 @@ pub struct RunReport {
     /// what (block traces only; absent for other workloads).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub trace: Option<TraceFigures>,
+    /// Write amplification and the device's free blocks over simulated time (block-level
+    /// runs that asked for it; a whole-stack run keeps its own at the top of its report).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timeline: Option<flashstack_sim::timeline::Timeline>,
 }
 
 /// Options for figures that need an outside assumption.
@@ -282,6 +286,7 @@ impl RunReport {
             lifetime,
             run,
             trace: None,
+            timeline: None,
         }
     }
 }

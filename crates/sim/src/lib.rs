@@ -10,6 +10,7 @@ pub mod memory;
 pub mod resource;
 pub mod rng;
 pub mod text;
+pub mod timeline;
 pub mod units;
 
 pub use activity::ActivityLog;

@@ -9,7 +9,8 @@ mod config;
 pub mod energy_log;
 pub mod image_ftl;
 mod stack;
-pub mod timeline;
+/// The stack's state over simulated time (shared with the device-only replay).
+pub use flashstack_sim::timeline;
 
 pub use backing::F2fsBacking;
 pub use config::{ConfigError, StackConfig};

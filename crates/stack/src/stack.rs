@@ -338,7 +338,7 @@ impl Stack {
         let probe = Probe {
             host_write_blocks: counters.host_write_lbas,
             nand_page_programs: counters.page_programs,
-            fs_free_segments: fs.free_segments(),
+            fs_free_segments: Some(fs.free_segments()),
             device_free_blocks: (0..units).map(|die| u64::from(ftl.free_blocks(die))).sum(),
         };
         self.timeline.record(self.now_ns, probe);

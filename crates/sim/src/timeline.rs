@@ -1,10 +1,10 @@
-//! The stack's state over simulated time: write amplification so far and free space in
-//! F2FS and on the device, sampled as the run's virtual clock passes fixed intervals
-//! (reports plot them; the JSON carries them). Bounded: when the table fills, every other
+//! A run's state over simulated time: write amplification so far and free space in F2FS
+//! (whole-stack runs) and on the device, sampled as the run's virtual clock passes fixed
+//! intervals (reports plot them; the JSON carries them). Bounded: when the table fills, every other
 //! sample is dropped and the interval doubles, so a run of any length keeps at most
 //! [`SAMPLES_MAX`] samples at one interval.
 
-use flashstack_sim::Nanos;
+use crate::Nanos;
 use serde::Serialize;
 
 /// The first sampling interval: one second of simulated time.
@@ -23,8 +23,9 @@ pub struct Sample {
     pub nand_page_programs: u64,
     /// `nand_page_programs / host_write_blocks` (1 before any write).
     pub write_amplification: f64,
-    /// F2FS's free segments.
-    pub fs_free_segments: u32,
+    /// F2FS's free segments (none in a device-only run).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fs_free_segments: Option<u32>,
     /// The device's free (erased) blocks over all dies.
     pub device_free_blocks: u64,
 }
@@ -34,7 +35,7 @@ pub struct Sample {
 pub struct Probe {
     pub host_write_blocks: u64,
     pub nand_page_programs: u64,
-    pub fs_free_segments: u32,
+    pub fs_free_segments: Option<u32>,
     pub device_free_blocks: u64,
 }
 
@@ -112,7 +113,7 @@ mod tests {
         Probe {
             host_write_blocks: host,
             nand_page_programs: host * 2,
-            fs_free_segments: 10,
+            fs_free_segments: Some(10),
             device_free_blocks: 5,
         }
     }
