@@ -26,7 +26,13 @@ pub fn reproduction(args: &MobifsArgs) -> Result<Reproduction> {
         quick: args.quick,
         seed: args.seed,
     };
-    let results = reproduce(&options)?;
+    let spinner = crate::progress::Spinner::start(
+        false,
+        "MobiFS: ten apps, three energy runs and two benchmarks under each policy",
+    );
+    let results = reproduce(&options);
+    spinner.finish();
+    let results = results?;
     crate::reproduce::reproduction(
         "mobifs",
         "MobiFS (USENIX ATC '15)",
