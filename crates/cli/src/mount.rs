@@ -19,7 +19,7 @@ use flashstack_f2fs::{mkfs, F2fs, InodeClock, MkfsOptions, MountOptions, Timesta
 use flashstack_ftl::Ftl;
 use flashstack_fuse::{
     data_ranges, BlockFile, DiskTree, F2fsTree, F2fsTreeMetrics, ImageBacked, InodeFs, Recording,
-    TreeFs, DISK_FILE_NAME,
+    RequestClock, TreeFs, DISK_FILE_NAME,
 };
 use flashstack_report::{render_json, render_table, ReportOptions, RunInfo, RunReport};
 use flashstack_stack::StackConfig;
@@ -417,15 +417,24 @@ fn serve_f2fs_at<D: BlockDevice + Send + 'static>(
     // Inode times on the mount are real: programs compare them with the wall clock.
     fs.set_inode_clock(Box::new(WallClock));
     warn_of_deltas(stack, args);
-    let tree = F2fsTree::new(fs, stack.cache.clone()).context("the page cache")?;
+    let mobifs = stack.cache.policy == flashstack_cache::PolicyName::Mobifs;
+    let (tree, tick) = if mobifs {
+        warn_of_transactions(stack);
+        let clock = Box::new(SinceMount(std::time::Instant::now()));
+        let tree = F2fsTree::with_wall_clock(fs, stack.cache.clone(), clock);
+        (tree.context("the page cache")?, Some(TICK))
+    } else {
+        let tree = F2fsTree::new(fs, stack.cache.clone());
+        (tree.context("the page cache")?, None)
+    };
     let tree = match &args.record {
-        None => serve(tree, args, &stack.name)?,
+        None => serve(tree, args, &stack.name, tick)?,
         Some(path) => {
             let out = File::create(path)
                 .with_context(|| format!("cannot create the trace {}", path.display()))?;
             let recording = Recording::new(tree, Box::new(BufWriter::new(out)))
                 .with_context(|| format!("cannot write the trace {}", path.display()))?;
-            let (tree, stats, flushed) = serve(recording, args, &stack.name)?.finish();
+            let (tree, stats, flushed) = serve(recording, args, &stack.name, tick)?.finish();
             flushed.with_context(|| format!("writing the trace {}", path.display()))?;
             eprintln!(
                 "{}: recorded {} operations ({} bytes written{})",
@@ -471,8 +480,34 @@ fn warn_of_deltas(stack: &StackConfig, args: &MountArgs) {
     }
 }
 
-/// Serves `core` with FUSE until the mount is unmounted; returns the core.
-fn serve<T: InodeFs>(core: T, args: &MountArgs, name: &str) -> Result<T> {
+/// How often a mount whose clock follows the wall clock lets due background work run
+/// between requests (MobiFS's checkpoints are due to the second; this is well within).
+const TICK: Duration = Duration::from_millis(250);
+
+/// Real time since the mount began, for [`F2fsTree::with_wall_clock`]: the binary is the
+/// only place the wall clock is read.
+struct SinceMount(std::time::Instant);
+
+impl RequestClock for SinceMount {
+    fn elapsed_ns(&self) -> u64 {
+        self.0.elapsed().as_nanos() as u64
+    }
+}
+
+/// MobiFS's transactions trade durability at fsync for a bounded staleness: say so.
+fn warn_of_transactions(stack: &StackConfig) {
+    let bound_s = stack.cache.mobifs.staleness_bound_ns as f64 / 1e9;
+    eprintln!(
+        "note: MobiFS's transactions are on (cache.policy = mobifs): fsync returns before \
+         the data is on the device. A power cut or kill -9 loses at most the last {bound_s} s \
+         of fsync'd data (cache.mobifs.staleness_bound_ns), in whole transactions; the \
+         mount's files are one app's transactions; unmounting persists everything."
+    );
+}
+
+/// Serves `core` with FUSE until the mount is unmounted; returns the core. With `tick`,
+/// a thread lets the core's background work due by the wall clock run that often.
+fn serve<T: InodeFs>(core: T, args: &MountArgs, name: &str, tick: Option<Duration>) -> Result<T> {
     let tree = Arc::new(Mutex::new(core));
     let stop = stop_on_signals()?;
     let session = start(args, TreeFs::new(Arc::clone(&tree)))?;
@@ -481,11 +516,33 @@ fn serve<T: InodeFs>(core: T, args: &MountArgs, name: &str) -> Result<T> {
         args.mountpoint.display(),
         args.mountpoint.display()
     );
-    wait_for_unmount(session, &args.mountpoint, &stop)?;
+    let ticking = Arc::new(AtomicBool::new(true));
+    let ticker = tick.map(|period| {
+        let (tree, ticking) = (Arc::clone(&tree), Arc::clone(&ticking));
+        std::thread::spawn(move || tick_until_stopped(&tree, &ticking, period))
+    });
+    let served = wait_for_unmount(session, &args.mountpoint, &stop);
+    ticking.store(false, Ordering::SeqCst);
+    if let Some(ticker) = ticker {
+        let _ = ticker.join();
+    }
+    served?;
     Ok(Arc::try_unwrap(tree)
         .map_err(|_| anyhow::anyhow!("the file system is still in use after unmount"))?
         .into_inner()
         .unwrap_or_else(|p| p.into_inner()))
+}
+
+fn tick_until_stopped<T: InodeFs>(tree: &Mutex<T>, ticking: &AtomicBool, period: Duration) {
+    let mut reported = false;
+    while ticking.load(Ordering::SeqCst) {
+        std::thread::sleep(period);
+        let result = tree.lock().unwrap_or_else(|p| p.into_inner()).tick();
+        if let (Err(e), false) = (result, reported) {
+            eprintln!("background checkpoint failed: {e} (the next fsync reports it)");
+            reported = true;
+        }
+    }
 }
 
 /// An existing, empty directory: mounting over files would hide them.

@@ -1148,3 +1148,65 @@ fn expected_body_bytes() -> usize {
     let updated = (1..=5000).filter(|id| id % 97 < 50).count();
     inserted + updated
 }
+
+/// MobiFS (`--stack mobifs`, here with a 3 s staleness bound) under real programs: sqlite3
+/// and fio's crc32c-verified overwrites run on fsync at memory speed; the mount warns that
+/// fsync is not durable on return; once the bound has passed on the wall clock with no
+/// request, the checkpoint has run on its own, so a SIGKILL of the daemon loses nothing
+/// and the database is whole on the next (stock) mount.
+#[test]
+fn mobifs_on_the_f2fs_mount_checkpoints_on_the_wall_clock_through_sigkill() {
+    if !can_run("the MobiFS mount test", &["sqlite3", "fio"]) {
+        return;
+    }
+    let (dir, image, metrics) = scratch_with_image("mobifs");
+    let stack = "mobifs+cache.mobifs.staleness_bound_ns=3000000000\
+                 +cache.mobifs.checkpoint_reserve_ns=1000000000";
+    let image_arg = ["--image", image.to_str().unwrap()];
+    let with_stack = [image_arg[0], image_arg[1], "--stack", stack];
+    let mut daemon = Daemon::start_with(&dir, &metrics, &with_stack);
+    let d = dir.display();
+    let mut script = String::from("CREATE TABLE m(id INTEGER PRIMARY KEY, body TEXT);\n");
+    for t in 0..20 {
+        script.push_str("BEGIN;\n");
+        for r in 0..100 {
+            script.push_str(&format!(
+                "INSERT INTO m(body) VALUES ('message {t}-{r}');\n"
+            ));
+        }
+        script.push_str("COMMIT;\n");
+    }
+    let sql = dir.with_extension("sql");
+    std::fs::write(&sql, script).unwrap();
+    sh(&format!("sqlite3 {d}/app.db < {}", sql.display()));
+    assert_eq!(
+        sh(&format!("sqlite3 {d}/app.db 'PRAGMA integrity_check'")),
+        "ok"
+    );
+    sh(&format!(
+        "fio --name=v --directory={d} --rw=randwrite --bs=4k --size=2m --ioengine=sync \
+         --fsync=1 --verify=crc32c --do_verify=1 --verify_state_save=0 --output=/dev/null"
+    ));
+    // Past the bound on the wall clock, with no request: the ticker checkpointed.
+    std::thread::sleep(Duration::from_millis(3500));
+    daemon.child.kill().unwrap();
+    let out = std::mem::replace(&mut daemon.child, Command::new("true").spawn().unwrap())
+        .wait_with_output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("fsync returns before the data is on the device"),
+        "{stderr}"
+    );
+    sh(&format!("umount -l {d}"));
+    let daemon = Daemon::start_with(&dir, &metrics, &image_arg);
+    assert_eq!(
+        sh(&format!(
+            "sqlite3 {d}/app.db 'PRAGMA integrity_check' 'SELECT count(*) FROM m'"
+        )),
+        "ok\n2000"
+    );
+    daemon.stop();
+    fsck_clean(&image);
+    let _ = std::fs::remove_file(&image);
+}

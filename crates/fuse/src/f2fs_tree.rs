@@ -69,11 +69,20 @@ struct OpStats {
     latency: LatencyHistogram,
 }
 
+/// Real time since the mount began, for a mount whose virtual clock must also follow the
+/// wall clock (MobiFS's staleness bound is in seconds of the user's time). The binary
+/// supplies it, so the core never reads the wall clock itself; tests use a manual one.
+pub trait RequestClock: Send {
+    fn elapsed_ns(&self) -> Nanos;
+}
+
 /// F2FS mounted read-write on a device `D`, under a page cache.
 pub struct F2fsTree<D: BlockDevice + Send + 'static> {
     cache: MountCache<D>,
-    /// The one clock: the latest completion of any request.
+    /// The one clock: the latest completion of any request, or with a [`RequestClock`],
+    /// the later of that and the real time since the mount.
     now_ns: Nanos,
+    wall: Option<Box<dyn RequestClock>>,
     /// The clock when the core was made (F2FS's, after its mount).
     started_ns: Nanos,
     /// Open handles (FUSE file handle → inode) and the count per inode.
@@ -163,24 +172,46 @@ fn type_bits(kind: Kind) -> Option<u16> {
 }
 
 impl<D: BlockDevice + Send + 'static> F2fsTree<D> {
-    /// Puts an empty page cache configured by `cache` over the mounted `fs`.
-    /// MobiFS's transactions (`cache.policy = "mobifs"`) are refused: their staleness
-    /// bound runs on virtual time, which on the mount advances only with device work, so
-    /// the bound would not be in force (docs/mobifs.md, "Not built yet").
+    /// Puts an empty page cache configured by `cache` over the mounted `fs`, on request
+    /// time (each request arrives when the previous one completed). MobiFS's transactions
+    /// (`cache.policy = "mobifs"`) are refused here: on request time the clock advances
+    /// only with device work, so their staleness bound would not be in force; they need
+    /// [`with_wall_clock`](Self::with_wall_clock).
     pub fn new(fs: F2fs<D>, cache: CacheConfig) -> Result<Self, FsError> {
         if cache.policy != flashstack_cache::PolicyName::Linux {
             return Err(FsError::Invalid(
-                "cache.policy = mobifs is not offered on the mount yet: its staleness bound \
-                 needs the mount's requests on the wall clock (docs/mobifs.md)"
+                "cache.policy = mobifs needs the mount's clock to follow the wall clock \
+                 (F2fsTree::with_wall_clock), or its staleness bound is not in force"
                     .into(),
             ));
         }
+        Self::build(fs, cache, None)
+    }
+
+    /// A page cache over `fs` whose clock also follows `wall`: a request arrives at the
+    /// later of the previous completion and the real time since the mount, and
+    /// [`InodeFs::tick`] runs the cache's background work (writeback, MobiFS's
+    /// checkpoints) due by then, so a staleness bound holds in the user's seconds.
+    pub fn with_wall_clock(
+        fs: F2fs<D>,
+        cache: CacheConfig,
+        wall: Box<dyn RequestClock>,
+    ) -> Result<Self, FsError> {
+        Self::build(fs, cache, Some(wall))
+    }
+
+    fn build(
+        fs: F2fs<D>,
+        cache: CacheConfig,
+        wall: Option<Box<dyn RequestClock>>,
+    ) -> Result<Self, FsError> {
         let now_ns = fs.now_ns();
         let cache = PageCache::new(cache, F2fsBacking::new(fs))
             .map_err(|e| FsError::Invalid(format!("page cache: {e}")))?;
         Ok(F2fsTree {
             cache,
             now_ns,
+            wall,
             started_ns: now_ns,
             handles: BTreeMap::new(),
             open_counts: BTreeMap::new(),
@@ -252,11 +283,20 @@ impl<D: BlockDevice + Send + 'static> F2fsTree<D> {
         self.cache.backing_mut().fs_mut()
     }
 
+    /// With a wall clock, moves the clock to the real time since the mount if that is
+    /// later (the time a request arrives at, or a tick).
+    fn arrive(&mut self) {
+        if let Some(wall) = &self.wall {
+            self.now_ns = self.now_ns.max(self.started_ns + wall.elapsed_ns());
+        }
+    }
+
     /// Runs `op` on F2FS at the mount's clock; the clock moves to F2FS's.
     fn on_fs<T>(
         &mut self,
         op: impl FnOnce(&mut F2fs<D>) -> Result<T, F2fsFsError>,
     ) -> Result<T, FsError> {
+        self.arrive();
         let now = self.now_ns;
         let fs = self.fs_mut();
         fs.advance_to(now);
@@ -280,6 +320,7 @@ impl<D: BlockDevice + Send + 'static> F2fsTree<D> {
         &mut self,
         op: impl FnOnce(&mut MountCache<D>, Nanos) -> Result<(T, Nanos), CacheError>,
     ) -> Result<T, CacheError> {
+        self.arrive();
         let result = op(&mut self.cache, self.now_ns);
         let fs_now = self.cache.backing().fs().now_ns();
         self.now_ns = self.now_ns.max(fs_now);
@@ -712,6 +753,13 @@ impl<D: BlockDevice + Send + 'static> F2fsTree<D> {
 impl<D: BlockDevice + Send + 'static> InodeFs for F2fsTree<D> {
     fn now_ns(&self) -> u64 {
         self.now_ns
+    }
+
+    fn tick(&mut self) -> Result<(), FsError> {
+        if self.wall.is_none() {
+            return Ok(());
+        }
+        self.on_cache(|cache, now| cache.advance_to(now).map(|()| ((), now)))
     }
 
     fn root(&self) -> Ino {

@@ -17,7 +17,10 @@
 //! time follows the requests' order: each request arrives when the previous one completed
 //! (a closed loop with one request outstanding, as an eMMC host serves them) and real time
 //! between requests is ignored. The same sequence of requests therefore always gives the
-//! same figures, whatever the machine's speed.
+//! same figures, whatever the machine's speed. The one exception is a mount with MobiFS's
+//! transactions, whose staleness bound is in the user's seconds: there the clock also
+//! follows the real time since the mount ([`RequestClock`], supplied by the binary) and a
+//! timer lets due checkpoints run between requests ([`InodeFs::tick`]).
 
 mod blockfile;
 pub mod errno;
@@ -31,7 +34,7 @@ mod tree_metrics;
 mod treefs;
 
 pub use blockfile::{BlockFile, BlockFileCounters, BlockFileError};
-pub use f2fs_tree::{F2fsTree, MountCache};
+pub use f2fs_tree::{F2fsTree, MountCache, RequestClock};
 pub use fs::{DiskTree, DISK_FILE_NAME};
 pub use image::{data_ranges, punch_hole, ImageBacked};
 pub use memtree::MemTree;

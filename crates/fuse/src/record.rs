@@ -398,6 +398,11 @@ impl<T: InodeFs> InodeFs for Recording<T> {
         self.inner.flush(ino)
     }
 
+    // Not a request: nothing to record.
+    fn tick(&mut self) -> Result<(), FsError> {
+        self.inner.tick()
+    }
+
     fn readlink(&mut self, ino: Ino) -> Result<Vec<u8>, FsError> {
         self.inner.readlink(ino)
     }

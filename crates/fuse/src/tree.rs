@@ -232,4 +232,10 @@ pub trait InodeFs: Send + 'static {
     fn now_ns(&self) -> u64 {
         0
     }
+    /// Time passed with no request: a core whose clock follows the wall clock lets its
+    /// background work due by now run (MobiFS's checkpoints). The mount calls it on a
+    /// timer; cores on request time ignore it.
+    fn tick(&mut self) -> Result<(), FsError> {
+        Ok(())
+    }
 }
