@@ -309,11 +309,11 @@ fn new_files_fsynced_one_after_another_survive_a_power_cut() {
     }
 }
 
-/// MobiFS's transactions are refused on the mount (their bound runs on virtual time,
-/// which the mount advances only with device work): an error saying so, never a mount
-/// whose fsync silently is not durable.
+/// MobiFS's transactions are refused on request time (which advances only with device
+/// work, so their bound would not hold): an error saying so, never a core whose fsync
+/// silently is not durable. The mount uses `with_wall_clock` for them (below).
 #[test]
-fn the_mount_refuses_mobifs_transactions() {
+fn request_time_refuses_mobifs_transactions() {
     let mut ftl = small_ftl(256);
     mkfs(&mut ftl, &MkfsOptions::default()).unwrap();
     let fs = F2fs::mount(ftl).unwrap();
