@@ -16,6 +16,7 @@ mod progress;
 mod reproduce_mobifs;
 mod run;
 mod stackrun;
+mod sweep;
 mod workload;
 
 use std::path::PathBuf;
@@ -45,6 +46,9 @@ enum Command {
     /// whole stacks (--workload), block traces (--trace), synthetic (--synthetic) and
     /// built-in block workloads (--workload ldc:*) on devices.
     Run(run::RunArgs),
+    /// Sweep a grid of parameters (workloads × stacks × overrides × starts × seeds): each
+    /// point a whole-stack run, the results one CSV/JSON table with a column per parameter.
+    Sweep(sweep::SweepArgs),
     /// List the built-in device and stack presets, or print one as TOML.
     Presets(PresetArgs),
     /// Measure replay speed and memory (wall clock).
@@ -160,6 +164,7 @@ fn main() {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Run(args) => run::run(args),
+        Command::Sweep(args) => sweep::sweep(args),
         Command::Presets(args) => presets(args),
         Command::Bench(args) => bench::bench(args),
         Command::Mount(args) => mount::mount(args),
