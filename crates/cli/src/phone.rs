@@ -8,8 +8,8 @@ use std::time::Instant;
 use anyhow::{anyhow, Context, Result};
 use clap::{Args, Subcommand};
 use flashstack_phone::{
-    default_cache_dir, default_cache_max_bytes, AgingSpec, Fidelity, PhoneCache,
-    PhoneImage, Provenance,
+    default_cache_dir, default_cache_max_bytes, AgingSpec, Fidelity, PhoneCache, PhoneImage,
+    Provenance,
 };
 use flashstack_stack::StackConfig;
 

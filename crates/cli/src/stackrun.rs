@@ -7,8 +7,8 @@ use anyhow::{bail, Context, Result};
 use flashstack_experiments::fullstack::{self, FullStackOptions, StackRun};
 use flashstack_report::{render_csv, render_json};
 use flashstack_stack::StackConfig;
-use flashstack_trace::builtin::Builtin;
 use flashstack_sweep::point::Loaded;
+use flashstack_trace::builtin::Builtin;
 use flashstack_workload::{text, FileTrace};
 
 use crate::phone::StartChoice;

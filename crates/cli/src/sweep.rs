@@ -36,8 +36,8 @@ pub struct SweepArgs {
 
 pub fn sweep(args: SweepArgs) -> Result<()> {
     let origin = args.spec.display().to_string();
-    let text = std::fs::read_to_string(&args.spec)
-        .with_context(|| format!("cannot read {origin}"))?;
+    let text =
+        std::fs::read_to_string(&args.spec).with_context(|| format!("cannot read {origin}"))?;
     let grid = Grid::from_toml_str(&text, &origin)?;
     let points = grid.points();
     let env = RunEnv::with_default_cache(std::env::current_exe().ok().as_ref());

@@ -142,8 +142,8 @@ impl Grid {
         let default = StackConfig::preset("default").expect("the default preset exists");
         let mut configs = Vec::new();
         for s in &self.stacks {
-            let config = resolve_stack(s, &default)
-                .map_err(|e| err("stack".into(), s, error_chain(&e)))?;
+            let config =
+                resolve_stack(s, &default).map_err(|e| err("stack".into(), s, error_chain(&e)))?;
             configs.push(config);
         }
         for start in &self.starts {

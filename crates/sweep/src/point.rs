@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use flashstack_experiments::fullstack::{
-    self, FullStackError, FullStackOptions, Start, StackRun, StackWorkload,
+    self, FullStackError, FullStackOptions, StackRun, StackWorkload, Start,
 };
 use flashstack_phone::{builtin, PhoneCache, PhoneError, PhoneImage, Provenance};
 use flashstack_stack::StackConfig;
@@ -206,7 +206,10 @@ impl Point {
 
     /// The stack's configuration (no run).
     pub fn config(&self) -> Result<StackConfig, SpecError> {
-        resolve_stack(&self.stack_spec(), &StackConfig::preset("default").expect("preset"))
+        resolve_stack(
+            &self.stack_spec(),
+            &StackConfig::preset("default").expect("preset"),
+        )
     }
 
     fn start_choice(&self) -> Result<StartChoice, PointError> {

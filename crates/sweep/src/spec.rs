@@ -79,7 +79,8 @@ pub fn resolve(spec: &str) -> Result<DeviceConfig, SpecError> {
     if overrides.is_empty() {
         return Ok(config);
     }
-    config = apply_overrides(&config, &overrides).map_err(|e| e.within(format!("device '{spec}'")))?;
+    config =
+        apply_overrides(&config, &overrides).map_err(|e| e.within(format!("device '{spec}'")))?;
     config.name = spec.to_string();
     Ok(config)
 }
@@ -110,7 +111,10 @@ fn read(path: &Path, what: &str) -> Result<String, SpecError> {
 
 /// Applies `key=value` overrides through the TOML representation, so every field a file can
 /// set can be set on the command line, with the same validation.
-pub fn apply_overrides(config: &DeviceConfig, overrides: &[&str]) -> Result<DeviceConfig, SpecError> {
+pub fn apply_overrides(
+    config: &DeviceConfig,
+    overrides: &[&str],
+) -> Result<DeviceConfig, SpecError> {
     let text = override_toml(config, overrides)?;
     DeviceConfig::from_toml(&text).map_err(|e| SpecError::Config(e.to_string()))
 }
@@ -213,10 +217,11 @@ pub fn resolve_stack(spec: &str, base: &StackConfig) -> Result<StackConfig, Spec
         });
     };
     if !overrides.is_empty() {
-        let text = override_toml(&config, &overrides)
-            .map_err(|e| e.within(format!("stack '{spec}'")))?;
+        let text =
+            override_toml(&config, &overrides).map_err(|e| e.within(format!("stack '{spec}'")))?;
         let name = format!("{}+{}", config.name, overrides.join("+"));
-        config = StackConfig::from_toml_str(&text, spec).map_err(|e| SpecError::Config(e.to_string()))?;
+        config = StackConfig::from_toml_str(&text, spec)
+            .map_err(|e| SpecError::Config(e.to_string()))?;
         config.name = name;
     }
     Ok(config)

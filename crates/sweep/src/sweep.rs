@@ -93,7 +93,8 @@ pub struct Table {
     pub rows: Vec<Vec<Value>>,
 }
 
-/// The table of `outcomes` (in the grid's point order): parameters, `error`, figures. The
+/// The table of `outcomes` (in the grid's point order): parameters, `error`, figures
+/// (the report's `stack`, `workload` and `start` as `run.stack`, ...). The
 /// figures' columns are the first successful report's; a later report's extra figure
 /// (a persona with more operations) adds a column, empty in the rows without it.
 pub fn table(grid: &Grid, outcomes: &[Outcome]) -> Table {
@@ -102,11 +103,19 @@ pub fn table(grid: &Grid, outcomes: &[Outcome]) -> Table {
     let params = columns.len();
     let mut cells: Vec<Vec<(String, Value)>> = Vec::new();
     for outcome in outcomes {
-        let figures = outcome
+        // A figure named like a parameter (the report's own `stack`, `workload`, `start`
+        // text) is kept as `run.NAME`.
+        let figures: Vec<(String, Value)> = outcome
             .report
             .as_ref()
             .map(flatten_json_values)
-            .unwrap_or_default();
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(key, v)| match columns[..params].contains(&key) {
+                true => (format!("run.{key}"), v),
+                false => (key, v),
+            })
+            .collect();
         for (key, _) in &figures {
             if !columns[params..].contains(key) {
                 columns.push(key.clone());
@@ -139,7 +148,10 @@ pub fn table(grid: &Grid, outcomes: &[Outcome]) -> Table {
 /// A point's parameter cells, named as [`Grid::columns`] names them.
 fn parameter_cells(grid: &Grid, point: &Point) -> Vec<(String, Value)> {
     let mut cells = vec![
-        ("workload".to_string(), Value::String(point.workload.clone())),
+        (
+            "workload".to_string(),
+            Value::String(point.workload.clone()),
+        ),
         ("stack".to_string(), Value::String(point.stack.clone())),
     ];
     for ((key, _), entry) in grid.overrides.iter().zip(&point.overrides) {
