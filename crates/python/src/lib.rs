@@ -37,9 +37,13 @@ fn grid_of(grid_json: &str, origin: &str) -> PyResult<Grid> {
 }
 
 /// The environment of runs from Python: the CLI's phone cache, phones identified by this
-/// extension's file (passed in by the package).
-fn env(extension_path: Option<String>) -> RunEnv {
-    RunEnv::with_default_cache(extension_path.map(std::path::PathBuf::from).as_ref())
+/// extension's file (passed in by the package); made once per process, so its build id
+/// (a hash of the extension) is computed at most once.
+fn env(extension_path: Option<String>) -> &'static RunEnv {
+    static ENV: std::sync::OnceLock<RunEnv> = std::sync::OnceLock::new();
+    ENV.get_or_init(|| {
+        RunEnv::with_default_cache(extension_path.map(std::path::PathBuf::from).as_ref())
+    })
 }
 
 /// Runs one point (JSON of `flashstack_sweep::Point`) and returns its report as the CLI's
@@ -50,7 +54,7 @@ fn run_json(py: Python<'_>, point_json: &str, extension_path: Option<String>) ->
     let point = point_of(point_json)?;
     let env = env(extension_path);
     let run = py
-        .detach(|| run_point(&point, &env))
+        .detach(|| run_point(&point, env))
         .map_err(|e| FlashstackError::new_err(error_chain(&e)))?;
     Ok(flashstack_report::render_json(&[run]))
 }

@@ -79,7 +79,7 @@ impl Grid {
         let texts = |key: &str| -> Result<Option<Vec<String>>, GridError> {
             table
                 .get(key)
-                .map(|v| values(v).and_then(|vs| vs.iter().map(|v| string(v)).collect()))
+                .map(|v| values(v).and_then(|vs| vs.iter().map(string).collect()))
                 .transpose()
                 .map_err(|m| err(key, m))
         };

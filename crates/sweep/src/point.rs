@@ -221,10 +221,15 @@ impl Point {
     }
 }
 
-/// Where points keep the built-in phones they start from.
-#[derive(Clone, Debug, Default)]
+/// Where points keep the built-in phones they start from. The build id (a hash of the
+/// program's file, tens of MB) is computed on the first built-in start only: a fresh
+/// start costs nothing.
+#[derive(Debug, Default)]
 pub struct RunEnv {
-    pub phones: PhoneCache,
+    dir: Option<PathBuf>,
+    max_bytes: Option<u64>,
+    program: Option<PathBuf>,
+    build_id: std::sync::OnceLock<String>,
 }
 
 impl RunEnv {
@@ -232,11 +237,22 @@ impl RunEnv {
     /// phones identified by the file at `program` (the executable or the extension).
     pub fn with_default_cache(program: Option<&PathBuf>) -> RunEnv {
         RunEnv {
-            phones: PhoneCache {
-                dir: flashstack_phone::default_cache_dir(),
-                build_id: program.map(|p| build_id_of(p)).unwrap_or_default(),
-                max_bytes: flashstack_phone::default_cache_max_bytes(),
-            },
+            dir: flashstack_phone::default_cache_dir(),
+            max_bytes: flashstack_phone::default_cache_max_bytes(),
+            program: program.cloned(),
+            build_id: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// The phone cache, its build id computed on first use.
+    pub fn phones(&self) -> PhoneCache {
+        let build_id = self
+            .build_id
+            .get_or_init(|| self.program.as_deref().map(build_id_of).unwrap_or_default());
+        PhoneCache {
+            dir: self.dir.clone(),
+            build_id: build_id.clone(),
+            max_bytes: self.max_bytes,
         }
     }
 }
@@ -248,7 +264,7 @@ pub fn run_point(point: &Point, env: &RunEnv) -> Result<StackRun, PointError> {
     let config = point.config()?;
     let start = starts
         .start_for(&config, |c| {
-            builtin_phone(c, &env.phones, &mut |_| {}, &mut |_, _| {}).map(|(image, _)| image)
+            builtin_phone(c, &env.phones(), &mut |_| {}, &mut |_, _| {}).map(|(image, _)| image)
         })
         .map_err(|source| PointError::Start {
             stack: config.name.clone(),
