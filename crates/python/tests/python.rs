@@ -22,8 +22,11 @@ fn profile_dir() -> PathBuf {
     exe.parent().unwrap().parent().unwrap().to_path_buf()
 }
 
+/// The extension built with this test: the lib's cdylib, which `cargo test` leaves in
+/// deps/ (only `cargo build` copies it up a level). Without the feature it exports no
+/// module.
 fn built_extension() -> Option<PathBuf> {
-    let path = profile_dir().join("lib_native.so");
+    let path = profile_dir().join("deps/lib_native.so");
     let bytes = std::fs::read(&path).ok()?;
     let has_module = bytes.windows(14).any(|w| w == b"PyInit__native");
     has_module.then_some(path)
