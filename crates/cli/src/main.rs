@@ -18,6 +18,7 @@ mod reproduce_all;
 mod reproduce_mobifs;
 mod run;
 mod stackrun;
+mod sweep;
 mod workload;
 
 use std::path::PathBuf;
@@ -47,6 +48,9 @@ enum Command {
     /// whole stacks (--workload), block traces (--trace), synthetic (--synthetic) and
     /// built-in block workloads (--workload ldc:*) on devices.
     Run(run::RunArgs),
+    /// Sweep a grid of parameters (workloads × stacks × overrides × starts × seeds): each
+    /// point a whole-stack run, the results one CSV/JSON table with a column per parameter.
+    Sweep(sweep::SweepArgs),
     /// List the built-in device and stack presets, or print one as TOML.
     Presets(PresetArgs),
     /// Measure replay speed and memory (wall clock).
@@ -128,6 +132,7 @@ fn main() {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Run(args) => run::run(args),
+        Command::Sweep(args) => sweep::sweep(args),
         Command::Presets(args) => presets(args),
         Command::Bench(args) => bench::bench(args),
         Command::Mount(args) => mount::mount(args),

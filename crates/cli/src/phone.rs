@@ -2,17 +2,14 @@
 //! whole-stack runs and mounts start from (`--phone FILE`, `--fresh`, else the built-in
 //! aged phone of the stack, built on first use into the cache directory).
 
-use std::io::Read;
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::path::PathBuf;
 use std::time::Instant;
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{anyhow, Context, Result};
 use clap::{Args, Subcommand};
-use flashstack_experiments::fullstack::Start;
 use flashstack_phone::{
-    builtin, default_cache_dir, default_cache_max_bytes, AgingSpec, Fidelity, PhoneCache,
-    PhoneImage, Provenance,
+    default_cache_dir, default_cache_max_bytes, AgingSpec, Fidelity, PhoneCache, PhoneImage,
+    Provenance,
 };
 use flashstack_stack::StackConfig;
 
@@ -180,71 +177,15 @@ fn info(args: InfoArgs) -> Result<()> {
     Ok(())
 }
 
+/// Where a whole-stack run starts (`flashstack_sweep::point`, shared with `sweep`).
+pub use flashstack_sweep::point::StartChoice;
+
 /// A hash of this program's executable: phones a changed program builds never mix with
 /// those of an older one in the cache.
 fn build_id() -> String {
-    let Ok(path) = std::env::current_exe() else {
-        return String::new();
-    };
-    let Ok(mut file) = std::fs::File::open(path) else {
-        return String::new();
-    };
-    let mut h: u64 = 0xCBF2_9CE4_8422_2325;
-    let mut buf = vec![0u8; 1 << 20];
-    while let Ok(n) = file.read(&mut buf) {
-        if n == 0 {
-            break;
-        }
-        for chunk in buf[..n].chunks(8) {
-            let mut w = [0u8; 8];
-            w[..chunk.len()].copy_from_slice(chunk);
-            h = (h ^ u64::from_le_bytes(w))
-                .wrapping_mul(0x0100_0000_01B3)
-                .rotate_left(17);
-        }
-    }
-    format!("{h:016x}")
-}
-
-/// Where a whole-stack run starts: the `--phone` file, a factory-new phone (`--fresh`),
-/// or the built-in aged phone of each stack.
-pub enum StartChoice {
-    Fresh,
-    File(Arc<PhoneImage>),
-    BuiltIn,
-}
-
-impl StartChoice {
-    pub fn from_args(phone: Option<&Path>, fresh: bool) -> Result<StartChoice> {
-        match (phone, fresh) {
-            (Some(_), true) => bail!("--phone and --fresh: choose one starting state"),
-            (Some(path), false) => Ok(StartChoice::File(Arc::new(
-                PhoneImage::load(path).with_context(|| "--phone".to_string())?,
-            ))),
-            (None, true) => Ok(StartChoice::Fresh),
-            (None, false) => Ok(StartChoice::BuiltIn),
-        }
-    }
-
-    /// The stack a `--phone` file was made on (a run without `--stack` uses it).
-    pub fn phone_stack(&self) -> Option<&StackConfig> {
-        match self {
-            StartChoice::File(image) => Some(&image.header.stack),
-            StartChoice::Fresh | StartChoice::BuiltIn => None,
-        }
-    }
-
-    /// The start for one stack.
-    pub fn start_for(&self, config: &StackConfig, quiet: bool) -> Result<Start> {
-        match self {
-            StartChoice::Fresh => Ok(Start::Fresh),
-            StartChoice::File(image) => {
-                image.check_compatible(config)?;
-                Ok(Start::Phone(Arc::clone(image)))
-            }
-            StartChoice::BuiltIn => builtin_phone(config, quiet).map(|i| Start::Phone(Arc::new(i))),
-        }
-    }
+    std::env::current_exe()
+        .map(|path| flashstack_sweep::point::build_id_of(&path))
+        .unwrap_or_default()
 }
 
 /// The built-in aged phone of `config`, from the cache or built now (saying so).
@@ -256,7 +197,7 @@ pub fn builtin_phone(config: &StackConfig, quiet: bool) -> Result<PhoneImage> {
     };
     let started = Instant::now();
     let name = config.name.clone();
-    let (image, provenance) = builtin(
+    let (image, provenance) = flashstack_sweep::point::builtin_phone(
         config,
         &cache,
         &mut |path| {
@@ -276,8 +217,7 @@ pub fn builtin_phone(config: &StackConfig, quiet: bool) -> Result<PhoneImage> {
                 );
             }
         },
-    )
-    .with_context(|| format!("the built-in aged phone of stack '{name}'"))?;
+    )?;
     if let (false, Provenance::Built { saved: None }) = (quiet, &provenance) {
         eprintln!("{name}: the built-in phone could not be kept (no writable cache directory)");
     }

@@ -135,7 +135,7 @@ fn composed_runs(args: &AllArgs) -> Result<Vec<(StackConfig, StackRun)>> {
         let options = FullStackOptions {
             seed: args.seed,
             start: starts
-                .start_for(&config, false)
+                .start_for(&config, |c| crate::phone::builtin_phone(c, false))
                 .with_context(|| format!("stack '{spec}'"))?,
             ..FullStackOptions::default()
         };

@@ -3,10 +3,11 @@
 
 use std::path::Path;
 
-use anyhow::{anyhow, bail, Context, Result};
-use flashstack_experiments::fullstack::{self, FullStackOptions, StackRun, StackWorkload};
+use anyhow::{bail, Context, Result};
+use flashstack_experiments::fullstack::{self, FullStackOptions, StackRun};
 use flashstack_report::{render_csv, render_json};
 use flashstack_stack::StackConfig;
+use flashstack_sweep::point::Loaded;
 use flashstack_trace::builtin::Builtin;
 use flashstack_workload::{text, FileTrace};
 
@@ -22,82 +23,7 @@ pub fn is_block_workload(name: &str) -> bool {
         || (name.to_ascii_lowercase().starts_with("ldc:") && !Path::new(name).exists())
 }
 
-/// The stack a specification names: a stack preset or stack TOML file, either followed by
-/// `+key=value` overrides of the stack's fields (`default+fs.mount.lfs_mode=true`,
-/// `ufs31+cache.dirty_ratio_percent=40`, `default+device.ftl.gc.policy=cost-benefit`); or
-/// a device specification (preset, device TOML, `+key=value` overrides of device fields)
-/// put under `base`.
-///
-/// `device=NAME` among a stack's overrides puts a whole device (a device preset or device
-/// TOML file) under the stack: `medfs+cache.policy=mobifs+device=ldc-emmc-ldc`.
-pub fn resolve_stack(spec: &str, base: &StackConfig) -> Result<StackConfig> {
-    let (head, mut overrides) = match spec.split_once('+') {
-        Some((head, rest)) => (head, rest.split('+').collect::<Vec<_>>()),
-        None => (spec, Vec::new()),
-    };
-    let named = overrides.join("+");
-    let devices: Vec<&str> = overrides
-        .iter()
-        .filter_map(|o| o.strip_prefix("device="))
-        .collect();
-    overrides.retain(|o| !o.starts_with("device="));
-    let device = match devices.as_slice() {
-        [] => None,
-        [name] => Some(device::resolve(name).with_context(|| format!("stack '{spec}'"))?),
-        _ => bail!("stack '{spec}': device= given more than once"),
-    };
-    // `ldc-emmc` and `ufs31` name both a stack and a device: overrides of device fields
-    // (`ufs31+nand.geometry...`) mean the device under the default stack.
-    let stack_keys = overrides.iter().all(|o| {
-        let key = o.split(['.', '=']).next().unwrap_or_default();
-        matches!(key, "device" | "fs" | "cache" | "idle_gap_ns" | "seed")
-    });
-    let base_stack = if stack_keys { stack_base(head)? } else { None };
-    let Some(mut config) = base_stack else {
-        let device = device::resolve(spec)?;
-        return Ok(StackConfig {
-            name: spec.to_string(),
-            device,
-            ..base.clone()
-        });
-    };
-    let name = format!("{}+{named}", config.name);
-    if let Some(device) = device {
-        config.device = device;
-    }
-    if !overrides.is_empty() {
-        let text = device::override_toml(&config, &overrides)
-            .with_context(|| format!("stack '{spec}'"))?;
-        config = StackConfig::from_toml_str(&text, spec).map_err(|e| anyhow!("{e}"))?;
-    }
-    if !named.is_empty() {
-        config.name = name;
-    }
-    Ok(config)
-}
-
-/// A stack preset or a stack TOML file (one with a `[device]` table); `None` if `head`
-/// names neither.
-fn stack_base(head: &str) -> Result<Option<StackConfig>> {
-    if let Ok(config) = StackConfig::preset(head) {
-        return Ok(Some(config));
-    }
-    let path = Path::new(head);
-    if !(path.extension().is_some_and(|e| e == "toml") && path.exists()) {
-        return Ok(None);
-    }
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let is_stack = text
-        .lines()
-        .any(|l| l.trim() == "[device]" || l.trim_start().starts_with("[device."));
-    if !is_stack {
-        return Ok(None);
-    }
-    StackConfig::from_toml_str(&text, head)
-        .map(Some)
-        .map_err(|e| anyhow!("{e}"))
-}
+pub use flashstack_sweep::spec::resolve_stack;
 
 /// The persona the whole-stack run uses when `run` is given no workload.
 pub const DEFAULT_PERSONA: &str = "mix";
@@ -173,41 +99,10 @@ fn stacks(args: &RunArgs, phone: Option<&StackConfig>) -> Result<Vec<StackConfig
     Ok(configs)
 }
 
-enum Loaded {
-    Persona(Box<dyn flashstack_apps::Persona>),
-    Trace(String, FileTrace),
-}
-
-fn load(name: &str) -> Result<Loaded> {
-    let path = Path::new(name);
-    if path.is_file() {
-        let trace = text::read_file(path)?;
-        return Ok(Loaded::Trace(name.to_string(), trace));
-    }
-    match flashstack_apps::persona(name) {
-        Ok(persona) => Ok(Loaded::Persona(persona)),
-        // Persona names have no '/' or '.': this one names a file.
-        Err(_) if path.exists() => {
-            bail!("--workload {name}: not a file-level trace (a directory or special file)")
-        }
-        Err(_) if name.contains(['/', '.']) => bail!(
-            "--workload {name}: no such file, and not a persona (`flashstack workload list`); \
-             `flashstack run --workload PERSONA --record {name}` writes a file-level trace"
-        ),
-        Err(e) => bail!("--workload: {e} (or a block workload ldc:*, or a .fst file)"),
-    }
-}
-
 pub fn run(args: &RunArgs, name: &str) -> Result<()> {
     refuse_block_options(args)?;
-    let loaded = load(name)?;
-    let workload = match &loaded {
-        Loaded::Persona(p) => StackWorkload::Persona(p.as_ref()),
-        Loaded::Trace(name, trace) => StackWorkload::Trace {
-            name: name.clone(),
-            trace,
-        },
-    };
+    let loaded = Loaded::load(name)?;
+    let workload = loaded.workload();
     let starts = StartChoice::from_args(args.phone.as_deref(), args.fresh)?;
     let configs = stacks(args, starts.phone_stack())?;
     let mut runs: Vec<StackRun> = Vec::new();
@@ -218,7 +113,7 @@ pub fn run(args: &RunArgs, name: &str) -> Result<()> {
             record: true,
             strict: args.strict,
             start: starts
-                .start_for(config, args.quiet)
+                .start_for(config, |c| crate::phone::builtin_phone(c, args.quiet))
                 .with_context(|| format!("stack '{}'", config.name))?,
             image_out: args
                 .image_out
@@ -274,39 +169,4 @@ fn write_trace(path: &Path, trace: &FileTrace) -> Result<()> {
     text::write_trace(&mut out, trace)
         .and_then(|()| std::io::Write::flush(&mut out))
         .with_context(|| format!("cannot write {}", path.display()))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn stack_specs_resolve_presets_overrides_and_devices() {
-        let base = StackConfig::preset("default").unwrap();
-        let lfs = resolve_stack("default+fs.mount.lfs_mode=true", &base).unwrap();
-        assert!(lfs.fs.mount.lfs_mode);
-        assert_eq!(lfs.name, "default+fs.mount.lfs_mode=true");
-        // Device fields under a name that is both a stack and a device preset.
-        let small = resolve_stack("ufs31+nand.geometry.blocks_per_plane=64", &base).unwrap();
-        assert_eq!(small.device.nand.geometry.blocks_per_plane, 64);
-        assert_eq!(small.cache, base.cache);
-        // A device preset alone goes under the base stack.
-        let pm = resolve_stack("ldc-emmc-pm", &base).unwrap();
-        assert_eq!(pm.fs, base.fs);
-        assert!(pm.device.ftl.compression.is_some());
-        let err = resolve_stack("default+cache.nonsense=1", &base).unwrap_err();
-        assert!(
-            format!("{err:#}").contains("no field 'cache.nonsense'"),
-            "{err:#}"
-        );
-        assert!(resolve_stack("no-such-thing", &base).is_err());
-        // A whole device under a stack, with the stack's other overrides.
-        let all = resolve_stack("medfs+cache.policy=mobifs+device=ldc-emmc-ldc", &base).unwrap();
-        assert_eq!(all.device.name, "ldc-emmc-ldc");
-        assert_eq!(all.cache.policy, flashstack_cache::PolicyName::Mobifs);
-        assert_eq!(all.techniques(), ["medfs", "mobifs"]);
-        assert_eq!(all.name, "medfs+cache.policy=mobifs+device=ldc-emmc-ldc");
-        let err = resolve_stack("default+device=nope", &base).unwrap_err();
-        assert!(format!("{err:#}").contains("nope"), "{err:#}");
-    }
 }

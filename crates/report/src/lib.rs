@@ -10,7 +10,10 @@ use flashstack_ftl::Ftl;
 use flashstack_sim::{LatencySummary, NS_PER_SEC};
 use serde::Serialize;
 
-pub use render::{flatten_json, render_columns, render_csv, render_json, render_table};
+pub use render::{
+    cell_text, csv_cell, flatten_json, flatten_json_values, render_columns, render_csv,
+    render_json, render_table,
+};
 pub use trace::{
     render_trace_notes, ExistingReadFigures, IdleGapFigures, ProcessFigures, TraceFigures,
     OTHER_PROCESSES,

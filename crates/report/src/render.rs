@@ -261,15 +261,34 @@ pub fn render_json<T: Serialize>(reports: &[T]) -> String {
 /// timeline over simulated time) are left out: they are in the JSON, and a CSV row holds
 /// one run's scalars.
 pub fn flatten_json(value: &Value) -> Vec<(String, String)> {
+    flatten_json_values(value)
+        .into_iter()
+        .map(|(key, v)| (key, cell_text(&v)))
+        .collect()
+}
+
+/// [`flatten_json`] with the leaves kept as JSON values (numbers stay numbers, a missing
+/// figure stays null): a table's typed columns (`flashstack sweep --json`, the Python
+/// bindings' DataFrames). A list is one string cell, as in the CSV.
+pub fn flatten_json_values(value: &Value) -> Vec<(String, Value)> {
     let mut out = Vec::new();
     flatten("", value, &mut out);
     out
 }
 
+/// A leaf's text in a CSV cell: strings as they are, null empty.
+pub fn cell_text(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
 /// Keys whose values are series, not scalars (see [`flatten_json`]).
 const SERIES_KEYS: [&str; 2] = ["cdf", "timeline"];
 
-fn flatten(prefix: &str, value: &Value, out: &mut Vec<(String, String)>) {
+fn flatten(prefix: &str, value: &Value, out: &mut Vec<(String, Value)>) {
     match value {
         Value::Object(map) => {
             for (key, v) in map {
@@ -297,15 +316,14 @@ fn flatten(prefix: &str, value: &Value, out: &mut Vec<(String, String)>) {
                     other => other.to_string(),
                 })
                 .collect();
-            out.push((prefix.to_string(), joined.join(";")));
+            out.push((prefix.to_string(), Value::String(joined.join(";"))));
         }
-        Value::String(s) => out.push((prefix.to_string(), s.clone())),
-        Value::Null => out.push((prefix.to_string(), String::new())),
-        other => out.push((prefix.to_string(), other.to_string())),
+        other => out.push((prefix.to_string(), other.clone())),
     }
 }
 
-fn csv_cell(text: &str) -> String {
+/// One CSV cell: quoted when it holds a comma, a quote or a newline.
+pub fn csv_cell(text: &str) -> String {
     if text.contains([',', '"', '\n']) {
         format!("\"{}\"", text.replace('"', "\"\""))
     } else {
@@ -318,8 +336,7 @@ pub fn render_csv<T: Serialize>(reports: &[T]) -> String {
     let mut out = String::new();
     for (i, report) in reports.iter().enumerate() {
         let value = serde_json::to_value(report).expect("reports serialise");
-        let mut cells = Vec::new();
-        flatten("", &value, &mut cells);
+        let cells = flatten_json(&value);
         if i == 0 {
             let header: Vec<String> = cells.iter().map(|(k, _)| csv_cell(k)).collect();
             out.push_str(&header.join(","));

@@ -1,0 +1,272 @@
+//! A sweep's grid: each parameter a value or a list of values, the points their cartesian
+//! product. Every name and value is checked before any point runs, and an error names the
+//! file (or the caller's origin) and the key.
+//!
+//! ```toml
+//! workload = ["gmail:launch", "polish:launch"]   # personas or .fst files
+//! stack = ["default", "mobifs"]                  # stack specifications, as `run --stack`
+//! seed = [1, 2]
+//! start = "fresh"                                # "builtin" (default), "fresh", FILE.phone
+//! [overrides]                                    # stack fields, as `+key=value`
+//! "device.nand.geometry.blocks_per_plane" = 512
+//! "cache.dirty_ratio_percent" = [10, 40]
+//! ```
+
+use flashstack_stack::StackConfig;
+use serde::Serialize;
+use thiserror::Error;
+
+use crate::point::{Loaded, Point, START_BUILTIN, START_FRESH};
+use crate::spec::{error_chain, override_toml, resolve_stack};
+
+/// The grid's top-level keys, in the order the points vary (the last fastest).
+pub const KEYS: [&str; 5] = ["workload", "stack", "overrides", "start", "seed"];
+
+/// A grid that cannot be expanded: `origin` is the file (or "grid" for one given in
+/// code), `key` the parameter, `message` what is wrong with it.
+#[derive(Debug, Error, PartialEq)]
+#[error("{origin}: {key}: {message}")]
+pub struct GridError {
+    pub origin: String,
+    pub key: String,
+    pub message: String,
+}
+
+/// A parsed, checked grid.
+#[derive(Clone, Debug, Serialize)]
+pub struct Grid {
+    pub workloads: Vec<String>,
+    pub stacks: Vec<String>,
+    pub seeds: Vec<u64>,
+    pub starts: Vec<String>,
+    /// Each override key with its values (keys in the grid's order).
+    pub overrides: Vec<(String, Vec<String>)>,
+}
+
+impl Grid {
+    /// A grid from TOML text (a `flashstack sweep` spec); `origin` names it in errors.
+    pub fn from_toml_str(text: &str, origin: &str) -> Result<Grid, GridError> {
+        let table: toml::Table = text.parse().map_err(|e: toml::de::Error| GridError {
+            origin: origin.to_string(),
+            key: "(file)".to_string(),
+            message: e.message().trim().to_string(),
+        })?;
+        Grid::from_table(&table, origin)
+    }
+
+    /// A grid from JSON text (the Python bindings' dict).
+    pub fn from_json_str(text: &str, origin: &str) -> Result<Grid, GridError> {
+        let table: toml::Table = serde_json::from_str(text).map_err(|e| GridError {
+            origin: origin.to_string(),
+            key: "(grid)".to_string(),
+            message: format!("not a table of parameters: {e}"),
+        })?;
+        Grid::from_table(&table, origin)
+    }
+
+    fn from_table(table: &toml::Table, origin: &str) -> Result<Grid, GridError> {
+        let err = |key: &str, message: String| GridError {
+            origin: origin.to_string(),
+            key: key.to_string(),
+            message,
+        };
+        if let Some(key) = table.keys().find(|k| !KEYS.contains(&k.as_str())) {
+            return Err(err(
+                key,
+                format!("unknown parameter (a grid has {})", KEYS.join(", ")),
+            ));
+        }
+        let texts = |key: &str| -> Result<Option<Vec<String>>, GridError> {
+            table
+                .get(key)
+                .map(|v| values(v).and_then(|vs| vs.iter().map(string).collect()))
+                .transpose()
+                .map_err(|m| err(key, m))
+        };
+        let workloads = texts("workload")?.ok_or_else(|| {
+            err(
+                "workload",
+                "missing: name at least one persona or file-level trace".into(),
+            )
+        })?;
+        let stacks = texts("stack")?.unwrap_or_else(|| vec!["default".to_string()]);
+        let starts = texts("start")?.unwrap_or_else(|| vec![START_BUILTIN.to_string()]);
+        let seeds = match table.get("seed") {
+            None => vec![1],
+            Some(v) => values(v)
+                .and_then(|vs| vs.iter().map(seed).collect())
+                .map_err(|m| err("seed", m))?,
+        };
+        let overrides = match table.get("overrides") {
+            None => Vec::new(),
+            Some(toml::Value::Table(t)) => t
+                .iter()
+                .map(|(k, v)| {
+                    let key = format!("overrides.\"{k}\"");
+                    let vs = values(v)
+                        .and_then(|vs| vs.iter().map(override_value).collect())
+                        .map_err(|m| err(&key, m))?;
+                    Ok((k.clone(), vs))
+                })
+                .collect::<Result<_, GridError>>()?,
+            Some(_) => {
+                return Err(err(
+                    "overrides",
+                    "must be a table of stack fields (\"fs.mount.lfs_mode\" = [true, false])"
+                        .into(),
+                ))
+            }
+        };
+        let grid = Grid {
+            workloads,
+            stacks,
+            seeds,
+            starts,
+            overrides,
+        };
+        grid.check(origin)?;
+        Ok(grid)
+    }
+
+    /// Every value on its own, then every point's configuration: nothing runs until the
+    /// whole grid resolves.
+    fn check(&self, origin: &str) -> Result<(), GridError> {
+        let err = |key: String, value: &str, message: String| GridError {
+            origin: origin.to_string(),
+            key: format!("{key} = \"{value}\""),
+            message,
+        };
+        for w in &self.workloads {
+            Loaded::load(w).map_err(|e| err("workload".into(), w, error_chain(&e)))?;
+        }
+        let default = StackConfig::preset("default").expect("the default preset exists");
+        let mut configs = Vec::new();
+        for s in &self.stacks {
+            let config =
+                resolve_stack(s, &default).map_err(|e| err("stack".into(), s, error_chain(&e)))?;
+            configs.push(config);
+        }
+        for start in &self.starts {
+            let known = [START_FRESH, START_BUILTIN].contains(&start.as_str());
+            if !known && !std::path::Path::new(start).is_file() {
+                return Err(err(
+                    "start".into(),
+                    start,
+                    "neither \"fresh\", \"builtin\" nor a phone file".into(),
+                ));
+            }
+        }
+        for (key, vs) in &self.overrides {
+            for v in vs {
+                let entry = format!("{key}={v}");
+                for config in &configs {
+                    override_toml(config, &[entry.as_str()])
+                        .map_err(|e| err(format!("overrides.\"{key}\""), v, error_chain(&e)))?;
+                }
+            }
+        }
+        for point in self.points() {
+            point.config().map_err(|e| GridError {
+                origin: origin.to_string(),
+                key: format!("point {}", point.stack_spec()),
+                message: error_chain(&e),
+            })?;
+        }
+        Ok(())
+    }
+
+    /// The number of points.
+    pub fn len(&self) -> usize {
+        let overrides: usize = self.overrides.iter().map(|(_, v)| v.len()).product();
+        self.workloads.len() * self.stacks.len() * overrides * self.starts.len() * self.seeds.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The parameter columns a point's row starts with, in [`KEYS`] order.
+    pub fn columns(&self) -> Vec<String> {
+        let mut columns = vec!["workload".to_string(), "stack".to_string()];
+        columns.extend(self.overrides.iter().map(|(k, _)| k.clone()));
+        columns.extend(["start".to_string(), "seed".to_string()]);
+        columns
+    }
+
+    /// The cartesian product, the last key varying fastest.
+    pub fn points(&self) -> Vec<Point> {
+        let mut override_sets: Vec<Vec<String>> = vec![Vec::new()];
+        for (key, vs) in &self.overrides {
+            override_sets = override_sets
+                .iter()
+                .flat_map(|set| {
+                    vs.iter().map(move |v| {
+                        let mut next = set.clone();
+                        next.push(format!("{key}={v}"));
+                        next
+                    })
+                })
+                .collect();
+        }
+        let mut points = Vec::with_capacity(self.len());
+        for workload in &self.workloads {
+            for stack in &self.stacks {
+                for overrides in &override_sets {
+                    for start in &self.starts {
+                        for &seed in &self.seeds {
+                            points.push(Point {
+                                workload: workload.clone(),
+                                stack: stack.clone(),
+                                seed,
+                                overrides: overrides.clone(),
+                                start: start.clone(),
+                            });
+                        }
+                    }
+                }
+            }
+        }
+        points
+    }
+}
+
+/// A parameter's values: a list, or one value.
+fn values(value: &toml::Value) -> Result<Vec<toml::Value>, String> {
+    match value {
+        toml::Value::Array(items) if items.is_empty() => Err("an empty list".into()),
+        toml::Value::Array(items) => Ok(items.clone()),
+        other => Ok(vec![other.clone()]),
+    }
+}
+
+fn string(value: &toml::Value) -> Result<String, String> {
+    match value {
+        toml::Value::String(s) if !s.contains('+') => Ok(s.clone()),
+        toml::Value::String(s) => Err(format!(
+            "\"{s}\": write overrides in [overrides], not with '+'"
+        )),
+        other => Err(format!("{other}: must be a string")),
+    }
+}
+
+fn seed(value: &toml::Value) -> Result<u64, String> {
+    match value {
+        toml::Value::Integer(n) if *n >= 0 => Ok(*n as u64),
+        other => Err(format!("{other}: must be a non-negative integer")),
+    }
+}
+
+/// An override's value as `key=value` writes it.
+fn override_value(value: &toml::Value) -> Result<String, String> {
+    let text = match value {
+        toml::Value::String(s) => s.clone(),
+        toml::Value::Integer(n) => n.to_string(),
+        toml::Value::Float(_) => value.to_string(),
+        toml::Value::Boolean(b) => b.to_string(),
+        other => return Err(format!("{other}: must be a string, number or boolean")),
+    };
+    if text.contains('+') || text.is_empty() {
+        return Err(format!("\"{text}\": empty or holding '+'"));
+    }
+    Ok(text)
+}
