@@ -13,6 +13,7 @@ mod janusd_cmd;
 mod mount;
 mod phone;
 mod progress;
+mod reproduce_medfs;
 mod reproduce_mobifs;
 mod run;
 mod stackrun;
@@ -111,6 +112,9 @@ enum ReproduceCommand {
     Janusd(janusd_cmd::JanusdArgs),
     /// MobiFS (ATC 2015): stock page cache + fsync against versioned cache transactions.
     Mobifs(reproduce_mobifs::MobifsArgs),
+    /// MedFS (FAST 2025): F2FS-NODC, F2FS-DC, DCI, DCM and MedFS on the seven apps'
+    /// personas; write traffic, lifespan, latencies, energy, hit rates, delta sizes.
+    Medfs(reproduce_medfs::MedfsArgs),
 }
 
 #[derive(Args)]
@@ -172,6 +176,9 @@ fn main() {
         Command::Reproduce {
             paper: ReproduceCommand::Mobifs(args),
         } => reproduce_mobifs::run(args),
+        Command::Reproduce {
+            paper: ReproduceCommand::Medfs(args),
+        } => reproduce_medfs::run(args),
         Command::Trace {
             command: TraceCommand::Inspect(args),
         } => inspect(args),
