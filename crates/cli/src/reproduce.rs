@@ -11,7 +11,7 @@ use flashstack_experiments::paper::Headline;
 use flashstack_html::Reproduction;
 use serde::Serialize;
 
-use crate::{janusd_cmd, progress, reproduce_all, reproduce_mobifs};
+use crate::{janusd_cmd, progress, reproduce_all, reproduce_medfs, reproduce_mobifs};
 
 #[derive(Subcommand)]
 pub enum ReproduceCommand {
@@ -22,6 +22,9 @@ pub enum ReproduceCommand {
     Janusd(janusd_cmd::JanusdArgs),
     /// MobiFS (ATC 2015): stock page cache + fsync against versioned cache transactions.
     Mobifs(reproduce_mobifs::MobifsArgs),
+    /// MedFS (FAST 2025): F2FS-NODC, F2FS-DC, DCI, DCM, MedFS and FPC on the seven apps'
+    /// personas; write traffic, lifespan, latencies, energy, hit rates, delta sizes.
+    Medfs(reproduce_medfs::MedfsArgs),
     /// Every reproduction in turn, a summary of every paper's figures beside ours, and the
     /// techniques alone and composed on one stack over the persona mix.
     All(reproduce_all::AllArgs),
@@ -66,6 +69,7 @@ pub fn run(command: ReproduceCommand) -> Result<()> {
         ReproduceCommand::Ldc(args) => (ldc(&args)?, args.outputs),
         ReproduceCommand::Janusd(args) => (janusd_cmd::reproduction(&args)?, args.outputs),
         ReproduceCommand::Mobifs(args) => (reproduce_mobifs::reproduction(&args)?, args.outputs),
+        ReproduceCommand::Medfs(args) => (reproduce_medfs::reproduction(&args)?, args.outputs),
         ReproduceCommand::All(args) => return reproduce_all::run(&args),
     };
     print!("{}", reproduction.text);

@@ -4,5 +4,6 @@
 pub mod fullstack;
 pub mod janusd;
 pub mod ldc;
+pub mod medfs;
 pub mod mobifs;
 pub mod paper;

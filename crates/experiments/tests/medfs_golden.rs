@@ -1,6 +1,7 @@
 //! Golden counters for MedFS's schemes against stock F2FS on the whole stack: a fixed
 //! persona and seed give exactly these F2FS blocks, deltas and NAND programs under the
-//! `default`, `dci`, `dcm`, `medfs` (DCI + DCM) and `f2fs-dc` stack presets. A change here
+//! `default`, `dci`, `dcm`, `medfs` (DCI + DCM), `f2fs-dc` and `fpc` (FPC's file policy
+//! over F2FS compression) stack presets. A change here
 //! is a change in modelled behaviour: update the figures only with a reason in the commit
 //! message. The test also fails if a scheme is silently off (no delta stored where the
 //! scheme stores them on a persona that updates its files).
@@ -50,14 +51,25 @@ fn medfs_schemes_against_stock_golden_counters() {
             c[3]
         );
         assert_eq!(c[4] > 0, dcm, "{preset} {workload}: DCM deltas {}", c[4]);
-        if *preset != "default" {
+        if !matches!(*preset, "default" | "fpc") {
             assert_eq!(c[1], 0, "{workload}: in-place updates while {preset} is on");
         }
+    }
+    // FPC silently off would write exactly what stock F2FS writes.
+    for (_, workload, c) in got.iter().filter(|g| g.0 == "fpc") {
+        let stock = got
+            .iter()
+            .find(|g| g.0 == "default" && g.1 == *workload)
+            .unwrap();
+        assert_ne!(
+            c[0], stock.2[0],
+            "{workload}: fpc wrote the data blocks of stock F2FS"
+        );
     }
     assert_eq!(got, GOLDEN);
 }
 
-const GOLDEN: [(&str, &str, [u64; 7]); 10] = [
+const GOLDEN: [(&str, &str, [u64; 7]); 12] = [
     (
         "default",
         "telegram:receive-text",
@@ -104,4 +116,10 @@ const GOLDEN: [(&str, &str, [u64; 7]); 10] = [
         "gmail:send-text",
         [2958, 0, 1970, 0, 1177, 1991, 5114],
     ),
+    (
+        "fpc",
+        "telegram:receive-text",
+        [1771, 0, 175, 0, 0, 0, 2531],
+    ),
+    ("fpc", "gmail:send-text", [2176, 0, 1035, 0, 0, 0, 8250]),
 ];

@@ -558,6 +558,29 @@ fn volatile_cache_cuts_under_f2fsc() {
     assert!(n > 100, "only {n} clusters written compressed");
 }
 
+/// FPC's file policy over F2FS compression (`fs/fpc.rs`): the test's files have no
+/// extension, so each is decided by the trial of its first page, which sets the
+/// compression flag inside the write that brings that page. Cuts land before, inside and
+/// after those writes; every fsync'd byte must come back, compressed or not.
+#[test]
+fn volatile_cache_cuts_under_fpc() {
+    let setup = Setup {
+        name: "fpc",
+        fs: F2fsConfig::default().with_fpc(),
+        cache_lbas: 256,
+        seed: 0xF9C,
+        volume_bytes: 64 * MIB,
+        small_writes: 20,
+    };
+    let mut explorer = Explorer::new(setup);
+    explorer.explore(CUTS_PER_TEST * explore::scale());
+    explorer.tally.report();
+    assert_eq!(explorer.tally.lost_bytes(), 0);
+    let n = explorer.clusters_compressed + explorer.fs().compress_metrics().clusters_compressed;
+    println!("fpc: {n} clusters written compressed");
+    assert!(n > 0, "FPC compressed nothing: its trials never passed");
+}
+
 /// Regression (found by the exploration above, shrunk by hand): an in-place write that
 /// reached the disk while the size it grew the file to did not (power lost before any
 /// fsync or checkpoint) leaves bytes past the durable end in the file's last block.

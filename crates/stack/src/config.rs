@@ -8,7 +8,7 @@ use thiserror::Error;
 
 #[derive(Debug, Error)]
 pub enum ConfigError {
-    #[error("unknown stack preset '{0}' (known: default, ldc-emmc, ufs31, medfs, dci, dcm, f2fs-dc, mobifs)")]
+    #[error("unknown stack preset '{0}' (known: default, ldc-emmc, ufs31, medfs, dci, dcm, f2fs-dc, mobifs, f2fsc, fpc)")]
     UnknownPreset(String),
     #[error("{file}: {reason}")]
     Parse { file: String, reason: String },
@@ -51,7 +51,7 @@ pub struct StackConfig {
 impl StackConfig {
     /// The named presets and what each is (each has the page cache of a 4 GiB phone and
     /// F2FS with kernel-default mount options).
-    pub const PRESETS: [(&'static str, &'static str); 9] = [
+    pub const PRESETS: [(&'static str, &'static str); 10] = [
         (
             "default",
             "the whole stack `run` uses: F2FS and a phone page cache on the LDC paper's eMMC",
@@ -85,17 +85,21 @@ impl StackConfig {
             "f2fsc",
             "`default` with F2FS compression: lz4, 4-page clusters, text/code/app file types, never .db (fs.mount.compress; docs/f2fs.md)",
         ),
+        (
+            "fpc",
+            "`default` with FPC's foreground compression: F2FS compression (lz4, 4-page clusters) of write-mostly files by name (.db, journals, WAL, logs) and of others whose first page compresses (fs.mount.fpc; docs/medfs.md)",
+        ),
     ];
 
     /// A named preset: `default` (the ldc-emmc device, a phone page cache), `ldc-emmc`,
     /// `ufs31`, `medfs` (`default` with MedFS: DCI + DCM), its parts `dci` and `dcm`, the
     /// `f2fs-dc` baseline, `mobifs` (`default` with MobiFS's versioned cache transactions),
-    /// `f2fsc` (`default` with F2FS compression).
+    /// `f2fsc` (`default` with F2FS compression), `fpc` (`default` with FPC's file policy
+    /// over F2FS compression).
     pub fn preset(name: &str) -> Result<Self, ConfigError> {
         let device_name = match name {
-            "default" | "ldc-emmc" | "medfs" | "dci" | "dcm" | "f2fs-dc" | "mobifs" | "f2fsc" => {
-                "ldc-emmc"
-            }
+            "default" | "ldc-emmc" | "medfs" | "dci" | "dcm" | "f2fs-dc" | "mobifs" | "f2fsc"
+            | "fpc" => "ldc-emmc",
             "ufs31" => "ufs31",
             other => return Err(ConfigError::UnknownPreset(other.to_string())),
         };
@@ -114,6 +118,9 @@ impl StackConfig {
         }
         if name == "f2fsc" {
             fs.mount.compress = flashstack_f2fs::CompressConfig::phone();
+        }
+        if name == "fpc" {
+            fs.mount = fs.mount.with_fpc();
         }
         let mut cache = CacheConfig::phone_4gib();
         if name == "mobifs" {
@@ -165,7 +172,9 @@ impl StackConfig {
         if self.fs.atomic_write {
             on.push("atomic-write");
         }
-        if self.fs.mount.compress.enabled {
+        if self.fs.mount.fpc.enabled {
+            on.push("fpc");
+        } else if self.fs.mount.compress.enabled {
             on.push("f2fsc");
         }
         on

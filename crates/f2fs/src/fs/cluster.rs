@@ -153,7 +153,7 @@ impl CompressConfig {
         self.page_cost().map(drop)
     }
 
-    fn codec(&self) -> CodecKind {
+    pub(crate) fn codec(&self) -> CodecKind {
         self.algorithm
             .on_disk()
             .codec()
@@ -161,7 +161,7 @@ impl CompressConfig {
     }
 
     /// Host CPU ns per page of the configured codec.
-    fn page_cost(&self) -> Result<(u64, u64), FsError> {
+    pub(crate) fn page_cost(&self) -> Result<(u64, u64), FsError> {
         self.page_cost_of(self.codec())
     }
 
@@ -340,7 +340,12 @@ impl<D: BlockDevice> F2fs<D> {
             .inode_node(parent)
             .is_ok_and(|n| crate::codec::le32_at(&n[..], OFF_FLAGS) & COMPR_FL != 0);
         let hot = inode.advise & super::data::FADVISE_HOT != 0;
-        if !compresses_at_create(&self.cfg.compress, parent_compressed, name, hot) {
+        // FPC's file policy (`fpc.rs`) may compress what the extension rule does not.
+        let by_fpc = kind == S_IFREG
+            && self.cfg.compress.enabled
+            && self.cfg.fpc.enabled
+            && self.fpc_at_create(inode.footer.ino, name);
+        if !by_fpc && !compresses_at_create(&self.cfg.compress, parent_compressed, name, hot) {
             return;
         }
         self.set_compress_context(inode);

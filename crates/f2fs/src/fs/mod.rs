@@ -20,6 +20,7 @@ mod dir;
 mod error;
 mod extents;
 mod falloc;
+mod fpc;
 mod fsync;
 mod gc;
 mod hash;
@@ -53,6 +54,7 @@ pub use delta::{DeltaMetrics, MEDFS_DCM_FL, MEDFS_DELTA_FL, MEDFS_PSEUDO_FL};
 pub use error::FsError;
 pub use extents::BlockUsage;
 pub use falloc::FallocMode;
+pub use fpc::{FpcClass, FpcConfig, FpcMetrics};
 pub use hash::{dentry_hash, has_extension};
 pub use metrics::{BlockKind, Metrics};
 pub use ops::{DirEntryInfo, FileKind, Stat};
@@ -134,6 +136,8 @@ pub struct F2fs<D: BlockDevice> {
     /// F2FS compression: the cluster being written by the current operation.
     cluster_stage: Option<cluster::ClusterStage>,
     compress_metrics: cluster::CompressMetrics,
+    /// FPC's file policy: the files awaiting their first-page trial.
+    fpc: fpc::FpcState,
     cfg: F2fsConfig,
     /// Background timing: requests, checkpoints and the GC thread.
     clock: idle::BackgroundClock,
@@ -227,6 +231,7 @@ impl<D: BlockDevice> F2fs<D> {
             op_latency: BTreeMap::new(),
             cluster_stage: None,
             compress_metrics: cluster::CompressMetrics::default(),
+            fpc: Default::default(),
             clock: idle::BackgroundClock::new(now_ns, m.checkpoint.elapsed_time, &cfg),
             cfg,
             delta_state: Default::default(),

@@ -213,6 +213,9 @@ impl<D: BlockDevice> F2fs<D> {
         page: &Block,
         wb: Writeback,
     ) -> Result<u32, FsError> {
+        if self.cfg.fpc.enabled {
+            self.fpc_first_write(ino, index, &page[..])?;
+        }
         if self.encoding(ino)? == Encoding::Compressed {
             self.stage_cluster_page(ino, index, page)?;
             return Ok(NEW_ADDR);

@@ -105,6 +105,9 @@ pub struct F2fsConfig {
     pub delta: super::DeltaConfig,
     /// F2FS compression (`[compress]`, off by default; `fs/cluster.rs`).
     pub compress: super::CompressConfig,
+    /// FPC's file policy over F2FS compression (`[fpc]`, off by default; `fs/fpc.rs`).
+    #[serde(skip_serializing_if = "super::FpcConfig::is_off")]
+    pub fpc: super::FpcConfig,
     /// The block layer's read path under F2FS (`[read]`): requests split at extent
     /// boundaries and at 512 KiB, 10 µs of host time per request, 32 in flight
     /// ([`F2fs::read_pages`](super::F2fs::read_pages); `docs/janusd.md`).
@@ -130,6 +133,7 @@ impl Default for F2fsConfig {
             ssr: true,
             delta: super::DeltaConfig::default(),
             compress: super::CompressConfig::default(),
+            fpc: super::FpcConfig::default(),
             read: flashstack_block::ReadModel::default(),
         }
     }
@@ -143,6 +147,19 @@ impl F2fsConfig {
             ipu_policy: IpuPolicy::OFF,
             ssr: false,
             ..F2fsConfig::default()
+        }
+    }
+
+    /// These options with FPC's file policy over F2FS compression (the `fpc` stack preset):
+    /// lz4 in 4-page clusters, no extension list (FPC's policy decides), `FpcConfig::phone`.
+    pub fn with_fpc(self) -> F2fsConfig {
+        F2fsConfig {
+            compress: super::CompressConfig {
+                enabled: true,
+                ..super::CompressConfig::default()
+            },
+            fpc: super::FpcConfig::phone(),
+            ..self
         }
     }
 

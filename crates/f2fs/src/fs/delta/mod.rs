@@ -482,12 +482,15 @@ impl<D: BlockDevice> F2fs<D> {
             } else {
                 zone.words()
             };
+        // Only a non-empty slot at or past `pages` can raise the answer: scan those
+        // slots' bytes from the top (a byte scan; this runs at every delta decision).
         let start = slots_range(geo).start;
+        let from = pages.min(limit);
         let node = self.node(ino)?;
-        let highest = (0..limit)
-            .rev()
-            .find(|&i| le32_at(&node[..], start + 4 * i) != 0)
-            .map_or(0, |i| i + 1);
+        let highest = node[start + 4 * from..start + 4 * limit]
+            .iter()
+            .rposition(|&b| b != 0)
+            .map_or(0, |at| from + at / 4 + 1);
         Ok(pages.max(highest))
     }
 
