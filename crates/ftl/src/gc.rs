@@ -86,9 +86,12 @@ impl Ftl {
             Trigger::Foreground => self.counters.gc_cycles_foreground += 1,
             Trigger::Background => self.counters.gc_cycles_background += 1,
         }
-        self.relocate_block(victim, Cause::Gc, now_ns)?;
-        self.reclaim(victim, Cause::Gc, now_ns)?;
-        Ok(true)
+        self.compressor.in_background_gc = trigger == Trigger::Background;
+        let result = self
+            .relocate_block(victim, Cause::Gc, now_ns)
+            .and_then(|()| self.reclaim(victim, Cause::Gc, now_ns));
+        self.compressor.in_background_gc = false;
+        result.map(|()| true)
     }
 
     fn take_retiring(&mut self, die: u32) -> Option<u32> {
