@@ -58,8 +58,16 @@ impl Ftl {
         let mut die = 0;
         let mut dies_without_work = 0;
         while t < arrival_ns && steps < BACKGROUND_STEPS_MAX && dies_without_work < self.units {
-            let worked = self.blocks.free_count(die) < target
-                && self.gc_once(die, t, Trigger::Background)?;
+            let free_before = self.blocks.free_count(die);
+            let worked = free_before < target && self.gc_once(die, t, Trigger::Background)?;
+            // With compression every cycle flushes the partial pages of the open logs
+            // before its erase; a cycle that leaves the pool no larger (a nearly valid
+            // victim, plus that padding) only wears the flash, so idle time stops there
+            // rather than churning. (Without compression no page is partial: unchanged.)
+            if worked && self.compression_active() && self.blocks.free_count(die) <= free_before
+            {
+                break;
+            }
             if worked {
                 dies_without_work = 0;
                 steps += 1;
