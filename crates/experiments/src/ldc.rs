@@ -547,10 +547,28 @@ impl LdcResults {
     /// over the apps where it is defined.
     const HEADLINES: [(&'static str, &'static str, &'static str, f64, Metric); 5] = [
         ("LDC erases vs PM", "LDC", "PM", -0.505, Metric::Erases),
-        ("LDC write latency vs zFTL", "LDC", "zFTL", -0.104, Metric::WriteLatency),
+        (
+            "LDC write latency vs zFTL",
+            "LDC",
+            "zFTL",
+            -0.104,
+            Metric::WriteLatency,
+        ),
         ("LDC erases vs zFTL", "LDC", "zFTL", 0.04, Metric::Erases),
-        ("SC write latency vs PM", "SC", "PM", -0.172, Metric::WriteLatency),
-        ("LDC write latency vs PM", "LDC", "PM", -0.18, Metric::WriteLatency),
+        (
+            "SC write latency vs PM",
+            "SC",
+            "PM",
+            -0.172,
+            Metric::WriteLatency,
+        ),
+        (
+            "LDC write latency vs PM",
+            "LDC",
+            "PM",
+            -0.18,
+            Metric::WriteLatency,
+        ),
     ];
 
     fn headline_rows(&self) -> Vec<Headline> {

@@ -64,8 +64,7 @@ impl Ftl {
             // before its erase; a cycle that leaves the pool no larger (a nearly valid
             // victim, plus that padding) only wears the flash, so idle time stops there
             // rather than churning. (Without compression no page is partial: unchanged.)
-            if worked && self.compression_active() && self.blocks.free_count(die) <= free_before
-            {
+            if worked && self.compression_active() && self.blocks.free_count(die) <= free_before {
                 break;
             }
             if worked {

@@ -95,9 +95,15 @@ fn cold_compressible(policy: CompressionPolicyKind) -> flashstack_ftl::FtlCounte
 #[test]
 fn cagc_compresses_cold_data_it_migrates_in_the_background() {
     let ldc = cold_compressible(CompressionPolicyKind::Ldc);
-    assert_eq!(ldc.pages_compressed_host, 0, "media is never worth compressing");
+    assert_eq!(
+        ldc.pages_compressed_host, 0,
+        "media is never worth compressing"
+    );
     assert!(ldc.gc_cycles_background > 0, "{ldc:?}");
-    assert!(ldc.pages_compressed_gc > 0, "caGC compressed nothing: {ldc:?}");
+    assert!(
+        ldc.pages_compressed_gc > 0,
+        "caGC compressed nothing: {ldc:?}"
+    );
     assert!(
         ldc.pages_compressed_gc_background > 0,
         "caGC compressed nothing in idle time: {ldc:?}"
