@@ -11,6 +11,9 @@ use flashstack_nand::NO_SOURCE;
 
 /// Background GC steps allowed in one idle gap; bounds the work a single gap can trigger.
 const BACKGROUND_STEPS_MAX: u32 = 256;
+/// Idle-time GC cycles in a row that may leave the free pool no larger before the gap's GC
+/// stops (LDC presets only; see `background_gc`).
+const BACKGROUND_STALL_MAX: u32 = 16;
 /// Relocation passes over one block (more than one only after program failures).
 const RELOCATION_PASSES_MAX: u32 = 8;
 /// Foreground GC cycles one allocation may run before the device reports no space.
@@ -57,20 +60,34 @@ impl Ftl {
         let mut steps = 0;
         let mut die = 0;
         let mut dies_without_work = 0;
+        // On the LDC presets (a compression config, PM's included, so every policy is
+        // treated alike): every reclaim first pads the open logs' partial pages, so idle
+        // GC on nearly valid victims can go on for ever without adding a free block. It
+        // stops after BACKGROUND_STALL_MAX cycles without the pool growing (tracked on
+        // one-die devices, as the LDC presets are). Other devices are unchanged.
+        let stall_limit = match self.config.ftl.compression.is_some() {
+            true => BACKGROUND_STALL_MAX,
+            false => u32::MAX,
+        };
+        let mut best_free = self.blocks.free_count(die);
+        let mut stalled = 0;
         while t < arrival_ns && steps < BACKGROUND_STEPS_MAX && dies_without_work < self.units {
-            let free_before = self.blocks.free_count(die);
-            let worked = free_before < target && self.gc_once(die, t, Trigger::Background)?;
-            // With compression every cycle flushes the partial pages of the open logs
-            // before its erase; a cycle that leaves the pool no larger (a nearly valid
-            // victim, plus that padding) only wears the flash, so idle time stops there
-            // rather than churning. (Without compression no page is partial: unchanged.)
-            if worked && self.compression_active() && self.blocks.free_count(die) <= free_before {
-                break;
-            }
+            let worked = self.blocks.free_count(die) < target
+                && self.gc_once(die, t, Trigger::Background)?;
             if worked {
                 dies_without_work = 0;
                 steps += 1;
                 t = t.max(self.nand.idle_at_ns());
+                let free = self.blocks.free_count(die);
+                if free > best_free || self.units > 1 {
+                    best_free = free;
+                    stalled = 0;
+                } else {
+                    stalled += 1;
+                    if stalled >= stall_limit {
+                        break;
+                    }
+                }
             } else {
                 dies_without_work += 1;
             }
