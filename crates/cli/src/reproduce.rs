@@ -57,6 +57,11 @@ pub struct LdcArgs {
     /// phone is; sets how hard GC works during the workloads).
     #[arg(long, value_name = "FRACTION", default_value_t = flashstack_experiments::ldc::SNAPSHOT_AGING)]
     pub aging: f64,
+    /// How the existing data (and its aging) is written: `neutral` stores it raw for every
+    /// policy, as the paper initialises it; `through-policy` writes it through the policy
+    /// under test, so compressing policies start with it already compressed.
+    #[arg(long, value_name = "MODE", default_value = "neutral", value_parser = parse_lay_down)]
+    pub lay_down: flashstack_replay::LayDown,
     /// Runs at once, one thread each (the figures are the same for any value). Default:
     /// every core with --quick (256 MiB per run); 1 for the full runs, each of which holds
     /// a 4 GiB device's contents in memory (about 4.5 GiB).
@@ -142,6 +147,7 @@ pub fn ldc(args: &LdcArgs) -> Result<Reproduction> {
         quick: args.quick,
         seed: args.seed,
         aging: args.aging,
+        lay_down: args.lay_down,
         jobs: match args.jobs {
             Some(0) => anyhow::bail!("--jobs 0: must be at least 1"),
             Some(n) => n,
@@ -157,6 +163,15 @@ pub fn ldc(args: &LdcArgs) -> Result<Reproduction> {
         "LDC (ACM TECS 2017)",
         results.render(),
         &results,
-        Some(results.headlines()),
+        None,
     )
+}
+
+fn parse_lay_down(s: &str) -> Result<flashstack_replay::LayDown, String> {
+    use flashstack_replay::LayDown;
+    match s {
+        "neutral" => Ok(LayDown::Neutral),
+        "through-policy" => Ok(LayDown::ThroughPolicy),
+        _ => Err(format!("'{s}': expected neutral or through-policy")),
+    }
 }

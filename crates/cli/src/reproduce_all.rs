@@ -97,6 +97,7 @@ fn one(paper: &str, args: &AllArgs) -> Result<Reproduction> {
             outputs,
             seed: args.seed,
             aging: flashstack_experiments::ldc::SNAPSHOT_AGING,
+            lay_down: flashstack_replay::LayDown::Neutral,
             jobs: None,
         }),
         "janusd" => janusd_cmd::reproduction(&janusd_cmd::JanusdArgs {

@@ -1,6 +1,6 @@
 //! `cargo run --release -p flashstack-experiments --example reproduce_ldc [-- --quick]`
 use flashstack_experiments::ldc::{reproduce, LdcOptions, SNAPSHOT_AGING};
-use flashstack_replay::NoProgress;
+use flashstack_replay::{LayDown, NoProgress};
 
 fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
@@ -8,6 +8,7 @@ fn main() {
         quick,
         seed: 1,
         aging: SNAPSHOT_AGING,
+        lay_down: LayDown::Neutral,
         jobs: 1,
     };
     let results = reproduce(&options, &mut NoProgress).expect("runs");

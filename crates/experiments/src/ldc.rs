@@ -7,14 +7,17 @@
 //! counts and write ratios exact, volumes to the page; SQLite, journal, cache and photo
 //! traffic in their own content zones; `docs/ldc-workloads.md`). Before each run the
 //! workload's existing data is laid down from its snapshot zones (85% of the device, the
-//! §4.1 mix) and aged by random overwrites. Each workload is replayed three times, as in
-//! the paper. `docs/ldc-reproduction.md` lists every modelling choice.
+//! §4.1 mix), policy-neutrally by default (stored raw with its predicted ratio, as the
+//! paper initialises it), and aged by random overwrites. Each workload is replayed three
+//! times, as in the paper. GC runs on demand and in idle time (`presets::ldc_emmc_with`).
+//! `docs/ldc-reproduction.md` lists every modelling choice.
 
 use flashstack_content::ContentConfig;
 use flashstack_ftl::compression::CompressionPolicyKind;
 use flashstack_ftl::presets;
 use flashstack_replay::{
-    content_zones, NoProgress, OutOfRange, Progress, Replayer, RunConfig, DEFAULT_SNAPSHOT_AGING,
+    content_zones, LayDown, NoProgress, OutOfRange, Progress, Replayer, RunConfig,
+    DEFAULT_SNAPSHOT_AGING,
 };
 use flashstack_report::{ReportOptions, RunReport};
 use flashstack_trace::builtin::{back_to_back, Builtin, LdcApp, LDC_PASSES, REPEAT_GAP_NS};
@@ -37,6 +40,8 @@ pub struct LdcOptions {
     /// Share of the existing data overwritten at random before each run
     /// ([`SNAPSHOT_AGING`] by default).
     pub aging: f64,
+    /// How the existing data and its aging reach the device (policy-neutral by default).
+    pub lay_down: LayDown,
     /// Runs executed at once, on their own threads (at least 1). Each run is independent
     /// and seeded alone, and results are kept in run order, so the figures are the same
     /// for any value; a full run holds its 4 GiB device's contents in memory.
@@ -67,10 +72,24 @@ pub struct Figures {
     pub page_programs: u64,
     pub block_erases: u64,
     pub gc_migrated_bytes: u64,
+    /// Fig. 8(c)'s GC overhead as time: block erases plus page migration (the relocation
+    /// reads and the programs of the migrated data), at the device's t_r, t_w and erase
+    /// time, whether it ran on demand or in idle time.
+    pub gc_time_ns: u64,
+    pub gc_cycles_foreground: u64,
+    pub gc_cycles_background: u64,
     pub pages_compressed: u64,
+    pub pages_compressed_host: u64,
+    /// Pages caGC compressed while migrating them, in any GC cycle.
+    pub pages_compressed_gc: u64,
+    /// Of those, in GC cycles started in idle time.
+    pub pages_compressed_gc_background: u64,
     pub write_latency_ns_mean: u64,
     pub write_latency_ns_max: u64,
     pub read_latency_ns_mean: u64,
+    pub read_latency_ns_max: u64,
+    /// Fig. 9(c): the worst latency of any request, read or write.
+    pub latency_ns_max: u64,
     pub host_write_bytes: u64,
 }
 
@@ -78,8 +97,13 @@ pub struct Figures {
 pub struct LdcResults {
     pub quick: bool,
     pub aging: f64,
+    /// Share of the user capacity the existing data takes.
+    pub fill: f64,
+    pub lay_down: LayDown,
     pub device_bytes: u64,
     pub runs: Vec<Figures>,
+    /// The paper's stated figures beside ours (changes as fractions: −0.505 = −50.5%).
+    pub headlines: Vec<Headline>,
 }
 
 fn blocks_per_plane(quick: bool) -> u32 {
@@ -141,6 +165,7 @@ fn run_one(
         workload_name: abbrev(app).to_string(),
     };
     let mut replayer = Replayer::new(config)?;
+    replayer.set_snapshot_lay_down(options.lay_down);
     replayer.initialise_snapshot(&content_zones(&workload.snapshot)?, &mut NoProgress)?;
     replayer.age_snapshot(options.aging, &mut NoProgress)?;
     replayer.prepare(&mut NoProgress)?;
@@ -155,7 +180,8 @@ fn run_one(
     let total = pass.len() as u64 * LDC_PASSES as u64;
     let requests = back_to_back(pass.iter().copied(), LDC_PASSES, REPEAT_GAP_NS);
     replayer.replay(requests, Some(total), &mut NoProgress)?;
-    Ok(figures(policy, app, clock_mhz, &replayer.report()))
+    let gc_time = GcTime::of(replayer.ftl.config());
+    Ok(figures(policy, app, clock_mhz, &replayer.report(), gc_time))
 }
 
 fn workload_error(app: LdcApp, e: impl std::fmt::Display) -> LdcError {
@@ -173,8 +199,46 @@ fn in_run(policy: CompressionPolicyKind, app: LdcApp, e: LdcError) -> LdcError {
     }
 }
 
-fn figures(policy: CompressionPolicyKind, app: LdcApp, clock_mhz: u32, r: &RunReport) -> Figures {
+/// What GC's work costs on the device: Fig. 8(c)'s "block erase time and page migration
+/// time".
+#[derive(Clone, Copy, Debug)]
+struct GcTime {
+    read_ns: u64,
+    write_ns: u64,
+    erase_ns: u64,
+    page_bytes: u64,
+}
+
+impl GcTime {
+    fn of(device: &flashstack_ftl::DeviceConfig) -> GcTime {
+        let t = &device.nand.timing;
+        GcTime {
+            read_ns: t.read_ns + t.transfer_ns_per_page,
+            write_ns: t.program_ns + t.transfer_ns_per_page,
+            erase_ns: t.erase_ns,
+            page_bytes: device.nand.geometry.page_size_bytes as u64,
+        }
+    }
+
+    /// Erases, relocation reads and the pages the migrated bytes fill. Static wear
+    /// levelling is off on the LDC presets, so every erase is GC's.
+    fn of_run(self, r: &RunReport) -> u64 {
+        r.nand.block_erases * self.erase_ns
+            + r.gc.relocation_page_reads * self.read_ns
+            + r.gc.migrated_bytes.div_ceil(self.page_bytes) * self.write_ns
+    }
+}
+
+fn figures(
+    policy: CompressionPolicyKind,
+    app: LdcApp,
+    clock_mhz: u32,
+    r: &RunReport,
+    gc_time: GcTime,
+) -> Figures {
     let write = &r.latency["write"];
+    let read = &r.latency["read"];
+    let c = &r.compression;
     Figures {
         policy: policy.name(),
         app: abbrev(app),
@@ -182,10 +246,18 @@ fn figures(policy: CompressionPolicyKind, app: LdcApp, clock_mhz: u32, r: &RunRe
         page_programs: r.nand.page_programs,
         block_erases: r.nand.block_erases,
         gc_migrated_bytes: r.gc.migrated_bytes,
-        pages_compressed: r.compression.pages_compressed_host + r.compression.pages_compressed_gc,
+        gc_time_ns: gc_time.of_run(r),
+        gc_cycles_foreground: r.gc.foreground_cycles,
+        gc_cycles_background: r.gc.background_cycles,
+        pages_compressed: c.pages_compressed_host + c.pages_compressed_gc,
+        pages_compressed_host: c.pages_compressed_host,
+        pages_compressed_gc: c.pages_compressed_gc,
+        pages_compressed_gc_background: c.pages_compressed_gc_background,
         write_latency_ns_mean: write.latency_ns_mean,
         write_latency_ns_max: write.latency_ns_max,
-        read_latency_ns_mean: r.latency["read"].latency_ns_mean,
+        read_latency_ns_mean: read.latency_ns_mean,
+        read_latency_ns_max: read.latency_ns_max,
+        latency_ns_max: write.latency_ns_max.max(read.latency_ns_max),
         host_write_bytes: r.host.write_bytes,
     }
 }
@@ -257,12 +329,24 @@ pub fn reproduce(
         runs.push(result.map_err(|e| in_run(policy, app, e))?);
     }
     let device_bytes = blocks_per_plane(options.quick) as u64 * 64 * 4096;
-    Ok(LdcResults {
+    let mut results = LdcResults {
         quick: options.quick,
         aging: options.aging,
+        fill: SNAPSHOT_UTILIZATION,
+        lay_down: options.lay_down,
         device_bytes,
         runs,
-    })
+        headlines: Vec::new(),
+    };
+    results.headlines = results.headline_rows();
+    Ok(results)
+}
+
+/// A mean over the apps whose ratio is defined (its base is not zero), and how many.
+#[derive(Clone, Copy, Debug)]
+struct Mean {
+    value: f64,
+    apps: usize,
 }
 
 impl LdcResults {
@@ -273,8 +357,14 @@ impl LdcResults {
             .expect("every combination was run")
     }
 
-    /// `metric(policy) / metric(base)` per app at 200 MHz, and their mean.
-    fn normalised(&self, policy: &str, base: &str, metric: fn(&Figures) -> u64) -> (Vec<f64>, f64) {
+    /// `metric(policy) / metric(base)` per app at 200 MHz (NaN where the base is zero: an
+    /// app with no erases has no erase ratio), and their mean over the apps that have one.
+    fn normalised(
+        &self,
+        policy: &str,
+        base: &str,
+        metric: fn(&Figures) -> u64,
+    ) -> (Vec<f64>, Mean) {
         let per_app: Vec<f64> = LdcApp::ALL
             .iter()
             .map(|&a| {
@@ -287,9 +377,13 @@ impl LdcResults {
             })
             .collect();
         let finite: Vec<f64> = per_app.iter().copied().filter(|v| v.is_finite()).collect();
-        let mean = match finite.len() {
+        let value = match finite.len() {
             0 => f64::NAN,
             n => finite.iter().sum::<f64>() / n as f64,
+        };
+        let mean = Mean {
+            value,
+            apps: finite.len(),
         };
         (per_app, mean)
     }
@@ -305,7 +399,8 @@ impl LdcResults {
         for a in LdcApp::ALL {
             out.push_str(&format!("{:>7}", abbrev(a)));
         }
-        out.push_str(&format!("{:>8}\n", "mean"));
+        out.push_str(&format!("{:>8}  over\n", "mean"));
+        let apps = LdcApp::ALL.len();
         for p in policies {
             let (per_app, mean) = self.normalised(p, base, metric);
             out.push_str(&format!("{p:<8}"));
@@ -313,14 +408,45 @@ impl LdcResults {
                 out.push_str(&if v.is_finite() {
                     format!("{v:>7.3}")
                 } else {
-                    format!("{:>7}", "-")
+                    format!("{:>7}", "n/a")
                 });
             }
-            out.push_str(&if mean.is_finite() {
-                format!("{mean:>8.3}\n")
+            out.push_str(&if mean.value.is_finite() {
+                format!("{:>8.3}", mean.value)
             } else {
-                format!("{:>8}\n", "-")
+                format!("{:>8}", "n/a")
             });
+            out.push_str(&format!("  {}/{apps} apps\n", mean.apps));
+        }
+        out
+    }
+
+    /// Where GC ran and where pages were compressed, per policy summed over the apps at
+    /// 200 MHz: on demand (the host waits) or in idle time.
+    fn gc_paths(&self) -> String {
+        let mut out = format!(
+            "GC cycles and pages compressed, all apps (fg = on demand, bg = idle time)\n\
+             {:<8}{:>10}{:>10}{:>12}{:>10}{:>10}{:>12}\n",
+            "", "GC fg", "GC bg", "host", "caGC fg", "caGC bg", "GC time ms"
+        );
+        for p in ["PM", "zFTL", "SC", "LDC", "OPT"] {
+            let runs = || {
+                self.runs
+                    .iter()
+                    .filter(move |f| f.policy == p && f.clock_mhz == 200)
+            };
+            let sum = |m: fn(&Figures) -> u64| runs().map(m).sum::<u64>();
+            let gc = sum(|f| f.pages_compressed_gc);
+            let bg = sum(|f| f.pages_compressed_gc_background);
+            out.push_str(&format!(
+                "{p:<8}{:>10}{:>10}{:>12}{:>10}{:>10}{:>12.1}\n",
+                sum(|f| f.gc_cycles_foreground),
+                sum(|f| f.gc_cycles_background),
+                sum(|f| f.pages_compressed_host),
+                gc - bg,
+                bg,
+                sum(|f| f.gc_time_ns) as f64 / 1e6
+            ));
         }
         out
     }
@@ -329,16 +455,22 @@ impl LdcResults {
     pub fn render(&self) -> String {
         let mut out = String::new();
         out.push_str(&format!(
-            "LDC reproduction ({}; device {} MiB, existing data {:.0}% aged by {:.0}% \
-             random overwrites, workloads replayed 3x)\n\n",
+            "LDC reproduction ({}; device {} MiB, workloads replayed 3x)\n\
+             device state: fill {:.0}% (existing data), aging {:.0}% of it overwritten at \
+             random, laid down {}\n\
+             GC: on demand at {} free blocks, in idle time (after {} ms) up to {}\n\n",
             if self.quick {
                 "quick: 1/8 of every workload"
             } else {
                 "full workloads"
             },
             self.device_bytes >> 20,
-            SNAPSHOT_UTILIZATION * 100.0,
-            self.aging * 100.0
+            self.fill * 100.0,
+            self.aging * 100.0,
+            self.lay_down.name(),
+            presets::LDC_FOREGROUND_FREE_BLOCKS,
+            presets::LDC_IDLE_THRESHOLD_NS / 1_000_000,
+            presets::LDC_BACKGROUND_FREE_BLOCKS,
         ));
         out.push_str(&self.table(
             "Fig. 8(a) pages compressed, normalised to zFTL",
@@ -355,7 +487,14 @@ impl LdcResults {
         ));
         out.push('\n');
         out.push_str(&self.table(
-            "Fig. 8(c) GC overhead (bytes migrated), normalised to PM",
+            "Fig. 8(c) GC overhead (time: erases + page migration), normalised to PM",
+            &["zFTL", "SC", "LDC", "OPT"],
+            "PM",
+            |f| f.gc_time_ns,
+        ));
+        out.push('\n');
+        out.push_str(&self.table(
+            "GC bytes migrated, normalised to PM",
             &["zFTL", "SC", "LDC", "OPT"],
             "PM",
             |f| f.gc_migrated_bytes,
@@ -376,11 +515,13 @@ impl LdcResults {
         ));
         out.push('\n');
         out.push_str(&self.table(
-            "Fig. 9(c) worst-case write latency, normalised to PM",
+            "Fig. 9(c) worst-case latency (reads and writes), normalised to PM",
             &["zFTL", "SC", "LDC", "OPT"],
             "PM",
-            |f| f.write_latency_ns_max,
+            |f| f.latency_ns_max,
         ));
+        out.push('\n');
+        out.push_str(&self.gc_paths());
         out.push('\n');
         out.push_str(&self.fig10());
         out.push('\n');
@@ -402,60 +543,80 @@ impl LdcResults {
         out
     }
 
-    /// The paper's headline figures beside ours (means over apps, as signed changes).
-    pub fn headlines(&self) -> Vec<Headline> {
-        let change =
-            |p: &str, base: &str, m: fn(&Figures) -> u64| self.normalised(p, base, m).1 - 1.0;
-        let erases = |f: &Figures| f.block_erases;
-        let wlat = |f: &Figures| f.write_latency_ns_mean;
-        vec![
-            Headline::new(
-                "LDC erases vs PM",
-                -0.505,
-                change("LDC", "PM", erases),
-                "change",
-            ),
-            Headline::new(
-                "LDC write latency vs zFTL",
-                -0.104,
-                change("LDC", "zFTL", wlat),
-                "change",
-            ),
-            Headline::new(
-                "LDC erases vs zFTL",
-                0.04,
-                change("LDC", "zFTL", erases),
-                "change",
-            ),
-            Headline::new(
-                "SC write latency vs PM",
-                -0.172,
-                change("SC", "PM", wlat),
-                "change",
-            ),
-            Headline::new(
-                "LDC write latency vs PM",
-                -0.18,
-                change("LDC", "PM", wlat),
-                "change",
-            ),
-        ]
+    /// The paper's stated figures (§6.2, abstract) and ours: each a change of the mean
+    /// over the apps where it is defined.
+    const HEADLINES: [(&'static str, &'static str, &'static str, f64, Metric); 5] = [
+        ("LDC erases vs PM", "LDC", "PM", -0.505, Metric::Erases),
+        (
+            "LDC write latency vs zFTL",
+            "LDC",
+            "zFTL",
+            -0.104,
+            Metric::WriteLatency,
+        ),
+        ("LDC erases vs zFTL", "LDC", "zFTL", 0.04, Metric::Erases),
+        (
+            "SC write latency vs PM",
+            "SC",
+            "PM",
+            -0.172,
+            Metric::WriteLatency,
+        ),
+        (
+            "LDC write latency vs PM",
+            "LDC",
+            "PM",
+            -0.18,
+            Metric::WriteLatency,
+        ),
+    ];
+
+    fn headline_rows(&self) -> Vec<Headline> {
+        Self::HEADLINES
+            .iter()
+            .map(|&(figure, policy, base, paper, metric)| {
+                let mean = self.normalised(policy, base, metric.get()).1;
+                Headline::new(figure, paper, mean.value - 1.0, "change")
+            })
+            .collect()
     }
 
     fn headline(&self) -> String {
         let mut out = format!(
-            "{:<28}{:>10}{:>10}{:>10}\n",
-            "headline (mean over apps)", "paper", "ours", "diff pp"
+            "{:<28}{:>10}{:>10}{:>10}  mean over\n",
+            "headline", "paper", "ours", "diff pp"
         );
-        for h in self.headlines() {
-            let (paper, ours) = (h.paper * 100.0, h.ours * 100.0);
+        let apps = LdcApp::ALL.len();
+        for (h, &(_, policy, base, _, metric)) in self.headlines.iter().zip(&Self::HEADLINES) {
+            let over = self.normalised(policy, base, metric.get()).1.apps;
+            let gap = h
+                .gap()
+                .filter(|g| g.is_finite())
+                .map_or("n/a".to_string(), |g| format!("{g:.1}"));
             out.push_str(&format!(
-                "{:<28}{paper:>9.1}%{ours:>9.1}%{:>10.1}\n",
+                "{:<28}{:>10}{:>10}{gap:>10}  {over}/{apps} apps\n",
                 h.figure,
-                ours - paper
+                h.format(h.paper),
+                h.format(h.ours),
             ));
         }
         out
+    }
+}
+
+/// The metric a headline compares.
+#[derive(Clone, Copy, Debug)]
+enum Metric {
+    Erases,
+    WriteLatency,
+}
+
+impl Metric {
+    fn get(self) -> fn(&Figures) -> u64 {
+        match self {
+            Metric::Erases => |f| f.block_erases,
+            Metric::WriteLatency => |f| f.write_latency_ns_mean,
+        }
     }
 }
 
@@ -468,8 +629,75 @@ mod tests {
             quick: true,
             seed: 3,
             aging: SNAPSHOT_AGING,
+            lay_down: LayDown::default(),
             jobs: 1,
         }
+    }
+
+    fn fake(policy: &'static str, app: &'static str, erases: u64, latency_ns: u64) -> Figures {
+        Figures {
+            policy,
+            app,
+            clock_mhz: 200,
+            page_programs: 0,
+            block_erases: erases,
+            gc_migrated_bytes: 0,
+            gc_time_ns: 0,
+            gc_cycles_foreground: 0,
+            gc_cycles_background: 0,
+            pages_compressed: 0,
+            pages_compressed_host: 0,
+            pages_compressed_gc: 0,
+            pages_compressed_gc_background: 0,
+            write_latency_ns_mean: latency_ns,
+            write_latency_ns_max: latency_ns,
+            read_latency_ns_mean: latency_ns,
+            read_latency_ns_max: latency_ns,
+            latency_ns_max: latency_ns,
+            host_write_bytes: 0,
+        }
+    }
+
+    #[test]
+    fn an_app_without_erases_shows_n_a_and_the_mean_says_over_how_many_apps() {
+        let mut runs = Vec::new();
+        for (i, app) in LdcApp::ALL.into_iter().enumerate() {
+            let a = abbrev(app);
+            // PM erases nothing in FB: its erase ratio is undefined.
+            let pm_erases = if i == 0 { 0 } else { 100 };
+            runs.push(fake("PM", a, pm_erases, 1000));
+            for p in ["zFTL", "SC", "LDC", "OPT"] {
+                runs.push(fake(p, a, 50, 900));
+            }
+        }
+        for clock in CLOCKS_MHZ.into_iter().filter(|&c| c != 200) {
+            runs.push(Figures {
+                clock_mhz: clock,
+                ..fake("LDC", "MA", 50, 900)
+            });
+        }
+        let mut r = LdcResults {
+            quick: true,
+            aging: 0.5,
+            fill: SNAPSHOT_UTILIZATION,
+            lay_down: LayDown::Neutral,
+            device_bytes: 1 << 28,
+            runs,
+            headlines: Vec::new(),
+        };
+        r.headlines = r.headline_rows();
+        let erases = r.table("erases", &["LDC"], "PM", |f| f.block_erases);
+        let row = erases.lines().find(|l| l.starts_with("LDC")).unwrap();
+        assert!(row.contains("n/a") && row.ends_with("6/7 apps"), "{row}");
+        let latency = r.table("latency", &["LDC"], "PM", |f| f.write_latency_ns_mean);
+        assert!(latency.contains("7/7 apps"), "{latency}");
+        let h = &r.headlines[0];
+        assert_eq!(h.figure, "LDC erases vs PM");
+        assert!((h.ours + 0.5).abs() < 1e-9, "{h:?}");
+        let text = r.render();
+        assert!(text.contains("laid down policy-neutral") && text.contains("fill 85%"));
+        let json = serde_json::to_string(&r).unwrap();
+        assert!(json.contains("\"headlines\""), "{json}");
     }
 
     #[test]
@@ -477,7 +705,22 @@ mod tests {
         let me = LdcApp::Messenger;
         let pm = run_one(CompressionPolicyKind::Pm, me, 200, &quick()).unwrap();
         let opt = run_one(CompressionPolicyKind::Opt, me, 200, &quick()).unwrap();
-        assert!(opt.page_programs < pm.page_programs, "{opt:?} vs {pm:?}");
+        // Compression cuts what the host path programs. (Total programs: with the
+        // policy-neutral lay-down and idle-time GC, OPT's GC moves 9% more bytes than PM's
+        // on this short ME run, so its total is higher; docs/ldc-reproduction.md lists it
+        // as unexplained. Through the policy it is lower, as checked below.)
+        assert!(opt.pages_compressed_host > 0, "{opt:?}");
+        let through = LdcOptions {
+            lay_down: LayDown::ThroughPolicy,
+            ..quick()
+        };
+        let pm_through = run_one(CompressionPolicyKind::Pm, me, 200, &through).unwrap();
+        let opt_through = run_one(CompressionPolicyKind::Opt, me, 200, &through).unwrap();
+        assert!(
+            opt_through.page_programs < pm_through.page_programs,
+            "{opt_through:?} vs {pm_through:?}"
+        );
+        assert!(pm.latency_ns_max >= pm.read_latency_ns_max.max(pm.write_latency_ns_max));
         assert_eq!(pm.host_write_bytes, opt.host_write_bytes);
         let again = run_one(CompressionPolicyKind::Pm, me, 200, &quick()).unwrap();
         assert_eq!(format!("{pm:?}"), format!("{again:?}"));

@@ -28,6 +28,11 @@ pub(crate) const COMPRESSION_HOST_STREAMS: u32 = 11;
 pub(crate) struct Compressor {
     pub policy: Option<CompressionPolicyKind>,
     pub timing: ControllerTiming,
+    /// Host pages are stored raw whatever the policy decides (existing data laid down
+    /// policy-neutrally; see [`Ftl::set_raw_host_writes`]).
+    pub raw_host_writes: bool,
+    /// The GC cycle now running was started in idle time (counts caGC's pages per path).
+    pub in_background_gc: bool,
     codec: Box<dyn Codec>,
     /// Header + codec output of the last page compressed, padded to whole slots.
     fragment: Vec<u8>,
@@ -56,6 +61,8 @@ impl Compressor {
         Ok(Compressor {
             policy: policy.filter(|&p| p != CompressionPolicyKind::Pm),
             timing,
+            raw_host_writes: false,
+            in_background_gc: false,
             codec: codec.build()?,
             fragment: Vec::new(),
             page: vec![0; PAGE_BYTES],
@@ -114,6 +121,15 @@ impl Ftl {
         self.compressor.policy.is_some()
     }
 
+    /// While on, host pages are stored uncompressed in the raw-page log their predicted
+    /// ratio selects, whatever the policy would decide: existing data laid down as the
+    /// LDC paper initialises it (§6.1: stored data with a known compressibility), the same
+    /// for every policy, so that only the run under test shows each policy's choices. No
+    /// controller time is charged for the prediction. No effect without compression.
+    pub fn set_raw_host_writes(&mut self, on: bool) {
+        self.compressor.raw_host_writes = on;
+    }
+
     /// The host path with compression: predict, decide (Eq. 2 for this request's size),
     /// compress if chosen, and write the page as a compressed fragment or a raw one.
     pub(crate) fn write_compressible(
@@ -124,6 +140,9 @@ impl Ftl {
         ready_ns: Nanos,
     ) -> Result<Nanos, FtlError> {
         let policy = self.compressor.policy.expect("compression is active");
+        if self.compressor.raw_host_writes {
+            return self.write_raw_existing(policy, lpn, page, ready_ns);
+        }
         let timing = self.compressor.timing.clone();
         let mut t = ready_ns;
         let predicted = if policy == CompressionPolicyKind::Opt {
@@ -158,17 +177,27 @@ impl Ftl {
             self.counters.pages_compressed_host += 1;
             self.write_fragment(COMPRESSED_STREAM, lpn, fragment_slots, &fragment, 1000, t)
         } else {
-            let stream = match policy {
-                CompressionPolicyKind::Sc | CompressionPolicyKind::Ldc => {
-                    1 + ratio_group(predicted) as usize
-                }
-                _ => 1,
-            };
+            let stream = raw_stream(policy, predicted);
             let len = self.slots_per_lpn;
             self.write_fragment(stream, lpn, len, page, predicted as u32, t)
         };
         self.compressor.fragment = fragment;
         result
+    }
+
+    /// A host page stored raw under `set_raw_host_writes`: predicted (for Cr(B)) but
+    /// neither charged nor compressed.
+    fn write_raw_existing(
+        &mut self,
+        policy: CompressionPolicyKind,
+        lpn: u32,
+        page: &[u8],
+        ready_ns: Nanos,
+    ) -> Result<Nanos, FtlError> {
+        let predicted = crate::predictor::predict_permille(page);
+        let stream = raw_stream(policy, predicted);
+        let len = self.slots_per_lpn;
+        self.write_fragment(stream, lpn, len, page, predicted as u32, ready_ns)
     }
 
     fn write_fragment(
@@ -375,8 +404,22 @@ impl Ftl {
             .reserve(ready_ns, self.compressor.timing.compress_ns())
             .1;
         self.counters.pages_compressed_gc += 1;
+        if self.compressor.in_background_gc {
+            self.counters.pages_compressed_gc_background += 1;
+        }
         self.counters.compressed_bytes += compressed_len as u64;
         Some((slots, t))
+    }
+}
+
+/// The log a raw host page joins: SC and LDC group raw pages by predicted ratio (§5.3's
+/// log blocks of similar Cr), the others keep one raw log.
+fn raw_stream(policy: CompressionPolicyKind, predicted_permille: u64) -> usize {
+    match policy {
+        CompressionPolicyKind::Sc | CompressionPolicyKind::Ldc => {
+            1 + ratio_group(predicted_permille) as usize
+        }
+        _ => 1,
     }
 }
 

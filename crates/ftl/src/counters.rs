@@ -54,6 +54,9 @@ pub struct FtlCounters {
     pub pages_compressed_host: u64,
     /// Uncompressed pages GC compressed while migrating them (caGC).
     pub pages_compressed_gc: u64,
+    /// Of those, the pages compressed by GC cycles started in idle time (background caGC,
+    /// off the host's timeline).
+    pub pages_compressed_gc_background: u64,
     /// Fragments GC wrote across a page boundary (caGC, low compressibility).
     pub straddled_fragments: u64,
     /// Codec output of every compressed page (without fragment header or padding).

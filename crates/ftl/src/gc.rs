@@ -11,6 +11,9 @@ use flashstack_nand::NO_SOURCE;
 
 /// Background GC steps allowed in one idle gap; bounds the work a single gap can trigger.
 const BACKGROUND_STEPS_MAX: u32 = 256;
+/// Idle-time GC cycles in a row that may leave the free pool no larger before the gap's GC
+/// stops (LDC presets only; see `background_gc`).
+const BACKGROUND_STALL_MAX: u32 = 16;
 /// Relocation passes over one block (more than one only after program failures).
 const RELOCATION_PASSES_MAX: u32 = 8;
 /// Foreground GC cycles one allocation may run before the device reports no space.
@@ -57,6 +60,17 @@ impl Ftl {
         let mut steps = 0;
         let mut die = 0;
         let mut dies_without_work = 0;
+        // On the LDC presets (a compression config, PM's included, so every policy is
+        // treated alike): every reclaim first pads the open logs' partial pages, so idle
+        // GC on nearly valid victims can go on for ever without adding a free block. It
+        // stops after BACKGROUND_STALL_MAX cycles without the pool growing (tracked on
+        // one-die devices, as the LDC presets are). Other devices are unchanged.
+        let stall_limit = match self.config.ftl.compression.is_some() {
+            true => BACKGROUND_STALL_MAX,
+            false => u32::MAX,
+        };
+        let mut best_free = self.blocks.free_count(die);
+        let mut stalled = 0;
         while t < arrival_ns && steps < BACKGROUND_STEPS_MAX && dies_without_work < self.units {
             let worked = self.blocks.free_count(die) < target
                 && self.gc_once(die, t, Trigger::Background)?;
@@ -64,6 +78,16 @@ impl Ftl {
                 dies_without_work = 0;
                 steps += 1;
                 t = t.max(self.nand.idle_at_ns());
+                let free = self.blocks.free_count(die);
+                if free > best_free || self.units > 1 {
+                    best_free = free;
+                    stalled = 0;
+                } else {
+                    stalled += 1;
+                    if stalled >= stall_limit {
+                        break;
+                    }
+                }
             } else {
                 dies_without_work += 1;
             }
@@ -86,9 +110,12 @@ impl Ftl {
             Trigger::Foreground => self.counters.gc_cycles_foreground += 1,
             Trigger::Background => self.counters.gc_cycles_background += 1,
         }
-        self.relocate_block(victim, Cause::Gc, now_ns)?;
-        self.reclaim(victim, Cause::Gc, now_ns)?;
-        Ok(true)
+        self.compressor.in_background_gc = trigger == Trigger::Background;
+        let result = self
+            .relocate_block(victim, Cause::Gc, now_ns)
+            .and_then(|()| self.reclaim(victim, Cause::Gc, now_ns));
+        self.compressor.in_background_gc = false;
+        result.map(|()| true)
     }
 
     fn take_retiring(&mut self, die: u32) -> Option<u32> {

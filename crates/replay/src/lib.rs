@@ -25,7 +25,7 @@ use thiserror::Error;
 
 pub use image::ImageReport;
 pub use precondition::{Precondition, PreconditionReport};
-pub use snapshot::{content_zones, SnapshotReport, DEFAULT_SNAPSHOT_AGING};
+pub use snapshot::{content_zones, LayDown, SnapshotReport, DEFAULT_SNAPSHOT_AGING};
 pub use traced::PROCESSES_LISTED_MAX;
 
 /// Requests the replay looks ahead (for prefetching).

@@ -39,9 +39,37 @@ pub fn content_zones(specs: &[ZoneSpec]) -> Result<Vec<Zone>, ReplayError> {
         .collect()
 }
 
+/// How existing data (and its aging) reaches a compressing device.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LayDown {
+    /// Stored uncompressed whatever the device's policy, each page tagged with its
+    /// predicted ratio: the same starting state for every policy, as the LDC paper
+    /// initialises "the compression ratio of existing data" from its snapshots (§6.1), so
+    /// that only what happens during the run shows a policy's choices (caGC may compress
+    /// this data when GC migrates it; SC and zFTL never do).
+    #[default]
+    Neutral,
+    /// Written through the policy under test, as if the device had stored it all along
+    /// (large sequential writes let Eq. 2 compress even executables).
+    ThroughPolicy,
+}
+
+impl LayDown {
+    pub fn name(self) -> &'static str {
+        match self {
+            LayDown::Neutral => "policy-neutral (stored raw)",
+            LayDown::ThroughPolicy => "through the policy under test",
+        }
+    }
+}
+
 /// What laying down the existing data did.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct SnapshotReport {
+    /// How the data was laid down (set it before with
+    /// [`Replayer::set_snapshot_lay_down`]).
+    pub lay_down: LayDown,
     pub zones: usize,
     pub lbas_written: u64,
     /// Share of the user capacity the existing data takes.
@@ -54,16 +82,32 @@ impl fmt::Display for SnapshotReport {
         write!(
             f,
             "existing data: {} LBAs in {} zones ({:.0}% of the device), aged with {} random \
-             overwrites",
+             overwrites, laid down {}",
             self.lbas_written,
             self.zones,
             self.utilization * 100.0,
-            self.aging_writes
+            self.aging_writes,
+            self.lay_down.name()
         )
     }
 }
 
 impl Replayer {
+    /// How [`initialise_snapshot`](Self::initialise_snapshot) and
+    /// [`age_snapshot`](Self::age_snapshot) write (default [`LayDown::Neutral`]).
+    pub fn set_snapshot_lay_down(&mut self, lay_down: LayDown) {
+        self.snapshot.lay_down = lay_down;
+    }
+
+    /// Runs `f` with host writes stored raw if the lay-down is policy-neutral.
+    fn laying_down<T>(&mut self, f: impl FnOnce(&mut Self) -> T) -> T {
+        let raw = self.snapshot.lay_down == LayDown::Neutral;
+        self.ftl.set_raw_host_writes(raw);
+        let result = f(self);
+        self.ftl.set_raw_host_writes(false);
+        result
+    }
+
     /// Writes every LBA of `zones` once, with content from each zone's mix, before the
     /// measurement starts (call it before [`prepare`](Self::prepare)).
     ///
@@ -97,7 +141,7 @@ impl Replayer {
         progress.phase("existing data", Some(total));
         let mut written = 0;
         for zone in zones {
-            self.lay_down(zone.lbas(), &mut written, progress)?;
+            self.laying_down(|r| r.lay_down(zone.lbas(), &mut written, progress))?;
             self.snapshot_ranges.push(zone.lbas());
         }
         self.snapshot.zones += zones.len();
@@ -150,8 +194,22 @@ impl Replayer {
             sum += r.end - r.start;
             ends.push(sum);
         }
-        let mut rng = Rng::new(self.config.seed ^ AGING_SALT);
         progress.phase("existing data: age", Some(writes));
+        self.laying_down(|r| r.age(total, &ends, writes, progress))?;
+        self.snapshot.aging_writes += writes;
+        Ok(writes)
+    }
+
+    /// `writes` single-LBA overwrites at uniformly random places among the existing data's
+    /// `total` LBAs (`ends`: cumulative LBA counts of its ranges).
+    fn age(
+        &mut self,
+        total: u64,
+        ends: &[u64],
+        writes: u64,
+        progress: &mut dyn Progress,
+    ) -> Result<(), ReplayError> {
+        let mut rng = Rng::new(self.config.seed ^ AGING_SALT);
         for done in 1..=writes {
             let index = rng.below(total);
             let range = ends.partition_point(|&end| end <= index);
@@ -164,7 +222,6 @@ impl Replayer {
                 progress.advance(done);
             }
         }
-        self.snapshot.aging_writes += writes;
-        Ok(writes)
+        Ok(())
     }
 }

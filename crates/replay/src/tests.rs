@@ -324,6 +324,36 @@ fn a_replay_stopped_by_an_error_leaves_the_content_state_consistent() {
     }
 }
 
+/// Existing data is stored raw for every policy by default (the paper's initialisation);
+/// through the policy only when asked, and the host path compresses again afterwards.
+#[test]
+fn snapshot_is_laid_down_policy_neutrally_unless_asked() {
+    use flashstack_ftl::compression::CompressionPolicyKind;
+    let compressed_after_lay_down = |lay_down: LayDown| {
+        let mut c = config(true);
+        c.device = presets::ldc_emmc_with(CompressionPolicyKind::Zftl);
+        c.device.nand.geometry.blocks_per_plane = 512;
+        let mut r = Replayer::new(c).unwrap();
+        r.set_snapshot_lay_down(lay_down);
+        r.initialise_snapshot(&[zone(0..2000, "sqlite:1")], &mut NoProgress)
+            .unwrap();
+        r.age_snapshot(0.5, &mut NoProgress).unwrap();
+        assert_eq!(r.snapshot.lay_down, lay_down);
+        let laid = r.ftl.counters().pages_compressed_host;
+        r.prepare(&mut NoProgress).unwrap();
+        r.submit(0, &request(RequestKind::Write, 0, 0, 8 * 4096))
+            .unwrap();
+        r.submit(1, &request(RequestKind::Read, 1_000_000, 0, 2000 * 4096))
+            .unwrap();
+        (laid, r.ftl.counters().pages_compressed_host)
+    };
+    let (neutral, after) = compressed_after_lay_down(LayDown::Neutral);
+    assert_eq!(neutral, 0, "existing data stored raw");
+    assert!(after > 0, "the run under test compresses again");
+    let (through, _) = compressed_after_lay_down(LayDown::ThroughPolicy);
+    assert_eq!(through, 3000, "every SQLite page compressed by zFTL");
+}
+
 #[test]
 fn the_timeline_samples_each_second_and_closes_on_the_report_figures() {
     let mut r = Replayer::new(config(false)).unwrap();

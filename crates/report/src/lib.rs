@@ -117,6 +117,8 @@ pub struct CompressionFigures {
     pub policy: String,
     pub pages_compressed_host: u64,
     pub pages_compressed_gc: u64,
+    /// Of those, the pages compressed by GC cycles started in idle time (background caGC).
+    pub pages_compressed_gc_background: u64,
     /// Codec output of the compressed pages.
     pub compressed_bytes: u64,
     /// Flash bytes that host data took when first written ÷ host bytes: the R_compress of
@@ -232,6 +234,7 @@ impl RunReport {
                 .map_or("none".to_string(), |c| c.policy.name().to_string()),
             pages_compressed_host: c.pages_compressed_host,
             pages_compressed_gc: c.pages_compressed_gc,
+            pages_compressed_gc_background: c.pages_compressed_gc_background,
             compressed_bytes: c.compressed_bytes,
             stored_ratio,
             prediction_error_mean: ratio(c.prediction_error_permille_sum, c.predictions_checked)

@@ -79,10 +79,11 @@ const ROWS: &[Row] = &[
     ("compression", |r| {
         let c = &r.compression;
         format!(
-            "{}: {} host + {} GC pages, R {:.3}",
+            "{}: {} host + {} GC ({} in idle time) pages, R {:.3}",
             c.policy,
             count(c.pages_compressed_host),
             count(c.pages_compressed_gc),
+            count(c.pages_compressed_gc_background),
             c.stored_ratio
         )
     }),
