@@ -16,6 +16,7 @@ mod cluster;
 mod data;
 mod defrag;
 mod delta;
+mod device_space;
 mod dir;
 mod error;
 mod extents;

@@ -242,6 +242,7 @@ impl<D: BlockDevice> F2fs<D> {
     /// Writes `data` at `offset`, growing the file as needed (holes read as zeros).
     pub fn write(&mut self, ino: u32, offset: u64, data: &[u8]) -> Result<(), FsError> {
         self.check_file(ino)?;
+        self.device_space_for(data.len() as u64)?;
         self.note_file_call(ino, true);
         self.balanced("write", |fs| {
             fs.write_at(ino, offset, data)?;
@@ -266,6 +267,7 @@ impl<D: BlockDevice> F2fs<D> {
         valid_bytes: usize,
     ) -> Result<(), FsError> {
         self.check_file(ino)?;
+        self.device_space_for(BLOCK_SIZE as u64)?;
         self.note_file_call(ino, true);
         self.balanced("write_page", |fs| {
             fs.write_page_op(ino, index, page, valid_bytes)
@@ -305,6 +307,7 @@ impl<D: BlockDevice> F2fs<D> {
         hint: WriteHint,
     ) -> Result<(), FsError> {
         self.check_file(ino)?;
+        self.device_space_for((pages.len() * BLOCK_SIZE) as u64)?;
         self.note_file_call(ino, true);
         self.balanced("write_pages", |fs| {
             fs.write_pages_op(ino, first_index, pages, size_bytes, hint)
