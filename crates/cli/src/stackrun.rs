@@ -159,7 +159,20 @@ enum Loaded {
     Trace(String, FileTrace),
 }
 
-fn load(name: &str) -> Result<Loaded> {
+fn load(name: &str, seed: u64) -> Result<Loaded> {
+    if let Some(personality) = name.strip_prefix("filebench:") {
+        use flashstack_workload::filebench::{generate, FilebenchConfig, Personality};
+        let p = Personality::from_name(personality).ok_or_else(|| {
+            anyhow::anyhow!(
+                "--workload {name}: no such filebench personality (known: {})",
+                Personality::ALL.map(|p| p.name()).join(", ")
+            )
+        })?;
+        return Ok(Loaded::Trace(
+            name.to_string(),
+            generate(p, &FilebenchConfig::default(), seed),
+        ));
+    }
     let path = Path::new(name);
     if path.is_file() {
         let trace = text::read_file(path)?;
@@ -181,7 +194,7 @@ fn load(name: &str) -> Result<Loaded> {
 
 pub fn run(args: &RunArgs, name: &str) -> Result<()> {
     refuse_block_options(args)?;
-    let loaded = load(name)?;
+    let loaded = load(name, args.seed)?;
     let workload = match &loaded {
         Loaded::Persona(p) => StackWorkload::Persona(p.as_ref()),
         Loaded::Trace(name, trace) => StackWorkload::Trace {
