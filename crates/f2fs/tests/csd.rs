@@ -4,8 +4,12 @@
 //! failing write reports ENOSPC (not EIO, not a panic), and after a power cut every
 //! fsync'd byte comes back.
 
+mod common;
+
 use flashstack_block::{BlockDevice, LBA_SIZE};
-use flashstack_f2fs::{mkfs_timed, F2fs, MkfsOptions};
+use flashstack_f2fs::{
+    mkfs_timed, CompressConfig, CompressSide, F2fs, F2fsConfig, FacsConfig, MkfsOptions,
+};
 use flashstack_ftl::compression::CompressionPolicyKind;
 use flashstack_ftl::{presets, Ftl};
 
@@ -130,4 +134,59 @@ fn compressible_data_stores_more_than_the_flash() {
     assert!(usage.space_saving_ratio() > 2.0, "{usage:?}");
     let t7 = fs.lookup("/t7").unwrap();
     assert!(fs.read(t7, 0, FILE_BYTES).unwrap() == page);
+}
+
+/// Pages that zlib compresses about 3:1 (a third random, the rest one repeated phrase).
+fn third_random(seed: u64, len: usize) -> Vec<u8> {
+    let noise = incompressible(seed, len);
+    (0..len)
+        .map(|i| if i % 4096 < 1300 { noise[i] } else { b"abcdefgh"[i % 8] })
+        .collect()
+}
+
+/// FACS on the hinted CSD: a cold (media-extension) file that compresses 3:1 goes to the
+/// device (its writes carry the status bit, so the device compresses exactly its pages),
+/// a warm one to F2FSC, an incompressible cold one to nobody; all read back.
+#[test]
+fn facs_sends_cold_compressible_files_to_the_device() {
+    let mut config = presets::csd3000_with(CompressionPolicyKind::Hinted, 1);
+    config.nand.geometry.pages_per_block = 32;
+    config.nand.geometry.blocks_per_plane = 64;
+    let mut ftl = Ftl::new(config, true, 5).unwrap();
+    let opts = MkfsOptions {
+        features: common::android_like().features,
+        ..MkfsOptions::default()
+    };
+    let (_, formatted_ns) = mkfs_timed(&mut ftl, &opts).unwrap();
+    let cfg = F2fsConfig {
+        compress: CompressConfig {
+            enabled: true,
+            ..CompressConfig::default()
+        },
+        facs: FacsConfig {
+            enabled: true,
+            ..FacsConfig::default()
+        },
+        ..F2fsConfig::default()
+    };
+    let mut fs = F2fs::mount_with(ftl, formatted_ns, cfg).unwrap();
+    let before = fs.device().counters().pages_compressed_host;
+    let files = [
+        ("/movie.mkv", third_random(1, 64 * 4096), CompressSide::Device),
+        ("/notes.txt", third_random(2, 64 * 4096), CompressSide::Host),
+        ("/noise.mkv", incompressible(3, 64 * 4096), CompressSide::None),
+    ];
+    for (path, data, _) in &files {
+        let ino = fs.create(path).unwrap();
+        fs.write(ino, 0, data).unwrap();
+        fs.fsync(ino).unwrap();
+    }
+    for (path, data, side) in &files {
+        let ino = fs.lookup(path).unwrap();
+        assert_eq!(fs.facs_side(ino), Some(*side), "{path}");
+        assert!(fs.read(ino, 0, data.len()).unwrap() == *data, "{path}");
+    }
+    let device_pages = fs.device().counters().pages_compressed_host - before;
+    assert_eq!(device_pages, 64, "only the device-side file's pages: {device_pages}");
+    assert!(fs.compress_metrics().clusters_compressed > 0);
 }

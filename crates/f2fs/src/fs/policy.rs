@@ -105,6 +105,8 @@ pub struct F2fsConfig {
     pub delta: super::DeltaConfig,
     /// F2FS compression (`[compress]`, off by default; `fs/cluster.rs`).
     pub compress: super::CompressConfig,
+    /// COCO's compression scheduling (`[facs]`, off by default; `fs/facs.rs`).
+    pub facs: super::FacsConfig,
     /// The block layer's read path under F2FS (`[read]`): requests split at extent
     /// boundaries and at 512 KiB, 10 µs of host time per request, 32 in flight
     /// ([`F2fs::read_pages`](super::F2fs::read_pages); `docs/janusd.md`).
@@ -130,6 +132,7 @@ impl Default for F2fsConfig {
             ssr: true,
             delta: super::DeltaConfig::default(),
             compress: super::CompressConfig::default(),
+            facs: super::FacsConfig::default(),
             read: flashstack_block::ReadModel::default(),
         }
     }
