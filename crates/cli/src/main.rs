@@ -13,6 +13,7 @@ mod janusd_cmd;
 mod mount;
 mod phone;
 mod progress;
+mod reproduce_coco;
 mod reproduce_mobifs;
 mod run;
 mod stackrun;
@@ -111,6 +112,9 @@ enum ReproduceCommand {
     Janusd(janusd_cmd::JanusdArgs),
     /// MobiFS (ATC 2015): stock page cache + fsync against versioned cache transactions.
     Mobifs(reproduce_mobifs::MobifsArgs),
+    /// COCO (HotStorage 2023): F2FS, F2FSC, the CSD alone and FACS on the four filebench
+    /// personalities; throughput, device power, WAF, temperature.
+    Coco(reproduce_coco::CocoArgs),
 }
 
 #[derive(Args)]
@@ -172,6 +176,9 @@ fn main() {
         Command::Reproduce {
             paper: ReproduceCommand::Mobifs(args),
         } => reproduce_mobifs::run(args),
+        Command::Reproduce {
+            paper: ReproduceCommand::Coco(args),
+        } => reproduce_coco::run(args),
         Command::Trace {
             command: TraceCommand::Inspect(args),
         } => inspect(args),

@@ -140,7 +140,13 @@ fn compressible_data_stores_more_than_the_flash() {
 fn third_random(seed: u64, len: usize) -> Vec<u8> {
     let noise = incompressible(seed, len);
     (0..len)
-        .map(|i| if i % 4096 < 1300 { noise[i] } else { b"abcdefgh"[i % 8] })
+        .map(|i| {
+            if i % 4096 < 1300 {
+                noise[i]
+            } else {
+                b"abcdefgh"[i % 8]
+            }
+        })
         .collect()
 }
 
@@ -172,9 +178,17 @@ fn facs_sends_cold_compressible_files_to_the_device() {
     let mut fs = F2fs::mount_with(ftl, formatted_ns, cfg).unwrap();
     let before = fs.device().counters().pages_compressed_host;
     let files = [
-        ("/movie.mkv", third_random(1, 64 * 4096), CompressSide::Device),
+        (
+            "/movie.mkv",
+            third_random(1, 64 * 4096),
+            CompressSide::Device,
+        ),
         ("/notes.txt", third_random(2, 64 * 4096), CompressSide::Host),
-        ("/noise.mkv", incompressible(3, 64 * 4096), CompressSide::None),
+        (
+            "/noise.mkv",
+            incompressible(3, 64 * 4096),
+            CompressSide::None,
+        ),
     ];
     for (path, data, _) in &files {
         let ino = fs.create(path).unwrap();
@@ -187,6 +201,9 @@ fn facs_sends_cold_compressible_files_to_the_device() {
         assert!(fs.read(ino, 0, data.len()).unwrap() == *data, "{path}");
     }
     let device_pages = fs.device().counters().pages_compressed_host - before;
-    assert_eq!(device_pages, 64, "only the device-side file's pages: {device_pages}");
+    assert_eq!(
+        device_pages, 64,
+        "only the device-side file's pages: {device_pages}"
+    );
     assert!(fs.compress_metrics().clusters_compressed > 0);
 }
