@@ -46,8 +46,8 @@ pub const PRESETS: [(&str, &str); 10] = [
     ),
     (
         "csd3000",
-        "ScaleFlux CSD 3000-class compressing NVMe SSD, 32 GiB of TLC flash exported as 64 GiB, \
-         hardware zlib on the data path",
+        "ScaleFlux CSD 3000-class compressing NVMe SSD on 32 GiB of TLC flash, exporting twice \
+         what the flash holds uncompressed, hardware zlib on the data path",
     ),
     (
         "csd3000-hinted",
