@@ -169,6 +169,14 @@ pub trait BlockDevice {
     fn as_remap(&mut self) -> Option<&mut dyn Remap> {
         None
     }
+
+    /// Flash still free for host data, for a device whose exported capacity is larger
+    /// than its flash (a compressing SSD): a file system checks it before writing so that
+    /// it fails with ENOSPC while it can still write its own metadata. `None` (the
+    /// default) for devices whose flash backs every exported LBA.
+    fn physical_free_bytes(&self) -> Option<u64> {
+        None
+    }
 }
 
 /// An optional capability: moving data between LBA ranges by changing the device's

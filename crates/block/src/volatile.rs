@@ -465,6 +465,10 @@ impl<D: BlockDevice> BlockDevice for VolatileCache<D> {
         self.remap_lbas_max = self.inner.as_remap()?.remap_lbas_max();
         Some(self)
     }
+
+    fn physical_free_bytes(&self) -> Option<u64> {
+        self.inner.physical_free_bytes()
+    }
 }
 
 /// REMAP through the cache, for a device below that has it.

@@ -15,6 +15,7 @@ mod phone;
 mod progress;
 mod reproduce;
 mod reproduce_all;
+mod reproduce_coco;
 mod reproduce_medfs;
 mod reproduce_mobifs;
 mod run;

@@ -11,7 +11,9 @@ use flashstack_experiments::paper::Headline;
 use flashstack_html::Reproduction;
 use serde::Serialize;
 
-use crate::{janusd_cmd, progress, reproduce_all, reproduce_medfs, reproduce_mobifs};
+use crate::{
+    janusd_cmd, progress, reproduce_all, reproduce_coco, reproduce_medfs, reproduce_mobifs,
+};
 
 #[derive(Subcommand)]
 pub enum ReproduceCommand {
@@ -25,6 +27,9 @@ pub enum ReproduceCommand {
     /// MedFS (FAST 2025): F2FS-NODC, F2FS-DC, DCI, DCM, MedFS and FPC on the seven apps'
     /// personas; write traffic, lifespan, latencies, energy, hit rates, delta sizes.
     Medfs(reproduce_medfs::MedfsArgs),
+    /// COCO (HotStorage 2023): F2FS, F2FSC, the CSD alone and FACS on the four filebench
+    /// personalities; throughput, device power, WAF, temperature.
+    Coco(reproduce_coco::CocoArgs),
     /// Every reproduction in turn, a summary of every paper's figures beside ours, and the
     /// techniques alone and composed on one stack over the persona mix.
     All(reproduce_all::AllArgs),
@@ -75,6 +80,7 @@ pub fn run(command: ReproduceCommand) -> Result<()> {
         ReproduceCommand::Janusd(args) => (janusd_cmd::reproduction(&args)?, args.outputs),
         ReproduceCommand::Mobifs(args) => (reproduce_mobifs::reproduction(&args)?, args.outputs),
         ReproduceCommand::Medfs(args) => (reproduce_medfs::reproduction(&args)?, args.outputs),
+        ReproduceCommand::Coco(args) => (reproduce_coco::reproduction(&args)?, args.outputs),
         ReproduceCommand::All(args) => return reproduce_all::run(&args),
     };
     print!("{}", reproduction.text);

@@ -17,10 +17,10 @@ use crate::phone::StartChoice;
 use crate::progress::Spinner;
 use crate::reproduce::{self, Outputs};
 use crate::stackrun::resolve_stack;
-use crate::{janusd_cmd, reproduce_medfs, reproduce_mobifs};
+use crate::{janusd_cmd, reproduce_coco, reproduce_medfs, reproduce_mobifs};
 
 /// The reproductions `all` runs, in order.
-const PAPERS: [&str; 4] = ["ldc", "janusd", "mobifs", "medfs"];
+const PAPERS: [&str; 5] = ["ldc", "janusd", "mobifs", "medfs", "coco"];
 
 /// The composed-stack columns: each technique alone on the default stack, then all of
 /// them on one. Janusd is not among them: it acts between days of use (a periodic pass),
@@ -44,7 +44,7 @@ pub struct AllArgs {
     /// Seed of every random choice; the same seed gives the same figures.
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// Only these parts, comma-separated: ldc, janusd, mobifs, medfs, composed.
+    /// Only these parts, comma-separated: ldc, janusd, mobifs, medfs, coco, composed.
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     only: Vec<String>,
 }
@@ -117,6 +117,11 @@ fn one(paper: &str, args: &AllArgs) -> Result<Reproduction> {
             seed: args.seed,
             stack: "ufs31".into(),
             verbose: false,
+        }),
+        "coco" => reproduce_coco::reproduction(&reproduce_coco::CocoArgs {
+            quick: args.quick,
+            outputs,
+            seed: args.seed,
         }),
         other => unreachable!("not a paper of PAPERS: {other}"),
     }

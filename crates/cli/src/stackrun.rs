@@ -101,7 +101,7 @@ fn stacks(args: &RunArgs, phone: Option<&StackConfig>) -> Result<Vec<StackConfig
 
 pub fn run(args: &RunArgs, name: &str) -> Result<()> {
     refuse_block_options(args)?;
-    let loaded = Loaded::load(name)?;
+    let loaded = Loaded::load(name, args.seed)?;
     let workload = loaded.workload();
     let starts = StartChoice::from_args(args.phone.as_deref(), args.fresh)?;
     let configs = stacks(args, starts.phone_stack())?;

@@ -62,5 +62,24 @@ pub fn list(args: ListArgs) -> Result<()> {
         println!("{:<width$}  {}", e.name, e.description);
         println!("{:<width$}    calibrated to: {}", "", e.calibration);
     }
+    println!();
+    println!(
+        "filebench personalities of COCO's table (whole stack, `run --workload \
+         filebench:NAME`; content compresses by a Zipfian per-file zlib ratio):"
+    );
+    for p in flashstack_workload::filebench::Personality::ALL {
+        let s = p.spec();
+        println!(
+            "filebench:{:<10}  {:?}, {}–{} KiB, R:W {}:{}, ratio {}–{}",
+            p.name(),
+            s.pattern,
+            s.io_bytes_min / 1024,
+            s.io_bytes_max / 1024,
+            s.read_parts,
+            s.write_parts,
+            s.ratio_min,
+            s.ratio_max
+        );
+    }
     Ok(())
 }

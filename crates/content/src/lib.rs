@@ -72,6 +72,7 @@ mod class;
 mod error;
 mod gen;
 mod hash;
+pub mod ratio;
 mod vocab;
 mod write;
 mod zone;

@@ -45,6 +45,8 @@ impl FreePool {
 pub struct BlockTable {
     pub state: Vec<BlockState>,
     pub valid_slots: Vec<u32>,
+    /// Sum of `valid_slots`: the physical space live data takes.
+    live_slots: u64,
     pub last_write_ns: Vec<Nanos>,
     blocks_per_die: u32,
     per_die: Divisor,
@@ -73,6 +75,7 @@ impl BlockTable {
         BlockTable {
             state: vec![BlockState::Free; blocks],
             valid_slots: vec![0; blocks],
+            live_slots: 0,
             last_write_ns: vec![0; blocks],
             blocks_per_die,
             per_die: Divisor::new(blocks_per_die),
@@ -141,6 +144,12 @@ impl BlockTable {
         self.prev[block as usize] = NIL;
     }
 
+    /// Valid slots over every block.
+    #[inline]
+    pub fn live_slots(&self) -> u64 {
+        self.live_slots
+    }
+
     /// `n` more valid slots in `block` (a fragment was written or relocated into it).
     #[inline]
     pub fn add_valid(&mut self, block: u32, n: u32) {
@@ -149,6 +158,7 @@ impl BlockTable {
             self.unlink(block);
         }
         self.valid_slots[block as usize] += n;
+        self.live_slots += n as u64;
         assert!(self.valid_slots[block as usize] <= self.capacity_slots);
         if sealed {
             self.link(block);
@@ -167,6 +177,7 @@ impl BlockTable {
             "valid count underflow in {block}"
         );
         self.valid_slots[block as usize] -= n;
+        self.live_slots -= n as u64;
         if sealed {
             self.link(block);
         }

@@ -137,6 +137,7 @@ impl Ftl {
         lpn: u32,
         page: &[u8],
         request_pages: u64,
+        hinted: bool,
         ready_ns: Nanos,
     ) -> Result<Nanos, FtlError> {
         let policy = self.compressor.policy.expect("compression is active");
@@ -145,15 +146,18 @@ impl Ftl {
         }
         let timing = self.compressor.timing.clone();
         let mut t = ready_ns;
-        let predicted = if policy == CompressionPolicyKind::Opt {
-            0 // OPT compresses everything and needs no prediction.
+        let predicted = if policy == CompressionPolicyKind::Opt || policy.is_inline() {
+            0 // OPT and a hardware engine compress without predicting.
         } else {
             t = self.controller.reserve(t, timing.predict_ns()).1;
             crate::predictor::predict_permille(page)
         };
         let t_w = self.config.nand.timing.program_ns + self.config.nand.timing.transfer_ns_per_page;
         let reference = reference_ratio_permille(request_pages, timing.compress_ns(), t_w);
-        let decision = decide(policy, predicted, reference);
+        let mut decision = decide(policy, predicted, reference);
+        if crate::csd::hinted_skip(policy, hinted) {
+            decision.compress = false;
+        }
         let mut fragment = std::mem::take(&mut self.compressor.fragment);
         let mut fragment_slots = self.slots_per_lpn;
         if decision.compress {
@@ -165,13 +169,17 @@ impl Ftl {
                     .encode(page, &mut fragment, self.slot_bytes as usize);
             fragment_slots = (fragment.len() / self.slot_bytes as usize) as u32;
             let actual = (compressed_len as u64 * 1000 / PAGE_BYTES as u64).min(1000);
-            if policy != CompressionPolicyKind::Opt {
+            if policy != CompressionPolicyKind::Opt && !policy.is_inline() {
                 self.counters.predictions_checked += 1;
                 self.counters.prediction_error_permille_sum += actual.abs_diff(predicted);
             }
             if fragment_slots < self.slots_per_lpn {
                 self.counters.compressed_bytes += compressed_len as u64;
             }
+        }
+        if let Err(e) = self.admit_physical(lpn, fragment_slots.min(self.slots_per_lpn)) {
+            self.compressor.fragment = fragment;
+            return Err(e);
         }
         let result = if fragment_slots < self.slots_per_lpn {
             self.counters.pages_compressed_host += 1;

@@ -103,6 +103,13 @@ pub enum CompressionPolicyKind {
     Ldc,
     /// Unconditional compression at zero cost: the bound on what compression can save.
     Opt,
+    /// A compressing SSD's hardware engine on the data path (ScaleFlux CSD class): every
+    /// page is compressed, at the engine's cost, with no prediction; stored compressed
+    /// when that saves a slot. Not one of the LDC paper's policies (not in `ALL`).
+    Inline,
+    /// `Inline`, but only for writes whose status bit (`Hints::compress_on_device`, the
+    /// top LBA bit in COCO) asks for it: the host schedules compression (FACS).
+    Hinted,
 }
 
 impl CompressionPolicyKind {
@@ -121,7 +128,18 @@ impl CompressionPolicyKind {
             CompressionPolicyKind::Sc => "SC",
             CompressionPolicyKind::Ldc => "LDC",
             CompressionPolicyKind::Opt => "OPT",
+            CompressionPolicyKind::Inline => "CSD",
+            CompressionPolicyKind::Hinted => "CSD-hinted",
         }
+    }
+
+    /// Whether a hardware engine compresses every page it is given, without predicting
+    /// its ratio first (the CSD policies).
+    pub fn is_inline(self) -> bool {
+        matches!(
+            self,
+            CompressionPolicyKind::Inline | CompressionPolicyKind::Hinted
+        )
     }
 
     /// Whether GC compresses the uncompressed data it migrates (caGC).
@@ -155,6 +173,8 @@ pub fn decide(
             predicted_permille <= reference_permille
         }
         CompressionPolicyKind::Opt => true,
+        // The hint is checked by the mechanism before it asks (`csd::hinted_skip`).
+        CompressionPolicyKind::Inline | CompressionPolicyKind::Hinted => true,
     };
     PageDecision {
         compress,

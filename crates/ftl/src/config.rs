@@ -68,6 +68,14 @@ pub struct FtlConfig {
     /// so that logical pages stored in fewer bytes (compressed) share flash pages.
     #[serde(default = "default_slot_bytes")]
     pub slot_bytes: u32,
+    /// Logical capacity exported per byte of physical budget (1.0 = an ordinary device).
+    /// Above 1 the device exports more than its flash and needs compression (a CSD);
+    /// writes beyond the flash fail with no-space (`csd.rs`).
+    #[serde(
+        default = "default_exported_capacity_factor",
+        skip_serializing_if = "is_one"
+    )]
+    pub exported_capacity_factor: f64,
     /// In-device compression (LDC and its baselines); absent = none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compression: Option<CompressionConfig>,
@@ -85,6 +93,14 @@ pub struct CompressionConfig {
     pub codec: flashstack_codec::CodecKind,
     #[serde(default)]
     pub controller: crate::compression::ControllerTiming,
+}
+
+fn default_exported_capacity_factor() -> f64 {
+    1.0
+}
+
+fn is_one(x: &f64) -> bool {
+    *x == 1.0
 }
 
 fn default_slot_bytes() -> u32 {
@@ -162,6 +178,28 @@ impl DeviceConfig {
                 ));
             }
         }
+        let factor = f.exported_capacity_factor;
+        if !(factor.is_finite()
+            && (1.0..=crate::csd::EXPORTED_CAPACITY_FACTOR_MAX).contains(&factor))
+        {
+            return Err(ConfigError::new(
+                "ftl.exported_capacity_factor",
+                format!(
+                    "must be between 1 and {}",
+                    crate::csd::EXPORTED_CAPACITY_FACTOR_MAX
+                ),
+            ));
+        }
+        let compresses = f
+            .compression
+            .as_ref()
+            .is_some_and(|c| c.policy != crate::compression::CompressionPolicyKind::Pm);
+        if factor > 1.0 && !compresses {
+            return Err(ConfigError::new(
+                "ftl.exported_capacity_factor",
+                "a device exports more than its flash only if it compresses (ftl.compression)",
+            ));
+        }
         if f.gc.candidates_max == 0 {
             return Err(ConfigError::new(
                 "ftl.gc.candidates_max",
@@ -194,7 +232,11 @@ impl DeviceConfig {
     pub fn user_capacity_bytes(&self) -> Result<u64, ConfigError> {
         self.validate()?;
         let streams = crate::policy::host_stream_count(self.ftl.streams, self.ftl.streams_max);
-        Ok(crate::user_capacity_lbas(self, streams)? * flashstack_block::LBA_SIZE as u64)
+        let budget = crate::user_capacity_lbas(self, streams)?;
+        Ok(
+            crate::csd::exported_lbas(budget, self.ftl.exported_capacity_factor)
+                * flashstack_block::LBA_SIZE as u64,
+        )
     }
 
     pub fn to_toml(&self) -> String {

@@ -23,6 +23,7 @@ mod compress;
 pub mod compression;
 pub mod config;
 mod counters;
+pub mod csd;
 mod gc;
 mod host;
 mod mapping;
@@ -37,6 +38,7 @@ mod remap;
 mod stream;
 #[cfg(test)]
 mod tests;
+pub mod thermal;
 mod write;
 
 use std::collections::BTreeMap;
@@ -103,6 +105,9 @@ pub struct Ftl {
     /// Page → index in its block.
     pages_per_block_div: Divisor,
     user_lbas: u64,
+    /// Logical pages' worth of flash live data may take: `user_lbas` unless the device
+    /// exports more than its flash (`ftl.exported_capacity_factor`, `csd.rs`).
+    budget_lbas: u64,
     /// L2P, fragment lengths, shared-slot reference counts.
     mapping: Mapping,
     /// Programmed data slots on flash per logical page (live or not): a trim record can be
@@ -200,7 +205,8 @@ impl Ftl {
         } else {
             policy::host_stream_count(config.ftl.streams, config.ftl.streams_max)
         };
-        let user_lbas = user_capacity_lbas(&config, host_streams)?;
+        let budget_lbas = user_capacity_lbas(&config, host_streams)?;
+        let user_lbas = csd::exported_lbas(budget_lbas, config.ftl.exported_capacity_factor);
         let slots_per_page = g.page_size_bytes / slot_bytes;
         let slots_per_block = g.pages_per_block * slots_per_page;
         let mut blocks = BlockTable::new(
@@ -224,6 +230,7 @@ impl Ftl {
             pages_per_block_div: Divisor::new(g.pages_per_block),
             pages_per_block: g.pages_per_block,
             user_lbas,
+            budget_lbas,
             mapping: Mapping::new(
                 flashstack_sim::memory::table(user_lbas as usize, UNMAPPED),
                 (slots_per_lpn > 1).then(|| vec![0; user_lbas as usize]),
@@ -586,6 +593,10 @@ impl BlockDevice for Ftl {
 
     fn as_remap(&mut self) -> Option<&mut dyn Remap> {
         Some(self)
+    }
+
+    fn physical_free_bytes(&self) -> Option<u64> {
+        self.physical_free()
     }
 }
 

@@ -35,10 +35,17 @@ impl Ftl {
             };
             let lpn = (lba + i) as u32;
             let done = match data {
-                Some(page) if self.compression_active() => {
-                    self.write_compressible(lpn, page, count as u64, ready_ns)?
+                Some(page) if self.compression_active() => self.write_compressible(
+                    lpn,
+                    page,
+                    count as u64,
+                    hints.compress_on_device,
+                    ready_ns,
+                )?,
+                _ => {
+                    self.admit_physical(lpn, self.slots_per_lpn)?;
+                    self.write_lpn(stream, lpn, data, ready_ns, Cause::Host)?
                 }
-                _ => self.write_lpn(stream, lpn, data, ready_ns, Cause::Host)?,
             };
             complete_ns = complete_ns.max(ready_ns).max(done);
         }

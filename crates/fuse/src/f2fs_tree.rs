@@ -113,6 +113,9 @@ fn name_str(name: &[u8]) -> Result<&str, FsError> {
 
 /// F2FS's error kinds onto the mount's (errno follows from these in one place).
 fn convert(e: F2fsFsError) -> FsError {
+    if e.is_no_space() {
+        return FsError::NoSpace;
+    }
     match e {
         F2fsFsError::NotFound(_) => FsError::NotFound,
         F2fsFsError::Exists(_) => FsError::Exists,

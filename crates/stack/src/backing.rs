@@ -49,7 +49,7 @@ impl<D: BlockDevice> F2fsBacking<D> {
 /// once on the second), the rest as text.
 fn backing_error(ino: Ino, e: FsError) -> BackingError {
     match e {
-        FsError::NoSpace => BackingError::NoSpace { ino },
+        e if e.is_no_space() => BackingError::NoSpace { ino },
         FsError::Device(F2fsError::Device(BlockError::PowerLoss)) => BackingError::PoweredOff,
         other => BackingError::Io {
             ino,

@@ -137,7 +137,7 @@ impl Grid {
             message,
         };
         for w in &self.workloads {
-            Loaded::load(w).map_err(|e| err("workload".into(), w, error_chain(&e)))?;
+            Loaded::load(w, 1).map_err(|e| err("workload".into(), w, error_chain(&e)))?;
         }
         let default = StackConfig::preset("default").expect("the default preset exists");
         let mut configs = Vec::new();

@@ -55,8 +55,20 @@ pub enum Loaded {
 }
 
 impl Loaded {
-    /// A file-level trace if `name` is a file, else a persona of that name.
-    pub fn load(name: &str) -> Result<Loaded, PointError> {
+    /// A file-level trace if `name` is a file, a filebench personality
+    /// (`filebench:NAME`, generated from `seed`), else a persona of that name.
+    pub fn load(name: &str, seed: u64) -> Result<Loaded, PointError> {
+        if let Some(personality) = name.strip_prefix("filebench:") {
+            use flashstack_workload::filebench::{generate, FilebenchConfig, Personality};
+            let p = Personality::from_name(personality).ok_or_else(|| {
+                PointError::Workload(format!(
+                    "--workload {name}: no such filebench personality (known: {})",
+                    Personality::ALL.map(|p| p.name()).join(", ")
+                ))
+            })?;
+            let trace = generate(p, &FilebenchConfig::default(), seed);
+            return Ok(Loaded::Trace(name.to_string(), trace));
+        }
         let path = Path::new(name);
         if path.is_file() {
             let trace = text::read_file(path).map_err(|e| PointError::Workload(error_chain(&e)))?;
@@ -259,7 +271,7 @@ impl RunEnv {
 
 /// Runs one point: the same calls, in the same order, as `flashstack run` for one stack.
 pub fn run_point(point: &Point, env: &RunEnv) -> Result<StackRun, PointError> {
-    let loaded = Loaded::load(&point.workload)?;
+    let loaded = Loaded::load(&point.workload, point.seed)?;
     let starts = point.start_choice()?;
     let config = point.config()?;
     let start = starts

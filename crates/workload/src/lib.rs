@@ -18,6 +18,7 @@
 pub mod analyze;
 mod dirs;
 mod error;
+pub mod filebench;
 mod import;
 pub mod mobigen;
 mod op;

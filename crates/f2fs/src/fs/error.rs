@@ -67,9 +67,25 @@ mod errno {
 }
 
 impl FsError {
+    /// Whether the file system or the device under it ran out of space: a compressing
+    /// device whose flash is full refuses writes the file system thought would fit
+    /// (`flashstack_ftl::csd`), and that is ENOSPC too, never EIO.
+    pub fn is_no_space(&self) -> bool {
+        matches!(
+            self,
+            FsError::NoSpace
+                | FsError::Device(F2fsError::Device(
+                    flashstack_block::BlockError::NoSpace { .. }
+                ))
+        )
+    }
+
     /// The errno a kernel F2FS returns for this failure (the only mapping in the crate).
     pub fn errno(&self) -> i32 {
         use errno::*;
+        if self.is_no_space() {
+            return ENOSPC;
+        }
         match self {
             FsError::NotFound(_) => ENOENT,
             FsError::Exists(_) => EEXIST,

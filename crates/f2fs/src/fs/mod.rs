@@ -16,9 +16,11 @@ mod cluster;
 mod data;
 mod defrag;
 mod delta;
+mod device_space;
 mod dir;
 mod error;
 mod extents;
+mod facs;
 mod falloc;
 mod fpc;
 mod fsync;
@@ -53,6 +55,7 @@ pub use delta::policy::{DeltaConfig, DeltaMode};
 pub use delta::{DeltaMetrics, MEDFS_DCM_FL, MEDFS_DELTA_FL, MEDFS_PSEUDO_FL};
 pub use error::FsError;
 pub use extents::BlockUsage;
+pub use facs::{facs_decide, sample_ratio_permille, CompressSide, FacsConfig};
 pub use falloc::FallocMode;
 pub use fpc::{FpcClass, FpcConfig, FpcMetrics};
 pub use hash::{dentry_hash, has_extension};
@@ -100,6 +103,8 @@ pub struct F2fs<D: BlockDevice> {
     nat: NatTable,
     nodes: BTreeMap<u32, Box<Block>>,
     dirty_nodes: BTreeSet<u32>,
+    /// FACS's decision per file (`facs.rs`); empty unless `[facs]` is on.
+    facs: BTreeMap<u32, facs::CompressSide>,
     /// Inodes whose node block holds time changes that did not make it dirty
     /// (`lazytime`, see `attr.rs`): written with the inode, or at sync and unmount.
     lazy_times: BTreeSet<u32>,
@@ -211,6 +216,7 @@ impl<D: BlockDevice> F2fs<D> {
             },
             nodes: BTreeMap::new(),
             dirty_nodes: BTreeSet::new(),
+            facs: BTreeMap::new(),
             lazy_times: BTreeSet::new(),
             inode_clock: Box::new(VirtualClock::default()),
             valid_node_count: cp.valid_node_count,
@@ -503,9 +509,22 @@ impl<D: BlockDevice> F2fs<D> {
         temp: Option<Temperature>,
         kind: BlockKind,
     ) -> Result<(), FsError> {
+        self.write_blocks_marked(blkaddr, data, temp, kind, false)
+    }
+
+    /// `write_blocks` with FACS's status bit (`compress_on_device`) set or not.
+    fn write_blocks_marked(
+        &mut self,
+        blkaddr: u64,
+        data: &[u8],
+        temp: Option<Temperature>,
+        kind: BlockKind,
+        compress_on_device: bool,
+    ) -> Result<(), FsError> {
         self.writable("write")?;
         let hints = Hints {
             temperature: temp,
+            compress_on_device,
             ..Hints::default()
         };
         let done = self

@@ -242,6 +242,8 @@ impl<D: BlockDevice> F2fs<D> {
     /// Writes `data` at `offset`, growing the file as needed (holes read as zeros).
     pub fn write(&mut self, ino: u32, offset: u64, data: &[u8]) -> Result<(), FsError> {
         self.check_file(ino)?;
+        self.device_space_for(data.len() as u64)?;
+        self.facs_on_write(ino, offset, data)?;
         self.note_file_call(ino, true);
         self.balanced("write", |fs| {
             fs.write_at(ino, offset, data)?;
@@ -266,6 +268,10 @@ impl<D: BlockDevice> F2fs<D> {
         valid_bytes: usize,
     ) -> Result<(), FsError> {
         self.check_file(ino)?;
+        self.device_space_for(BLOCK_SIZE as u64)?;
+        if index == 0 {
+            self.facs_on_write(ino, 0, &page[..valid_bytes.min(BLOCK_SIZE)])?;
+        }
         self.note_file_call(ino, true);
         self.balanced("write_page", |fs| {
             fs.write_page_op(ino, index, page, valid_bytes)
@@ -305,6 +311,13 @@ impl<D: BlockDevice> F2fs<D> {
         hint: WriteHint,
     ) -> Result<(), FsError> {
         self.check_file(ino)?;
+        self.device_space_for((pages.len() * BLOCK_SIZE) as u64)?;
+        if first_index == 0 && !pages.is_empty() {
+            let n = pages.len().min(self.cfg.facs.sample_blocks as usize);
+            let sample: Vec<u8> = pages[..n].iter().flat_map(|p| p.iter().copied()).collect();
+            let end = (size_bytes as usize).clamp(1, sample.len());
+            self.facs_on_write(ino, 0, &sample[..end])?;
+        }
         self.note_file_call(ino, true);
         self.balanced("write_pages", |fs| {
             fs.write_pages_op(ino, first_index, pages, size_bytes, hint)

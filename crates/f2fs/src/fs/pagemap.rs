@@ -253,7 +253,8 @@ impl<D: BlockDevice> F2fs<D> {
         };
         let addr = self.alloc_block(log, sum)?;
         let temp = Some(super::log_temperature(log));
-        self.write_blocks(addr as u64, &page[..], temp, BlockKind::Data)?;
+        let marked = self.facs_on_device(ino);
+        self.write_blocks_marked(addr as u64, &page[..], temp, BlockKind::Data, marked)?;
         self.metrics.per_log_blocks[log] += 1;
         // A written block is invalidated; a reservation is used up (still counted).
         self.set_addr(ino, d, addr)?;
@@ -278,7 +279,8 @@ impl<D: BlockDevice> F2fs<D> {
         }
         self.drop_delta(ino, index)?;
         let temp = Some(super::log_temperature(wb.log));
-        self.write_blocks(old as u64, &page[..], temp, BlockKind::DataInPlace)?;
+        let marked = self.facs_on_device(ino);
+        self.write_blocks_marked(old as u64, &page[..], temp, BlockKind::DataInPlace, marked)?;
         Ok(Some(old))
     }
 
@@ -366,7 +368,8 @@ impl<D: BlockDevice> F2fs<D> {
             .map_or(0, |(s, _)| self.segs.info[s as usize].mtime);
         let addr = self.alloc_block_aged(log, sum, written_secs)?;
         let temp = Some(super::log_temperature(log));
-        self.write_blocks(addr as u64, &page[..], temp, BlockKind::GcData)?;
+        let marked = self.facs_on_device(footer.ino);
+        self.write_blocks_marked(addr as u64, &page[..], temp, BlockKind::GcData, marked)?;
         self.metrics.per_log_blocks[log] += 1;
         self.set_addr(footer.ino, d, addr)?;
         Ok(addr)

@@ -108,6 +108,8 @@ pub struct F2fsConfig {
     /// FPC's file policy over F2FS compression (`[fpc]`, off by default; `fs/fpc.rs`).
     #[serde(skip_serializing_if = "super::FpcConfig::is_off")]
     pub fpc: super::FpcConfig,
+    /// COCO's compression scheduling (`[facs]`, off by default; `fs/facs.rs`).
+    pub facs: super::FacsConfig,
     /// The block layer's read path under F2FS (`[read]`): requests split at extent
     /// boundaries and at 512 KiB, 10 µs of host time per request, 32 in flight
     /// ([`F2fs::read_pages`](super::F2fs::read_pages); `docs/janusd.md`).
@@ -134,6 +136,7 @@ impl Default for F2fsConfig {
             delta: super::DeltaConfig::default(),
             compress: super::CompressConfig::default(),
             fpc: super::FpcConfig::default(),
+            facs: super::FacsConfig::default(),
             read: flashstack_block::ReadModel::default(),
         }
     }

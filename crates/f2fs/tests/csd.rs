@@ -1,0 +1,209 @@
+//! F2FS on a compressing SSD whose exported capacity is larger than its flash
+//! (`flashstack_ftl::csd`): filled with incompressible data, the device runs out of flash
+//! before the file system runs out of blocks. Every write up to then is intact, the
+//! failing write reports ENOSPC (not EIO, not a panic), and after a power cut every
+//! fsync'd byte comes back.
+
+mod common;
+
+use flashstack_block::{BlockDevice, LBA_SIZE};
+use flashstack_f2fs::{
+    mkfs_timed, CompressConfig, CompressSide, F2fs, F2fsConfig, FacsConfig, MkfsOptions,
+};
+use flashstack_ftl::compression::CompressionPolicyKind;
+use flashstack_ftl::{presets, Ftl};
+
+const FILE_BYTES: usize = 1 << 20;
+const ENOSPC: i32 = 28;
+
+/// Bytes no codec shrinks (xorshift64*), one stream per file.
+fn incompressible(seed: u64, len: usize) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let mut out = Vec::with_capacity(len + 8);
+    while out.len() < len {
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        out.extend_from_slice(&x.wrapping_mul(0x2545_F491_4F6C_DD1D).to_le_bytes());
+    }
+    out.truncate(len);
+    out
+}
+
+/// The `csd3000` preset on 256 MiB of flash (64 blocks of 512 KiB per die).
+fn small_csd() -> Ftl {
+    let mut config = presets::csd3000_with(CompressionPolicyKind::Inline, 1);
+    config.nand.geometry.pages_per_block = 32;
+    config.nand.geometry.blocks_per_plane = 64;
+    Ftl::new(config, true, 11).unwrap()
+}
+
+#[test]
+fn incompressible_data_fills_the_flash_with_a_clear_enospc_and_no_loss() {
+    let mut ftl = small_csd();
+    let usage = ftl.physical_usage();
+    let raw_flash = 8u64 * 64 * 32 * 16_384;
+    assert!(
+        ftl.capacity_lbas() * LBA_SIZE as u64 > raw_flash,
+        "the device exports more than its flash: {usage:?}"
+    );
+    let (_, formatted_ns) = mkfs_timed(&mut ftl, &MkfsOptions::default()).unwrap();
+    let mut fs = F2fs::mount_at(ftl, formatted_ns).unwrap();
+    let (fs_total, fs_free) = fs.capacity_blocks();
+    let mut synced: Vec<(u32, u64)> = Vec::new();
+    let error = loop {
+        let seed = synced.len() as u64 + 1;
+        let path = format!("/f{seed}");
+        let result = fs.create(&path).and_then(|ino| {
+            fs.write(ino, 0, &incompressible(seed, FILE_BYTES))?;
+            fs.fsync(ino)?;
+            Ok(ino)
+        });
+        match result {
+            Ok(ino) => synced.push((ino, seed)),
+            Err(e) => break e,
+        }
+        assert!(synced.len() < 4096, "never ran out of space");
+    };
+    assert_eq!(error.errno(), ENOSPC, "{error}");
+    assert!(
+        matches!(error, flashstack_f2fs::FsError::NoSpace),
+        "the file system refuses before the device must: {error:?}"
+    );
+    let written = synced.len() as u64 * FILE_BYTES as u64;
+    assert!(
+        written < fs_free * LBA_SIZE as u64,
+        "the file system still had room ({fs_free} of {fs_total} blocks free at the start, \
+         {written} bytes written): the device's flash ran out first"
+    );
+    let usage = fs.device().physical_usage();
+    assert!(usage.used_bytes <= usage.budget_bytes, "{usage:?}");
+    assert!(
+        usage.used_bytes * 10 >= usage.budget_bytes * 9,
+        "the flash was nearly full when writes failed: {usage:?}"
+    );
+    assert!(written * 2 >= usage.budget_bytes, "{written} {usage:?}");
+    for &(ino, seed) in &synced {
+        assert!(
+            fs.read(ino, 0, FILE_BYTES).unwrap() == incompressible(seed, FILE_BYTES),
+            "file {seed} before the power cut"
+        );
+    }
+
+    // A power cut, then mount: every fsync'd file is intact.
+    let mut ftl = fs.into_device();
+    let recovered = ftl.power_cycle(1 << 50).unwrap();
+    let mut fs = F2fs::mount_at(ftl, recovered.complete_ns).unwrap();
+    for &(_, seed) in &synced {
+        let ino = fs.lookup(&format!("/f{seed}")).unwrap();
+        assert!(
+            fs.read(ino, 0, FILE_BYTES).unwrap() == incompressible(seed, FILE_BYTES),
+            "file {seed} after the power cut"
+        );
+    }
+    // Deleting frees flash: the device takes writes again once the space is discarded.
+    eprintln!(
+        "{} MiB of incompressible files fit; usage {:?}",
+        written >> 20,
+        fs.device().physical_usage()
+    );
+}
+
+#[test]
+fn compressible_data_stores_more_than_the_flash() {
+    let mut ftl = small_csd();
+    let (_, formatted_ns) = mkfs_timed(&mut ftl, &MkfsOptions::default()).unwrap();
+    let mut fs = F2fs::mount_at(ftl, formatted_ns).unwrap();
+    // Text-like pages that zlib shrinks about 4×.
+    let page: Vec<u8> = (0..FILE_BYTES)
+        .map(|i| b"the quick brown fox jumps over "[i % 31] ^ ((i / 4096) as u8 & 1))
+        .collect();
+    let target = fs.device().physical_usage().budget_bytes * 6 / 5;
+    let mut files = 0u64;
+    for n in 0..target / FILE_BYTES as u64 + 1 {
+        let ino = fs.create(&format!("/t{n}")).unwrap();
+        fs.write(ino, 0, &page).unwrap();
+        fs.fsync(ino).unwrap();
+        files += 1;
+    }
+    let usage = fs.device().physical_usage();
+    assert!(
+        files * FILE_BYTES as u64 > usage.budget_bytes,
+        "more logical data than the flash budget: {usage:?}"
+    );
+    assert!(usage.space_saving_ratio() > 2.0, "{usage:?}");
+    let t7 = fs.lookup("/t7").unwrap();
+    assert!(fs.read(t7, 0, FILE_BYTES).unwrap() == page);
+}
+
+/// Pages that zlib compresses about 3:1 (a third random, the rest one repeated phrase).
+fn third_random(seed: u64, len: usize) -> Vec<u8> {
+    let noise = incompressible(seed, len);
+    (0..len)
+        .map(|i| {
+            if i % 4096 < 1300 {
+                noise[i]
+            } else {
+                b"abcdefgh"[i % 8]
+            }
+        })
+        .collect()
+}
+
+/// FACS on the hinted CSD: a cold (media-extension) file that compresses 3:1 goes to the
+/// device (its writes carry the status bit, so the device compresses exactly its pages),
+/// a warm one to F2FSC, an incompressible cold one to nobody; all read back.
+#[test]
+fn facs_sends_cold_compressible_files_to_the_device() {
+    let mut config = presets::csd3000_with(CompressionPolicyKind::Hinted, 1);
+    config.nand.geometry.pages_per_block = 32;
+    config.nand.geometry.blocks_per_plane = 64;
+    let mut ftl = Ftl::new(config, true, 5).unwrap();
+    let opts = MkfsOptions {
+        features: common::android_like().features,
+        ..MkfsOptions::default()
+    };
+    let (_, formatted_ns) = mkfs_timed(&mut ftl, &opts).unwrap();
+    let cfg = F2fsConfig {
+        compress: CompressConfig {
+            enabled: true,
+            ..CompressConfig::default()
+        },
+        facs: FacsConfig {
+            enabled: true,
+            ..FacsConfig::default()
+        },
+        ..F2fsConfig::default()
+    };
+    let mut fs = F2fs::mount_with(ftl, formatted_ns, cfg).unwrap();
+    let before = fs.device().counters().pages_compressed_host;
+    let files = [
+        (
+            "/movie.mkv",
+            third_random(1, 64 * 4096),
+            CompressSide::Device,
+        ),
+        ("/notes.txt", third_random(2, 64 * 4096), CompressSide::Host),
+        (
+            "/noise.mkv",
+            incompressible(3, 64 * 4096),
+            CompressSide::None,
+        ),
+    ];
+    for (path, data, _) in &files {
+        let ino = fs.create(path).unwrap();
+        fs.write(ino, 0, data).unwrap();
+        fs.fsync(ino).unwrap();
+    }
+    for (path, data, side) in &files {
+        let ino = fs.lookup(path).unwrap();
+        assert_eq!(fs.facs_side(ino), Some(*side), "{path}");
+        assert!(fs.read(ino, 0, data.len()).unwrap() == *data, "{path}");
+    }
+    let device_pages = fs.device().counters().pages_compressed_host - before;
+    assert_eq!(
+        device_pages, 64,
+        "only the device-side file's pages: {device_pages}"
+    );
+    assert!(fs.compress_metrics().clusters_compressed > 0);
+}
