@@ -26,9 +26,9 @@ impl Headline {
     }
 
     /// The gap in percentage points for changes, and as a relative difference for ratios
-    /// and quantities; `None` when the paper states no number.
+    /// and quantities; `None` when the paper states no number or ours was not measured.
     pub fn gap(&self) -> Option<f64> {
-        if !self.paper.is_finite() {
+        if !self.paper.is_finite() || !self.ours.is_finite() {
             return None;
         }
         Some(match self.kind.as_str() {
@@ -48,5 +48,25 @@ impl Headline {
             "ratio" => format!("{value:.1}x"),
             unit => format!("{value:.3} {unit}"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Headline;
+
+    #[test]
+    fn gaps_are_points_for_changes_relative_otherwise_and_absent_without_both_numbers() {
+        let change = Headline::new("writes", -0.551, -0.113, "change");
+        assert!((change.gap().unwrap() - 43.8).abs() < 1e-9);
+        assert_eq!(change.format(change.ours), "-11.3%");
+        let ratio = Headline::new("tx/s", 11.2, 3.7, "ratio");
+        assert!((ratio.gap().unwrap() + 66.964).abs() < 0.001);
+        assert_eq!(Headline::new("knee", 15.0, f64::NAN, "%").gap(), None);
+        assert_eq!(Headline::new("x", f64::NAN, 1.0, "ms").gap(), None);
+        assert_eq!(
+            Headline::new("knee", 15.0, f64::NAN, "%").format(f64::NAN),
+            "n/a"
+        );
     }
 }
