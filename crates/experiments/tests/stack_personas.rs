@@ -173,3 +173,37 @@ fn a_persona_with_batch_atomic_writes_survives_power_cuts() {
     }
     assert!(cuts >= 3, "only {cuts} of 4 cuts landed");
 }
+
+/// Personas on F2FS compression of every file (`compress_extension=*`) with a page cache
+/// too small to hold their databases, so SQLite's reads come back through F2FS's
+/// readahead over compressed clusters; every read is checked against what was written
+/// (`flashstack_sqlvfs::Checked`). A regression: readahead returned a compressed
+/// cluster's stored bytes as pages, which aging reported as "database disk image is
+/// malformed".
+#[test]
+fn personas_read_what_they_wrote_under_f2fs_compression_of_every_file() {
+    let mut config = StackConfig::preset("default").unwrap();
+    config.device.nand.geometry.blocks_per_plane = 4096;
+    config.fs.mount.compress = flashstack_f2fs::CompressConfig::all_files();
+    config.cache.cache_bytes_max = 256 << 10;
+    let shared = SharedStack::new(Stack::new(config).unwrap());
+    for (i, name) in ["messenger", "gmail:send-text"].into_iter().enumerate() {
+        let p = persona(name).expect("known persona");
+        let api = flashstack_sqlvfs::Checked::new(shared.clone());
+        let reads = api.reads_checked();
+        let options = RunOptions {
+            record: false,
+            ..RunOptions::default()
+        };
+        let out = run_with(p.as_ref(), Box::new(api), 5 + i as u64, &options);
+        assert!(out.error.is_none(), "{name}: {:?}", out.error);
+        let reads = reads.load(std::sync::atomic::Ordering::Relaxed);
+        assert!(reads > 100, "{name}: {reads} reads checked");
+    }
+    let m = shared.lock().with_fs(|fs| fs.compress_metrics()).unwrap();
+    assert!(m.clusters_compressed > 100, "{m:?}");
+    assert!(
+        m.clusters_decompressed > 100,
+        "reads reached compressed clusters: {m:?}"
+    );
+}

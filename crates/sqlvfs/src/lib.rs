@@ -10,12 +10,14 @@
 //!   defaults by default; see `docs/sqlite.md`).
 
 mod api;
+mod checked;
 mod config;
 mod memfs;
 mod rng;
 mod vfs;
 
 pub use api::{FileApi, FileError, FileId, Nanos, OpenFlags, UserInput};
+pub use checked::Checked;
 pub use config::{JournalMode, SqliteConfig, Synchronous};
 pub use memfs::{CallOp, CallRecord, MemFs, MemFsConfig};
 pub use rng::SplitMix64;

@@ -286,6 +286,13 @@ impl ClusterCount {
     }
 }
 
+/// The last cluster a read of several pages decompressed ([`F2fs::cluster_page`]).
+#[derive(Default)]
+pub(crate) struct ClusterMemo {
+    cluster: Option<u64>,
+    pages: Option<Vec<u8>>,
+}
+
 /// The cluster of a compressed inode, from its extra attributes.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct ClusterShape {
@@ -420,24 +427,45 @@ impl<D: BlockDevice> F2fs<D> {
         ino: u32,
         index: u64,
     ) -> Result<Option<Box<Block>>, FsError> {
-        if let Some(s) = &self.cluster_stage {
-            if s.ino == ino {
-                if let Some(p) = s.pages.get(&index) {
-                    return Ok(Some(p.clone()));
-                }
-            }
+        if let Some(p) = self.staged_page(ino, index) {
+            return Ok(Some(p));
         }
         let shape = self.cluster_shape(ino)?;
-        let cluster = index >> shape.log;
-        match self.read_compressed_cluster(ino, cluster, shape)? {
-            Some(pages) => {
-                let at = (index - (cluster << shape.log)) as usize * BLOCK_SIZE;
-                let mut page = zero_block();
-                page.copy_from_slice(&pages[at..at + BLOCK_SIZE]);
-                Ok(Some(page))
-            }
-            None => Ok(None),
+        let mut memo = ClusterMemo::default();
+        self.cluster_page(ino, index, shape, &mut memo)
+    }
+
+    /// Page `index` as the operation in progress staged it, if it did.
+    fn staged_page(&self, ino: u32, index: u64) -> Option<Box<Block>> {
+        let s = self.cluster_stage.as_ref().filter(|s| s.ino == ino)?;
+        s.pages.get(&index).cloned()
+    }
+
+    /// Page `index` of a compressed cluster, or `None` when its cluster is raw. `memo`
+    /// keeps the last cluster decompressed, so a read of several pages decompresses
+    /// (and pays for) each cluster once, as the kernel's readahead does.
+    pub(crate) fn cluster_page(
+        &mut self,
+        ino: u32,
+        index: u64,
+        shape: ClusterShape,
+        memo: &mut ClusterMemo,
+    ) -> Result<Option<Box<Block>>, FsError> {
+        if let Some(p) = self.staged_page(ino, index) {
+            return Ok(Some(p));
         }
+        let cluster = index >> shape.log;
+        if memo.cluster != Some(cluster) {
+            memo.pages = self.read_compressed_cluster(ino, cluster, shape)?;
+            memo.cluster = Some(cluster);
+        }
+        let Some(pages) = &memo.pages else {
+            return Ok(None);
+        };
+        let at = (index - (cluster << shape.log)) as usize * BLOCK_SIZE;
+        let mut page = zero_block();
+        page.copy_from_slice(&pages[at..at + BLOCK_SIZE]);
+        Ok(Some(page))
     }
 
     /// The slots of a cluster (`None` where the node path does not exist).

@@ -2,16 +2,18 @@
 //! plain blocks' addresses cut into requests at every break (an extent boundary) and at
 //! the largest request, each request paying the host's time, up to the model's requests
 //! in flight ([`flashstack_block::read_model`], configured by `F2fsConfig::read`). Pages
-//! stored any other way (holes, inline data, MedFS deltas) take the one-page path.
+//! of a compressed cluster are decompressed, once per cluster; pages stored any other
+//! way (holes, inline data, MedFS deltas) take the one-page path.
 //!
 //! This is where the stack's reads pay for fragmentation: a file in 512 pieces is 512
 //! requests, a contiguous one a few (`docs/janusd.md`).
 
 use flashstack_block::{runs_of, timed_read, BlockDevice, LBA_SIZE};
 
+use super::cluster::ClusterMemo;
 use super::data::OFF_SIZE;
-use super::pagemap::Stored;
-use super::{F2fs, FsError};
+use super::pagemap::{Encoding, Stored};
+use super::{corrupt, F2fs, FsError};
 use crate::codec::{zero_block, Block};
 use crate::consts::BLOCK_SIZE;
 
@@ -25,19 +27,35 @@ impl<D: BlockDevice> F2fs<D> {
         count: usize,
     ) -> Result<Vec<Box<Block>>, FsError> {
         self.check_file(ino)?;
+        let shape = match self.encoding(ino)? {
+            Encoding::Compressed => Some(self.cluster_shape(ino)?),
+            _ => None,
+        };
         let mut stored = Vec::with_capacity(count);
         for k in 0..count as u64 {
-            stored.push(self.resolve(ino, first + k)?);
+            let index = first + k;
+            let mut s = self.resolve(ino, index)?;
+            if let Some(shape) = shape {
+                // A compressed cluster's slots after its head hold compressed bytes or
+                // `NEW_ADDR`, never the page: the cluster is read and decompressed.
+                let head = index & !(shape.pages() - 1);
+                let in_cluster = matches!(s, Stored::Block(_) | Stored::Reserved);
+                if in_cluster && self.is_cluster_head(ino, head)? {
+                    s = Stored::Compressed;
+                }
+            }
+            stored.push(s);
         }
         let plain = self.plain_blocks(ino, first, &stored)?;
         let mut bytes = self.read_plain(&plain)?;
         let mut plain_at = 0usize;
         let size = self.inode_u64(ino, OFF_SIZE)?;
         let mut out = Vec::with_capacity(count);
+        let mut memo = ClusterMemo::default();
         for (k, s) in stored.iter().enumerate() {
             let index = first + k as u64;
-            let mut page = match s {
-                Stored::Block(addr) => {
+            let mut page = match (s, shape) {
+                (Stored::Block(addr), _) => {
                     let mut page = zero_block();
                     let at = plain_at * BLOCK_SIZE;
                     page.copy_from_slice(&bytes[at..at + BLOCK_SIZE]);
@@ -45,6 +63,9 @@ impl<D: BlockDevice> F2fs<D> {
                     self.note_block_read(*addr, &page);
                     page
                 }
+                (Stored::Compressed, Some(shape)) => self
+                    .cluster_page(ino, index, shape, &mut memo)?
+                    .ok_or_else(|| corrupt(format!("inode {ino} page {index}: not compressed")))?,
                 _ => self.load_page(ino, index)?,
             };
             zero_past_end(&mut page, index, size);
