@@ -219,7 +219,9 @@ impl Default for Inode {
 impl Inode {
     pub fn decode(block: &Block) -> Inode {
         let mut r = Reader::new(block);
-        let mut inode = Inode {
+        // One literal, fields in on-disk order (a struct expression evaluates its fields
+        // in the order written): no default inode's vectors allocated only to be dropped.
+        Inode {
             mode: r.u16(),
             advise: r.u8(),
             inline: r.u8(),
@@ -231,32 +233,26 @@ impl Inode {
             atime: r.u64(),
             ctime: r.u64(),
             mtime: r.u64(),
-            ..Inode::default()
-        };
-        inode.decode_rest(&mut r);
-        inode.footer = NodeFooter::decode(block);
-        inode
-    }
-
-    fn decode_rest(&mut self, r: &mut Reader) {
-        self.atime_nsec = r.u32();
-        self.ctime_nsec = r.u32();
-        self.mtime_nsec = r.u32();
-        self.generation = r.u32();
-        self.current_depth = r.u32();
-        self.xattr_nid = r.u32();
-        self.flags = r.u32();
-        self.pino = r.u32();
-        self.namelen = r.u32();
-        self.name = r.vec(NAME_LEN);
-        self.dir_level = r.u8();
-        self.ext = Extent {
-            fofs: r.u32(),
-            blk_addr: r.u32(),
-            len: r.u32(),
-        };
-        self.addr = r.u32s(ADDRS_PER_INODE);
-        self.nid = std::array::from_fn(|_| r.u32());
+            atime_nsec: r.u32(),
+            ctime_nsec: r.u32(),
+            mtime_nsec: r.u32(),
+            generation: r.u32(),
+            current_depth: r.u32(),
+            xattr_nid: r.u32(),
+            flags: r.u32(),
+            pino: r.u32(),
+            namelen: r.u32(),
+            name: r.vec(NAME_LEN),
+            dir_level: r.u8(),
+            ext: Extent {
+                fofs: r.u32(),
+                blk_addr: r.u32(),
+                len: r.u32(),
+            },
+            addr: r.u32s(ADDRS_PER_INODE),
+            nid: std::array::from_fn(|_| r.u32()),
+            footer: NodeFooter::decode(block),
+        }
     }
 
     /// Encodes the block as it is (the checksum word is whatever `addr` holds; see

@@ -342,8 +342,7 @@ impl<D: BlockDevice> F2fs<D> {
                 self.segs.journal.insert(j.segno);
             }
         }
-        self.segs.valid_blocks = info.iter().map(|s| s.valid_blocks as u64).sum();
-        self.segs.info = info;
+        self.segs.set_info(info);
         Ok(())
     }
 
@@ -891,6 +890,7 @@ fn empty_segs(sb: &Superblock) -> Segs {
         gc_victim: None,
         ssr_last_victim: 0,
         free_count: Default::default(),
+        zero_valid: 0,
     }
 }
 

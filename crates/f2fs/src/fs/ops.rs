@@ -312,9 +312,15 @@ impl<D: BlockDevice> F2fs<D> {
     ) -> Result<(), FsError> {
         self.check_file(ino)?;
         self.device_space_for((pages.len() * BLOCK_SIZE) as u64)?;
-        if first_index == 0 && !pages.is_empty() {
+        // FACS looks at a file's first blocks once; gather them only then (this runs on
+        // every writeback from a file's start).
+        let facs_undecided = self.cfg.facs.enabled && !self.facs.contains_key(&ino);
+        if first_index == 0 && !pages.is_empty() && facs_undecided {
             let n = pages.len().min(self.cfg.facs.sample_blocks as usize);
-            let sample: Vec<u8> = pages[..n].iter().flat_map(|p| p.iter().copied()).collect();
+            let mut sample = Vec::with_capacity(n * BLOCK_SIZE);
+            for page in &pages[..n] {
+                sample.extend_from_slice(&page[..]);
+            }
             let end = (size_bytes as usize).clamp(1, sample.len());
             self.facs_on_write(ino, 0, &sample[..end])?;
         }

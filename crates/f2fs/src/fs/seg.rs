@@ -113,9 +113,20 @@ pub(crate) struct Segs {
     /// [`Segs::free_segments`] as last counted; `None` once a segment may have become
     /// free or stopped being free (see [`Segs::free_changed`]).
     pub free_count: std::cell::Cell<Option<u32>>,
+    /// Segments with no valid block, kept as blocks come and go, so the free and empty
+    /// counts need no scan of every segment (see [`Segs::set_info`]).
+    pub zero_valid: u32,
 }
 
 impl Segs {
+    /// Takes a new table of segments (mount), recounting what is kept from it.
+    pub fn set_info(&mut self, info: Vec<SegInfo>) {
+        self.valid_blocks = info.iter().map(|s| s.valid_blocks as u64).sum();
+        self.zero_valid = info.iter().filter(|s| s.valid_blocks == 0).count() as u32;
+        self.info = info;
+        self.free_changed();
+    }
+
     pub fn segno_of(&self, blkaddr: u32) -> Option<(u32, u32)> {
         let rel = blkaddr.checked_sub(self.main_blkaddr)?;
         let segno = rel / BLOCKS_PER_SEG;
@@ -146,8 +157,11 @@ impl Segs {
         seg.valid_blocks -= 1;
         self.valid_blocks -= 1;
         self.dirty.insert(segno);
-        if seg.valid_blocks == 0 && !self.is_current(segno) {
-            self.prefree.insert(segno);
+        if seg.valid_blocks == 0 {
+            self.zero_valid += 1;
+            if !self.is_current(segno) {
+                self.prefree.insert(segno);
+            }
         }
     }
 
@@ -156,6 +170,7 @@ impl Segs {
     fn mark_valid(&mut self, segno: u32, off: u32, seg_type: u8, written_secs: u64) {
         if self.info[segno as usize].valid_blocks == 0 {
             self.free_changed();
+            self.zero_valid -= 1;
         }
         let seg = &mut self.info[segno as usize];
         seg.age_by(if written_secs == 0 {
@@ -188,7 +203,7 @@ impl Segs {
             // Checked against a scan in debug builds, on file systems small enough for
             // the scan not to dominate (every test image).
             debug_assert!(
-                self.info.len() > 4096 || n == self.count_free(),
+                self.info.len() > 4096 || n == self.scan_free(),
                 "stale free-segment count"
             );
             return n;
@@ -198,10 +213,38 @@ impl Segs {
         n
     }
 
+    /// Segments without valid blocks, less those that are pre-free or current.
     fn count_free(&self) -> u32 {
+        let held_prefree = self
+            .prefree
+            .iter()
+            .filter(|&&s| self.info[s as usize].valid_blocks == 0 && !self.is_current(s))
+            .count() as u32;
+        let n = self.empty_segments() - held_prefree;
+        debug_assert!(
+            self.info.len() > 4096 || n == self.scan_free(),
+            "stale count of free segments"
+        );
+        n
+    }
+
+    /// [`Segs::count_free`] by a scan of every segment (the debug builds' check).
+    fn scan_free(&self) -> u32 {
         (0..self.info.len() as u32)
             .filter(|&s| self.is_free(s))
             .count() as u32
+    }
+
+    /// Distinct segments current logs are on that hold no valid block.
+    fn empty_current(&self) -> u32 {
+        let mut n = 0;
+        for (i, log) in self.logs.iter().enumerate() {
+            let first = !self.logs[..i].iter().any(|l| l.segno == log.segno);
+            if first && self.info[log.segno as usize].valid_blocks == 0 {
+                n += 1;
+            }
+        }
+        n
     }
 
     /// Forgets the free-segment count: call after anything that can free a segment or
@@ -213,6 +256,15 @@ impl Segs {
     /// Segments with no valid block that are not current (what a checkpoint records as
     /// free: pre-free ones become free once it is written).
     pub fn empty_segments(&self) -> u32 {
+        let n = self.zero_valid - self.empty_current();
+        debug_assert!(
+            self.info.len() > 4096 || n == self.scan_empty(),
+            "stale count of segments without valid blocks"
+        );
+        n
+    }
+
+    fn scan_empty(&self) -> u32 {
         (0..self.info.len() as u32)
             .filter(|&s| self.info[s as usize].valid_blocks == 0 && !self.is_current(s))
             .count() as u32
@@ -389,6 +441,7 @@ mod tests {
             gc_victim: None,
             ssr_last_victim: 0,
             free_count: Default::default(),
+            zero_valid: 3,
         }
     }
 
