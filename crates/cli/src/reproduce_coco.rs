@@ -25,10 +25,11 @@ pub fn reproduction(args: &CocoArgs) -> Result<Reproduction> {
     let options = CocoOptions {
         quick: args.quick,
         seed: args.seed,
+        coco_op_threshold_permille: None,
     };
     let spinner = crate::progress::Spinner::start(
         false,
-        "COCO: five configurations on the four filebench personalities",
+        "COCO: the OP sweep, then five schemes on the four filebench personalities",
     );
     let results = reproduce(&options);
     spinner.finish();
