@@ -281,7 +281,7 @@ pub fn run_one(
         flash_program_bytes,
         device_compressed_pages,
         host_compressed_clusters: fs.compress_metrics().clusters_compressed - clusters0,
-        user_capacity_mib: fs.block_usage().user_blocks * 4096 >> 20,
+        user_capacity_mib: (fs.block_usage().user_blocks * 4096) >> 20,
     })
 }
 

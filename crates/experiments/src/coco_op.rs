@@ -43,7 +43,7 @@ pub struct OpPoint {
 /// points or no positive throughput.
 pub fn knee_op_pct(points: &[(f64, f64)], tolerance: f64) -> Option<f64> {
     let best = points.iter().map(|p| p.1).fold(f64::NAN, f64::max);
-    if !(best > 0.0) {
+    if best.is_nan() || best <= 0.0 {
         return None;
     }
     points
@@ -143,7 +143,7 @@ pub fn op_point(requested_op_pct: f64, quick: bool, seed: u64) -> Result<OpPoint
         op_pct: (1.0 - usage.user_blocks as f64 / main_blocks as f64) * 100.0,
         throughput_mb_s: bytes as f64 / 1e6 / (run_ns as f64 * 1e-9),
         waf: programmed as f64 / bytes as f64,
-        user_mib: usage.user_blocks * 4096 >> 20,
+        user_mib: (usage.user_blocks * 4096) >> 20,
     })
 }
 
