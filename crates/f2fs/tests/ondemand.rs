@@ -4,6 +4,8 @@
 //! stays at the threshold; no fsync'd byte is lost, across a power cut too; and data that
 //! turns incompressible gets a clean ENOSPC, never a lost write.
 
+mod common;
+
 use flashstack_block::BlockDevice;
 use flashstack_f2fs::{
     mkfs_timed, op_bytes, F2fs, F2fsConfig, FsError, MkfsOptions, OnDemandConfig,
@@ -15,22 +17,9 @@ const FILE_BYTES: usize = 1 << 20;
 const ENOSPC: i32 = 28;
 const MIB: u64 = 1 << 20;
 
-fn noise(seed: u64, len: usize) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    let mut out = Vec::with_capacity(len + 8);
-    while out.len() < len {
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        out.extend_from_slice(&x.wrapping_mul(0x2545_F491_4F6C_DD1D).to_le_bytes());
-    }
-    out.truncate(len);
-    out
-}
-
 /// Pages zlib compresses about 3:1 (a third random, the rest one phrase).
 fn compressible(seed: u64) -> Vec<u8> {
-    let n = noise(seed, FILE_BYTES);
+    let n = common::incompressible(seed, FILE_BYTES);
     (0..FILE_BYTES)
         .map(|i| {
             if i % 4096 < 1300 {
@@ -172,7 +161,7 @@ fn ondemand_exposes_saved_space_keeps_op_at_the_threshold_and_loses_nothing() {
     for &n in &grown {
         let ino = fs.lookup(&format!("/f{n}")).unwrap();
         match fs
-            .write(ino, 0, &noise(n, FILE_BYTES))
+            .write(ino, 0, &common::incompressible(n, FILE_BYTES))
             .and_then(|_| fs.fsync(ino))
         {
             Ok(()) => rewritten.push(n),
@@ -187,7 +176,7 @@ fn ondemand_exposes_saved_space_keeps_op_at_the_threshold_and_loses_nothing() {
         let ino = fs.lookup(&format!("/f{n}")).unwrap();
         let data = fs.read(ino, 0, FILE_BYTES).unwrap();
         let expect = if rewritten.contains(&n) {
-            noise(n, FILE_BYTES)
+            common::incompressible(n, FILE_BYTES)
         } else {
             compressible(n)
         };
