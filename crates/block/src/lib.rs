@@ -177,6 +177,13 @@ pub trait BlockDevice {
     fn physical_free_bytes(&self) -> Option<u64> {
         None
     }
+
+    /// The flash the device lets live host data take in all (its physical budget), for
+    /// the same devices as [`BlockDevice::physical_free_bytes`]; budget − free is the flash
+    /// live data really takes. `None` (the default) elsewhere.
+    fn physical_budget_bytes(&self) -> Option<u64> {
+        None
+    }
 }
 
 /// An optional capability: moving data between LBA ranges by changing the device's

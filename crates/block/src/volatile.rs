@@ -469,6 +469,10 @@ impl<D: BlockDevice> BlockDevice for VolatileCache<D> {
     fn physical_free_bytes(&self) -> Option<u64> {
         self.inner.physical_free_bytes()
     }
+
+    fn physical_budget_bytes(&self) -> Option<u64> {
+        self.inner.physical_budget_bytes()
+    }
 }
 
 /// REMAP through the cache, for a device below that has it.

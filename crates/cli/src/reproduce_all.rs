@@ -33,6 +33,12 @@ const COMPOSED: [(&str, &str); 5] = [
     ("composed", "medfs+cache.policy=mobifs+device=ldc-emmc-ldc"),
 ];
 
+/// Columns beside the composed figure that are not part of the interaction: techniques
+/// that replace one of the composed ones rather than add to it. COCO's FACS drives the LDC
+/// device by the status bit instead of LDC's own predictor (`reproduce coco`'s phone
+/// rows compare the sides).
+const BESIDE: [(&str, &str); 1] = [("FACS", crate::reproduce_coco::PHONE_FACS_STACK)];
+
 #[derive(Args)]
 pub struct AllArgs {
     /// The quick form of every reproduction, and factory-new phones for the composed
@@ -70,7 +76,7 @@ pub fn run(args: &AllArgs) -> Result<()> {
             "{}",
             fullstack::render(&runs.iter().map(|(_, r)| r.clone()).collect::<Vec<_>>())
         );
-        interaction = interaction_text(&runs);
+        interaction = interaction_text(&runs[..COMPOSED.len()]);
         print!("{interaction}");
         for (config, run) in &runs {
             columns.push(crate::html::column(&config.name, config, run, args.seed)?);
@@ -142,7 +148,7 @@ fn composed_runs(args: &AllArgs) -> Result<Vec<(StackConfig, StackRun)>> {
     let starts = StartChoice::from_args(None, args.quick)?;
     let base = StackConfig::preset("default")?;
     let mut runs = Vec::new();
-    for (label, spec) in COMPOSED {
+    for (label, spec) in COMPOSED.into_iter().chain(BESIDE) {
         let mut config = resolve_stack(spec, &base)?;
         config.name = label.to_string();
         let options = FullStackOptions {
@@ -203,7 +209,7 @@ const MEASURES: [Measure; 6] = [
 ];
 
 /// The mean latency over every user operation of the run.
-fn user_op_mean_ns(run: &StackRun) -> f64 {
+pub(crate) fn user_op_mean_ns(run: &StackRun) -> f64 {
     let (sum, n) = run.user_ops.iter().fold((0.0, 0u64), |(s, n), op| {
         let c = op.latency.count;
         (s + op.latency.latency_ns_mean as f64 * c as f64, n + c)

@@ -90,12 +90,15 @@ fn mobifs_figures(v: &serde_json::Value) {
     assert_eq!(number(stale, &["bound_overruns"]), 0.0);
 }
 
-/// Five columns, each technique really on (a composed stack that silently dropped one
+/// Five columns and FACS beside them, each technique really on (a composed stack that silently dropped one
 /// would write as much as that technique's absence does).
 fn composed(runs: &serde_json::Value) {
     let runs = runs.as_array().expect("one entry per stack");
     let names: Vec<&str> = runs.iter().map(|r| r["stack"].as_str().unwrap()).collect();
-    assert_eq!(names, ["stock", "MedFS", "MobiFS", "LDC", "composed"]);
+    assert_eq!(
+        names,
+        ["stock", "MedFS", "MobiFS", "LDC", "composed", "FACS"]
+    );
     let host = |i: usize| number(&runs[i]["report"], &["device", "host", "write_bytes"]);
     let programs = |i: usize| number(&runs[i]["report"], &["device", "nand", "page_programs"]);
     assert!(host(1) < host(0), "MedFS writes less to the device");
@@ -107,6 +110,15 @@ fn composed(runs: &serde_json::Value) {
             "composed programs fewer than column {i}"
         );
     }
+    // COCO's FACS beside them: the device obeys the status bit, and F2FS compresses the
+    // files FACS gives the host, whose fsyncs each need a checkpoint (as the kernel's do).
+    let facs = &runs[5]["report"];
+    assert_eq!(facs["device"]["compression"]["policy"], "CSD-hinted");
+    let checkpoints = |r: &serde_json::Value| number(r, &["fs", "checkpoints"]);
+    assert!(
+        checkpoints(facs) > 2.0 * checkpoints(&runs[0]["report"]),
+        "F2FSC's fsyncs checkpoint"
+    );
 }
 
 fn report(html: &Path) {

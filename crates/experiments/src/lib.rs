@@ -2,6 +2,7 @@
 //! flashstack, on the same workloads, and sets the paper's stated figures beside ours.
 
 pub mod coco;
+pub mod coco_op;
 pub mod fullstack;
 pub mod janusd;
 pub mod ldc;

@@ -16,20 +16,6 @@ use flashstack_ftl::{presets, Ftl};
 const FILE_BYTES: usize = 1 << 20;
 const ENOSPC: i32 = 28;
 
-/// Bytes no codec shrinks (xorshift64*), one stream per file.
-fn incompressible(seed: u64, len: usize) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    let mut out = Vec::with_capacity(len + 8);
-    while out.len() < len {
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        out.extend_from_slice(&x.wrapping_mul(0x2545_F491_4F6C_DD1D).to_le_bytes());
-    }
-    out.truncate(len);
-    out
-}
-
 /// The `csd3000` preset on 256 MiB of flash (64 blocks of 512 KiB per die).
 fn small_csd() -> Ftl {
     let mut config = presets::csd3000_with(CompressionPolicyKind::Inline, 1);
@@ -55,7 +41,7 @@ fn incompressible_data_fills_the_flash_with_a_clear_enospc_and_no_loss() {
         let seed = synced.len() as u64 + 1;
         let path = format!("/f{seed}");
         let result = fs.create(&path).and_then(|ino| {
-            fs.write(ino, 0, &incompressible(seed, FILE_BYTES))?;
+            fs.write(ino, 0, &common::incompressible(seed, FILE_BYTES))?;
             fs.fsync(ino)?;
             Ok(ino)
         });
@@ -85,7 +71,7 @@ fn incompressible_data_fills_the_flash_with_a_clear_enospc_and_no_loss() {
     assert!(written * 2 >= usage.budget_bytes, "{written} {usage:?}");
     for &(ino, seed) in &synced {
         assert!(
-            fs.read(ino, 0, FILE_BYTES).unwrap() == incompressible(seed, FILE_BYTES),
+            fs.read(ino, 0, FILE_BYTES).unwrap() == common::incompressible(seed, FILE_BYTES),
             "file {seed} before the power cut"
         );
     }
@@ -97,7 +83,7 @@ fn incompressible_data_fills_the_flash_with_a_clear_enospc_and_no_loss() {
     for &(_, seed) in &synced {
         let ino = fs.lookup(&format!("/f{seed}")).unwrap();
         assert!(
-            fs.read(ino, 0, FILE_BYTES).unwrap() == incompressible(seed, FILE_BYTES),
+            fs.read(ino, 0, FILE_BYTES).unwrap() == common::incompressible(seed, FILE_BYTES),
             "file {seed} after the power cut"
         );
     }
@@ -138,7 +124,7 @@ fn compressible_data_stores_more_than_the_flash() {
 
 /// Pages that zlib compresses about 3:1 (a third random, the rest one repeated phrase).
 fn third_random(seed: u64, len: usize) -> Vec<u8> {
-    let noise = incompressible(seed, len);
+    let noise = common::incompressible(seed, len);
     (0..len)
         .map(|i| {
             if i % 4096 < 1300 {
@@ -186,7 +172,7 @@ fn facs_sends_cold_compressible_files_to_the_device() {
         ("/notes.txt", third_random(2, 64 * 4096), CompressSide::Host),
         (
             "/noise.mkv",
-            incompressible(3, 64 * 4096),
+            common::incompressible(3, 64 * 4096),
             CompressSide::None,
         ),
     ];

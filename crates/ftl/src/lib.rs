@@ -598,6 +598,11 @@ impl BlockDevice for Ftl {
     fn physical_free_bytes(&self) -> Option<u64> {
         self.physical_free()
     }
+
+    fn physical_budget_bytes(&self) -> Option<u64> {
+        (self.user_lbas > self.budget_lbas)
+            .then(|| self.budget_lbas * flashstack_block::LBA_SIZE as u64)
+    }
 }
 
 impl Remap for Ftl {

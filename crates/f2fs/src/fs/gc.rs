@@ -42,6 +42,7 @@ impl<D: BlockDevice> F2fs<D> {
             fs.flush_cluster_stage()?;
             fs.balance()?;
             fs.balance_fs_bg(false)?;
+            fs.ondemand_adjust()?;
             Ok(out)
         })
     }

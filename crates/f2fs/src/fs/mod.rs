@@ -29,6 +29,7 @@ mod hash;
 mod idle;
 mod metrics;
 mod nat;
+mod ondemand;
 mod ops;
 mod pagemap;
 pub mod policy;
@@ -60,6 +61,7 @@ pub use falloc::FallocMode;
 pub use fpc::{FpcClass, FpcConfig, FpcMetrics};
 pub use hash::{dentry_hash, has_extension};
 pub use metrics::{BlockKind, Metrics};
+pub use ondemand::{ondemand_user_blocks, op_bytes, OnDemandConfig, OnDemandMetrics, SpaceState};
 pub use ops::{DirEntryInfo, FileKind, Stat};
 pub use policy::{F2fsConfig, IpuPolicy, WriteHint};
 pub use remap_defrag::RemapDefragReport;
@@ -105,6 +107,8 @@ pub struct F2fs<D: BlockDevice> {
     dirty_nodes: BTreeSet<u32>,
     /// FACS's decision per file (`facs.rs`); empty unless `[facs]` is on.
     facs: BTreeMap<u32, facs::CompressSide>,
+    /// On-demand space allocation's counters (`ondemand.rs`).
+    ondemand: ondemand::OnDemandMetrics,
     /// Inodes whose node block holds time changes that did not make it dirty
     /// (`lazytime`, see `attr.rs`): written with the inode, or at sync and unmount.
     lazy_times: BTreeSet<u32>,
@@ -217,6 +221,7 @@ impl<D: BlockDevice> F2fs<D> {
             nodes: BTreeMap::new(),
             dirty_nodes: BTreeSet::new(),
             facs: BTreeMap::new(),
+            ondemand: Default::default(),
             lazy_times: BTreeSet::new(),
             inode_clock: Box::new(VirtualClock::default()),
             valid_node_count: cp.valid_node_count,
@@ -280,6 +285,7 @@ impl<D: BlockDevice> F2fs<D> {
             fs.evict_inode(ino)?;
         }
         fs.recovered_inodes = fs.recover()?;
+        fs.ondemand_adjust()?;
         Ok(fs)
     }
 

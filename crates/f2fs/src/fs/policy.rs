@@ -110,6 +110,9 @@ pub struct F2fsConfig {
     pub fpc: super::FpcConfig,
     /// COCO's compression scheduling (`[facs]`, off by default; `fs/facs.rs`).
     pub facs: super::FacsConfig,
+    /// COCO's on-demand space allocation (`[ondemand]`, off by default; `fs/ondemand.rs`).
+    #[serde(skip_serializing_if = "super::OnDemandConfig::is_off")]
+    pub ondemand: super::OnDemandConfig,
     /// The block layer's read path under F2FS (`[read]`): requests split at extent
     /// boundaries and at 512 KiB, 10 µs of host time per request, 32 in flight
     /// ([`F2fs::read_pages`](super::F2fs::read_pages); `docs/janusd.md`).
@@ -137,6 +140,7 @@ impl Default for F2fsConfig {
             compress: super::CompressConfig::default(),
             fpc: super::FpcConfig::default(),
             facs: super::FacsConfig::default(),
+            ondemand: super::OnDemandConfig::default(),
             read: flashstack_block::ReadModel::default(),
         }
     }
