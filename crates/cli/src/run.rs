@@ -6,7 +6,8 @@ use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
 use flashstack_content::{ContentConfig, ContentMix};
 use flashstack_replay::{
-    content_zones, OutOfRange, Precondition, Replayer, RunConfig, DEFAULT_SNAPSHOT_AGING,
+    content_zones, OutOfRange, Precondition, PreconditionMethod, Replayer, RunConfig,
+    DEFAULT_SNAPSHOT_AGING,
 };
 use flashstack_report::{render_csv, render_json, render_table, ReportOptions, RunReport};
 use flashstack_trace::builtin::{back_to_back, Builtin, BuiltinWorkload, REPEAT_GAP_NS};
@@ -24,6 +25,13 @@ use crate::{compare, device};
 pub const DEFAULT_SYNTHETIC: &str =
     "hotcold:0.2:0.8,count=200000,read=0.3,size=4k:60/16k:25/64k:10/256k:5,iat=exp:10ms,flush=8";
 pub const DEFAULT_DEVICE: &str = "ldc-emmc";
+/// `--precondition-method`.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub(crate) enum PreconditionMethodArg {
+    Replay,
+    Construct,
+}
+
 /// Fill fraction of `--precondition` when not given.
 const DEFAULT_PRECONDITION: f64 = 0.5;
 
@@ -106,6 +114,12 @@ pub struct RunArgs {
     /// Upper bound on aging writes, as a multiple of the filled LBAs.
     #[arg(long, value_name = "FACTOR", default_value_t = 2.0)]
     pub(crate) aging_max: f64,
+    /// How preconditioning reaches the steady state: `replay` random overwrites (the
+    /// default), or `construct` it directly (the steady state of uniform random
+    /// overwrites laid out on flash, then settled with short windows of writes; much
+    /// faster on large devices; addresses-only page-mapped devices).
+    #[arg(long, value_name = "METHOD", default_value = "replay")]
+    pub(crate) precondition_method: PreconditionMethodArg,
     /// Measure from an empty device (no preconditioning, no existing data).
     #[arg(long, conflicts_with = "precondition")]
     pub(crate) no_precondition: bool,
@@ -208,6 +222,10 @@ fn run_config(args: &RunArgs, spec: &str, workload_name: &str) -> Result<RunConf
     let precondition = (from_scratch && fraction > 0.0).then(|| Precondition {
         utilization: fraction,
         aging_factor_max: args.aging_max,
+        method: match args.precondition_method {
+            PreconditionMethodArg::Replay => PreconditionMethod::Replay,
+            PreconditionMethodArg::Construct => PreconditionMethod::Construct,
+        },
         ..Precondition::default()
     });
     let store_contents = args.contents

@@ -19,7 +19,7 @@ impl Ftl {
 
     fn check_mapping(&self) -> Result<(), String> {
         let mut valid = vec![0u32; self.blocks.state.len()];
-        for (lpn, &slot) in self.mapping.l2p.iter().enumerate() {
+        for (lpn, slot) in self.mapping.l2p.iter().enumerate() {
             if slot == UNMAPPED {
                 continue;
             }

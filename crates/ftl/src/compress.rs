@@ -263,14 +263,14 @@ impl Ftl {
     /// How many logical pages from `lpn` are compressed fragments in the same flash page:
     /// one flash read serves them all (the paper's T_r = t_r × n × Cr + t_d).
     pub(crate) fn compressed_run(&self, lpn: u32, remaining: u32) -> u32 {
-        let page = self.page_of_slot(self.mapping.l2p[lpn as usize]);
+        let page = self.page_of_slot(self.mapping.l2p.at(lpn as usize));
         if self.straddles(lpn) {
             return 1;
         }
         let mut run = 1;
         while run < remaining {
             let next = lpn + run;
-            let slot = self.mapping.l2p[next as usize];
+            let slot = self.mapping.l2p.at(next as usize);
             let same_page = slot != crate::UNMAPPED && self.page_of_slot(slot) == page;
             if !same_page || self.len_of(next) >= self.slots_per_lpn || self.straddles(next) {
                 break;
@@ -282,7 +282,8 @@ impl Ftl {
 
     /// The fragment of `lpn` continues into the next flash page.
     pub(crate) fn straddles(&self, lpn: u32) -> bool {
-        self.slot_in_page(self.mapping.l2p[lpn as usize]) + self.len_of(lpn) > self.slots_per_page
+        self.slot_in_page(self.mapping.l2p.at(lpn as usize)) + self.len_of(lpn)
+            > self.slots_per_page
     }
 
     /// Copies slots `slots` of `page` into `out`, from flash or from the buffer bound to the
@@ -329,11 +330,11 @@ impl Ftl {
     ) -> Result<Nanos, FtlError> {
         let sb = self.slot_bytes as usize;
         let spp = self.slots_per_page;
-        let page = self.page_of_slot(self.mapping.l2p[lpn as usize]);
-        let offsets = (lpn..lpn + run).map(|l| self.slot_in_page(self.mapping.l2p[l as usize]));
+        let page = self.page_of_slot(self.mapping.l2p.at(lpn as usize));
+        let offsets = (lpn..lpn + run).map(|l| self.slot_in_page(self.mapping.l2p.at(l as usize)));
         let first = offsets.clone().min().expect("run >= 1");
         let end = (lpn..lpn + run)
-            .map(|l| self.slot_in_page(self.mapping.l2p[l as usize]) + self.len_of(l))
+            .map(|l| self.slot_in_page(self.mapping.l2p.at(l as usize)) + self.len_of(l))
             .max()
             .expect("run >= 1");
         let mut span = std::mem::take(&mut self.compressor.fragment);
@@ -369,7 +370,7 @@ impl Ftl {
                 .reserve(t, self.compressor.timing.decompress_ns())
                 .1;
             let l = lpn + k;
-            let at = (self.slot_in_page(self.mapping.l2p[l as usize]) - first) as usize * sb;
+            let at = (self.slot_in_page(self.mapping.l2p.at(l as usize)) - first) as usize * sb;
             let fragment = &span[at..at + self.len_of(l) as usize * sb];
             if let Some(o) = out.as_deref_mut() {
                 let page_out = &mut o[k as usize * PAGE_BYTES..(k as usize + 1) * PAGE_BYTES];

@@ -77,7 +77,7 @@ impl Ftl {
         if self.user_lbas <= self.budget_lbas {
             return Ok(());
         }
-        let slot = self.mapping.l2p[lpn as usize];
+        let slot = self.mapping.l2p.at(lpn as usize);
         let released = if slot == UNMAPPED || self.mapping.is_shared(slot) {
             0
         } else {
@@ -110,7 +110,7 @@ impl Ftl {
             .mapping
             .l2p
             .iter()
-            .filter(|&&slot| slot != UNMAPPED)
+            .filter(|&slot| slot != UNMAPPED)
             .count() as u64;
         PhysicalUsage {
             exported_bytes: self.user_lbas * flashstack_block::LBA_SIZE as u64,

@@ -2,6 +2,7 @@
 //! carry out the victim policy's decisions.
 
 use flashstack_nand::{oob_flags, FlashMedium, NandError};
+use flashstack_sim::memory::LazyTable;
 use flashstack_sim::Nanos;
 
 use crate::policy::{wear_level_needed, VictimCandidate, VictimPolicy};
@@ -266,7 +267,7 @@ impl Ftl {
     ) -> Result<(), FtlError> {
         debug_assert_eq!((self.slots_per_page, self.slots_per_lpn), (1, 1));
         for &(old, lpn) in slots {
-            debug_assert_eq!(self.mapping.l2p[lpn as usize], old);
+            debug_assert_eq!(self.mapping.l2p.at(lpn as usize), old);
             // One slot per page: the slot number is the page number.
             let ready_ns = self.nand.read(old, 0..1, None, now_ns)?.timing.end_ns;
             self.counters.page_reads_relocation += 1;
@@ -304,8 +305,8 @@ impl Ftl {
                 f.next_page += run - 1;
             }
             for (k, &(from, lpn)) in moves.iter().enumerate() {
-                debug_assert_eq!(self.mapping.l2p[lpn as usize], from);
-                self.mapping.l2p[lpn as usize] = first + k as u32;
+                debug_assert_eq!(self.mapping.l2p.at(lpn as usize), from);
+                self.mapping.l2p.set(lpn as usize, first + k as u32);
             }
             self.blocks.remove_valid(self.block_of_slot(old), run);
             self.blocks.add_valid(self.block_of_slot(first), run);
@@ -404,7 +405,7 @@ impl Ftl {
     ) -> Result<(), FtlError> {
         let ready_ns = self.read_fragment_span(page, fragments, now_ns)?;
         for &(old, lpn) in fragments {
-            debug_assert_eq!(self.mapping.l2p[lpn as usize], old);
+            debug_assert_eq!(self.mapping.l2p.at(lpn as usize), old);
             self.move_fragment(old, lpn, stream, cause, ready_ns)?;
         }
         Ok(())
@@ -602,7 +603,7 @@ impl Ftl {
     fn keep_live_shared(&self, slots: &mut Vec<(u32, u32)>) -> Vec<(u32, u32)> {
         let mut shared = Vec::new();
         slots.retain_mut(|(slot, lpn)| {
-            let owned = self.mapping.l2p[*lpn as usize] == *slot;
+            let owned = self.mapping.l2p.at(*lpn as usize) == *slot;
             if !self.mapping.is_shared(*slot) {
                 return owned;
             }
@@ -620,15 +621,15 @@ impl Ftl {
 /// are random cache misses: they are all requested first (prefetches, independent of one
 /// another), then checked without a branch on the loaded value, so a mispredicted branch
 /// does not cancel the loads still in flight.
-fn keep_live(l2p: &[u32], slots: &mut Vec<(u32, u32)>) {
+fn keep_live(l2p: &LazyTable, slots: &mut Vec<(u32, u32)>) {
     for &(_, lpn) in slots.iter() {
-        crate::prefetch_line(&l2p[lpn as usize]);
+        l2p.prefetch(lpn as usize);
     }
     let mut kept = 0;
     for i in 0..slots.len() {
         let (slot, lpn) = slots[i];
         slots[kept] = (slot, lpn);
-        kept += (l2p[lpn as usize] == slot) as usize;
+        kept += (l2p.at(lpn as usize) == slot) as usize;
     }
     slots.truncate(kept);
 }

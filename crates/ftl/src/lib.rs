@@ -22,6 +22,7 @@ mod check;
 mod compress;
 pub mod compression;
 pub mod config;
+mod construct;
 mod counters;
 pub mod csd;
 mod gc;
@@ -47,6 +48,7 @@ use flashstack_block::{
     check_range, BlockDevice, BlockError, Completion, Hints, Payload, Remap, RemapExtent, LBA_SIZE,
 };
 use flashstack_nand::{ConfigError, FlashMedium, Nand, NandError};
+use flashstack_sim::memory::LazyTable;
 use flashstack_sim::{Divisor, LatencyHistogram, Nanos, Resource};
 use stream::is_start;
 
@@ -54,6 +56,7 @@ use blocks::{BlockState, BlockTable};
 pub use config::{
     DeviceConfig, FtlConfig, GcConfig, HostConfig, StreamMode, VictimPolicyKind, WearConfig,
 };
+pub use construct::ConstructedState;
 pub use counters::FtlCounters;
 use host::HostQueue;
 use mapping::Mapping;
@@ -232,7 +235,8 @@ impl Ftl {
             user_lbas,
             budget_lbas,
             mapping: Mapping::new(
-                flashstack_sim::memory::table(user_lbas as usize, UNMAPPED),
+                // Reads UNMAPPED until written; memory follows the pages written.
+                LazyTable::new(user_lbas as usize),
                 (slots_per_lpn > 1).then(|| vec![0; user_lbas as usize]),
             ),
             copies: None,
@@ -293,14 +297,14 @@ impl Ftl {
     }
     /// LBAs currently mapped (holding data).
     pub fn mapped_lbas(&self) -> u64 {
-        self.mapping.l2p.iter().filter(|&&s| s != UNMAPPED).count() as u64
+        self.mapping.l2p.iter().filter(|&s| s != UNMAPPED).count() as u64
     }
     /// Whether `lba` holds data (written and not trimmed since); false beyond the device.
     pub fn is_mapped(&self, lba: u64) -> bool {
         self.mapping
             .l2p
             .get(lba as usize)
-            .is_some_and(|&slot| slot != UNMAPPED)
+            .is_some_and(|slot| slot != UNMAPPED)
     }
     /// Free blocks on a die.
     pub fn free_blocks(&self, die: u32) -> u32 {
@@ -325,9 +329,7 @@ impl Ftl {
     /// cache so the request does not stall on it. No effect on results.
     #[inline]
     pub fn prefetch(&self, lba: u64) {
-        if let Some(entry) = self.mapping.l2p.get(lba as usize) {
-            prefetch_line(entry);
-        }
+        self.mapping.l2p.prefetch(lba as usize);
     }
 
     /// The second stage of [`Ftl::prefetch`], a few requests later: the mapping entry is in
@@ -335,12 +337,20 @@ impl Ftl {
     /// in too. No effect on results.
     #[inline]
     pub fn prefetch_block_of(&self, lba: u64) {
-        let Some(&slot) = self.mapping.l2p.get(lba as usize) else {
+        let Some(slot) = self.mapping.l2p.get(lba as usize) else {
             return;
         };
         if slot != UNMAPPED {
             self.blocks.prefetch(self.block_of_slot(slot));
         }
+    }
+
+    /// Most of the device is about to be written (preconditioning a large fill): its
+    /// lazily built tables are advised to use huge pages from here on, which keeps TLB
+    /// misses out of the hot path once they are dense. A speed hint; no effect on results.
+    pub fn expect_dense(&self) {
+        self.mapping.l2p.advise_dense();
+        self.nand.expect_dense();
     }
 
     /// Starts a measurement phase: counters and histograms restart, flash state (data,

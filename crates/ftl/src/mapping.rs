@@ -21,6 +21,8 @@
 
 use std::collections::BTreeMap;
 
+use flashstack_sim::memory::LazyTable;
+
 use crate::UNMAPPED;
 
 /// Who besides its owner refers to a slot.
@@ -50,7 +52,7 @@ pub(crate) struct Released {
 /// L2P, fragment lengths and shared-slot reference counts.
 pub(crate) struct Mapping {
     /// First slot of each logical page's fragment.
-    pub(crate) l2p: Vec<u32>,
+    pub(crate) l2p: LazyTable,
     /// Fragment length in slots per logical page; absent when every fragment is one slot.
     pub(crate) lengths: Option<Vec<u8>>,
     /// Slots with at least one alias; bounded by the number of logical pages.
@@ -58,7 +60,7 @@ pub(crate) struct Mapping {
 }
 
 impl Mapping {
-    pub(crate) fn new(l2p: Vec<u32>, lengths: Option<Vec<u8>>) -> Mapping {
+    pub(crate) fn new(l2p: LazyTable, lengths: Option<Vec<u8>>) -> Mapping {
         Mapping {
             l2p,
             lengths,
@@ -68,7 +70,7 @@ impl Mapping {
 
     /// Forgets every mapping (recovery rebuilds them).
     pub(crate) fn clear(&mut self) {
-        self.l2p.fill(UNMAPPED);
+        self.l2p.clear();
         self.shared.clear();
     }
 
@@ -102,7 +104,7 @@ impl Mapping {
 
     /// Unmaps `lpn`; returns what it referred to, if anything.
     pub(crate) fn release(&mut self, lpn: u32) -> Option<Released> {
-        let slot = std::mem::replace(&mut self.l2p[lpn as usize], UNMAPPED);
+        let slot = self.l2p.replace(lpn as usize, UNMAPPED);
         if slot == UNMAPPED {
             return None;
         }
@@ -132,9 +134,9 @@ impl Mapping {
     /// Maps unmapped `lpn` to a fresh `slot` whose OOB will name it (a write or a move).
     #[inline]
     pub(crate) fn bind_owner(&mut self, lpn: u32, slot: u32, len: u32) {
-        debug_assert_eq!(self.l2p[lpn as usize], UNMAPPED);
+        debug_assert_eq!(self.l2p.at(lpn as usize), UNMAPPED);
         debug_assert!(!self.is_shared(slot), "slot {slot} is shared already");
-        self.l2p[lpn as usize] = slot;
+        self.l2p.set(lpn as usize, slot);
         self.set_len(lpn, len);
     }
 
@@ -143,11 +145,12 @@ impl Mapping {
     /// slot's first reference (its block gains a valid slot).
     pub(crate) fn bind(&mut self, lpn: u32, slot: u32, len: u32, owner: u32) -> bool {
         assert_eq!(
-            self.l2p[lpn as usize], UNMAPPED,
+            self.l2p.at(lpn as usize),
+            UNMAPPED,
             "lpn {lpn} must be released before it is bound"
         );
-        let owner_maps = self.l2p.get(owner as usize) == Some(&slot);
-        self.l2p[lpn as usize] = slot;
+        let owner_maps = self.l2p.get(owner as usize) == Some(slot);
+        self.l2p.set(lpn as usize, slot);
         self.set_len(lpn, len);
         if lpn == owner {
             // Back to the slot its OOB names (remapped away and back): an owner again.
@@ -196,15 +199,15 @@ impl Mapping {
     /// Moves every reference of `old` (whose OOB names `owner`) to `new` (a retargeted
     /// buffer slot). Returns whether anything referred to `old`, and its aliases.
     pub(crate) fn rekey(&mut self, old: u32, new: u32, owner: u32) -> (bool, Vec<u32>) {
-        let owned = self.l2p.get(owner as usize) == Some(&old);
+        let owned = self.l2p.get(owner as usize) == Some(old);
         if owned {
-            self.l2p[owner as usize] = new;
+            self.l2p.set(owner as usize, new);
         }
         let Some(refs) = self.shared.remove(&old) else {
             return (owned, Vec::new());
         };
         for &lpn in &refs.aliases {
-            self.l2p[lpn as usize] = new;
+            self.l2p.set(lpn as usize, new);
         }
         let aliases = refs.aliases.clone();
         self.shared.insert(new, refs);
@@ -216,12 +219,12 @@ impl Mapping {
     pub(crate) fn rebuild_shared(&mut self, owner_of: impl Fn(u32) -> u32) {
         self.shared.clear();
         for lpn in 0..self.l2p.len() as u32 {
-            let slot = self.l2p[lpn as usize];
+            let slot = self.l2p.at(lpn as usize);
             if slot == UNMAPPED || owner_of(slot) == lpn {
                 continue;
             }
             let owner = owner_of(slot);
-            let owner_maps = self.l2p.get(owner as usize) == Some(&slot);
+            let owner_maps = self.l2p.get(owner as usize) == Some(slot);
             let refs = self.shared.entry(slot).or_insert(SlotRefs {
                 owner: owner_maps,
                 aliases: Vec::new(),
@@ -234,7 +237,7 @@ impl Mapping {
     /// count their slot, and an alias counts it only when it is the slot's first alias and
     /// the owner no longer maps to it.
     pub(crate) fn counts_valid(&self, lpn: u32) -> bool {
-        let slot = self.l2p[lpn as usize];
+        let slot = self.l2p.at(lpn as usize);
         match self.shared.get(&slot) {
             Some(refs) if refs.aliases.binary_search(&lpn).is_ok() => {
                 !refs.owner && refs.aliases[0] == lpn
@@ -250,11 +253,14 @@ impl Mapping {
             if refs.aliases.is_empty() || !refs.aliases.windows(2).all(|w| w[0] < w[1]) {
                 return Err(format!("shared slot {slot}: aliases {:?}", refs.aliases));
             }
-            if let Some(&lpn) = refs.aliases.iter().find(|&&l| self.l2p[l as usize] != slot) {
+            if let Some(&lpn) = refs
+                .aliases
+                .iter()
+                .find(|&&l| self.l2p.at(l as usize) != slot)
+            {
                 return Err(format!("shared slot {slot}: alias {lpn} maps elsewhere"));
             }
-            let owner_maps =
-                owner_of(slot).is_some_and(|o| self.l2p.get(o as usize) == Some(&slot));
+            let owner_maps = owner_of(slot).is_some_and(|o| self.l2p.get(o as usize) == Some(slot));
             if owner_maps != refs.owner {
                 return Err(format!(
                     "shared slot {slot}: owner flag {} but owner maps there: {owner_maps}",
@@ -262,7 +268,7 @@ impl Mapping {
                 ));
             }
         }
-        for (lpn, &slot) in self.l2p.iter().enumerate() {
+        for (lpn, slot) in self.l2p.iter().enumerate() {
             let lpn = lpn as u32;
             if slot == UNMAPPED || owner_of(slot) == Some(lpn) {
                 continue;

@@ -72,8 +72,9 @@ impl Ftl {
     }
 
     /// The mapping: per logical page, the first physical slot holding it (`u32::MAX`:
-    /// unmapped).
-    pub fn mapping(&self) -> &[u32] {
+    /// unmapped). Entries are read with `get` / `at` / `iter` (the table is stored
+    /// complemented so unwritten parts take no memory).
+    pub fn mapping(&self) -> &flashstack_sim::memory::LazyTable {
         &self.mapping.l2p
     }
 

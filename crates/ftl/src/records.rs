@@ -56,7 +56,7 @@ impl Ftl {
     /// again meanwhile are dropped: the newer data must win.
     pub(crate) fn write_trim_records(&mut self, now_ns: Nanos) -> Result<Nanos, FtlError> {
         let mut entries = std::mem::take(&mut self.pending_trims);
-        entries.retain(|&lpn| self.mapping.l2p[lpn as usize] == UNMAPPED);
+        entries.retain(|&lpn| self.mapping.l2p.at(lpn as usize) == UNMAPPED);
         entries.sort_unstable();
         entries.dedup();
         let mut done_ns = now_ns;
@@ -80,7 +80,7 @@ impl Ftl {
         lpns.dedup();
         let entries: Vec<(u32, u32)> = lpns
             .into_iter()
-            .map(|lpn| (lpn, self.mapping.l2p[lpn as usize]))
+            .map(|lpn| (lpn, self.mapping.l2p.at(lpn as usize)))
             .filter(|&(_, slot)| slot != UNMAPPED)
             .collect();
         let mut done_ns = now_ns;
@@ -167,12 +167,12 @@ impl Ftl {
         };
         for &lpn in records.trims.iter() {
             let older_copies = self.copies.as_ref().map_or(1, |c| c[lpn as usize]);
-            if self.mapping.l2p[lpn as usize] == UNMAPPED && older_copies > 0 {
+            if self.mapping.l2p.at(lpn as usize) == UNMAPPED && older_copies > 0 {
                 self.pending_trims.push(lpn);
             }
         }
         for &(lpn, slot) in records.binds.iter() {
-            if self.mapping.l2p[lpn as usize] == slot {
+            if self.mapping.l2p.at(lpn as usize) == slot {
                 self.pending_binds.push(lpn);
             }
         }

@@ -106,9 +106,9 @@ impl Ftl {
             let Some(len) = self.complete_fragment_len(page, i, &lpns[..spp as usize]) else {
                 continue; // A straddler whose tail never reached flash.
             };
-            let current = self.mapping.l2p[lpn as usize];
+            let current = self.mapping.l2p.at(lpn as usize);
             if current == UNMAPPED || seq > self.slot_seq(current) {
-                self.mapping.l2p[lpn as usize] = page * spp + i;
+                self.mapping.l2p.set(lpn as usize, page * spp + i);
                 self.set_len(lpn, len);
             }
         }
@@ -174,7 +174,7 @@ impl Ftl {
             };
             for &lpn in records.trims.iter() {
                 if self.statement_seq(&stated, lpn) < seq {
-                    self.mapping.l2p[lpn as usize] = UNMAPPED;
+                    self.mapping.l2p.set(lpn as usize, UNMAPPED);
                     stated.insert(lpn, seq);
                 }
             }
@@ -183,7 +183,7 @@ impl Ftl {
                     continue;
                 }
                 if let Some(len) = self.bindable_len(slot) {
-                    self.mapping.l2p[lpn as usize] = slot;
+                    self.mapping.l2p.set(lpn as usize, slot);
                     self.set_len(lpn, len);
                     stated.insert(lpn, seq);
                 }
@@ -198,7 +198,7 @@ impl Ftl {
         if let Some(&seq) = stated.get(&lpn) {
             return seq;
         }
-        match self.mapping.l2p[lpn as usize] {
+        match self.mapping.l2p.at(lpn as usize) {
             UNMAPPED => 0,
             slot => self.slot_seq(slot),
         }
@@ -228,7 +228,7 @@ impl Ftl {
     /// left half-written is not reopened), erased ones go back to the free pools.
     fn rebuild_block_table(&mut self, now_ns: Nanos) {
         for i in 0..self.mapping.l2p.len() {
-            let slot = self.mapping.l2p[i];
+            let slot = self.mapping.l2p.at(i);
             if slot != UNMAPPED && self.mapping.counts_valid(i as u32) {
                 let block = self.block_of_slot(slot);
                 let len = self.len_of(i as u32);

@@ -40,7 +40,7 @@ impl Ftl {
         let targets: Vec<(u32, u32)> = extents
             .iter()
             .flat_map(|e| (0..e.count).map(move |i| (e.src as u32 + i, e.dst as u32 + i)))
-            .map(|(src, dst)| (dst, self.mapping.l2p[src as usize]))
+            .map(|(src, dst)| (dst, self.mapping.l2p.at(src as usize)))
             .collect();
         let count = targets.len() as u64;
         let page = RecordPage {
@@ -75,7 +75,7 @@ impl Ftl {
     /// Points `lpn` at the existing `slot` (on flash or in a buffer) besides whatever else
     /// refers to it. The caller makes the new binding durable (a record, now or pending).
     pub(crate) fn rebind(&mut self, lpn: u32, slot: u32) {
-        if self.mapping.l2p[lpn as usize] == slot {
+        if self.mapping.l2p.at(lpn as usize) == slot {
             return;
         }
         let owner = self
@@ -107,14 +107,14 @@ impl Ftl {
     /// the `make_durable` that precedes the victim's erase).
     pub(crate) fn repoint_sharers(&mut self, moved: &[(u32, u32)]) {
         for &(old, rep) in moved {
-            let new = self.mapping.l2p[rep as usize];
+            let new = self.mapping.l2p.at(rep as usize);
             if new == old || new == UNMAPPED {
                 continue;
             }
             self.counters.shared_slots_moved += 1;
             let mut sharers = self.mapping.aliases(old).to_vec();
             let owner = self.slot_owner(old).unwrap_or(crate::UNMAPPED);
-            if owner != rep && self.mapping.l2p.get(owner as usize) == Some(&old) {
+            if owner != rep && self.mapping.l2p.get(owner as usize) == Some(old) {
                 sharers.push(owner);
             }
             for lpn in sharers {

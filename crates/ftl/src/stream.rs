@@ -223,7 +223,7 @@ impl Ftl {
         let timing = self.program_buffer(stream)?;
         // Read the head's place only now: a failed program moves the page (and the head
         // with it) to a fresh block.
-        let start = self.mapping.l2p[lpn as usize];
+        let start = self.mapping.l2p.at(lpn as usize);
         let next = self.allocate_page(stream, false, ready_ns)?;
         assert_eq!(
             next,
@@ -245,7 +245,7 @@ impl Ftl {
         match source {
             NO_SOURCE => self
                 .relocation_origin
-                .unwrap_or((self.mapping.l2p[lpn as usize], len)),
+                .unwrap_or((self.mapping.l2p.at(lpn as usize), len)),
             _ => (source, len),
         }
     }
@@ -375,7 +375,7 @@ impl Ftl {
         let first_slot = page * self.slots_per_page;
         let s = &mut self.streams[stream];
         let mut live =
-            s.straddler != NO_LPN && self.mapping.l2p[s.straddler as usize] == s.straddler_start;
+            s.straddler != NO_LPN && self.mapping.l2p.at(s.straddler as usize) == s.straddler_start;
         for i in 0..spp {
             let candidate = s.lpns[i];
             s.oob[i] = if is_continuation(candidate) {
@@ -386,7 +386,7 @@ impl Ftl {
                 }
             } else {
                 let slot = first_slot + i as u32;
-                live = candidate != NO_LPN && self.mapping.l2p[candidate as usize] == slot;
+                live = candidate != NO_LPN && self.mapping.l2p.at(candidate as usize) == slot;
                 if live {
                     candidate
                 } else if candidate == NO_LPN || self.mapping.nothing_shared() {
@@ -521,7 +521,7 @@ impl Ftl {
         let page = self.allocate_page(stream, false, now_ns)?;
         self.streams[stream].target_page = page;
         let s = &self.streams[stream];
-        if s.straddler != NO_LPN && self.mapping.l2p[s.straddler as usize] == s.straddler_start {
+        if s.straddler != NO_LPN && self.mapping.l2p.at(s.straddler as usize) == s.straddler_start {
             // The straddler's head is on the previous page; its tail cannot follow it to a
             // new page. Its data is still where GC is moving it from: map it back there, and
             // GC moves it again before erasing that block.

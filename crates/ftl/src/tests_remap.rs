@@ -196,7 +196,7 @@ fn gc_moves_a_shared_slot_once_for_all_its_referrers() {
     ftl.remap(2_000, 0, 100, 8).unwrap();
     ftl.remap(3_000, 100, 200, 8).unwrap();
     ftl.trim(3_500, 0, 2).unwrap(); // Two slots now held by aliases only.
-    let block = ftl.block_of_slot(ftl.mapping.l2p[100]);
+    let block = ftl.block_of_slot(ftl.mapping.l2p.at(100));
     assert_eq!(ftl.valid_slots_per_block()[block as usize], 8);
     let gc_slots = ftl.counters().program_slots_gc;
     ftl.relocate_block(block, Cause::Gc, 4_000).unwrap();
@@ -216,8 +216,8 @@ fn gc_moves_a_shared_slot_once_for_all_its_referrers() {
             let src = if i < 2 { page_of(0) } else { want };
             assert_eq!(read_lba(ftl, 9_000, i), src);
             assert_eq!(
-                ftl.mapping.l2p[100 + i as usize],
-                ftl.mapping.l2p[200 + i as usize]
+                ftl.mapping.l2p.at(100 + i as usize),
+                ftl.mapping.l2p.at(200 + i as usize)
             );
         }
     };
@@ -347,9 +347,9 @@ fn buffered_shared_slot(program_fail_probability: f64, seed: u64) -> Ftl {
     ftl.flush(1_000).unwrap();
     ftl.remap(2_000, 0, 100, 2).unwrap();
     ftl.trim(3_000, 2, 2).unwrap();
-    let block = ftl.block_of_slot(ftl.mapping.l2p[0]);
+    let block = ftl.block_of_slot(ftl.mapping.l2p.at(0));
     ftl.relocate_block(block, Cause::WearLevel, 4_000).unwrap();
-    let moved = ftl.mapping.l2p[100];
+    let moved = ftl.mapping.l2p.at(100);
     assert!(
         ftl.nand().oob(ftl.page_of_slot(moved)).is_none(),
         "still buffered"
@@ -358,7 +358,7 @@ fn buffered_shared_slot(program_fail_probability: f64, seed: u64) -> Ftl {
     ftl.flush(6_000).unwrap();
     ftl.check_invariants().unwrap();
     assert_eq!(
-        ftl.slot_owner(ftl.mapping.l2p[100]),
+        ftl.slot_owner(ftl.mapping.l2p.at(100)),
         Some(100),
         "the page names the sharer"
     );

@@ -94,7 +94,7 @@ impl Ftl {
         let s = &mut self.streams[stream];
         assert_eq!(s.filled, 0);
         let page = std::mem::replace(&mut s.target_page, crate::stream::NO_PAGE);
-        debug_assert_eq!(self.mapping.l2p[lpn as usize], page);
+        debug_assert_eq!(self.mapping.l2p.at(lpn as usize), page);
         let flags = if s.relocation {
             oob_flags::RELOCATED
         } else {
@@ -211,7 +211,7 @@ impl Ftl {
     /// Length of the run starting at `lpn` that one flash read can serve: consecutive slots
     /// of one page (or a single unmapped LBA).
     fn mapped_run(&self, lpn: u32, remaining: u32) -> u32 {
-        let first = self.mapping.l2p[lpn as usize];
+        let first = self.mapping.l2p.at(lpn as usize);
         let stride = self.slots_per_lpn;
         if first == UNMAPPED {
             return 1;
@@ -221,7 +221,7 @@ impl Ftl {
         }
         let mut run = 1;
         while run < remaining {
-            let next = self.mapping.l2p[(lpn + run) as usize];
+            let next = self.mapping.l2p.at((lpn + run) as usize);
             let contiguous = next == first + run * stride
                 && self.page_of_slot(next) == self.page_of_slot(first)
                 && self.len_of(lpn + run) == stride;
@@ -240,7 +240,7 @@ impl Ftl {
         out: Option<&mut [u8]>,
         ready_ns: Nanos,
     ) -> Result<Nanos, FtlError> {
-        let slot = self.mapping.l2p[lpn as usize];
+        let slot = self.mapping.l2p.at(lpn as usize);
         if slot == UNMAPPED {
             self.counters.unmapped_read_lbas += 1;
             if let Some(o) = out {
@@ -304,7 +304,7 @@ impl Ftl {
             self.build_copies();
         }
         for lpn in lba as u32..lba as u32 + count {
-            if self.mapping.l2p[lpn as usize] == UNMAPPED {
+            if self.mapping.l2p.at(lpn as usize) == UNMAPPED {
                 continue;
             }
             self.unmap(lpn);

@@ -84,7 +84,7 @@ impl<'a> Placement<'a> {
 
     /// Where `lba` is stored; `None` when unmapped (or past the device).
     pub fn locate(&self, lba: u64) -> Option<PhysLoc> {
-        let slot = *self.ftl.mapping().get(lba as usize)?;
+        let slot = self.ftl.mapping().get(lba as usize)?;
         if slot == u32::MAX {
             return None;
         }

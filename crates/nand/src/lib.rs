@@ -183,6 +183,10 @@ pub struct Nand {
     failing: Vec<bool>,
     page_flags: Vec<u8>,
     page_seq: Vec<u64>,
+    /// The logical page of each slot of every *programmed* page (`NO_LPN` for padding).
+    /// The entries of an unprogrammed page are unspecified (zero until first written,
+    /// `NO_LPN` after an erase) and never read: the table starts as untouched zero pages.
+    /// [`Nand::to_parts`] writes them as `NO_LPN`.
     slot_lpn: Vec<u32>,
     store: Option<FrameStore>,
     rng: Rng,
@@ -250,9 +254,11 @@ impl Nand {
             write_ptr: vec![0; blocks],
             bad: vec![false; blocks],
             failing: vec![false; blocks],
-            page_flags: flashstack_sim::memory::table(pages, 0),
-            page_seq: flashstack_sim::memory::table(pages, 0),
-            slot_lpn: flashstack_sim::memory::table(slots as usize, NO_LPN),
+            // Zero pages until written: a 512 GiB array is built in microseconds and its
+            // spare areas take memory only where pages were programmed.
+            page_flags: flashstack_sim::memory::zeroed_table(pages),
+            page_seq: flashstack_sim::memory::zeroed_table(pages),
+            slot_lpn: flashstack_sim::memory::zeroed_table(slots as usize),
             store: store_contents.then(|| FrameStore::new(slots, slot_bytes)),
             rng: Rng::new(seed ^ 0x4E41_4E44),
             power: PowerState::default(),
@@ -373,6 +379,19 @@ impl Nand {
             let first = self.first_page(block) as u64 * self.slots_per_page as u64;
             let slots = self.programmed_pages(block) as u64 * self.slots_per_page as u64;
             store.prefetch_refs(first..first + slots);
+        }
+    }
+
+    /// Most pages are about to be programmed (a device being preconditioned): the spare-area
+    /// tables, built lazily so an array that holds little takes little memory, are advised
+    /// to use huge pages for the part not yet touched. A speed hint; no effect on results.
+    pub fn expect_dense(&self) {
+        use flashstack_sim::memory::advise_dense;
+        advise_dense(&self.page_flags);
+        advise_dense(&self.page_seq);
+        advise_dense(&self.slot_lpn);
+        if let Some(store) = &self.store {
+            store.advise_dense();
         }
     }
 
@@ -679,6 +698,11 @@ impl Nand {
     }
 
     fn mark_corrupt(&mut self, page: u32) {
+        if self.page_flags[page as usize] & oob_flags::PROGRAMMED == 0 {
+            // The page's spare area becomes visible: an unprogrammed page names nothing.
+            let first = (page * self.slots_per_page) as usize;
+            self.slot_lpn[first..first + self.slots_per_page as usize].fill(NO_LPN);
+        }
         self.page_flags[page as usize] = oob_flags::PROGRAMMED | oob_flags::CORRUPT;
         self.page_seq[page as usize] = 0;
     }

@@ -40,10 +40,23 @@ impl Nand {
             failing: self.failing.clone(),
             page_flags: self.page_flags.clone(),
             page_seq: self.page_seq.clone(),
-            slot_lpn: self.slot_lpn.clone(),
+            slot_lpn: self.canonical_slot_lpns(),
             frames: self.store.as_ref().map(FrameStore::export),
             dedup: self.store.as_ref().is_some_and(FrameStore::dedup_enabled),
         }
+    }
+
+    /// Every slot's logical page, `NO_LPN` throughout unprogrammed pages (whose entries
+    /// the live table leaves unspecified).
+    fn canonical_slot_lpns(&self) -> Vec<u32> {
+        let mut lpns = self.slot_lpn.clone();
+        let spp = self.slots_per_page as usize;
+        for (page, &flags) in self.page_flags.iter().enumerate() {
+            if flags & oob_flags::PROGRAMMED == 0 {
+                lpns[page * spp..(page + 1) * spp].fill(NO_LPN);
+            }
+        }
+        lpns
     }
 
     /// An array of `config` holding `parts`, idle and powered, every structure checked

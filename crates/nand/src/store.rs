@@ -2,6 +2,8 @@
 
 use std::collections::HashMap;
 
+use flashstack_sim::memory::LazyTable;
+
 /// Frames per allocation chunk (1 MiB chunks of 4 KiB frames keep allocation count and
 /// overhead low).
 pub const FRAMES_PER_CHUNK: usize = 256;
@@ -16,7 +18,8 @@ pub(crate) struct FrameStore {
     chunks: Vec<Box<[u8]>>,
     free: Vec<u32>,
     frame_count: u32,
-    frame_of_slot: Vec<u32>,
+    /// Frame of each slot (`NO_FRAME`: none); untouched entries take no memory.
+    frame_of_slot: LazyTable,
     /// Slots referring to each frame.
     refs: Vec<u16>,
     frame_bytes: usize,
@@ -49,7 +52,7 @@ fn frame_key(data: &[u8]) -> u64 {
 impl FrameStore {
     pub fn new(slot_count: u64, frame_bytes: u32) -> Self {
         FrameStore {
-            frame_of_slot: flashstack_sim::memory::table(slot_count as usize, NO_FRAME),
+            frame_of_slot: LazyTable::new(slot_count as usize),
             frame_bytes: frame_bytes as usize,
             ..Default::default()
         }
@@ -109,7 +112,7 @@ impl FrameStore {
 
     pub fn put(&mut self, slot: u64, data: &[u8]) {
         debug_assert_eq!(data.len(), self.frame_bytes);
-        let existing = self.frame_of_slot[slot as usize];
+        let existing = self.frame_of_slot.at(slot as usize);
         assert_eq!(
             existing, NO_FRAME,
             "slot {slot} programmed twice without erase"
@@ -120,7 +123,7 @@ impl FrameStore {
         let frame = self.allocate();
         // Stored bytes are rarely read back soon: keep them out of the cache.
         flashstack_sim::memory::copy_streaming(self.frame_mut(frame), data);
-        self.frame_of_slot[slot as usize] = frame;
+        self.frame_of_slot.set(slot as usize, frame);
         self.refs[frame as usize] = 1;
     }
 
@@ -128,12 +131,12 @@ impl FrameStore {
         let key = frame_key(data);
         if let Some(frame) = self.find_same(key, data) {
             self.refs[frame as usize] += 1;
-            self.frame_of_slot[slot as usize] = frame;
+            self.frame_of_slot.set(slot as usize, frame);
             return;
         }
         let frame = self.allocate();
         self.frame_mut(frame).copy_from_slice(data);
-        self.frame_of_slot[slot as usize] = frame;
+        self.frame_of_slot.set(slot as usize, frame);
         self.refs[frame as usize] = 1;
         let dedup = self.dedup.as_mut().expect("checked by the caller");
         dedup
@@ -147,10 +150,11 @@ impl FrameStore {
     /// Makes `slot` hold the same bytes as `source` (zeros if the source holds none).
     pub fn share(&mut self, slot: u64, source: u64) {
         assert_eq!(
-            self.frame_of_slot[slot as usize], NO_FRAME,
+            self.frame_of_slot.at(slot as usize),
+            NO_FRAME,
             "slot {slot} programmed twice"
         );
-        let frame = self.frame_of_slot[source as usize];
+        let frame = self.frame_of_slot.at(source as usize);
         if frame == NO_FRAME {
             return;
         }
@@ -160,7 +164,7 @@ impl FrameStore {
             let bytes = self.frame(frame).to_vec();
             self.frame_mut(copy).copy_from_slice(&bytes);
             self.refs[copy as usize] = 1;
-            self.frame_of_slot[slot as usize] = copy;
+            self.frame_of_slot.set(slot as usize, copy);
             if let Some(dedup) = self.dedup.as_mut() {
                 dedup
                     .key_of_frame
@@ -169,14 +173,17 @@ impl FrameStore {
             return;
         }
         self.refs[frame as usize] += 1;
-        self.frame_of_slot[slot as usize] = frame;
+        self.frame_of_slot.set(slot as usize, frame);
     }
 
     /// Cache hints for the reference counts of the frames behind `slots` (a block about to
     /// be relocated and erased touches each of them once, at random). No effect on results.
     #[inline]
     pub fn prefetch_refs(&self, slots: std::ops::Range<u64>) {
-        for &frame in &self.frame_of_slot[slots.start as usize..slots.end as usize] {
+        for frame in self
+            .frame_of_slot
+            .range(slots.start as usize..slots.end as usize)
+        {
             if let Some(count) = self.refs.get(frame as usize) {
                 flashstack_sim::memory::prefetch(count);
             }
@@ -185,14 +192,14 @@ impl FrameStore {
 
     /// Copies the slot's bytes into `out`; a slot without data reads as zeros.
     pub fn get(&self, slot: u64, out: &mut [u8]) {
-        match self.frame_of_slot[slot as usize] {
+        match self.frame_of_slot.at(slot as usize) {
             NO_FRAME => out.fill(0),
             frame => out.copy_from_slice(self.frame(frame)),
         }
     }
 
     pub fn release(&mut self, slot: u64) {
-        let frame = std::mem::replace(&mut self.frame_of_slot[slot as usize], NO_FRAME);
+        let frame = self.frame_of_slot.replace(slot as usize, NO_FRAME);
         if frame != NO_FRAME {
             self.refs[frame as usize] -= 1;
             if self.refs[frame as usize] == 0 {
@@ -231,7 +238,7 @@ impl FrameStore {
         let mut dense = vec![NO_FRAME; self.frame_count as usize];
         let mut slot_frame = Vec::with_capacity(self.frame_of_slot.len());
         let mut order: Vec<u32> = Vec::new();
-        for &frame in &self.frame_of_slot {
+        for frame in self.frame_of_slot.iter() {
             if frame == NO_FRAME {
                 slot_frame.push(NO_FRAME);
                 continue;
@@ -299,7 +306,7 @@ impl FrameStore {
             chunks,
             free: Vec::new(),
             frame_count,
-            frame_of_slot: slot_frame,
+            frame_of_slot: LazyTable::from_values(&slot_frame),
             refs,
             frame_bytes: frame_bytes as usize,
             dedup: None,
@@ -310,13 +317,19 @@ impl FrameStore {
         Ok(store)
     }
 
+    /// The slot table is about to be mostly filled (a speed hint, see
+    /// `flashstack_sim::memory::advise_dense`).
+    pub fn advise_dense(&self) {
+        self.frame_of_slot.advise_dense();
+    }
+
     /// Slots the store covers.
     pub fn slots(&self) -> usize {
         self.frame_of_slot.len()
     }
 
     pub fn has_frame(&self, slot: u64) -> bool {
-        self.frame_of_slot[slot as usize] != NO_FRAME
+        self.frame_of_slot.at(slot as usize) != NO_FRAME
     }
 }
 

@@ -188,3 +188,29 @@ fn tlc_page_types_change_latency() {
     }
     assert_eq!(durations, vec![100, 200, 300]);
 }
+
+/// The spare-area tables start as untouched zero pages: what an unprogrammed page holds
+/// never shows, neither through a torn program on a never-erased block nor in the saved
+/// state (which names no logical page there, and builds the same array again).
+#[test]
+fn lazily_built_spare_areas_read_as_erased() {
+    let config = small_config(8192);
+    let mut nand = Nand::new(config.clone(), false, 1).unwrap();
+    let parts = nand.to_parts();
+    assert!(parts.slot_lpn.iter().all(|&l| l == NO_LPN));
+    Nand::from_parts(config.clone(), SLOT_SIZE, 1, parts).unwrap();
+    nand.arm_power_cut(1);
+    let lpns = vec![7; nand.slots_per_page() as usize];
+    let oob = PageOob {
+        lpns: &lpns,
+        seq: 1,
+        flags: 0,
+    };
+    assert_eq!(nand.program(0, oob, None, 0), Err(NandError::PowerLoss));
+    let torn = nand.oob(0).expect("a torn page reads as programmed");
+    assert!(torn.lpns.iter().all(|&l| l == NO_LPN), "{:?}", torn.lpns);
+    nand.power_on(0);
+    let parts = nand.to_parts();
+    assert!(parts.slot_lpn.iter().all(|&l| l == NO_LPN));
+    Nand::from_parts(config, SLOT_SIZE, 1, parts).unwrap();
+}

@@ -22,7 +22,7 @@ fn main() {
         let (stack, _, _) =
             flashstack_phone::age::age_stack(&config, &spec, &mut |_, _| {}).expect("aging");
         let ftl = stack.device().unwrap();
-        let mapped = ftl.mapping().iter().filter(|&&s| s != u32::MAX).count();
+        let mapped = ftl.mapping().iter().filter(|&s| s != u32::MAX).count();
         let programmed: u64 = (0..ftl.config().nand.geometry.blocks())
             .map(|b| ftl.nand().programmed_pages(b) as u64)
             .sum();

@@ -118,7 +118,7 @@ impl PhoneImage {
         if ftl.slots_per_block() == ftl.config().nand.geometry.pages_per_block
             && ftl.config().ftl.slot_bytes == 4096
         {
-            drop_dead_frames(&mut parts.nand, ftl.mapping());
+            drop_dead_frames(&mut parts.nand, &ftl.mapping().to_vec());
         }
         Ok(PhoneImage {
             header: PhoneHeader {
@@ -346,10 +346,11 @@ fn check_rebuilt(ftl: &Ftl, mapping: &[u32], valid: &[u32]) -> Result<(), PhoneE
             rebuilt.len()
         )));
     }
-    if let Some(lpn) = (0..mapping.len()).find(|&i| mapping[i] != rebuilt[i]) {
+    if let Some(lpn) = (0..mapping.len()).find(|&i| mapping[i] != rebuilt.at(i)) {
         return Err(PhoneError::Device(format!(
             "logical page {lpn}: the saved mapping says slot {:#x}, the spare areas say {:#x}",
-            mapping[lpn], rebuilt[lpn]
+            mapping[lpn],
+            rebuilt.at(lpn)
         )));
     }
     let counts = ftl.valid_slots_per_block();

@@ -190,7 +190,7 @@ pub fn device_state(ftl: &Ftl) -> DeviceState {
     }
     let c = ftl.counters();
     let user_lbas = ftl.user_capacity_bytes() / 4096;
-    let mapped = ftl.mapping().iter().filter(|&&s| s != u32::MAX).count() as u64;
+    let mapped = ftl.mapping().iter().filter(|&s| s != u32::MAX).count() as u64;
     DeviceState {
         valid_share_histogram: valid,
         blocks_free: free,

@@ -24,7 +24,7 @@ use prefill::{Prefill, CHUNKS_AHEAD, CHUNK_PAGES};
 use thiserror::Error;
 
 pub use image::ImageReport;
-pub use precondition::{Precondition, PreconditionReport};
+pub use precondition::{Precondition, PreconditionMethod, PreconditionReport};
 pub use snapshot::{content_zones, LayDown, SnapshotReport, DEFAULT_SNAPSHOT_AGING};
 pub use traced::PROCESSES_LISTED_MAX;
 

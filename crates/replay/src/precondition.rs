@@ -19,6 +19,22 @@ use crate::{Progress, Replayer};
 
 const FILL_CHUNK_LBAS: u32 = 32;
 const WINDOW_LBAS_MIN: u64 = 4_096;
+/// From this fill on, the device's tables will be mostly touched anyway: back them with
+/// huge pages (faster lookups) rather than 4 KiB pages (memory that follows the data).
+const DENSE_UTILIZATION: f64 = 0.5;
+
+/// How the steady state is reached.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum PreconditionMethod {
+    /// Fill, then replay random overwrites until write amplification is steady.
+    #[default]
+    Replay,
+    /// Fill and age by construction (`Ftl::constructed_steady_state`: the steady state of
+    /// uniform random overwrites laid out directly), then settle with short windows of
+    /// random overwrites until GC runs and write amplification is steady. Addresses-only
+    /// page-mapped devices; others are refused with a clear error.
+    Construct,
+}
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Precondition {
@@ -28,6 +44,7 @@ pub struct Precondition {
     pub aging_factor_max: f64,
     /// Relative change of write amplification between windows that counts as steady.
     pub steady_tolerance: f64,
+    pub method: PreconditionMethod,
 }
 
 impl Default for Precondition {
@@ -36,6 +53,7 @@ impl Default for Precondition {
             utilization: 0.9,
             aging_factor_max: 4.0,
             steady_tolerance: 0.02,
+            method: PreconditionMethod::Replay,
         }
     }
 }
@@ -51,6 +69,9 @@ pub struct PreconditionReport {
     pub gc_started: bool,
     pub steady: bool,
     pub write_amplification_last_window: f64,
+    /// With [`PreconditionMethod::Construct`]: the constructed state's model write
+    /// amplification.
+    pub constructed_model_wa: Option<f64>,
 }
 
 impl fmt::Display for PreconditionReport {
@@ -62,6 +83,12 @@ impl fmt::Display for PreconditionReport {
             self.utilization * 100.0,
             format_count(self.filled_lbas)
         )?;
+        if let Some(model) = self.constructed_model_wa {
+            write!(
+                f,
+                " and aged by construction (model write amplification {model:.3}), settled"
+            )?;
+        }
         if self.aging_writes == 0 {
             return write!(f, ", not aged");
         }
@@ -106,6 +133,12 @@ pub(crate) fn run(
 ) -> Result<PreconditionReport, BlockError> {
     let capacity = replayer.ftl.capacity_lbas();
     let filled = ((capacity as f64 * p.utilization.clamp(0.0, 1.0)) as u64).min(capacity);
+    if p.method == PreconditionMethod::Construct && filled > 0 {
+        return construct(replayer, p, filled, progress);
+    }
+    if p.utilization >= DENSE_UTILIZATION {
+        replayer.ftl.expect_dense();
+    }
     progress.phase("precondition: fill", Some(filled));
     let chunks = (0..filled)
         .step_by(FILL_CHUNK_LBAS as usize)
@@ -130,9 +163,49 @@ pub(crate) fn run(
         gc_started: false,
         steady: false,
         write_amplification_last_window: 0.0,
+        constructed_model_wa: None,
     };
     if filled > 0 && p.aging_factor_max > 0.0 {
-        age(replayer, p, filled, &mut report, progress)?;
+        let window = (filled / 4).max(WINDOW_LBAS_MIN);
+        age(replayer, p, filled, window, &mut report, progress)?;
+    }
+    Ok(report)
+}
+
+/// Settling windows after construction: short, since the device starts near its steady
+/// state (a replay-aged device needs windows of a quarter of the fill to see it change).
+const SETTLE_WINDOW_LBAS_MAX: u64 = 1 << 18;
+
+/// [`PreconditionMethod::Construct`]: the steady state laid out directly, then settled.
+fn construct(
+    replayer: &mut Replayer,
+    p: &Precondition,
+    filled: u64,
+    progress: &mut dyn Progress,
+) -> Result<PreconditionReport, BlockError> {
+    progress.phase("precondition: construct", None);
+    let now = replayer.ftl.busy_until_ns();
+    let (ftl, state) = replayer
+        .ftl
+        .constructed_steady_state(filled, replayer.config.seed, now)
+        .map_err(|e| BlockError::Unsupported {
+            operation: "preconditioning by construction",
+            reason: e.to_string(),
+        })?;
+    replayer.ftl = ftl;
+    let mut report = PreconditionReport {
+        utilization: p.utilization,
+        filled_lbas: filled,
+        aging_writes: 0,
+        aging_factor_max: p.aging_factor_max,
+        gc_started: false,
+        steady: false,
+        write_amplification_last_window: 0.0,
+        constructed_model_wa: Some(state.model_write_amplification),
+    };
+    if p.aging_factor_max > 0.0 {
+        let window = (filled / 64).clamp(WINDOW_LBAS_MIN, SETTLE_WINDOW_LBAS_MAX);
+        age(replayer, p, filled, window, &mut report, progress)?;
     }
     Ok(report)
 }
@@ -141,6 +214,7 @@ fn age(
     replayer: &mut Replayer,
     p: &Precondition,
     filled: u64,
+    window: u64,
     report: &mut PreconditionReport,
     progress: &mut dyn Progress,
 ) -> Result<(), BlockError> {
@@ -155,7 +229,7 @@ fn age(
         age_windows(
             replayer,
             p,
-            filled,
+            (filled, window),
             report,
             progress,
             &mut writes,
@@ -164,18 +238,18 @@ fn age(
     })
 }
 
-/// Aging windows until write amplification is steady or the bound is reached.
+/// Aging windows of `window` writes over the `filled` LBAs until write amplification is
+/// steady or the bound is reached.
 fn age_windows<I: Iterator<Item = (u64, u32)>>(
     replayer: &mut Replayer,
     p: &Precondition,
-    filled: u64,
+    (filled, window): (u64, u64),
     report: &mut PreconditionReport,
     progress: &mut dyn Progress,
     writes: &mut WriteStream<I>,
     prefill: &mut Option<&mut Prefill>,
 ) -> Result<(), BlockError> {
     let writes_max = (filled as f64 * p.aging_factor_max) as u64;
-    let window = (filled / 4).max(WINDOW_LBAS_MIN);
     let mut previous_wa: Option<f64> = None;
     let mut stable_windows = 0;
     while report.aging_writes < writes_max {

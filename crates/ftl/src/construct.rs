@@ -1,0 +1,242 @@
+//! Preconditioning by construction (issue 19 item 5): the steady state that uniform random
+//! 4 KiB overwrites reach under garbage collection, laid out on flash directly instead of
+//! being reached by replaying several times the filled capacity in random writes.
+//!
+//! The model (a log of sealed blocks, oldest reclaimed first): a logical page written when
+//! the log head was `d` slots back has since seen `d / WA` host writes, each hitting it
+//! with probability `1 / U` (`U` filled logical pages), so it is still valid with
+//! probability `exp(-d / (WA U))`. The oldest block, `T` slots back (every sealed slot), is
+//! the victim; its valid fraction `alpha` gives `WA = 1 / (1 - alpha)`, hence
+//! `alpha = exp(-(T / U) (1 - alpha))`. Blocks are laid out from newest to oldest with
+//! valid counts following that decay (summing to exactly `U`), the surviving slots of each
+//! block at random positions, the logical pages in a random order; the dead slots are
+//! padding (nothing the GC would move, and nothing recovery would map). Every plane keeps
+//! only the blocks the FTL holds back (frontiers and the foreground-GC reserve) free, so
+//! GC starts within the first blocks written. The NAND state is then mounted like a saved
+//! device ([`Ftl::from_parts`]): the mapping, valid counts and free pools come from the
+//! same OOB scan as a power-up, and every invariant holds by the recovery code's own
+//! construction. Greedy GC on uniform traffic ends up a little better than this oldest-
+//! first log, so the first measured writes see a slightly higher write amplification
+//! than a replay-aged device (stated and tested in `tests_construct`).
+
+use flashstack_block::BlockDevice;
+use flashstack_nand::{oob_flags, ConfigError, NandParts, NO_LPN};
+use flashstack_sim::{Nanos, Rng};
+
+use crate::Ftl;
+
+/// What a constructed steady state holds.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ConstructedState {
+    pub filled_lbas: u64,
+    /// Blocks holding data (the rest are free).
+    pub sealed_blocks: u64,
+    /// Valid fraction of the oldest blocks, the GC's victims.
+    pub victim_valid_fraction: f64,
+    /// The model's steady-state write amplification, `1 / (1 - victim_valid_fraction)`.
+    pub model_write_amplification: f64,
+}
+
+impl Ftl {
+    /// A device like this fresh one holding logical pages `0..filled` in the steady state
+    /// of uniform random overwrites (module doc), mounted at `now_ns`. Refused on a device
+    /// that has been written, one storing contents, compressing, or mapping other than
+    /// one 4 KiB slot per logical page, and for a fill the flash cannot hold.
+    pub fn constructed_steady_state(
+        &self,
+        filled: u64,
+        seed: u64,
+        now_ns: Nanos,
+    ) -> Result<(Ftl, ConstructedState), ConfigError> {
+        let refuse = |reason: &str| Err(ConfigError::new("precondition", reason.to_string()));
+        if self.nand.counters().page_programs != 0 || self.mapped_lbas() != 0 {
+            return refuse("construction needs a fresh device");
+        }
+        if self.nand.stores_contents() || self.compression_active() || self.slots_per_lpn != 1 {
+            return refuse(
+                "construction lays down addresses only, one 4 KiB slot per logical page: \
+                 not with stored contents, compression or sub-4 KiB slots (use replay)",
+            );
+        }
+        if filled == 0 || filled > self.capacity_lbas() {
+            return refuse("the fill must be between 1 LBA and the user capacity");
+        }
+        let g = self.config.nand.geometry.clone();
+        let held_back = self.config.ftl.gc.foreground_free_blocks + self.host_streams + 2;
+        let sealed_per_unit = g.blocks_per_plane.saturating_sub(held_back);
+        let slots_per_block = (g.pages_per_block * self.slots_per_page) as u64;
+        let sealed = sealed_per_unit as u64 * g.units() as u64;
+        let ring_slots = sealed * slots_per_block;
+        if ring_slots <= filled {
+            return refuse("the fill leaves no slot free for garbage collection");
+        }
+        let ratio = ring_slots as f64 / filled as f64;
+        let alpha = victim_valid_fraction(ratio);
+        let valid = valid_counts(filled, sealed, slots_per_block, ratio, alpha);
+        let parts = self.constructed_parts(sealed_per_unit, &valid, filled, seed);
+        let (ftl, _) = Ftl::from_parts(
+            self.config.clone(),
+            crate::DeviceParts {
+                nand: parts,
+                trim_log: Vec::new(),
+                bind_log: Vec::new(),
+            },
+            seed,
+            now_ns,
+        )?;
+        debug_assert_eq!(ftl.mapped_lbas(), filled);
+        Ok((
+            ftl,
+            ConstructedState {
+                filled_lbas: filled,
+                sealed_blocks: sealed,
+                victim_valid_fraction: alpha,
+                model_write_amplification: 1.0 / (1.0 - alpha),
+            },
+        ))
+    }
+
+    /// The flash state: age position `j` (0 newest) is block `j / units` of plane
+    /// `j % units`, so every plane holds the same mix of ages; sequence numbers grow from
+    /// the oldest block to the newest, page by page.
+    fn constructed_parts(
+        &self,
+        sealed_per_unit: u32,
+        valid: &[u64],
+        filled: u64,
+        seed: u64,
+    ) -> NandParts {
+        let g = &self.config.nand.geometry;
+        let (units, ppb, spp) = (g.units() as u64, g.pages_per_block, self.slots_per_page);
+        let blocks = g.blocks() as usize;
+        let pages = g.pages() as usize;
+        let mut write_ptr = vec![0u16; blocks];
+        let mut page_flags = vec![0u8; pages];
+        let mut page_seq = vec![0u64; pages];
+        let mut slot_lpn = vec![NO_LPN; pages * spp as usize];
+        let mut rng = Rng::new(seed ^ 0xC057_1C7E);
+        let order = AffinePermutation::new(filled, &mut rng);
+        let (mut seq, mut next) = (1u64, 0u64);
+        for j in (0..valid.len() as u64).rev() {
+            let block = (j % units) as u32 * g.blocks_per_plane + (j / units) as u32;
+            debug_assert!(j / units < sealed_per_unit as u64);
+            write_ptr[block as usize] = ppb as u16;
+            let cap = (ppb * spp) as u64;
+            let mut left = valid[j as usize];
+            let first_page = block * ppb;
+            for k in 0..cap {
+                let page = (first_page + (k / spp as u64) as u32) as usize;
+                if k % spp as u64 == 0 {
+                    page_flags[page] = oob_flags::PROGRAMMED;
+                    page_seq[page] = seq;
+                    seq += 1;
+                }
+                // Selection sampling: exactly `valid[j]` slots, at random positions.
+                if left > 0 && rng.below(cap - k) < left {
+                    slot_lpn[page * spp as usize + (k % spp as u64) as usize] =
+                        order.at(next) as u32;
+                    next += 1;
+                    left -= 1;
+                }
+            }
+        }
+        assert_eq!(next, filled, "every filled logical page placed once");
+        NandParts {
+            erase_count: vec![0; blocks],
+            write_ptr,
+            bad: vec![false; blocks],
+            failing: vec![false; blocks],
+            page_flags,
+            page_seq,
+            slot_lpn,
+            frames: None,
+            dedup: false,
+        }
+    }
+}
+
+/// The non-trivial root in (0, 1) of `alpha = exp(-ratio (1 - alpha))` (`ratio` > 1).
+pub(crate) fn victim_valid_fraction(ratio: f64) -> f64 {
+    assert!(ratio > 1.0);
+    let f = |a: f64| a - (-ratio * (1.0 - a)).exp();
+    let (mut lo, mut hi) = (0.0f64, 1.0 - 1e-12);
+    for _ in 0..200 {
+        let mid = 0.5 * (lo + hi);
+        if f(mid) < 0.0 {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    0.5 * (lo + hi)
+}
+
+/// Valid slots per age position (0 newest): the integral of the decay over each block,
+/// rounded cumulatively so the counts sum to exactly `filled`.
+pub(crate) fn valid_counts(
+    filled: u64,
+    sealed: u64,
+    slots_per_block: u64,
+    ratio: f64,
+    alpha: f64,
+) -> Vec<u64> {
+    let k = (1.0 - alpha) * ratio;
+    let cumulative = |x: f64| {
+        let c = filled as f64 * (1.0 - (-k * x).exp()) / (1.0 - alpha);
+        (c.round() as u64).min(filled)
+    };
+    let mut counts = Vec::with_capacity(sealed as usize);
+    let mut before = 0;
+    for j in 0..sealed {
+        let upto = if j + 1 == sealed {
+            filled
+        } else {
+            cumulative((j + 1) as f64 / sealed as f64)
+        };
+        counts.push((upto - before).min(slots_per_block));
+        before += counts[j as usize];
+    }
+    // Rounding may leave a few pages over: the newest blocks have room.
+    let mut missing = filled - counts.iter().sum::<u64>();
+    for c in counts.iter_mut() {
+        let add = missing.min(slots_per_block - *c);
+        *c += add;
+        missing -= add;
+    }
+    assert_eq!(missing, 0, "the sealed blocks hold the fill");
+    counts
+}
+
+/// `i -> (a i + b) mod n` with `a` coprime to `n`: a random order of `0..n` in O(1) memory.
+struct AffinePermutation {
+    n: u64,
+    a: u64,
+    b: u64,
+}
+
+impl AffinePermutation {
+    fn new(n: u64, rng: &mut Rng) -> Self {
+        let gcd = |mut x: u64, mut y: u64| {
+            while y != 0 {
+                (x, y) = (y, x % y);
+            }
+            x
+        };
+        let mut a = (n as f64 * 0.618_033_988_7) as u64 + rng.below(n.max(2) / 2 + 1);
+        while gcd(a % n.max(1), n) != 1 && n > 1 {
+            a += 1;
+        }
+        AffinePermutation {
+            n,
+            a: a % n.max(1),
+            b: rng.below(n.max(1)),
+        }
+    }
+
+    fn at(&self, i: u64) -> u64 {
+        if self.n <= 1 {
+            return 0;
+        }
+        ((self.a as u128 * i as u128 + self.b as u128) % self.n as u128) as u64
+    }
+}
