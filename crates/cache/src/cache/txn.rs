@@ -590,7 +590,7 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
         input: crate::adaptive::Input,
     ) -> Result<Nanos, CacheError> {
         self.enter(now_ns)?;
-        let adaptive = self.config.mobifs.adaptive.clone();
+        let adaptive = self.config.mobifs.adaptive;
         let Some(tx) = self.tx.as_mut() else {
             return Ok(now_ns);
         };
