@@ -37,7 +37,7 @@ use flashstack_sim::{Nanos, NS_PER_MS, NS_PER_SEC};
 use serde::{Deserialize, Serialize};
 
 /// Parameters of the adaptive policies, each named as in the seed where it names one.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct AdaptiveConfig {
     /// Samples in the peak detector's regression window. Assumed: 8.

@@ -329,7 +329,7 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
             self.page_mut(ino, page_index).data[span.start..span.end]
                 .copy_from_slice(&data[span.buf_range()]);
             self.mark_dirty(now_ns, ino, page_index);
-            self.tx_note_write(ino, page_index);
+            self.tx_note_write(now_ns, ino, page_index, (span.end - span.start) as u64);
             t += self.config.memcpy_ns_per_page;
             let position = span.end_bytes();
             // The size grows page by page, so pressure writeback of this file's earlier pages
@@ -854,6 +854,7 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
     /// flusher's clock, and writeback moves that clock by the file system's service time.
     fn run_flusher(&mut self, now_ns: Nanos) -> Result<(), CacheError> {
         while self.flusher_ns <= now_ns {
+            self.tx_seal_events(self.flusher_ns);
             let decision = match self.tx.is_some() {
                 true => self.policy.checkpoint(&self.tx_view(self.flusher_ns)),
                 false => self.policy.flusher(&self.view(self.flusher_ns)),
@@ -868,13 +869,27 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
                     // A zero-cost file system still moves the flusher forward.
                     self.flusher_ns = done_ns.max(self.flusher_ns + 1);
                 }
-                FlusherDecision::SleepUntil(wake_ns) if wake_ns <= now_ns => {
-                    debug_assert!(wake_ns > self.flusher_ns, "the flusher sleeps forward");
-                    self.flusher_ns = wake_ns.max(self.flusher_ns + 1);
-                }
                 FlusherDecision::SleepUntil(_) | FlusherDecision::Idle => {
-                    self.flusher_ns = now_ns;
-                    break;
+                    let wake_ns = match decision {
+                        FlusherDecision::SleepUntil(wake_ns) => Some(wake_ns),
+                        _ => None,
+                    };
+                    // The seal policy's next event (an e-curve sample, a bound deadline)
+                    // wakes the flusher too.
+                    let wake_ns = wake_ns
+                        .into_iter()
+                        .chain(self.tx_next_seal_event_ns())
+                        .min();
+                    match wake_ns {
+                        Some(wake_ns) if wake_ns <= now_ns => {
+                            debug_assert!(wake_ns >= self.flusher_ns, "the flusher sleeps forward");
+                            self.flusher_ns = wake_ns.max(self.flusher_ns + 1);
+                        }
+                        _ => {
+                            self.flusher_ns = now_ns;
+                            break;
+                        }
+                    }
                 }
             }
         }

@@ -86,7 +86,11 @@ pub struct MobifsConfig {
     pub checkpoint: crate::CheckpointTiming,
     /// The period of `checkpoint = "interval"`.
     pub checkpoint_interval_ns: Nanos,
-    /// The adaptive policies' parameters (`checkpoint = "idle"`; `crate::adaptive`).
+    /// What closes a transaction (ready to checkpoint): `ecurve` (the seed's trade-off
+    /// point; the default) or `every-sync` (each sync call closes one).
+    pub seal: crate::SealPolicy,
+    /// The adaptive policies' parameters (`seal = "ecurve"`, `checkpoint = "idle"`;
+    /// `crate::adaptive`).
     #[serde(skip_serializing_if = "is_default_adaptive")]
     pub adaptive: crate::adaptive::AdaptiveConfig,
 }
@@ -102,6 +106,7 @@ impl Default for MobifsConfig {
             checkpoint_reserve_ns: 2 * NS_PER_SEC,
             checkpoint: crate::CheckpointTiming::Bound,
             checkpoint_interval_ns: 5 * NS_PER_SEC,
+            seal: crate::SealPolicy::default(),
             adaptive: crate::adaptive::AdaptiveConfig::default(),
         }
     }
@@ -203,6 +208,9 @@ impl CacheConfig {
         }
         if m.checkpoint_interval_ns == 0 {
             return invalid("mobifs.checkpoint_interval_ns", "must be positive");
+        }
+        if m.adaptive.sample_interval_ns == 0 {
+            return invalid("mobifs.adaptive.sample_interval_ns", "must be positive");
         }
         Ok(())
     }

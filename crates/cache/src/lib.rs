@@ -30,9 +30,10 @@ pub use cache::{CacheError, CacheMetrics, CallKind, CallLatency, PageCache, TxMe
 pub use config::{CacheConfig, ConfigError, MobifsConfig, PolicyName};
 pub use policy::{
     linux_flusher_decision, linux_fsync_decision, linux_writer_decision,
-    mobifs_checkpoint_decision, AppId, CachePolicy, CheckpointReason, CheckpointScope,
-    CheckpointTiming, DirtyView, FlusherDecision, FsyncDecision, LinuxPolicy, MobifsPolicy, TxView,
-    WritebackPolicy, WritebackReason, WriterDecision,
+    mobifs_checkpoint_decision, mobifs_close_decision, AppId, CachePolicy, CheckpointReason,
+    CheckpointScope, CheckpointTiming, CloseDecision, CloseReason, CloseView, DirtyView,
+    FlusherDecision, FsyncDecision, LinuxPolicy, MobifsPolicy, SealPolicy, TxView, WritebackPolicy,
+    WritebackReason, WriterDecision,
 };
 
 /// Size of a cache page in bytes (the kernel's PAGE_SIZE on ARM64 phones, F2FS's block).

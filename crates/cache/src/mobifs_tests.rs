@@ -177,8 +177,22 @@ proptest! {
     /// its sealed states (none older than the last one known durable), lost seals within
     /// the bound; the page limit and the transactions' invariants hold after every call.
     #[test]
-    fn transactions_match_the_model(ops in prop::collection::vec(op(), 1..60), pages in 6..14u64) {
-        let mut c = cache(mobifs(pages));
+    fn transactions_match_the_model(
+        ops in prop::collection::vec(op(), 1..60),
+        pages in 6..14u64,
+        seal in 0..3u8,
+    ) {
+        let mut config = mobifs(pages);
+        match seal {
+            0 => config.mobifs.seal = crate::SealPolicy::EverySync,
+            // The e-curve sampled fast enough to peak well within the 4 s bound.
+            1 => {
+                config.mobifs.adaptive.sample_interval_ns = 50 * NS_PER_MS;
+                config.mobifs.adaptive.window_samples = 3;
+            }
+            _ => {}
+        }
+        let mut c = cache(config);
         c.set_owner(1, 0);
         c.set_owner(2, 0);
         c.set_owner(3, 1);
@@ -262,6 +276,9 @@ fn idle_timing_checkpoints_in_predicted_idle_and_before_standby() {
     let mut config = mobifs(16);
     config.mobifs.staleness_bound_ns = 30 * NS_PER_SEC;
     config.mobifs.checkpoint = crate::CheckpointTiming::Idle;
+    // Each sync closes its transaction (with the e-curve the one write here would wait
+    // for the bound: nothing coalesces).
+    config.mobifs.seal = crate::SealPolicy::EverySync;
     let mut c = cache(config);
     c.user_input(0, Input::User).unwrap();
     c.write(NS_PER_MS, 1, 0, &[1u8; 100]).unwrap();
@@ -283,4 +300,114 @@ fn idle_timing_checkpoints_in_predicted_idle_and_before_standby() {
     assert_eq!(commits(&c).len(), 2);
     assert_eq!(commits(&c)[1].0, 12 * NS_PER_SEC);
     assert_eq!(c.backing().durable_bytes(1).unwrap()[..100], [2u8; 100]);
+}
+
+/// A synthetic coalescing curve under `seal = "ecurve"`: one app overwrites a growing
+/// number of pages each second (2k + 1 at step k, so the bytes absorbed grow like t²),
+/// each write followed by fsync, for 10 s, then stops. e = absorbed / age rises like t,
+/// then falls like 1/t: the transaction closes once, at the tick the peak detector fed
+/// the same samples offline says, holding every version sealed so far; not at each sync.
+#[test]
+fn the_ecurve_closes_at_the_detected_peak_not_at_each_sync() {
+    use crate::adaptive::{tradeoff_decision, ECurve, TradeoffDecision};
+    const PAGES: u64 = 24;
+    // Room for every version's copies: no pressure closes it.
+    let mut config = mobifs(512);
+    config.mobifs.staleness_bound_ns = 60 * NS_PER_SEC;
+    config.mobifs.checkpoint_reserve_ns = 2 * NS_PER_SEC;
+    config.mobifs.adaptive.window_samples = 4;
+    let adaptive = config.mobifs.adaptive;
+    let mut c = cache(config);
+    c.write(0, 1, 0, &vec![0u8; PAGES as usize * PAGE_SIZE_BYTES])
+        .unwrap();
+    // Absorbed bytes at time t: the writes at k + 0.5 s done by then.
+    let absorbed = |t: Nanos| -> u64 {
+        (0..10u64)
+            .filter(|k| k * NS_PER_SEC + NS_PER_SEC / 2 <= t)
+            .map(|k| (2 * k + 1) * PAGE_SIZE_BYTES as u64)
+            .sum()
+    };
+    let mut expected = ECurve::default();
+    let mut close_ns = None;
+    for tick in 1..=60u64 {
+        expected.push(tick * NS_PER_SEC, absorbed(tick * NS_PER_SEC), 4);
+        expected.note_rise(&adaptive);
+        if tradeoff_decision(&expected, &adaptive) == TradeoffDecision::Close {
+            close_ns = Some(tick * NS_PER_SEC);
+            break;
+        }
+    }
+    let close_ns = close_ns.expect("the offline detector finds the peak");
+    assert!(close_ns > 10 * NS_PER_SEC, "after the peak: {close_ns}");
+    for k in 0..10u64 {
+        let t = k * NS_PER_SEC + NS_PER_SEC / 2;
+        let pages = (2 * k + 1).min(PAGES) as usize;
+        c.write(t, 1, 0, &vec![k as u8 + 1; pages * PAGE_SIZE_BYTES])
+            .unwrap();
+        c.fsync(t + NS_PER_MS, 1).unwrap();
+        assert_eq!(c.tx_closed_and_sealed(0), (0, k + 1), "open at step {k}");
+    }
+    c.advance_to(close_ns - 1).unwrap();
+    assert_eq!(
+        c.tx_closed_and_sealed(0),
+        (0, 10),
+        "still open before the peak"
+    );
+    assert_eq!(c.metrics().transactions.peak_closes, 0);
+    c.advance_to(close_ns).unwrap();
+    assert_eq!(
+        c.tx_closed_and_sealed(0),
+        (10, 10),
+        "closed at the detected peak"
+    );
+    let m = c.metrics().transactions.clone();
+    assert_eq!(
+        (m.seals, m.peak_closes, m.bound_closes),
+        (10, 1, 0),
+        "{m:?}"
+    );
+    assert!(commits(&c).is_empty(), "closed, not yet checkpointed");
+    // The bound timing checkpoints it at its first version's seal + bound − reserve: one
+    // commit of the newest version of each page.
+    c.advance_to(70 * NS_PER_SEC).unwrap();
+    assert_eq!(
+        commits(&c),
+        vec![(58 * NS_PER_SEC + NS_PER_SEC / 2 + NS_PER_MS, PAGES)]
+    );
+    let mut want = vec![0u8; PAGES as usize * PAGE_SIZE_BYTES];
+    for k in 0..10usize {
+        want[..(2 * k + 1) * PAGE_SIZE_BYTES].fill(k as u8 + 1);
+    }
+    assert_eq!(c.backing().durable_bytes(1), Some(want));
+    assert_eq!(c.metrics().transactions.staleness_bound_overruns, 0);
+}
+
+/// Under `seal = "ecurve"` a curve that never peaks (new pages only: nothing coalesces)
+/// keeps the transaction open across syncs until its oldest version is
+/// `bound − reserve` old: the bound closes it and the checkpoint follows at once.
+#[test]
+fn the_bound_closes_a_transaction_the_ecurve_keeps_open() {
+    let mut config = mobifs(64);
+    config.mobifs.adaptive.sample_interval_ns = 100 * NS_PER_MS;
+    let mut c = cache(config);
+    let mut t = 0;
+    for k in 0..40u64 {
+        t = k * NS_PER_SEC / 4;
+        c.write(t, 1, (k % 48) * 4096, &[k as u8; 4096]).unwrap();
+        c.fsync(t + NS_PER_MS, 1).unwrap();
+        c.check_tx_invariants();
+    }
+    c.advance_to(t + BOUND_NS).unwrap();
+    let m = c.metrics().transactions.clone();
+    assert_eq!(m.peak_closes, 0, "{m:?}");
+    assert!(m.bound_closes >= 3, "{m:?}");
+    assert!(m.ecurve_samples > 0, "{m:?}");
+    assert!(
+        m.checkpoints < m.seals / 2,
+        "several seals per transaction: {m:?}"
+    );
+    assert_eq!(m.staleness_bound_overruns, 0);
+    assert!(m.staleness_ns_max <= BOUND_NS, "{m:?}");
+    // Each checkpoint came at a bound close: first version + bound − reserve.
+    assert_eq!(commits(&c)[0].0, NS_PER_MS + BOUND_NS - NS_PER_SEC);
 }

@@ -106,10 +106,11 @@ pub enum FsyncDecision {
     Seal,
 }
 
-/// Which sealed transactions a checkpoint persists: always a prefix of each app's.
+/// Which sealed transactions a checkpoint persists: always a prefix of each app's, and
+/// only transactions already closed (with `seal = "every-sync"` every seal closes one).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CheckpointScope {
-    /// Every app's sealed transactions as of now.
+    /// Every app's closed transactions as of now.
     AllSealed,
     /// One app's sealed transactions up to and including sequence number `through_seq`.
     App { app: AppId, through_seq: u64 },
@@ -148,6 +149,74 @@ pub struct TxView {
     pub idle: crate::adaptive::IdleCheckpoint,
 }
 
+/// What closes an app's transaction, making it ready to checkpoint (`cache.mobifs.seal`).
+/// Every sync call seals a *version* of the app's files in memory (a crash-consistent
+/// point: the app's state at that call); the seal policy decides which versions form one
+/// transaction, closed at its last version.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SealPolicy {
+    /// Every sync call closes the transaction it seals (one version per transaction).
+    EverySync,
+    /// The e-curve's trade-off point (`crate::adaptive`): the versions sealed since the
+    /// last close stay open, coalescing, until the curve `coalesced bytes / staleness`
+    /// peaks; the transaction then closes at its last version. The staleness bound
+    /// closes it at the latest when its oldest version is `bound − reserve` old.
+    #[default]
+    Ecurve,
+}
+
+/// What the close policy sees of one app's transaction.
+#[derive(Clone, Copy, Debug)]
+pub struct CloseView<'a> {
+    pub now_ns: Nanos,
+    /// When the oldest version sealed and not yet closed was sealed (`None`: nothing to
+    /// close).
+    pub oldest_unclosed_ns: Option<Nanos>,
+    /// The transaction's e-curve as sampled so far (`seal = "ecurve"`).
+    pub curve: &'a crate::adaptive::ECurve,
+}
+
+/// Why a transaction closed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CloseReason {
+    /// `seal = "every-sync"`: the sync call that sealed it.
+    Sync,
+    /// The e-curve peaked.
+    Peak,
+    /// Its oldest version would otherwise outlive the staleness bound.
+    Bound,
+}
+
+/// The close policy's decision for one app.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CloseDecision {
+    KeepOpen,
+    Close(CloseReason),
+}
+
+/// Closes the app's sealed versions: at once with `EverySync`; with `Ecurve` when the
+/// oldest is `bound − reserve` old (so the checkpoint it is then due for still ends
+/// within the bound), or when the e-curve has peaked. Nothing sealed: keep open.
+pub fn mobifs_close_decision(policy: &MobifsPolicy, view: &CloseView<'_>) -> CloseDecision {
+    let Some(oldest_ns) = view.oldest_unclosed_ns else {
+        return CloseDecision::KeepOpen;
+    };
+    if policy.seal == SealPolicy::EverySync {
+        return CloseDecision::Close(CloseReason::Sync);
+    }
+    let margin_ns = policy
+        .staleness_bound_ns
+        .saturating_sub(policy.checkpoint_reserve_ns);
+    if oldest_ns.saturating_add(margin_ns) <= view.now_ns {
+        return CloseDecision::Close(CloseReason::Bound);
+    }
+    match crate::adaptive::tradeoff_decision(view.curve, &policy.adaptive) {
+        crate::adaptive::TradeoffDecision::Close => CloseDecision::Close(CloseReason::Peak),
+        crate::adaptive::TradeoffDecision::KeepOpen => CloseDecision::KeepOpen,
+    }
+}
+
 /// The policy seam: when and what to flush.
 pub trait WritebackPolicy {
     fn flusher(&self, view: &DirtyView) -> FlusherDecision;
@@ -165,6 +234,15 @@ pub trait WritebackPolicy {
     fn checkpoint(&self, view: &TxView) -> FlusherDecision {
         let _ = view;
         FlusherDecision::Idle
+    }
+
+    /// Whether an app's sealed versions close now (a transactional cache asks after each
+    /// seal, at each e-curve sample and at the bound's deadline).
+    fn close(&self, view: &CloseView<'_>) -> CloseDecision {
+        match view.oldest_unclosed_ns {
+            Some(_) => CloseDecision::Close(CloseReason::Sync),
+            None => CloseDecision::KeepOpen,
+        }
     }
 }
 
@@ -263,23 +341,29 @@ pub enum CheckpointTiming {
     Idle,
 }
 
-/// MobiFS: fsync seals the app's transaction in memory; checkpoints persist every app's
-/// sealed transactions at times the timing policy picks, within the staleness bound.
+/// MobiFS: fsync seals a version of the app's files in memory; the seal policy closes
+/// transactions of versions; checkpoints persist every app's closed transactions at times
+/// the timing policy picks, within the staleness bound.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MobifsPolicy {
     pub timing: CheckpointTiming,
+    pub seal: SealPolicy,
     pub staleness_bound_ns: Nanos,
     pub checkpoint_reserve_ns: Nanos,
     pub checkpoint_interval_ns: Nanos,
+    /// The peak detector's parameters (`seal = "ecurve"`).
+    pub adaptive: crate::adaptive::AdaptiveConfig,
 }
 
 impl MobifsPolicy {
     pub fn new(config: &crate::MobifsConfig) -> Self {
         Self {
             timing: config.checkpoint,
+            seal: config.seal,
             staleness_bound_ns: config.staleness_bound_ns,
             checkpoint_reserve_ns: config.checkpoint_reserve_ns,
             checkpoint_interval_ns: config.checkpoint_interval_ns,
+            adaptive: config.adaptive,
         }
     }
 }
@@ -303,6 +387,10 @@ impl WritebackPolicy for MobifsPolicy {
 
     fn checkpoint(&self, view: &TxView) -> FlusherDecision {
         mobifs_checkpoint_decision(self, view)
+    }
+
+    fn close(&self, view: &CloseView<'_>) -> CloseDecision {
+        mobifs_close_decision(self, view)
     }
 }
 
@@ -398,6 +486,13 @@ impl WritebackPolicy for CachePolicy {
         match self {
             CachePolicy::Linux(p) => p.checkpoint(view),
             CachePolicy::Mobifs(p) => p.checkpoint(view),
+        }
+    }
+
+    fn close(&self, view: &CloseView<'_>) -> CloseDecision {
+        match self {
+            CachePolicy::Linux(p) => p.close(view),
+            CachePolicy::Mobifs(p) => p.close(view),
         }
     }
 }

@@ -126,8 +126,15 @@ pub struct Staleness {
     pub p99_s: f64,
     pub max_s: f64,
     pub bound_s: f64,
+    /// Versions persisted (one per seal: fsync, sync, pressure).
     pub persisted_transactions: u64,
     pub bound_overruns: u64,
+    /// Transactions closed by the e-curve's peak, by the staleness bound, and forced
+    /// (memory pressure, sync, the screen going off) (`cache.mobifs.seal = "ecurve"`).
+    pub peak_closes: u64,
+    pub bound_closes: u64,
+    pub forced_closes: u64,
+    pub checkpoints: u64,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -368,6 +375,10 @@ fn staleness(runs: &[AppRuns]) -> Vec<Staleness> {
         bound_s: 0.0,
         persisted_transactions: 0,
         bound_overruns: 0,
+        peak_closes: 0,
+        bound_closes: 0,
+        forced_closes: 0,
+        checkpoints: 0,
     }];
     let bound_s = StackConfig::preset("mobifs")
         .map(|c| c.cache.mobifs.staleness_bound_ns as f64 / NS_PER_SEC as f64)
@@ -397,6 +408,10 @@ fn pooled_staleness<'a>(
         pooled.staleness_ns_max = pooled.staleness_ns_max.max(t.staleness_ns_max);
         pooled.persisted_transactions += t.persisted_transactions;
         pooled.staleness_bound_overruns += t.staleness_bound_overruns;
+        pooled.peak_closes += t.peak_closes;
+        pooled.bound_closes += t.bound_closes;
+        pooled.forced_closes += t.forced_closes;
+        pooled.checkpoints += t.checkpoints;
         for (ms, n) in &t.staleness_ms_counts {
             *pooled.staleness_ms_counts.entry(*ms).or_insert(0) += n;
         }
@@ -410,6 +425,10 @@ fn pooled_staleness<'a>(
         bound_s,
         persisted_transactions: pooled.persisted_transactions,
         bound_overruns: pooled.staleness_bound_overruns,
+        peak_closes: pooled.peak_closes,
+        bound_closes: pooled.bound_closes,
+        forced_closes: pooled.forced_closes,
+        checkpoints: pooled.checkpoints,
     }
 }
 
@@ -491,6 +510,12 @@ pub fn render(r: &MobifsReproduction) -> String {
             s.persisted_transactions,
             s.bound_overruns
         ));
+        if s.peak_closes + s.bound_closes + s.forced_closes > 0 {
+            out.push_str(&format!(
+                "  {:<10} e-curve closes: {} at the peak, {} by the bound, {} forced; {} checkpoints\n",
+                "", s.peak_closes, s.bound_closes, s.forced_closes, s.checkpoints
+            ));
+        }
     }
     out
 }

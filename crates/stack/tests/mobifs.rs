@@ -24,7 +24,7 @@ use std::collections::BTreeMap;
 use common::{assert_fsck_clean, try_read_all};
 use flashstack_block::explore::{self, Exploration};
 use flashstack_block::VolatileCacheConfig;
-use flashstack_cache::{AppId, PolicyName, PAGE_SIZE_BYTES};
+use flashstack_cache::{AppId, PolicyName, SealPolicy, PAGE_SIZE_BYTES};
 use flashstack_sim::{Nanos, Rng, NS_PER_SEC};
 use flashstack_sqlvfs::{FileApi, FileError, FileId, OpenFlags};
 use flashstack_stack::{Stack, StackConfig};
@@ -59,6 +59,21 @@ fn config(seed: u64) -> StackConfig {
     config.cache.cache_bytes_max = CACHE_PAGES * PAGE_SIZE_BYTES as u64;
     config.cache.mobifs.staleness_bound_ns = BOUND_NS;
     config.cache.mobifs.checkpoint_reserve_ns = NS_PER_SEC;
+    config
+}
+
+/// `seal = "ecurve"` sampled fast enough (every 100 ms, a window of 4) for the curve to
+/// peak well within the 4 s bound, so peaks close transactions, not only the bound.
+fn fast_ecurve(mut config: StackConfig) -> StackConfig {
+    config.cache.mobifs.seal = SealPolicy::Ecurve;
+    config.cache.mobifs.adaptive.sample_interval_ns = NS_PER_SEC / 10;
+    config.cache.mobifs.adaptive.window_samples = 4;
+    config
+}
+
+/// `seal = "every-sync"`: each fsync closes its transaction.
+fn every_sync(mut config: StackConfig) -> StackConfig {
+    config.cache.mobifs.seal = SealPolicy::EverySync;
     config
 }
 
@@ -383,11 +398,33 @@ fn a_checkpoint_cut_at_every_operation_recovers_a_sealed_prefix() {
 
 #[test]
 fn random_runs_with_cuts_keep_transaction_prefixes_within_the_bound() {
-    let mut run = Run::new(0x40B1);
+    let (_, t) = random_runs_with_cuts(Run::new(0x40B1), RANDOM_CUTS);
+    assert!(t.noted("cuts losing sealed transactions") > 10);
+    for kind in ["checkpoints", "forced seals", "copy-on-write copies"] {
+        assert!(t.noted(kind) > 10, "{kind}: {}", t.line());
+    }
+}
+
+/// The same with the e-curve peaking within the bound, and with every sync closing.
+#[test]
+fn random_runs_with_cuts_under_each_seal_policy() {
+    let run = Run::with_config(0x40B2, fast_ecurve(config(0x40B2)));
+    let (m, t) = random_runs_with_cuts(run, RANDOM_CUTS / 2);
+    assert!(m.peak_closes > 10 && m.bound_closes > 0, "{m:?}");
+    assert!(t.noted("cuts losing sealed transactions") > 0);
+    let run = Run::with_config(0x40B3, every_sync(config(0x40B3)));
+    let (m, _) = random_runs_with_cuts(run, RANDOM_CUTS / 2);
+    assert_eq!(m.peak_closes + m.bound_closes + m.forced_closes, 0, "{m:?}");
+}
+
+/// Random runs cut at random times until `cuts` cut points; returns the transactions'
+/// counters summed over the runs between cuts, and the tally.
+fn random_runs_with_cuts(mut run: Run, cuts: u64) -> (flashstack_cache::TxMetrics, Exploration) {
+    let mut total = flashstack_cache::TxMetrics::default();
     run.stack
         .set_volatile_cache(volatile(&mut run.rng))
         .unwrap();
-    let cuts = RANDOM_CUTS * explore::scale();
+    let cuts = cuts * explore::scale();
     let mut ops = 0u64;
     while run.tally.cut_points() < cuts {
         // A cut at a random time: up to twice the bound after a few operations.
@@ -406,6 +443,9 @@ fn random_runs_with_cuts_keep_transaction_prefixes_within_the_bound() {
         run.tally.note("checkpoints", m.checkpoints);
         run.tally.note("forced seals", m.forced_seals);
         run.tally.note("copy-on-write copies", m.cow_copies);
+        total.peak_closes += m.peak_closes;
+        total.bound_closes += m.bound_closes;
+        total.forced_closes += m.forced_closes;
         let cut = run.tally.cut_points() + 1;
         run.recover_and_check(cut_ns, &format!("random cut {cut} after op {ops}"));
         if cut.is_multiple_of(FSCK_EVERY_CUTS) {
@@ -415,11 +455,7 @@ fn random_runs_with_cuts_keep_transaction_prefixes_within_the_bound() {
         run.stack.set_volatile_cache(config).unwrap();
     }
     run.tally.report();
-    let t = &run.tally;
-    assert!(t.noted("cuts losing sealed transactions") > 10);
-    for kind in ["checkpoints", "forced seals", "copy-on-write copies"] {
-        assert!(t.noted(kind) > 10, "{kind}: {}", t.line());
-    }
+    (total, run.tally)
 }
 
 /// Cuts of runs with `checkpoint = "idle"`: the user's inputs (touches, the screen going
@@ -478,11 +514,26 @@ fn idle_timing_runs_with_cuts_keep_transaction_prefixes_within_the_bound() {
 /// namespace operations outside the transactions; this checks they do not tear it.
 #[test]
 fn sqlite_under_mobifs_recovers_whole_transactions_within_the_bound() {
+    sqlite_power_cuts(&|seed| config(seed));
+}
+
+/// The SQLite power cuts with the e-curve peaking within the bound (transactions of
+/// several commits closed at the peak) and with every sync closing one.
+#[test]
+fn sqlite_under_each_seal_policy_recovers_whole_transactions_within_the_bound() {
+    let peaks = sqlite_power_cuts(&|seed| fast_ecurve(config(seed)));
+    assert!(peaks > 0, "the e-curve closed no transaction at a peak");
+    sqlite_power_cuts(&|seed| every_sync(config(seed)));
+}
+
+/// Returns the transactions closed at the e-curve's peak over all the runs.
+fn sqlite_power_cuts(config: &dyn Fn(u64) -> StackConfig) -> u64 {
     use flashstack_sqlvfs::{SimDb, SimVfs, SqliteConfig};
     use flashstack_stack::SharedStack;
     const ROWS: i64 = 20;
     let sqlite = SqliteConfig::android();
     let mut cuts = 0;
+    let mut peaks = 0;
     for cut_after in [40u64, 150, 400, 900, 1600, 2500, 4000] {
         let mut stack = Stack::new(config(cut_after)).unwrap();
         for dir in ["/data", "/data/data", "/data/data/app0"] {
@@ -513,6 +564,10 @@ fn sqlite_under_mobifs_recovers_whole_transactions_within_the_bound() {
             })();
         }
         let cut_ns = shared.lock().now_ns();
+        peaks += shared
+            .lock()
+            .metrics()
+            .map_or(0, |m| m.cache.transactions.peak_closes);
         if !shared.lock().is_powered_off() {
             shared.lock().power_cut();
         }
@@ -547,5 +602,6 @@ fn sqlite_under_mobifs_recovers_whole_transactions_within_the_bound() {
             rows / ROWS
         );
     }
-    println!("sqlite under MobiFS: {cuts} cut points");
+    println!("sqlite under MobiFS: {cuts} cut points, {peaks} peak closes");
+    peaks
 }

@@ -61,6 +61,23 @@ pub struct TxMetrics {
     pub staleness_ms_counts: BTreeMap<u64, u64>,
     /// Checkpoints that completed past the staleness bound of a transaction they held.
     pub staleness_bound_overruns: u64,
+    /// Transactions the e-curve's peak closed (`seal = "ecurve"`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub peak_closes: u64,
+    /// Transactions the staleness bound closed (`seal = "ecurve"`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub bound_closes: u64,
+    /// Transactions closed by memory pressure, sync or the screen going off while the
+    /// e-curve kept them open (`seal = "ecurve"`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub forced_closes: u64,
+    /// E-curve samples taken (`seal = "ecurve"`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub ecurve_samples: u64,
+}
+
+fn is_zero(value: &u64) -> bool {
+    *value == 0
 }
 
 impl TxMetrics {
@@ -110,6 +127,23 @@ struct AppTxns {
     seals: u64,
     open: BTreeMap<Ino, TxFile>,
     sealed: VecDeque<SealedTxn>,
+    /// Sealed versions with a smaller sequence number are closed (ready to checkpoint).
+    closed_before_seq: u64,
+    /// The e-curve of the transaction being built (`seal = "ecurve"`).
+    curve: CurveState,
+}
+
+/// What the e-curve is sampled from: the transaction since its app's last close.
+#[derive(Clone, Debug, Default)]
+struct CurveState {
+    /// The transaction's first write (the origin of its staleness); `None`: empty.
+    open_since_ns: Option<Nanos>,
+    /// Pages written since the last close (a write to one of them coalesces).
+    written: BTreeSet<(Ino, u64)>,
+    /// Bytes written into pages already written since the last close.
+    coalesced_bytes: u64,
+    next_sample_ns: Nanos,
+    curve: crate::adaptive::ECurve,
 }
 
 /// Every app's transactions.
@@ -163,18 +197,44 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
             .map_or(0, |a| a.seals)
     }
 
-    /// When the oldest sealed transaction not yet persisted was sealed.
+    /// When the oldest closed transaction not yet persisted was sealed.
     pub fn tx_oldest_sealed_ns(&self) -> Option<Nanos> {
         let tx = self.tx.as_ref()?;
         tx.apps
             .values()
-            .filter_map(|a| a.sealed.front().map(|s| s.seal_ns))
+            .filter_map(|a| {
+                a.sealed
+                    .front()
+                    .filter(|s| s.seq < a.closed_before_seq)
+                    .map(|s| s.seal_ns)
+            })
             .min()
+    }
+
+    /// Whether any app holds a sealed version not yet persisted (closed or not).
+    fn tx_any_sealed(&self) -> bool {
+        self.tx
+            .as_ref()
+            .is_some_and(|tx| tx.apps.values().any(|a| !a.sealed.is_empty()))
     }
 
     /// Pages held: the page table and the transactions' copies.
     pub fn resident_pages(&self) -> u64 {
         self.pages.len() as u64 + self.tx.as_ref().map_or(0, |tx| tx.copies)
+    }
+
+    /// How many sealed versions of `app` are closed and not yet persisted, and how many
+    /// are sealed in all (for tests).
+    pub fn tx_closed_and_sealed(&self, app: AppId) -> (u64, u64) {
+        let Some(a) = self.tx.as_ref().and_then(|tx| tx.apps.get(&app)) else {
+            return (0, 0);
+        };
+        let closed = a
+            .sealed
+            .iter()
+            .filter(|s| s.seq < a.closed_before_seq)
+            .count();
+        (closed as u64, a.sealed.len() as u64)
     }
 
     /// The transactions' invariants (for tests): the page limit, frozen pages resident
@@ -258,22 +318,32 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
             });
     }
 
-    /// Page `page_index` was written: a member of the owner's open transaction. (A write
-    /// larger than the cache can be sealed in its middle by pressure; the rest of it joins
-    /// a new transaction.)
-    pub(super) fn tx_note_write(&mut self, ino: Ino, page_index: u64) {
+    /// `bytes` of page `page_index` were written at `now_ns`: a member of the owner's
+    /// open transaction. (A write larger than the cache can be sealed in its middle by
+    /// pressure; the rest of it joins a new transaction.)
+    pub(super) fn tx_note_write(&mut self, now_ns: Nanos, ino: Ino, page_index: u64, bytes: u64) {
         self.tx_touch_file(ino);
         let app = self.owner(ino);
+        let ecurve = self.config.mobifs.seal == crate::SealPolicy::Ecurve;
+        let sample_ns = self.config.mobifs.adaptive.sample_interval_ns;
         let Some(tx) = self.tx.as_mut() else { return };
-        let file = tx
-            .apps
-            .entry(app)
-            .or_default()
+        let txns = tx.apps.entry(app).or_default();
+        let file = txns
             .open
             .get_mut(&ino)
             .expect("the file joined the open transaction");
         if !file.members.insert(page_index) {
             self.metrics.transactions.coalesced_writes += 1;
+        }
+        if ecurve {
+            let curve = &mut txns.curve;
+            if curve.open_since_ns.is_none() {
+                curve.open_since_ns = Some(now_ns);
+                curve.next_sample_ns = now_ns.saturating_add(sample_ns);
+            }
+            if !curve.written.insert((ino, page_index)) {
+                curve.coalesced_bytes += bytes;
+            }
         }
     }
 
@@ -351,20 +421,141 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
         let m = &mut self.metrics.transactions;
         if forced {
             m.forced_seals += 1;
+            // A forced seal is followed by a checkpoint of everything: closed at once.
+            self.close(now_ns, app, None);
         } else {
             m.seals += 1;
+            self.decide_close(now_ns, app);
         }
+    }
+
+    /// Asks the seal policy whether `app`'s sealed versions close at `now_ns`.
+    fn decide_close(&mut self, now_ns: Nanos, app: AppId) {
+        let Some(txns) = self.tx.as_ref().and_then(|tx| tx.apps.get(&app)) else {
+            return;
+        };
+        let view = crate::CloseView {
+            now_ns,
+            oldest_unclosed_ns: txns
+                .sealed
+                .iter()
+                .find(|s| s.seq >= txns.closed_before_seq)
+                .map(|s| s.seal_ns),
+            curve: &txns.curve.curve,
+        };
+        if let crate::CloseDecision::Close(reason) = self.policy.close(&view) {
+            self.close(now_ns, app, Some(reason));
+        }
+    }
+
+    /// Closes every version `app` has sealed (`reason` `None`: forced by the mechanism);
+    /// the next transaction starts with what the app wrote since its last seal.
+    fn close(&mut self, now_ns: Nanos, app: AppId, reason: Option<crate::CloseReason>) {
+        let sample_ns = self.config.mobifs.adaptive.sample_interval_ns;
+        let Some(txns) = self.tx.as_mut().and_then(|tx| tx.apps.get_mut(&app)) else {
+            return;
+        };
+        if txns.closed_before_seq == txns.next_seq {
+            return;
+        }
+        txns.closed_before_seq = txns.next_seq;
+        let open_since_ns = (!txns.open.is_empty()).then_some(now_ns);
+        txns.curve = CurveState {
+            open_since_ns,
+            written: txns
+                .open
+                .iter()
+                .flat_map(|(&ino, f)| f.members.iter().map(move |&i| (ino, i)))
+                .collect(),
+            next_sample_ns: now_ns.saturating_add(sample_ns),
+            ..CurveState::default()
+        };
+        let m = &mut self.metrics.transactions;
+        match reason {
+            Some(crate::CloseReason::Sync) => {}
+            Some(crate::CloseReason::Peak) => m.peak_closes += 1,
+            Some(crate::CloseReason::Bound) => m.bound_closes += 1,
+            None if self.config.mobifs.seal == crate::SealPolicy::Ecurve => m.forced_closes += 1,
+            None => {}
+        }
+    }
+
+    /// Closes every app's sealed versions (pressure, sync, the screen going off).
+    fn close_all(&mut self, now_ns: Nanos) {
+        for app in self.tx_apps() {
+            self.close(now_ns, app, None);
+        }
+    }
+
+    fn tx_apps(&self) -> Vec<AppId> {
+        self.tx
+            .as_ref()
+            .map_or(Vec::new(), |tx| tx.apps.keys().copied().collect())
+    }
+
+    /// The seal policy's events due by `now_ns` (the flusher's clock): each app's
+    /// e-curve samples (the transaction's coalesced bytes over its age, every
+    /// `sample_interval_ns` from its first write), each followed by the close decision,
+    /// and the bound's deadline. Between two calls nothing written changes, so samples
+    /// taken late at a call's entry see the bytes of their own time.
+    pub(super) fn tx_seal_events(&mut self, now_ns: Nanos) {
+        if self.tx.is_none() || self.config.mobifs.seal != crate::SealPolicy::Ecurve {
+            return;
+        }
+        let adaptive = self.config.mobifs.adaptive;
+        for app in self.tx_apps() {
+            loop {
+                let tx = self.tx.as_mut().expect("transactions on");
+                let state = &mut tx.apps.get_mut(&app).expect("app").curve;
+                let Some(open_ns) = state.open_since_ns else {
+                    break;
+                };
+                let tick_ns = state.next_sample_ns;
+                if tick_ns > now_ns {
+                    break;
+                }
+                let coalesced = state.coalesced_bytes;
+                state
+                    .curve
+                    .push(tick_ns - open_ns, coalesced, adaptive.window_samples);
+                state.curve.note_rise(&adaptive);
+                state.next_sample_ns = tick_ns.saturating_add(adaptive.sample_interval_ns);
+                self.metrics.transactions.ecurve_samples += 1;
+                self.decide_close(tick_ns, app);
+            }
+            self.decide_close(now_ns, app);
+        }
+    }
+
+    /// The next time a seal event falls due: an e-curve sample or the bound's deadline
+    /// of a version not closed.
+    pub(super) fn tx_next_seal_event_ns(&self) -> Option<Nanos> {
+        let tx = self.tx.as_ref()?;
+        if self.config.mobifs.seal != crate::SealPolicy::Ecurve {
+            return None;
+        }
+        let m = &self.config.mobifs;
+        let margin_ns = m.staleness_bound_ns.saturating_sub(m.checkpoint_reserve_ns);
+        tx.apps
+            .values()
+            .flat_map(|a| {
+                let sample = a.curve.open_since_ns.map(|_| a.curve.next_sample_ns);
+                let deadline = a
+                    .sealed
+                    .iter()
+                    .find(|s| s.seq >= a.closed_before_seq)
+                    .map(|s| s.seal_ns.saturating_add(margin_ns));
+                sample.into_iter().chain(deadline)
+            })
+            .min()
     }
 
     /// Seals every app's open transaction (sync).
     pub(super) fn seal_all(&mut self, now_ns: Nanos) {
-        let apps: Vec<AppId> = self
-            .tx
-            .as_ref()
-            .map_or(Vec::new(), |tx| tx.apps.keys().copied().collect());
-        for app in apps {
+        for app in self.tx_apps() {
             self.seal(now_ns, app, false);
         }
+        self.close_all(now_ns);
     }
 
     pub(super) fn tx_view(&self, now_ns: Nanos) -> TxView {
@@ -399,7 +590,7 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
         input: crate::adaptive::Input,
     ) -> Result<Nanos, CacheError> {
         self.enter(now_ns)?;
-        let adaptive = self.config.mobifs.adaptive.clone();
+        let adaptive = self.config.mobifs.adaptive;
         let Some(tx) = self.tx.as_mut() else {
             return Ok(now_ns);
         };
@@ -409,6 +600,7 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
             crate::adaptive::Input::ScreenOff => {
                 tx.interaction.screen(false);
                 if self.config.mobifs.checkpoint == crate::CheckpointTiming::Idle {
+                    self.close_all(now_ns);
                     return self.checkpoint(
                         now_ns,
                         CheckpointScope::AllSealed,
@@ -425,7 +617,7 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
     /// the app dirty longest — another app than `in_use`'s if there is one — and
     /// checkpoint it.
     pub(super) fn tx_relieve(&mut self, now_ns: Nanos, in_use: Ino) -> Result<Nanos, CacheError> {
-        if self.tx_oldest_sealed_ns().is_none() {
+        if !self.tx_any_sealed() {
             let own = self.owner(in_use);
             let owners: Vec<AppId> = self
                 .dirty_inodes
@@ -440,6 +632,7 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
                 .expect("a full cache with no clean page has dirty pages");
             self.seal(now_ns, app, true);
         }
+        self.close_all(now_ns);
         self.checkpoint(
             now_ns,
             CheckpointScope::AllSealed,
@@ -463,6 +656,7 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
             return Ok(now_ns);
         }
         self.seal(now_ns, self.owner(ino), true);
+        self.close_all(now_ns);
         self.checkpoint(
             now_ns,
             CheckpointScope::AllSealed,
@@ -491,7 +685,7 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
             t = self.load_page(t, ino, index, true)?;
             self.page_mut(ino, index).data[tail..].fill(0);
             self.mark_dirty(now_ns, ino, index);
-            self.tx_note_write(ino, index);
+            self.tx_note_write(now_ns, ino, index, PAGE_BYTES - tail as u64);
         }
         for page_index in self.cached_from(ino, keep_pages) {
             self.drop_page_keeping_versions(ino, page_index);
@@ -520,6 +714,7 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
         let mut freed = 0;
         for app in tx.apps.values_mut() {
             app.open.remove(&ino);
+            app.curve.written.retain(|&(i, _)| i != ino);
             for sealed in app.sealed.iter_mut() {
                 if let Some(file) = sealed.files.remove(&ino) {
                     freed += file.version.pages.len() as u64;
@@ -578,11 +773,17 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
             CheckpointScope::AllSealed => tx
                 .apps
                 .iter()
-                .filter_map(|(&app, a)| a.sealed.back().map(|s| (app, s.seq)))
+                .filter(|(_, a)| {
+                    a.sealed
+                        .front()
+                        .is_some_and(|s| s.seq < a.closed_before_seq)
+                })
+                .map(|(&app, a)| (app, a.closed_before_seq - 1))
                 .collect(),
             CheckpointScope::App { app, through_seq } => tx
                 .apps
                 .get(&app)
+                .filter(|a| through_seq < a.closed_before_seq)
                 .filter(|a| a.sealed.front().is_some_and(|s| s.seq <= through_seq))
                 .map(|_| vec![(app, through_seq)])
                 .unwrap_or_default(),
