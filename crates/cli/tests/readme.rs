@@ -1,7 +1,8 @@
 //! The README's example commands work as written. Every `flashstack` (or `cargo run
 //! --release --`) command in its `sh` blocks is listed in [`PLANS`] and run in order in a
 //! scratch directory (later commands use what earlier ones wrote: `my-device.toml`,
-//! `tg.fst`, `dev.img`, `phone.img`), or skipped with the reason. A command added to the
+//! `tg.fst`, `dev.img`, `phone.img`), or skipped with the reason; the whole-stack and the
+//! device-only commands in two tests that run in parallel. A command added to the
 //! README without a plan, or a plan whose command left the README, fails the test, so the
 //! README and this list stay in step.
 
@@ -181,8 +182,8 @@ fn words(command: &str) -> Vec<String> {
 }
 
 /// The scratch directory with the files the README assumes the user has.
-fn scratch() -> PathBuf {
-    let dir = flashstack_testkit::scratch_dir("flashstack-readme");
+fn scratch(name: &str) -> PathBuf {
+    let dir = flashstack_testkit::scratch_dir(name);
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(dir.join("examples")).unwrap();
     let root = repo_root();
@@ -240,10 +241,26 @@ fn every_readme_command_is_planned() {
     );
 }
 
-#[test]
-fn readme_commands_run_as_written() {
-    let dir = scratch();
-    for (command, plan) in PLANS {
+/// Whether a README command runs on the whole stack (personas, phones, the built-in aged
+/// phone) rather than on a device alone. The two kinds share no files, so they run as two
+/// tests, in parallel; each keeps its commands in README order.
+fn on_the_stack(command: &str) -> bool {
+    command == "flashstack run"
+        || [
+            "--workload",
+            "--fresh",
+            "phone age",
+            "phone info",
+            "workload list",
+            "zoom:",
+        ]
+        .iter()
+        .any(|w| command.contains(w))
+}
+
+fn run_plans(name: &str, stack: bool) {
+    let dir = scratch(name);
+    for (command, plan) in PLANS.iter().filter(|(c, _)| on_the_stack(c) == stack) {
         match plan {
             Plan::Run => run(&dir, command, &[]),
             Plan::RunWith(extra, _why) => run(&dir, command, extra),
@@ -251,4 +268,14 @@ fn readme_commands_run_as_written() {
         }
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn readme_stack_commands_run_as_written() {
+    run_plans("flashstack-readme-stack", true);
+}
+
+#[test]
+fn readme_device_commands_run_as_written() {
+    run_plans("flashstack-readme-device", false);
 }

@@ -150,6 +150,7 @@ impl<D: BlockDevice> F2fs<D> {
         self.write_blocks(footer_at, &cp.encode()[..], None, BlockKind::Checkpoint)?;
         self.flush_device()?;
         self.set_checkpoint(cp, pack);
+        self.user_blocks_next = None;
         Ok(())
     }
 
@@ -216,6 +217,9 @@ impl<D: BlockDevice> F2fs<D> {
         let mut cp = self.cp.clone();
         let orphan_blocks = self.orphans.len().div_ceil(ORPHANS_PER_BLOCK) as u32;
         cp.checkpoint_ver = self.cp.checkpoint_ver.wrapping_add(1);
+        if let Some(user_blocks) = self.user_blocks_next {
+            cp.user_block_count = user_blocks;
+        }
         cp.valid_block_count = self.used_blocks();
         cp.free_segment_count = self.segs.empty_segments();
         for i in 0..NR_CURSEG_DATA_TYPE {

@@ -109,6 +109,9 @@ pub struct F2fs<D: BlockDevice> {
     facs: BTreeMap<u32, facs::CompressSide>,
     /// On-demand space allocation's counters (`ondemand.rs`).
     ondemand: ondemand::OnDemandMetrics,
+    /// A user capacity the next checkpoint records (`ondemand.rs`): the checkpoint in
+    /// memory stays the one on disk until then, as the node footers' version needs.
+    user_blocks_next: Option<u64>,
     /// Inodes whose node block holds time changes that did not make it dirty
     /// (`lazytime`, see `attr.rs`): written with the inode, or at sync and unmount.
     lazy_times: BTreeSet<u32>,
@@ -222,6 +225,7 @@ impl<D: BlockDevice> F2fs<D> {
             dirty_nodes: BTreeSet::new(),
             facs: BTreeMap::new(),
             ondemand: Default::default(),
+            user_blocks_next: None,
             lazy_times: BTreeSet::new(),
             inode_clock: Box::new(VirtualClock::default()),
             valid_node_count: cp.valid_node_count,

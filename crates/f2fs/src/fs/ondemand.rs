@@ -129,7 +129,9 @@ impl<D: BlockDevice> F2fs<D> {
         } else {
             self.ondemand.shrinks += 1;
         }
-        self.cp.user_block_count = target;
+        // Recorded by the checkpoint it writes (changing `self.cp` first would give node
+        // footers written on the way a version no checkpoint has).
+        self.user_blocks_next = Some(target);
         self.checkpoint(false)
     }
 
