@@ -96,6 +96,11 @@ pub struct RunArgs {
     /// device) instead of the built-in aged phone.
     #[arg(long)]
     pub(crate) fresh: bool,
+    /// Personas and file-level traces: check every read against what the workload wrote
+    /// or read before, and stop at the first wrong byte naming the file, offset and byte.
+    /// Changes no figure (the checker makes no I/O of its own). Block workloads: --verify.
+    #[arg(long)]
+    pub(crate) check_reads: bool,
     /// Replay the workload N times back to back (the LDC paper replays each 3 times).
     #[arg(long, value_name = "N", default_value_t = 1,
           value_parser = clap::value_parser!(u32).range(1..))]
@@ -378,6 +383,9 @@ pub fn run(args: RunArgs) -> Result<()> {
     }
     if args.stack.is_some() || args.record.is_some() {
         bail!("--stack and --record apply to personas and file-level traces (--workload)");
+    }
+    if args.check_reads {
+        bail!("--check-reads applies to personas and file-level traces; block workloads check reads with --verify");
     }
     if args.phone.is_some() || args.fresh {
         bail!(

@@ -120,6 +120,7 @@ pub fn run(args: &RunArgs, name: &str) -> Result<()> {
                 .as_deref()
                 .map(|path| numbered(path, i, configs.len())),
             phone: None,
+            check_reads: args.check_reads,
         };
         let spinner = Spinner::start(
             args.quiet,
@@ -132,6 +133,9 @@ pub fn run(args: &RunArgs, name: &str) -> Result<()> {
             if let (Some(path), Some(trace)) = (&args.record, &out.trace) {
                 write_trace(path, trace)?;
             }
+        }
+        if let (Some(reads), false) = (out.reads_checked, args.quiet) {
+            eprintln!("{}: {reads} reads checked, all as written", config.name);
         }
         if let (Some(path), false) = (&options.image_out, args.quiet) {
             eprintln!("{}: F2FS image written to {}", config.name, path.display());

@@ -106,9 +106,12 @@ fn a_persona_runs_from_the_phone_deterministically_and_its_image_passes_fsck() {
             "--image-out",
             image.to_str().unwrap(),
         ];
-        // The second run names no stack: it runs on the stack the phone was made on.
+        // The second run names no stack: it runs on the stack the phone was made on. It
+        // also checks every read, which must change no byte of the report.
         if run == 0 {
             args.extend(["--stack", SMALL]);
+        } else {
+            args.push("--check-reads");
         }
         let out = flashstack(&args);
         let table = ok(out, "run --phone");
@@ -124,7 +127,7 @@ fn a_persona_runs_from_the_phone_deterministically_and_its_image_passes_fsck() {
     }
     assert!(
         outputs[0] == outputs[1],
-        "two runs from one phone differ (the second without --stack):\n{}\n{}",
+        "two runs from one phone differ (the second without --stack, with --check-reads):\n{}\n{}",
         outputs[0].0,
         outputs[1].0
     );
@@ -221,6 +224,11 @@ fn wrong_and_conflicting_starting_states_are_clear_errors() {
         "--phone on a block workload",
     );
     assert!(e.contains("--phone and --fresh apply to personas"), "{e}");
+    let e = err(
+        flashstack(&["run", "--quiet", "--synthetic", "default", "--check-reads"]),
+        "--check-reads on a block workload",
+    );
+    assert!(e.contains("--check-reads") && e.contains("--verify"), "{e}");
     let bad = temp("bad.phone");
     std::fs::write(&bad, b"FLASHSTACK-PHONE nope").unwrap();
     let e = err(

@@ -70,7 +70,7 @@ const PLANS: &[(&str, Plan)] = &[
         Plan::Run,
     ),
     (
-        "flashstack run --compare ldc-emmc,ldc-emmc+ftl.gc.policy=cost-benefit,my-device.toml",
+        "flashstack run --synthetic default --compare ldc-emmc,ldc-emmc+ftl.gc.policy=cost-benefit,my-device.toml",
         Plan::Run,
     ),
     (

@@ -16,6 +16,7 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use flashstack_apps::{
@@ -99,6 +100,10 @@ pub struct FullStackOptions {
     /// The phone whose energy is reported; `None`: by the stack's device
     /// ([`phone_for_device`]).
     pub phone: Option<PhoneEnergyConfig>,
+    /// Check every read of the workload against what it wrote or read before
+    /// (`flashstack_sqlvfs::Checked`, which changes neither timing nor state): a wrong
+    /// byte stops the run with the file, offset and byte.
+    pub check_reads: bool,
 }
 
 /// The phone energy preset matching a device: `ufs31` for UFS devices, else the seed's
@@ -121,6 +126,7 @@ impl Default for FullStackOptions {
             start: Start::Fresh,
             image_out: None,
             phone: None,
+            check_reads: false,
         }
     }
 }
@@ -158,6 +164,8 @@ pub struct StackRun {
 pub struct StackRunOutput {
     pub run: StackRun,
     pub trace: Option<FileTrace>,
+    /// Reads checked against the model, with [`FullStackOptions::check_reads`].
+    pub reads_checked: Option<u64>,
 }
 
 /// Runs `workload` on a new stack built from `config`.
@@ -178,17 +186,19 @@ pub fn run(
         stack: config.name.clone(),
         message: e.to_string(),
     };
+    let checked = Arc::new(AtomicU64::new(0));
     let (persona, replayed, trace) = match workload {
         StackWorkload::Persona(p) => {
             let (report, trace) =
-                run_persona(&shared, *p, options, skip_setup).map_err(workload_err)?;
+                run_persona(&shared, *p, options, skip_setup, &checked).map_err(workload_err)?;
             (Some(report), None, trace)
         }
         StackWorkload::Trace { trace, .. } => {
-            let report = replay_trace(&shared, trace, options).map_err(workload_err)?;
+            let report = replay_trace(&shared, trace, options, &checked).map_err(workload_err)?;
             (None, Some(report), None)
         }
     };
+    let reads_checked = options.check_reads.then(|| checked.load(Ordering::Relaxed));
     let mut stack = shared.lock();
     settle(&mut stack).map_err(|e| stack_err(format!("settling after the run: {e}")))?;
     stack.sample_timeline();
@@ -237,7 +247,11 @@ pub fn run(
         device,
         energy,
     };
-    Ok(StackRunOutput { run, trace })
+    Ok(StackRunOutput {
+        run,
+        trace,
+        reads_checked,
+    })
 }
 
 /// The stack the run starts on, and whether the persona's apps are already on it.
@@ -317,6 +331,7 @@ fn run_persona(
     persona: &dyn Persona,
     options: &FullStackOptions,
     skip_setup: bool,
+    reads_checked: &Arc<AtomicU64>,
 ) -> Result<(PersonaReport, Option<FileTrace>), AppError> {
     let run_options = RunOptions {
         record: options.record,
@@ -324,9 +339,16 @@ fn run_persona(
         ..RunOptions::default()
     };
     let mut start_measuring = sync_and_restart(shared, false);
+    let api: Box<dyn FileApi> = if options.check_reads {
+        let checked =
+            flashstack_sqlvfs::Checked::with_counter(shared.clone(), reads_checked.clone());
+        Box::new(checked)
+    } else {
+        Box::new(shared.clone())
+    };
     let out = run_with_hook(
         persona,
-        Box::new(shared.clone()),
+        api,
         options.seed,
         &run_options,
         &mut start_measuring,
@@ -343,17 +365,24 @@ fn replay_trace(
     shared: &SharedStack,
     trace: &FileTrace,
     options: &FullStackOptions,
+    reads_checked: &Arc<AtomicU64>,
 ) -> Result<ReplayReport, AppError> {
     // The data was on flash before the capture: its reads must reach the device.
     let mut start_measuring = sync_and_restart(shared, true);
-    let mut api = shared.clone();
+    let mut api: Box<dyn FileApi> = if options.check_reads {
+        let checked =
+            flashstack_sqlvfs::Checked::with_counter(shared.clone(), reads_checked.clone());
+        Box::new(checked)
+    } else {
+        Box::new(shared.clone())
+    };
     let replay_options = ReplayOptions {
         start_ns: shared.lock().now_ns(),
         strict: options.strict,
     };
     flashstack_apps::replay_with(
         trace,
-        &mut api as &mut dyn FileApi,
+        api.as_mut(),
         options.seed,
         &replay_options,
         &mut start_measuring,

@@ -185,6 +185,33 @@ fn ondemand_exposes_saved_space_keeps_op_at_the_threshold_and_loses_nothing() {
             "file {n} after the incompressible overwrites"
         );
     }
+    // fsck.f2fs accepts the image whose user capacity on-demand allocation moved.
+    let ftl = fs.unmount().unwrap();
+    fsck_device(ftl, "on-demand image after growth, a cut and ENOSPC");
+}
+
+/// Exports the logical device (sparse) and asserts `fsck.f2fs -f` finds it clean.
+fn fsck_device(mut ftl: Ftl, what: &str) {
+    use std::io::{Seek, SeekFrom, Write};
+    let Some(bin) = common::tool("fsck.f2fs") else {
+        return;
+    };
+    let dir = common::TempDir::new("ondemand-fsck");
+    let image = dir.file("image");
+    let mut file = std::fs::File::create(&image).unwrap();
+    let lbas = ftl.capacity_lbas();
+    file.set_len(lbas * 4096).unwrap();
+    let mut block = vec![0u8; 4096];
+    let now = ftl.busy_until_ns();
+    for lba in 0..lbas {
+        ftl.read(now, lba, 1, Some(&mut block)).unwrap();
+        if block.iter().any(|&b| b != 0) {
+            file.seek(SeekFrom::Start(lba * 4096)).unwrap();
+            file.write_all(&block).unwrap();
+        }
+    }
+    drop(file);
+    common::assert_clean(&common::fsck(&bin, &image), what);
 }
 
 /// Off (the default), the capacity is mkfs's and never moves.

@@ -13,6 +13,8 @@
 //!   other sessions write only their files, not their databases).
 
 use std::collections::VecDeque;
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
 
 use flashstack_apps::{run_with, AppSpec, Persona, RunOptions, TaskPersona};
 use flashstack_sim::{Nanos, Rng, NS_PER_SEC};
@@ -156,6 +158,8 @@ pub(crate) struct World<'a> {
     /// Scales app updates so the device reaches its turnover.
     churn_scale: f64,
     programs_at_day_start: u64,
+    /// With [`Aging::check_reads`]: the personas' reads checked so far.
+    reads_checked: Option<Arc<AtomicU64>>,
     txn_version: u64,
     pub counts: AgingCounts,
     pub persona_apps: Vec<String>,
@@ -195,6 +199,17 @@ impl<'a> Aging<'a> {
             world: World::new(spec, shared.clone()),
             shared,
         })
+    }
+
+    /// From now on every read of the personas' sessions is checked against what they
+    /// wrote or read before (`flashstack_sqlvfs::Checked`; timing and state unchanged);
+    /// returns the count of reads checked. A wrong byte stops aging with the file, offset
+    /// and byte.
+    pub fn check_reads(&mut self) -> Arc<AtomicU64> {
+        self.world
+            .reads_checked
+            .get_or_insert_with(Arc::default)
+            .clone()
     }
 
     /// The stack being aged.
@@ -288,6 +303,7 @@ impl<'a> World<'a> {
             txn_version: 0,
             counts: AgingCounts::default(),
             persona_apps: Vec::new(),
+            reads_checked: None,
         }
     }
 
@@ -683,7 +699,14 @@ impl<'a> World<'a> {
             seq_start: (app.id as u64 + 1) << 40 | app.sessions << 20,
             ..options.clone()
         };
-        let out = run_with(persona, Box::new(self.w.api.clone()), seed, &options);
+        let api: Box<dyn flashstack_sqlvfs::FileApi> = match &self.reads_checked {
+            Some(counter) => Box::new(flashstack_sqlvfs::Checked::with_counter(
+                self.w.api.clone(),
+                counter.clone(),
+            )),
+            None => Box::new(self.w.api.clone()),
+        };
+        let out = run_with(persona, api, seed, &options);
         self.w.catch_up();
         if let Some(e) = out.error {
             return Err(PhoneError::App {

@@ -44,3 +44,19 @@ pub fn build(
     let (stack, counts, personas) = age::age_stack(config, spec, progress)?;
     PhoneImage::capture(stack, spec, counts, personas)
 }
+
+/// [`build`] with every read of the personas' sessions checked against what they wrote
+/// or read before ([`Aging::check_reads`]); the image is the same as [`build`]'s. Also
+/// returns the count of reads checked.
+pub fn build_checked(
+    config: &StackConfig,
+    spec: &AgingSpec,
+    progress: &mut dyn FnMut(u32, u32),
+) -> Result<(PhoneImage, u64), PhoneError> {
+    let mut aging = Aging::new(config, spec)?;
+    let reads = aging.check_reads();
+    aging.run(progress)?;
+    let (stack, counts, personas) = aging.finish()?;
+    let image = PhoneImage::capture(stack, spec, counts, personas)?;
+    Ok((image, reads.load(std::sync::atomic::Ordering::Relaxed)))
+}

@@ -74,6 +74,22 @@ pub struct PreconditionReport {
     pub constructed_model_wa: Option<f64>,
 }
 
+impl PreconditionReport {
+    /// `filled` LBAs written, nothing aged yet.
+    fn filled(p: &Precondition, filled: u64) -> PreconditionReport {
+        PreconditionReport {
+            utilization: p.utilization,
+            filled_lbas: filled,
+            aging_writes: 0,
+            aging_factor_max: p.aging_factor_max,
+            gc_started: false,
+            steady: false,
+            write_amplification_last_window: 0.0,
+            constructed_model_wa: None,
+        }
+    }
+}
+
 impl fmt::Display for PreconditionReport {
     /// What state the measurement starts from, in words a user can act on.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -155,16 +171,7 @@ pub(crate) fn run(
         }
         Ok::<(), BlockError>(())
     })?;
-    let mut report = PreconditionReport {
-        utilization: p.utilization,
-        filled_lbas: filled,
-        aging_writes: 0,
-        aging_factor_max: p.aging_factor_max,
-        gc_started: false,
-        steady: false,
-        write_amplification_last_window: 0.0,
-        constructed_model_wa: None,
-    };
+    let mut report = PreconditionReport::filled(p, filled);
     if filled > 0 && p.aging_factor_max > 0.0 {
         let window = (filled / 4).max(WINDOW_LBAS_MIN);
         age(replayer, p, filled, window, &mut report, progress)?;
@@ -194,14 +201,8 @@ fn construct(
         })?;
     replayer.ftl = ftl;
     let mut report = PreconditionReport {
-        utilization: p.utilization,
-        filled_lbas: filled,
-        aging_writes: 0,
-        aging_factor_max: p.aging_factor_max,
-        gc_started: false,
-        steady: false,
-        write_amplification_last_window: 0.0,
         constructed_model_wa: Some(state.model_write_amplification),
+        ..PreconditionReport::filled(p, filled)
     };
     if p.aging_factor_max > 0.0 {
         let window = (filled / 64).clamp(WINDOW_LBAS_MIN, SETTLE_WINDOW_LBAS_MAX);

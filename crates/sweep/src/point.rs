@@ -290,6 +290,7 @@ pub fn run_point(point: &Point, env: &RunEnv) -> Result<StackRun, PointError> {
         start,
         image_out: None,
         phone: None,
+        check_reads: false,
     };
     Ok(fullstack::run(&config, &loaded.workload(), &options)?.run)
 }
