@@ -279,6 +279,20 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
         &self.metrics
     }
 
+    /// Switches readahead (`cache.readahead`) from now on: what earlier windows read stays
+    /// cached; the files' readahead state starts afresh.
+    pub fn set_readahead(&mut self, readahead: crate::ReadaheadConfig) -> Result<(), CacheError> {
+        let config = CacheConfig {
+            readahead,
+            ..self.config.clone()
+        };
+        config.validate()?;
+        self.config = config;
+        self.ra_states.clear();
+        self.ra_marks.clear();
+        Ok(())
+    }
+
     /// Starts a measurement phase: counters restart, cached pages are kept.
     pub fn reset_metrics(&mut self) {
         self.metrics = CacheMetrics::default();

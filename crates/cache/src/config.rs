@@ -204,7 +204,7 @@ impl CacheConfig {
             return invalid("writeback_batch_pages_max", "must be positive");
         }
         let ra = &self.readahead;
-        if ra.max_kib % 4 != 0 || ra.max_kib == 0 || ra.max_kib > 512 {
+        if !ra.max_kib.is_multiple_of(4) || ra.max_kib == 0 || ra.max_kib > 512 {
             return invalid(
                 "readahead.max_kib",
                 "must be a positive multiple of 4 KiB, at most 512 (one block request)",

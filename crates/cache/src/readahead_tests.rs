@@ -332,3 +332,33 @@ proptest! {
         }
     }
 }
+
+/// An impossible window is refused naming the field; the default is not serialized (so
+/// every existing configuration file and report stays as it was) and `linux` round-trips.
+#[test]
+fn configuration_is_checked_and_round_trips() {
+    for max_kib in [0, 6, 1024] {
+        let bad = config(
+            64,
+            ReadaheadConfig {
+                max_kib,
+                ..ReadaheadConfig::linux()
+            },
+        );
+        match PageCache::new(bad, Requests::default()) {
+            Err(crate::CacheError::Config(crate::ConfigError::Invalid { field, .. })) => {
+                assert_eq!(field, "readahead.max_kib")
+            }
+            other => panic!("max_kib {max_kib}: {:?}", other.err()),
+        }
+    }
+    let off = serde_json::to_string(&CacheConfig::phone_4gib()).unwrap();
+    assert!(!off.contains("readahead"), "{off}");
+    let on = config(64, ReadaheadConfig::linux());
+    let text = serde_json::to_string(&on).unwrap();
+    assert!(
+        text.contains(r#""readahead":{"policy":"linux","max_kib":128}"#),
+        "{text}"
+    );
+    assert_eq!(serde_json::from_str::<CacheConfig>(&text).unwrap(), on);
+}
