@@ -1,6 +1,7 @@
 //! The page cache mechanism: page table, dirty tracking, LRU of clean pages, the flusher in
 //! virtual time, and the file calls.
 
+mod readahead_io;
 mod txn;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -12,11 +13,12 @@ use thiserror::Error;
 use crate::policy::{
     CheckpointReason, CheckpointScope, DirtyView, FlusherDecision, FsyncDecision, WriterDecision,
 };
+use crate::readahead::ReadaheadState;
 use crate::span::page_spans;
 use crate::versions::FileVersion;
 use crate::{
-    Backing, BackingError, CacheConfig, CachePolicy, ConfigError, Ino, Page, WritebackHint,
-    WritebackPolicy, WritebackReason, PAGE_SIZE_BYTES,
+    Backing, BackingError, CacheConfig, CachePolicy, ConfigError, Ino, Page, ReadaheadPolicy,
+    WritebackHint, WritebackPolicy, WritebackReason, PAGE_SIZE_BYTES,
 };
 
 pub use txn::TxMetrics;
@@ -110,6 +112,25 @@ pub struct CacheMetrics {
     /// MobiFS's transactions (`docs/mobifs.md`); serialized only when used.
     #[serde(default, skip_serializing_if = "TxMetrics::is_empty")]
     pub transactions: TxMetrics,
+    /// Readahead (`cache.readahead`; serialized only when used): windows decided (a
+    /// synchronous one on a miss, an asynchronous one when a read reached a marker).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub readahead_sync_windows: u64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub readahead_async_windows: u64,
+    /// Pages read below beyond what the reads asked for.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub readahead_pages: u64,
+    /// Pages read ahead that a later read or write used.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub readahead_hits: u64,
+    /// Pages read ahead that left the cache unused (evicted, dropped, truncated, crash):
+    /// the readahead waste.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub readahead_waste: u64,
+    /// Time readers waited for read-ahead pages still in flight.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub readahead_wait_ns: u64,
 }
 
 fn is_zero(value: &u64) -> bool {
@@ -165,7 +186,17 @@ pub struct PageCache<B: Backing, P: WritebackPolicy = CachePolicy> {
     spare_pages: Vec<Box<Page>>,
     /// MobiFS's versioned transactions, when the policy is transactional.
     tx: Option<txn::Transactions>,
+    /// Readahead state per inode (bounded: [`RA_STATES_MAX`]).
+    ra_states: BTreeMap<Ino, ReadaheadState>,
+    /// Pages read ahead and not used yet, with the time their read completes.
+    ra_pending: BTreeMap<(Ino, u64), Nanos>,
+    /// Pages carrying a window's marker (the kernel's `PG_readahead`).
+    ra_marks: BTreeSet<(Ino, u64)>,
 }
+
+/// Most files whose readahead state is kept; beyond it the lowest inode's is forgotten
+/// (it then starts again as a new reader would).
+const RA_STATES_MAX: usize = 4096;
 
 /// Most page buffers kept for reuse (16 MiB).
 const SPARE_PAGES_MAX: usize = 4096;
@@ -217,6 +248,9 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
             atomic: BTreeMap::new(),
             spare_pages: Vec::new(),
             tx,
+            ra_states: BTreeMap::new(),
+            ra_pending: BTreeMap::new(),
+            ra_marks: BTreeSet::new(),
         })
     }
 
@@ -243,6 +277,20 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
 
     pub fn metrics(&self) -> &CacheMetrics {
         &self.metrics
+    }
+
+    /// Switches readahead (`cache.readahead`) from now on: what earlier windows read stays
+    /// cached; the files' readahead state starts afresh.
+    pub fn set_readahead(&mut self, readahead: crate::ReadaheadConfig) -> Result<(), CacheError> {
+        let config = CacheConfig {
+            readahead,
+            ..self.config.clone()
+        };
+        config.validate()?;
+        self.config = config;
+        self.ra_states.clear();
+        self.ra_marks.clear();
+        Ok(())
     }
 
     /// Starts a measurement phase: counters restart, cached pages are kept.
@@ -380,6 +428,7 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
         // Pages read below by this call (misses even once resident).
         let mut loaded_end = 0u64;
         let last_page = end_bytes.div_ceil(PAGE_BYTES);
+        let readahead = self.config.readahead.policy == ReadaheadPolicy::Linux;
         for span in page_spans(offset_bytes, end_bytes) {
             let page_index = span.page_index;
             if page_index < loaded_end {
@@ -387,13 +436,29 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
             } else if self.pages.contains_key(&(ino, page_index)) {
                 self.metrics.read_hits += 1;
                 self.touch(ino, page_index);
+                if readahead {
+                    t = self.readahead_on_hit(t, ino, page_index, last_page, size_bytes)?;
+                }
+                t = self.ra_use(t, ino, page_index);
             } else {
                 self.metrics.read_misses += 1;
-                (t, loaded_end) = self.load_run(t, ino, page_index, last_page)?;
+                (t, loaded_end) = match readahead {
+                    true => self.readahead_on_miss(t, ino, page_index, last_page, size_bytes)?,
+                    false => self.load_run(t, ino, page_index, last_page)?,
+                };
+            }
+            // An asynchronous window may have evicted a page this call loaded (a small
+            // cache under pressure): it is read again.
+            if readahead && !self.pages.contains_key(&(ino, page_index)) {
+                self.metrics.read_misses += 1;
+                t = self.load_page(t, ino, page_index, true)?;
             }
             buf[span.buf_range()]
                 .copy_from_slice(&self.page_mut(ino, page_index).data[span.start..span.end]);
             t += self.config.memcpy_ns_per_page;
+            if readahead {
+                self.ra_state_mut(ino).prev_page = Some(page_index);
+            }
         }
         self.forget_file_if_unused(ino);
         self.record(CallKind::Read, now_ns, t);
@@ -491,6 +556,7 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
             self.drop_page(ino, page_index);
         }
         self.files.remove(&ino);
+        self.ra_states.remove(&ino);
         // Nobody is left to report the file's error to (sync still reports it).
         self.errors.by_file.remove(&ino);
         let t = self.backing.unlink(t, ino)?;
@@ -541,6 +607,10 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
         self.pages.clear();
         self.clean_lru.clear();
         self.files.clear();
+        self.metrics.readahead_waste += self.ra_pending.len() as u64;
+        self.ra_pending.clear();
+        self.ra_marks.clear();
+        self.ra_states.clear();
         self.dirty_inodes.clear();
         self.dirty_page_count = 0;
         self.flusher_ns = self.last_call_ns;
@@ -558,6 +628,7 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
         let clean = std::mem::take(&mut self.clean_lru);
         for &(ino, page_index) in clean.values() {
             self.pages.remove(&(ino, page_index));
+            self.ra_forget(ino, page_index);
         }
         let inos: BTreeSet<Ino> = clean.values().map(|&(ino, _)| ino).collect();
         for ino in inos {
@@ -1029,7 +1100,7 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
     ) -> Result<Nanos, CacheError> {
         if self.pages.contains_key(&(ino, page_index)) {
             self.touch(ino, page_index);
-            return Ok(now_ns);
+            return Ok(self.ra_use(now_ns, ino, page_index));
         }
         let mut t = self.make_room(now_ns, ino)?;
         let mut data = self.zeroed_page();
@@ -1108,6 +1179,7 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
                 if let Some(page) = self.pages.remove(&(ino, page_index)) {
                     self.recycle(page.data);
                 }
+                self.ra_forget(ino, page_index);
                 self.metrics.evictions += 1;
                 if ino != in_use {
                     self.forget_file_if_unused(ino);
@@ -1179,6 +1251,7 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
     }
 
     fn drop_page(&mut self, ino: Ino, page_index: u64) {
+        self.ra_forget(ino, page_index);
         if let Some(page) = self.pages.remove(&(ino, page_index)) {
             if page.dirty {
                 self.forget_dirty(ino, page_index);

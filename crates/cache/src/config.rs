@@ -4,7 +4,7 @@ use flashstack_sim::{Nanos, NS_PER_SEC};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use crate::PAGE_SIZE_BYTES;
+use crate::{ReadaheadConfig, PAGE_SIZE_BYTES};
 
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
 pub enum ConfigError {
@@ -51,6 +51,9 @@ pub struct CacheConfig {
     /// MobiFS's options (used with `policy = "mobifs"`).
     #[serde(skip_serializing_if = "MobifsConfig::is_default")]
     pub mobifs: MobifsConfig,
+    /// Readahead (`docs/cache.md`, "Readahead"): `off` (the default) or `linux`.
+    #[serde(skip_serializing_if = "ReadaheadConfig::is_default")]
+    pub readahead: ReadaheadConfig,
 }
 
 /// The page cache's writeback policies by name.
@@ -139,6 +142,7 @@ impl CacheConfig {
             call_overhead_ns: 1_000,
             policy: PolicyName::Linux,
             mobifs: MobifsConfig::default(),
+            readahead: ReadaheadConfig::default(),
         }
     }
 
@@ -198,6 +202,13 @@ impl CacheConfig {
         }
         if self.writeback_batch_pages_max == 0 {
             return invalid("writeback_batch_pages_max", "must be positive");
+        }
+        let ra = &self.readahead;
+        if !ra.max_kib.is_multiple_of(4) || ra.max_kib == 0 || ra.max_kib > 512 {
+            return invalid(
+                "readahead.max_kib",
+                "must be a positive multiple of 4 KiB, at most 512 (one block request)",
+            );
         }
         let m = &self.mobifs;
         if m.checkpoint_reserve_ns == 0 || m.checkpoint_reserve_ns >= m.staleness_bound_ns {

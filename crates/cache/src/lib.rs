@@ -13,11 +13,14 @@ mod backing;
 mod cache;
 mod config;
 mod policy;
+pub mod readahead;
 mod span;
 mod versions;
 
 #[cfg(test)]
 mod mobifs_tests;
+#[cfg(test)]
+mod readahead_tests;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
@@ -35,6 +38,7 @@ pub use policy::{
     FlusherDecision, FsyncDecision, LinuxPolicy, MobifsPolicy, SealPolicy, TxView, WritebackPolicy,
     WritebackReason, WriterDecision,
 };
+pub use readahead::{ReadaheadConfig, ReadaheadPolicy};
 
 /// Size of a cache page in bytes (the kernel's PAGE_SIZE on ARM64 phones, F2FS's block).
 pub const PAGE_SIZE_BYTES: usize = 4096;

@@ -3,7 +3,7 @@
 
 use anyhow::{bail, Result};
 use clap::Args;
-use flashstack_experiments::janusd::{reproduce, JanusdOptions};
+use flashstack_experiments::janusd::{reproduce, JanusdOptions, Reader};
 use flashstack_html::Reproduction;
 
 use crate::reproduce::Outputs;
@@ -23,6 +23,10 @@ pub struct JanusdArgs {
     /// "every two weeks"; 2 with --quick).
     #[arg(long, value_name = "DAYS")]
     pub period_days: Option<u32>,
+    /// How launches and scenarios read: `pages` (4 KiB calls through Linux's readahead,
+    /// the default), `pages-no-readahead`, or `windows` (128 KiB calls, readahead off).
+    #[arg(long, default_value = "pages", value_name = "READER")]
+    pub reader: String,
 }
 
 /// The evaluation, with its terminal report.
@@ -30,7 +34,15 @@ pub fn reproduction(args: &JanusdArgs) -> Result<Reproduction> {
     if args.period_days == Some(0) {
         bail!("--period-days 0: must be at least 1");
     }
+    let Some(reader) = Reader::parse(&args.reader) else {
+        bail!(
+            "--reader {}: unknown (known: {})",
+            args.reader,
+            Reader::NAMES.join(", ")
+        );
+    };
     let options = JanusdOptions {
+        reader,
         quick: args.quick,
         seed: args.seed,
         period_days: args.period_days,

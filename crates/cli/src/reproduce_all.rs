@@ -111,6 +111,7 @@ fn one(paper: &str, args: &AllArgs) -> Result<Reproduction> {
             outputs,
             seed: args.seed,
             period_days: None,
+            reader: "pages".to_string(),
         }),
         "mobifs" => reproduce_mobifs::reproduction(&reproduce_mobifs::MobifsArgs {
             quick: args.quick,

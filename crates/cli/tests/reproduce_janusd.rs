@@ -31,6 +31,8 @@ fn reproduce_janusd_quick_reports_every_figure_and_janusd_l_copies_nothing() {
     let v: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
     let _ = std::fs::remove_file(&json);
     assert_eq!(v["quick"], true);
+    // Launches read page by page through the page cache's readahead (docs/cache.md).
+    assert_eq!(v["reader"], "pages");
     let modes = v["modes"].as_array().unwrap();
     let names: Vec<&str> = modes.iter().map(|m| m["mode"].as_str().unwrap()).collect();
     assert_eq!(names, ["none", "copy", "P", "L", "janusd"]);
@@ -50,6 +52,12 @@ fn reproduce_janusd_quick_reports_every_figure_and_janusd_l_copies_nothing() {
             assert!(a["launch_ms"].as_f64().unwrap() > 0.0, "{a}");
             assert!(a["launch"]["requests"].as_u64().unwrap() > 0, "{a}");
             assert!(a["dof_mean"].is_number(), "{a}");
+            let launch = &a["launch"];
+            assert!(launch["readahead_pages"].as_u64().unwrap() > 0, "{a}");
+            assert!(
+                launch["readahead_hits"].as_u64() <= launch["readahead_pages"].as_u64(),
+                "{a}"
+            );
         }
     }
     for n in ["copy", "P", "L", "janusd"] {
@@ -87,4 +95,19 @@ fn reproduce_janusd_quick_reports_every_figure_and_janusd_l_copies_nothing() {
     assert!(paper.len() >= 4);
     assert!(paper.iter().any(|r| r["paper"] == "-32 %"));
     assert!(paper.iter().any(|r| r["paper"] == "-99.99 %"));
+}
+
+/// An unknown reader is refused before any work, naming the known ones.
+#[test]
+fn reproduce_janusd_refuses_an_unknown_reader() {
+    let out = Command::new(env!("CARGO_BIN_EXE_flashstack"))
+        .args(["reproduce", "janusd", "--quick", "--reader", "mmap"])
+        .output()
+        .expect("the binary runs");
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("--reader mmap: unknown (known: pages, pages-no-readahead, windows)"),
+        "{stderr}"
+    );
 }

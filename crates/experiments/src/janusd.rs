@@ -12,6 +12,7 @@
 
 use std::collections::BTreeMap;
 
+use flashstack_cache::ReadaheadConfig;
 use flashstack_janusd::{
     defragment, measure, DefragMode, DefragOptions, DefragReport, FragReport, JanusdPolicy,
     Mechanisms, PeriodicDefrag, ReadModel, RemapDefrag,
@@ -30,9 +31,70 @@ use crate::paper::Headline;
 /// the seed's launch and scenarios read none of it, and a copying pass over gigabytes of
 /// photos would only add to the baseline's cost.
 pub const DEFRAG_PATHS: [&str; 2] = ["/data/app", "/data/data"];
-/// Size of one read call of a launch or scenario: 128 KiB, Linux's default readahead
+/// Size of one read call of [`Reader::Windows`]: 128 KiB, Linux's default readahead
 /// window (`read_ahead_kb`), what a sequential reader's page reads become below.
 pub const READ_CALL_BYTES: usize = 128 * 1024;
+/// Size of one read call of [`Reader::Pages`]: one 4 KiB page (a SQLite page read, a
+/// fault on a page of mapped code).
+pub const PAGE_CALL_BYTES: usize = 4096;
+
+/// How launches and scenarios read their files (`--reader`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Reader {
+    /// Page by page (4 KiB calls) through the page cache's Linux readahead
+    /// (`cache.readahead = linux`, 128 KiB windows): how a phone's SQLite and mapped code
+    /// read. The default.
+    #[default]
+    Pages,
+    /// Page by page with readahead off: every page a request the reader waits for (the
+    /// worst case: `POSIX_FADV_RANDOM`, or a device with `read_ahead_kb = 0`).
+    PagesNoReadahead,
+    /// 128 KiB calls with readahead off: each call stands for one readahead window, read
+    /// synchronously (the model before the page cache had readahead).
+    Windows,
+}
+
+impl Reader {
+    pub const NAMES: [&'static str; 3] = ["pages", "pages-no-readahead", "windows"];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Reader::Pages => "pages",
+            Reader::PagesNoReadahead => "pages-no-readahead",
+            Reader::Windows => "windows",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<Self> {
+        [Reader::Pages, Reader::PagesNoReadahead, Reader::Windows]
+            .into_iter()
+            .find(|r| r.name() == name)
+    }
+
+    /// One line for the report.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Reader::Pages => "pages (4 KiB calls, Linux readahead: 128 KiB windows)",
+            Reader::PagesNoReadahead => "pages-no-readahead (4 KiB calls, each page waited for)",
+            Reader::Windows => "windows (128 KiB calls, readahead off)",
+        }
+    }
+
+    fn call_bytes(self) -> usize {
+        match self {
+            Reader::Windows => READ_CALL_BYTES,
+            _ => PAGE_CALL_BYTES,
+        }
+    }
+
+    fn readahead(self) -> ReadaheadConfig {
+        match self {
+            Reader::Pages => ReadaheadConfig::linux(),
+            _ => ReadaheadConfig::default(),
+        }
+    }
+}
 /// Most of one file a launch or scenario reads [assumed: a launch maps code and opens
 /// databases, it does not read a 100 MB odex whole].
 pub const FILE_READ_MAX_BYTES: u64 = 8 << 20;
@@ -49,6 +111,8 @@ pub struct JanusdOptions {
     /// Days between periodic passes in the recurrence runs (default: the seed's 14; 2
     /// with `--quick`).
     pub period_days: Option<u32>,
+    /// How launches and scenarios read (default: page by page with Linux's readahead).
+    pub reader: Reader,
 }
 
 #[derive(Debug, Error)]
@@ -143,6 +207,10 @@ pub struct Io {
     pub elapsed_ns: Nanos,
     /// Block requests F2FS issued for them.
     pub requests: u64,
+    /// Pages the page cache read ahead during them, and how many of those were read
+    /// (the rest is readahead's waste; `Reader::Pages` only).
+    pub readahead_pages: u64,
+    pub readahead_hits: u64,
 }
 
 impl Io {
@@ -287,6 +355,8 @@ pub struct PaperRow {
 pub struct JanusdResults {
     pub quick: bool,
     pub seed: u64,
+    /// How launches and scenarios read ([`Reader`]).
+    pub reader: Reader,
     /// The aged phone every mode starts from.
     pub phone: String,
     pub device: Device,
@@ -347,7 +417,7 @@ pub fn reproduce(
             "defragmenter {}",
             mode.map_or("none", |m| m.name())
         ));
-        modes.push(run_mode(image.clone(), o.seed, mode, &device)?);
+        modes.push(run_mode(image.clone(), o.seed, mode, &device, o.reader)?);
     }
     let period = o.period_days.unwrap_or(if o.quick {
         2
@@ -363,13 +433,16 @@ pub fn reproduce(
             "recurrence {}",
             policy.as_ref().map_or("none", |p| p.name.as_str())
         ));
-        recurrence.push(run_recurrence(&config, &rec_spec, policy, period, &device)?);
+        recurrence.push(run_recurrence(
+            &config, &rec_spec, policy, period, &device, o.reader,
+        )?);
     }
     let paper = paper_rows(&modes, &recurrence);
     let headlines = headlines(&modes);
     Ok(JanusdResults {
         quick: o.quick,
         seed: o.seed,
+        reader: o.reader,
         phone,
         device,
         modes,
@@ -385,6 +458,7 @@ fn run_mode(
     seed: u64,
     mode: Option<DefragMode>,
     device: &Device,
+    reader: Reader,
 ) -> Result<ModeFigures, JanusdRunError> {
     let mut stack = image.into_stack(None, seed)?;
     let cost = match mode {
@@ -392,7 +466,7 @@ fn run_mode(
         None => None,
     };
     let frag = frag_of(&mut stack)?;
-    let apps = run_scenarios(&mut stack, &frag)?;
+    let apps = run_scenarios(&mut stack, &frag, reader)?;
     let per_page = (device.page_size_bytes as u64 / 4096).max(1);
     let dense: u64 = apps.iter().map(|a| a.blocks.div_ceil(per_page)).sum();
     let flash_pages: u64 = apps.iter().map(|a| a.flash_pages).sum();
@@ -559,6 +633,7 @@ pub fn scenario_reads(s: &Scenario, package: &str, frag: &[FragReport]) -> Vec<S
 fn run_scenarios(
     stack: &mut Stack,
     frag: &[FragReport],
+    reader: Reader,
 ) -> Result<Vec<AppFigures>, JanusdRunError> {
     let mut apps = Vec::new();
     for s in &SCENARIOS {
@@ -587,8 +662,8 @@ fn run_scenarios(
             .filter_map(|f| Some(f.physical.as_ref()?.window_collision_ratio * f.blocks as f64))
             .sum();
         let window_collision_ratio = weighted / blocks.max(1) as f64;
-        let launch = cold_reads(stack, &launch_spans)?;
-        let scenario_io = cold_reads(stack, &scenario_spans)?;
+        let launch = cold_reads(stack, &launch_spans, reader)?;
+        let scenario_io = cold_reads(stack, &scenario_spans, reader)?;
         apps.push(AppFigures {
             scenario: s.name,
             package,
@@ -606,13 +681,23 @@ fn run_scenarios(
     Ok(apps)
 }
 
-/// A cold start: the page cache dropped, the device idle, then `spans` read in order.
-fn cold_reads(stack: &mut Stack, spans: &[Span]) -> Result<Io, JanusdRunError> {
+/// A cold start: the page cache dropped, the device idle, then `spans` read in order by
+/// `reader`. Readahead is the reader's for these reads only (aging and defragmentation
+/// run with the stack's own setting, off).
+fn cold_reads(stack: &mut Stack, spans: &[Span], reader: Reader) -> Result<Io, JanusdRunError> {
     stack.drop_caches().map_err(stack_err("dropping caches"))?;
-    reads(stack, spans)
+    let before = stack.config().cache.readahead.clone();
+    stack
+        .set_readahead(reader.readahead())
+        .map_err(stack_err("readahead"))?;
+    let io = reads(stack, spans, reader.call_bytes());
+    stack
+        .set_readahead(before)
+        .map_err(stack_err("readahead"))?;
+    io
 }
 
-fn reads(stack: &mut Stack, spans: &[Span]) -> Result<Io, JanusdRunError> {
+fn reads(stack: &mut Stack, spans: &[Span], call_bytes: usize) -> Result<Io, JanusdRunError> {
     // From an idle device: after whatever F2FS did last (its clock may lead the stack's).
     let fs_now = stack
         .with_fs(|fs| fs.now_ns())
@@ -621,8 +706,9 @@ fn reads(stack: &mut Stack, spans: &[Span]) -> Result<Io, JanusdRunError> {
         .idle_until(fs_now.max(stack.now_ns()) + 1_000_000)
         .map_err(stack_err("idle"))?;
     let requests_before = read_requests(stack)?;
+    let ra_before = readahead_counts(stack);
     let mut t = t0;
-    let mut buf = vec![0u8; READ_CALL_BYTES];
+    let mut buf = vec![0u8; call_bytes];
     let mut io = Io::default();
     for (path, offset, len) in spans {
         let (h, t1) = stack
@@ -631,7 +717,7 @@ fn reads(stack: &mut Stack, spans: &[Span]) -> Result<Io, JanusdRunError> {
         t = t1;
         let mut at = *offset;
         while at < offset + len {
-            let n = ((offset + len - at) as usize).min(READ_CALL_BYTES);
+            let n = ((offset + len - at) as usize).min(call_bytes);
             let (got, t1) = stack
                 .read_at(t, h, at, &mut buf[..n])
                 .map_err(stack_err(format!("reading {path}")))?;
@@ -649,7 +735,17 @@ fn reads(stack: &mut Stack, spans: &[Span]) -> Result<Io, JanusdRunError> {
     }
     io.elapsed_ns = t - t0;
     io.requests = read_requests(stack)? - requests_before;
+    let ra_after = readahead_counts(stack);
+    io.readahead_pages = ra_after.0 - ra_before.0;
+    io.readahead_hits = ra_after.1 - ra_before.1;
     Ok(io)
+}
+
+/// The page cache's pages read ahead and readahead hits so far.
+fn readahead_counts(stack: &Stack) -> (u64, u64) {
+    stack.metrics().map_or((0, 0), |m| {
+        (m.cache.readahead_pages, m.cache.readahead_hits)
+    })
 }
 
 fn read_requests(stack: &mut Stack) -> Result<u64, JanusdRunError> {
@@ -666,6 +762,7 @@ fn run_recurrence(
     policy: Option<PeriodicDefrag>,
     period: u32,
     device: &Device,
+    reader: Reader,
 ) -> Result<Recurrence, JanusdRunError> {
     let mut aging = Aging::new(config, spec)?;
     aging.set_up()?;
@@ -681,7 +778,7 @@ fn run_recurrence(
         if (day + 1) % sample_every == 0 || due {
             let shared = aging.stack();
             let mut stack = shared.lock();
-            let (dof, launch_ms, ms_per_mib) = sample(&mut stack)?;
+            let (dof, launch_ms, ms_per_mib) = sample(&mut stack, reader)?;
             points.push(RecurrencePoint {
                 day: day + 1,
                 dof_mean: dof,
@@ -695,7 +792,7 @@ fn run_recurrence(
                 let paths: Vec<&str> = p.paths.iter().map(String::as_str).collect();
                 let c = defrag_pass(&mut stack, p.mode, &paths, device)?;
                 add_cost(&mut cost, &c);
-                after_pass.push(sample(&mut stack)?.0);
+                after_pass.push(sample(&mut stack, reader)?.0);
                 last_pass = Some(day);
             }
         }
@@ -726,14 +823,14 @@ fn add_cost(sum: &mut PassCost, c: &PassCost) {
 
 /// Mean DoF of the apps' files, the mean cold launch time of the scenarios' apps and
 /// their launch time per MiB read.
-fn sample(stack: &mut Stack) -> Result<(f64, f64, f64), JanusdRunError> {
+fn sample(stack: &mut Stack, reader: Reader) -> Result<(f64, f64, f64), JanusdRunError> {
     let frag = frag_of(stack)?;
     let dof = mean(frag.iter().flat_map(|r| &r.files).map(|f| f.dof));
     let mut launches = Vec::new();
     let (mut ns, mut bytes) = (0u64, 0u64);
     for s in &SCENARIOS {
         if let Some(package) = stand_in(s, &frag) {
-            let io = cold_reads(stack, &launch_reads(&package, &frag))?;
+            let io = cold_reads(stack, &launch_reads(&package, &frag), reader)?;
             launches.push(io.elapsed_ns as f64 / 1e6);
             ns += io.elapsed_ns;
             bytes += io.bytes;
@@ -897,12 +994,13 @@ impl JanusdResults {
     /// The terminal report.
     pub fn render(&self) -> String {
         let mut s = format!(
-            "Janusd (ATC '17) on {}{}\ndevice {}: {} planes, rated {} P/E cycles\n\n",
+            "Janusd (ATC '17) on {}{}\ndevice {}: {} planes, rated {} P/E cycles\nreads: {}\n\n",
             self.phone,
             if self.quick { " [--quick]" } else { "" },
             self.device.name,
             self.device.planes,
-            self.device.pe_cycles_max
+            self.device.pe_cycles_max,
+            self.reader.describe()
         );
         s += &format!(
             "{:<8} {:>7} {:>8} {:>8} {:>7} {:>7} {:>7} {:>10} {:>10} {:>9} {:>8} {:>10} {:>10}\n",
@@ -937,6 +1035,17 @@ impl JanusdResults {
                 c.blocks_remapped,
                 c.nand_page_programs,
                 c.nand_erases
+            );
+        }
+        s += "\nlaunches, all apps: block requests, pages read ahead (of which read)\n";
+        for m in &self.modes {
+            let sum = |f: fn(&Io) -> u64| m.apps.iter().map(|a| f(&a.launch)).sum::<u64>();
+            s += &format!(
+                "{:<8} {:>8} {:>9} ({})\n",
+                m.mode,
+                sum(|io| io.requests),
+                sum(|io| io.readahead_pages),
+                sum(|io| io.readahead_hits)
             );
         }
         s += "\nper app: launch ms (DoF of the files read) / scenario MiB/s (cold)\n";

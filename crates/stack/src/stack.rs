@@ -386,6 +386,16 @@ impl Stack {
         Ok(self.cache()?.drop_clean_pages())
     }
 
+    /// Switches the page cache's readahead (`cache.readahead`) from now on.
+    pub fn set_readahead(
+        &mut self,
+        readahead: flashstack_cache::ReadaheadConfig,
+    ) -> Result<(), FileError> {
+        self.cache()?.set_readahead(readahead.clone()).map_err(io)?;
+        self.config.cache.readahead = readahead;
+        Ok(())
+    }
+
     /// `sync_all`, the state a clean unmount leaves (a checkpoint).
     pub fn unmount(&mut self, now: Nanos) -> Result<Nanos, FileError> {
         self.sync_all(now)

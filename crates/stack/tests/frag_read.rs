@@ -44,8 +44,9 @@ fn lay_out(fs: &mut F2fs<Device>, run: usize, fill: usize) -> Vec<u8> {
     data
 }
 
-/// A cold read of the whole file through the stack (open, read, close): its time.
-fn cold_read_ns(s: &mut Stack, path: &str, want: &[u8]) -> u64 {
+/// A cold read of the whole file through the stack (open, read in calls of `call_bytes`,
+/// close): its time.
+fn cold_read_ns(s: &mut Stack, path: &str, want: &[u8], call_bytes: usize) -> u64 {
     s.drop_caches().unwrap();
     // From an idle device: after whatever F2FS did last (its clock may lead the stack's).
     let fs_now = s.with_fs(|fs| fs.now_ns()).unwrap();
@@ -54,8 +55,12 @@ fn cold_read_ns(s: &mut Stack, path: &str, want: &[u8]) -> u64 {
         .unwrap();
     let (h, t) = s.open(t0, path, OpenFlags::default()).unwrap();
     let mut buf = vec![0u8; want.len()];
-    let (n, t) = s.read_at(t, h, 0, &mut buf).unwrap();
-    assert_eq!(n, want.len());
+    let mut t = t;
+    for (k, chunk) in buf.chunks_mut(call_bytes).enumerate() {
+        let (n, done) = s.read_at(t, h, (k * call_bytes) as u64, chunk).unwrap();
+        assert_eq!(n, chunk.len());
+        t = done;
+    }
     assert!(buf == want, "{path}: bytes differ");
     let t = s.close(t, h).unwrap();
     s.idle_until(t + 1_000_000_000).unwrap();
@@ -82,6 +87,15 @@ struct Times {
 }
 
 fn times(run: usize, fill: usize, change: impl FnOnce(&mut StackConfig)) -> Times {
+    times_in_calls(run, fill, PAGES * 4096, change)
+}
+
+fn times_in_calls(
+    run: usize,
+    fill: usize,
+    call_bytes: usize,
+    change: impl FnOnce(&mut StackConfig),
+) -> Times {
     let mut config = StackConfig::preset("ufs31").unwrap();
     config.device.nand.geometry.blocks_per_plane = 40;
     config.device.nand.geometry.pages_per_block = 192;
@@ -92,16 +106,16 @@ fn times(run: usize, fill: usize, change: impl FnOnce(&mut StackConfig)) -> Time
     // One log segment boundary may cut the contiguous copy once.
     assert!(extents(&mut s, "/c.db") <= 2);
     let requests_before = s.with_fs(|fs| fs.metrics().read_requests).unwrap();
-    let frag = cold_read_ns(&mut s, "/a.db", &data);
+    let frag = cold_read_ns(&mut s, "/a.db", &data, call_bytes);
     let requests = s.with_fs(|fs| fs.metrics().read_requests).unwrap() - requests_before;
-    let contiguous = cold_read_ns(&mut s, "/c.db", &data);
+    let contiguous = cold_read_ns(&mut s, "/c.db", &data, call_bytes);
     s.with_fs(|fs| {
         let ino = fs.lookup("/a.db").unwrap();
         fs.defrag_by_remap(ino).unwrap();
     })
     .unwrap();
     assert_eq!(extents(&mut s, "/a.db"), 1);
-    let after = cold_read_ns(&mut s, "/a.db", &data);
+    let after = cold_read_ns(&mut s, "/a.db", &data, call_bytes);
     assert_eq!(try_read_all(&mut s, "/a.db").unwrap(), data);
     let ms = |ns: u64| ns as f64 / 1e6;
     let t = Times {
@@ -111,7 +125,7 @@ fn times(run: usize, fill: usize, change: impl FnOnce(&mut StackConfig)) -> Time
         after_l_ms: ms(after),
     };
     println!(
-        "pieces of {run} pages, {fill} between: {} requests, fragmented {:.3} ms, contiguous {:.3} ms, after janusdL {:.3} ms",
+        "pieces of {run} pages, {fill} between, {call_bytes}-byte calls: {} requests, fragmented {:.3} ms, contiguous {:.3} ms, after janusdL {:.3} ms",
         t.requests, t.frag_ms, t.contiguous_ms, t.after_l_ms
     );
     t
@@ -170,4 +184,45 @@ fn janusd_l_does_not_fix_physical_fragmentation() {
     assert_eq!(t.requests, 512);
     assert!(t.frag_ms > 3.0 * t.contiguous_ms);
     assert!(t.after_l_ms > 3.0 * t.contiguous_ms);
+}
+
+/// A reader of 4 KiB calls (SQLite's pages, faults on mapped code) pays for logical
+/// fragmentation only through readahead: with Linux's readahead the windows (4 → 32
+/// pages) are split at the pieces, so the fragmented file takes more requests and longer
+/// than the contiguous one, and janusdL takes it back; with readahead off every page is
+/// its own waited-for request, fragmented or not, and all three take the same time.
+#[test]
+fn page_by_page_readers_pay_for_fragmentation_through_readahead() {
+    let linux =
+        |c: &mut StackConfig| c.cache.readahead = flashstack_cache::ReadaheadConfig::linux();
+    let on = times_in_calls(4, 8, 4096, linux);
+    let off = times_in_calls(4, 8, 4096, |_| {});
+    assert_eq!(
+        off.requests, PAGES as u64,
+        "one request per page without readahead"
+    );
+    assert!(
+        on.requests < PAGES as u64 / 2,
+        "readahead windows: {}",
+        on.requests
+    );
+    assert!(
+        on.frag_ms > 1.05 * on.contiguous_ms,
+        "fragmented not slower"
+    );
+    // janusdL takes back most of the gap, as for one large read (the rest: `docs/janusd.md`).
+    assert!(
+        on.after_l_ms < 1.08 * on.contiguous_ms,
+        "janusdL did not close the gap"
+    );
+    assert!(on.frag_ms - on.after_l_ms > 0.5 * (on.frag_ms - on.contiguous_ms));
+    assert!(
+        on.contiguous_ms < 0.5 * off.contiguous_ms,
+        "readahead did not help"
+    );
+    let spread = off.frag_ms.max(off.contiguous_ms) / off.frag_ms.min(off.contiguous_ms);
+    assert!(
+        spread < 1.02,
+        "without readahead fragmentation should not matter"
+    );
 }
