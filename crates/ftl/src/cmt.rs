@@ -231,17 +231,20 @@ impl TranslationArea {
         tpage * self.entries_per_page..(tpage + 1) * self.entries_per_page
     }
 
-    fn unit_of_block(&self, block: u32) -> u32 {
-        block % self.units
+    /// The die holding physical translation page `at`: a translation block is striped
+    /// over every die (page `i` on die `i mod dies`), as controllers stripe their metadata
+    /// writes, so a burst of translation programs does not queue on one die.
+    fn unit_of_index(&self, at: u32) -> u32 {
+        at % self.units
     }
 
     /// The die holding `tpage`, if it was ever written.
     fn unit_of(&self, tpage: u32) -> Option<u32> {
         let at = self.gtd[tpage as usize];
-        (at != NOWHERE).then(|| self.unit_of_block(at / self.pages_per_block))
+        (at != NOWHERE).then(|| self.unit_of_index(at))
     }
 
-    /// Records `tpage` at the open block's next page; returns that block.
+    /// Records `tpage` at the open block's next page; returns that physical page.
     fn place(&mut self, tpage: u32) -> u32 {
         assert!(self.next < self.pages_per_block, "translation block full");
         let old = self.gtd[tpage as usize];
@@ -254,7 +257,7 @@ impl TranslationArea {
         self.owner[at as usize] = tpage;
         self.valid[self.open as usize] += 1;
         self.next += 1;
-        self.open
+        at
     }
 
     /// Opens the next free block; returns the block translation-block GC must collect
@@ -266,18 +269,19 @@ impl TranslationArea {
     }
 
     /// Moves the live pages of `victim` into the open block and frees it (its erase);
-    /// returns how many moved.
-    fn collect(&mut self, victim: u32) -> u32 {
+    /// returns each move's (from, to) physical page.
+    fn collect(&mut self, victim: u32) -> Vec<(u32, u32)> {
         let live = self.live_pages(victim);
-        for &tpage in &live {
-            self.place(tpage);
-        }
+        let moves = live
+            .iter()
+            .map(|&tpage| (self.gtd[tpage as usize], self.place(tpage)))
+            .collect();
         assert_eq!(
             self.valid[victim as usize], 0,
             "translation GC left live pages"
         );
         self.free.push_back(victim);
-        live.len() as u32
+        moves
     }
 
     /// Greedy victim among full blocks other than the open one (pure choice).
@@ -421,8 +425,8 @@ impl Ftl {
         if cache.area.next == cache.area.pages_per_block {
             ready_ns = self.open_translation_block(cache, now_ns)?;
         }
-        let block = cache.area.place(tpage);
-        let unit = cache.area.unit_of_block(block);
+        let at = cache.area.place(tpage);
+        let unit = cache.area.unit_of_index(at);
         self.counters.mapping_programs += 1;
         Ok(self
             .nand
@@ -440,19 +444,22 @@ impl Ftl {
         let Some(victim) = cache.area.open_next() else {
             return Ok(now_ns);
         };
-        let (from, to) = (
-            cache.area.unit_of_block(victim),
-            cache.area.unit_of_block(cache.area.open),
-        );
-        let moved = cache.area.collect(victim);
+        let moves = cache.area.collect(victim);
         let mut ready_ns = now_ns;
-        for _ in 0..moved {
+        for &(from, to) in &moves {
+            let (from, to) = (cache.area.unit_of_index(from), cache.area.unit_of_index(to));
             ready_ns = self.nand.occupy_unit(from, UnitOp::Read, ready_ns)?.end_ns;
             ready_ns = self.nand.occupy_unit(to, UnitOp::Program, ready_ns)?.end_ns;
         }
-        self.counters.translation_gc_moves += moved as u64;
+        self.counters.translation_gc_moves += moves.len() as u64;
         self.counters.translation_gc_cycles += 1;
-        Ok(self.nand.occupy_unit(from, UnitOp::Erase, ready_ns)?.end_ns)
+        // The striped block is erased on every die at once.
+        let mut erased_ns = ready_ns;
+        for unit in 0..cache.area.units {
+            let end_ns = self.nand.occupy_unit(unit, UnitOp::Erase, ready_ns)?.end_ns;
+            erased_ns = erased_ns.max(end_ns);
+        }
+        Ok(erased_ns)
     }
 
     /// Step 4: the mappings of `lpns` changed without a host request (GC, wear levelling,
@@ -523,6 +530,9 @@ impl Ftl {
                 }
             }
         }
+        if result.is_ok() {
+            self.materialise_translation_pages(&mut cache);
+        }
         self.mapping_cache = Some(cache);
         result.map(|()| done_ns)
     }
@@ -534,6 +544,27 @@ impl Ftl {
         let g = self.config.nand.geometry.clone();
         let cache = self.mapping_cache.as_mut().expect("a mapping cache");
         cache.area = TranslationArea::new(self.user_lbas, entries, g.pages_per_block, g.units());
+    }
+
+    /// Every translation page that covers a mapped logical page exists on flash on a
+    /// real device; state mounted from elsewhere (`DeviceParts`, a constructed steady
+    /// state) never wrote them here, so they are placed now, at no cost in time.
+    fn materialise_translation_pages(&self, cache: &mut MappingCache) {
+        let area = &mut cache.area;
+        let mut last = NOWHERE;
+        for (lpn, slot) in self.mapping.l2p.iter().enumerate() {
+            let tpage = area.page_of(lpn as u32);
+            if slot == crate::UNMAPPED || tpage == last || area.gtd[tpage as usize] != NOWHERE {
+                continue;
+            }
+            last = tpage;
+            if area.next == area.pages_per_block {
+                if let Some(victim) = area.open_next() {
+                    area.collect(victim);
+                }
+            }
+            area.place(tpage);
+        }
     }
 
     /// Full check: the CMT within its bound, the segments and entries agree, the GTD and
