@@ -939,3 +939,31 @@ fn golden_fingerprint_of_trims_gc_and_power_cuts() {
          8192/1024: progs 3951 erases_gc 693 trimpages 221 gc 514 201 wl 0 pc 48 obs f02a3a8119750c7a\n"
     );
 }
+
+/// The translation pages whose dirty entries a cut lost are written again at recovery
+/// (their flash copies are stale), and only those.
+#[test]
+fn recovery_rewrites_the_translation_pages_a_cut_left_stale() {
+    let mut config = tiny_config(4096, StreamMode::Single, VictimPolicyKind::Greedy);
+    config.ftl.mapping_cache = MappingCacheConfig {
+        sram_bytes: 64 * 8,
+        policy: CmtPolicyKind::SegmentedLru,
+        entry_bytes: 8,
+    };
+    let mut ftl = Ftl::new(config, false, 1).unwrap();
+    ftl.shrink_translation_pages(8);
+    let payload = Payload::Unstored { lba_count: 1 };
+    // Dirty entries in translation pages 0, 2 and 5 (two in page 2).
+    for lba in [1u64, 17, 18, 41] {
+        ftl.write(0, lba, payload, Hints::default()).unwrap();
+    }
+    ftl.flush(0).unwrap();
+    assert_eq!(ftl.counters().mapping_programs, 0, "all still cached");
+    ftl.nand_mut().cut_power();
+    ftl.power_cycle(1_000_000_000).unwrap();
+    assert_eq!(ftl.counters().mapping_programs, 3);
+    ftl.check_invariants().unwrap();
+    for lba in [1u64, 17, 18, 41] {
+        assert!(ftl.is_mapped(lba), "lba {lba} lost");
+    }
+}
