@@ -70,7 +70,7 @@ fn run(device: DeviceConfig) -> Golden {
         let payload = Payload::Unstored { lba_count: 1 };
         ftl.write(now, lba, payload, Hints::default()).unwrap();
         writes += 1;
-        if writes % 32 == 0 {
+        if writes.is_multiple_of(32) {
             ftl.flush(now).unwrap();
         }
     }

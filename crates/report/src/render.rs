@@ -175,13 +175,15 @@ fn remap_cost_cell(r: &RunReport) -> String {
     )
 }
 
-fn cache_cell(r: &RunReport, f: fn(&crate::MappingCacheFigures) -> String) -> String {
+type CacheCell = fn(&crate::MappingCacheFigures) -> String;
+
+fn cache_cell(r: &RunReport, f: CacheCell) -> String {
     r.mapping_cache.as_ref().map_or("off".into(), f)
 }
 
 /// Mapping-cache rows, inserted after the erases row when some run has a cache.
 fn mapping_cache_rows(reports: &[RunReport]) -> Vec<(String, Vec<String>)> {
-    let rows: [(&str, fn(&crate::MappingCacheFigures) -> String); 3] = [
+    let rows: [(&str, CacheCell); 3] = [
         ("mapping cache hit rate", |m| {
             format!("{:.4} ({} SRAM)", m.hit_rate, format_bytes(m.sram_bytes))
         }),
