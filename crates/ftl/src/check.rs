@@ -14,6 +14,7 @@ impl Ftl {
         self.check_blocks()?;
         self.check_copies()?;
         self.check_fragments_on_flash()?;
+        self.check_mapping_cache()?;
         self.check_counters()
     }
 

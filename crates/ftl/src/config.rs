@@ -76,6 +76,10 @@ pub struct FtlConfig {
         skip_serializing_if = "is_one"
     )]
     pub exported_capacity_factor: f64,
+    /// Demand-based mapping-table cache (DFTL): only part of the L2P table in SRAM,
+    /// translation pages on flash (`cmt.rs`). Off (the whole table in SRAM) by default.
+    #[serde(default, skip_serializing_if = "MappingCacheConfig::is_off")]
+    pub mapping_cache: MappingCacheConfig,
     /// In-device compression (LDC and its baselines); absent = none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compression: Option<CompressionConfig>,
@@ -93,6 +97,57 @@ pub struct CompressionConfig {
     pub codec: flashstack_codec::CodecKind,
     #[serde(default)]
     pub controller: crate::compression::ControllerTiming,
+}
+
+/// Which cached mapping entry leaves SRAM first (`cmt.rs`, `choose_victim`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CmtPolicyKind {
+    /// Least recently used.
+    Lru,
+    /// Segmented LRU as DFTL uses it: a hit promotes an entry to a protected segment
+    /// (half the cache); eviction takes the probationary segment's LRU first.
+    #[default]
+    SegmentedLru,
+}
+
+/// The mapping-table cache: how much controller SRAM holds mapping entries.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MappingCacheConfig {
+    /// SRAM for cached mapping entries; 0 = off (the whole table is resident).
+    #[serde(default)]
+    pub sram_bytes: u64,
+    #[serde(default)]
+    pub policy: CmtPolicyKind,
+    /// SRAM bytes one cached entry takes (logical and physical page numbers: 8, as
+    /// DFTL's and MQSim's cached mapping table count it).
+    #[serde(default = "default_cmt_entry_bytes")]
+    pub entry_bytes: u32,
+}
+
+impl Default for MappingCacheConfig {
+    fn default() -> Self {
+        MappingCacheConfig {
+            sram_bytes: 0,
+            policy: CmtPolicyKind::default(),
+            entry_bytes: default_cmt_entry_bytes(),
+        }
+    }
+}
+
+impl MappingCacheConfig {
+    pub fn is_off(&self) -> bool {
+        self.sram_bytes == 0
+    }
+    /// Entries the cache holds.
+    pub fn entries(&self) -> u64 {
+        self.sram_bytes / self.entry_bytes.max(1) as u64
+    }
+}
+
+fn default_cmt_entry_bytes() -> u32 {
+    8
 }
 
 fn default_exported_capacity_factor() -> f64 {
@@ -199,6 +254,28 @@ impl DeviceConfig {
                 "ftl.exported_capacity_factor",
                 "a device exports more than its flash only if it compresses (ftl.compression)",
             ));
+        }
+        let cache = &f.mapping_cache;
+        if !cache.is_off() {
+            if !(4..=16).contains(&cache.entry_bytes) {
+                return Err(ConfigError::new(
+                    "ftl.mapping_cache.entry_bytes",
+                    "must be between 4 and 16",
+                ));
+            }
+            if cache.entries() < 2 {
+                return Err(ConfigError::new(
+                    "ftl.mapping_cache.sram_bytes",
+                    "must hold at least two entries (0 turns the cache off)",
+                ));
+            }
+            if f.compression.is_some() || f.slot_bytes != 4096 {
+                return Err(ConfigError::new(
+                    "ftl.mapping_cache",
+                    "the mapping cache is implemented for plain 4 KiB page mapping only \
+                     (no compression, ftl.slot_bytes = 4096)",
+                ));
+            }
         }
         if f.gc.candidates_max == 0 {
             return Err(ConfigError::new(

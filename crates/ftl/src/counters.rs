@@ -65,6 +65,27 @@ pub struct FtlCounters {
     pub predictions_checked: u64,
     /// Sum of |predicted − actual| ratio (permille) over those pages.
     pub prediction_error_permille_sum: u64,
+    /// Mapping-table cache (`cmt.rs`; all zero and left out of JSON while it is off):
+    /// host lookups that found their entry in SRAM, and those that did not.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub cmt_hits: u64,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub cmt_misses: u64,
+    /// Translation pages read from flash (misses, and read-modify-writes for GC and trims).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub mapping_reads: u64,
+    /// Translation pages programmed (dirty evictions, updates, translation GC excluded).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub mapping_programs: u64,
+    /// Of the programs, translation pages updated for entries not in the cache (GC, wear
+    /// levelling and trims moving or dropping data).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub mapping_updates_uncached: u64,
+    /// Translation-block GC: cycles (each erases one translation block) and pages moved.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub translation_gc_cycles: u64,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub translation_gc_moves: u64,
     pub power_cycles: u64,
     /// Virtual time the last recovery (mount) scan took.
     pub recovery_ns_last: u64,
@@ -90,5 +111,19 @@ impl FtlCounters {
             + self.program_slots_wl
             + self.program_slots_padding
             + self.program_slots_meta
+    }
+}
+
+fn is_zero(x: &u64) -> bool {
+    *x == 0
+}
+
+impl FtlCounters {
+    /// Share of host mapping lookups served from SRAM (1 when the cache is off or idle).
+    pub fn cmt_hit_rate(&self) -> f64 {
+        match self.cmt_hits + self.cmt_misses {
+            0 => 1.0,
+            n => self.cmt_hits as f64 / n as f64,
+        }
     }
 }

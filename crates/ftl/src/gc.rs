@@ -193,6 +193,11 @@ impl Ftl {
                 break;
             }
             self.repoint_sharers(&shared);
+            // GC of data blocks changes the mappings it moved: translation pages follow.
+            if let Err(e) = self.cmt_update(slots.iter().map(|&(_, lpn)| lpn), now_ns) {
+                result = Err(e);
+                break;
+            }
         }
         self.relocation_slots = slots;
         self.relocation_origin = None;

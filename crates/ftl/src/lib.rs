@@ -19,6 +19,7 @@
 
 mod blocks;
 mod check;
+mod cmt;
 mod compress;
 pub mod compression;
 pub mod config;
@@ -53,8 +54,10 @@ use flashstack_sim::{Divisor, LatencyHistogram, Nanos, Resource};
 use stream::is_start;
 
 use blocks::{BlockState, BlockTable};
+pub use cmt::{choose_victim, demote_protected, place_on_hit, Segment};
 pub use config::{
-    DeviceConfig, FtlConfig, GcConfig, HostConfig, StreamMode, VictimPolicyKind, WearConfig,
+    CmtPolicyKind, DeviceConfig, FtlConfig, GcConfig, HostConfig, MappingCacheConfig, StreamMode,
+    VictimPolicyKind, WearConfig,
 };
 pub use construct::ConstructedState;
 pub use counters::FtlCounters;
@@ -146,6 +149,9 @@ pub struct Ftl {
     relocation_slots: Vec<(u32, u32)>,
     /// The fragment GC is moving right now, so a straddling copy can be undone.
     relocation_origin: Option<(u32, u32)>,
+    /// The demand-based mapping-table cache (`cmt.rs`); `None` when the whole table is in
+    /// SRAM (the default).
+    mapping_cache: Option<cmt::MappingCache>,
     /// Superseded fragments on flash (first slot, slots, the page's sequence number)
     /// whose bytes go at the next flush (`write.rs`, `note_dead`).
     dead_fragments: Vec<(u32, u32, u64)>,
@@ -264,6 +270,13 @@ impl Ftl {
             relocation_slots: Vec::new(),
             relocation_origin: None,
             dead_fragments: Vec::new(),
+            mapping_cache: cmt::MappingCache::new(
+                &config.ftl.mapping_cache,
+                user_lbas,
+                g.page_size_bytes,
+                g.pages_per_block,
+                g.units(),
+            ),
             measure_start_ns: 0,
             last_arrival_ns: 0,
             activity: flashstack_sim::ActivityLog::new(0),

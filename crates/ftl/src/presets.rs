@@ -11,7 +11,7 @@ use crate::compression::{CompressionPolicyKind, ControllerTiming};
 use crate::config::*;
 
 /// (name, one-line description) of every preset.
-pub const PRESETS: [(&str, &str); 10] = [
+pub const PRESETS: [(&str, &str); 11] = [
     (
         "ldc-emmc",
         "LDC seed Table 3: 16 GiB eMMC, 4 KiB pages, 64 pages/block, 1% OP, one request at a time",
@@ -19,6 +19,10 @@ pub const PRESETS: [(&str, &str); 10] = [
     (
         "ufs31",
         "128 GiB UFS 3.1 phone storage on 512 Gbit 3D TLC dies, 16 KiB pages, QD 32",
+    ),
+    (
+        "ufs31-dftl",
+        "ufs31 with 1 MiB of controller SRAM for mapping entries (DFTL-style cached mapping table)",
     ),
     (
         "mqsim-default",
@@ -60,6 +64,7 @@ pub fn preset(name: &str) -> Option<DeviceConfig> {
     match name {
         "ldc-emmc" => Some(ldc_emmc()),
         "ufs31" => Some(ufs31()),
+        "ufs31-dftl" => Some(ufs31_dftl()),
         "mqsim-default" => Some(mqsim_default()),
         "ldc-emmc-pm" => Some(ldc_emmc_with(CompressionPolicyKind::Pm)),
         "ldc-emmc-zftl" => Some(ldc_emmc_with(CompressionPolicyKind::Zftl)),
@@ -157,6 +162,7 @@ pub fn ldc_emmc() -> DeviceConfig {
             slot_bytes: 4096,
             exported_capacity_factor: 1.0,
             compression: None,
+            mapping_cache: MappingCacheConfig::default(),
             wear: WearConfig {
                 dynamic: true,
                 static_threshold: None,
@@ -276,6 +282,7 @@ pub fn ufs31() -> DeviceConfig {
             slot_bytes: 4096,
             exported_capacity_factor: 1.0,
             compression: None,
+            mapping_cache: MappingCacheConfig::default(),
             wear: WearConfig {
                 dynamic: true,
                 static_threshold: Some(200),
@@ -288,6 +295,30 @@ pub fn ufs31() -> DeviceConfig {
             link_ns_per_4k: 1_760,
         },
     }
+}
+
+/// `ufs31` holding only part of its L2P table in controller SRAM (`cmt.rs`).
+/// - Phone controllers cannot hold a 128 GiB device's table (32 Mi entries, 128 MiB at
+///   4 bytes): "mobile storage devices typically have RAM with constrained size, thus lack
+///   in memory to keep the whole mapping table" (Jeong et al., Samsung, "Improving Flash
+///   Storage Performance by Caching Address Mapping Table in Host Memory", HotStorage
+///   2017, the paper behind UFS HPB); UFS on-device memory "does not increase due to H/W
+///   and cost constraints" (Kim et al., JOK 2023).
+/// - 1 MiB of SRAM for mapping entries (131,072 entries of 8 bytes, 512 MiB of data
+///   covered) is an assumption: no vendor publishes the figure; it is the upper end of the
+///   512 KiB–1 MiB range commonly quoted for UFS controllers. Override it with
+///   `--set ftl.mapping_cache.sram_bytes=N`.
+/// - Segmented LRU, as DFTL.
+pub fn ufs31_dftl() -> DeviceConfig {
+    let mut d = ufs31();
+    d.name = "ufs31-dftl".into();
+    d.description = PRESETS[2].1.into();
+    d.ftl.mapping_cache = MappingCacheConfig {
+        sram_bytes: 1 << 20,
+        policy: CmtPolicyKind::SegmentedLru,
+        entry_bytes: 8,
+    };
+    d
 }
 
 /// MQSim's shipped `ssdconfig.xml` (CMU-SAFARI/MQSim, commit 7ec40e3): MLC, 8 channels × 4
@@ -341,6 +372,7 @@ pub fn mqsim_default() -> DeviceConfig {
             slot_bytes: 4096,
             exported_capacity_factor: 1.0,
             compression: None,
+            mapping_cache: MappingCacheConfig::default(),
             wear: WearConfig {
                 dynamic: true,
                 static_threshold: Some(100),
@@ -437,6 +469,7 @@ pub fn csd3000_with(policy: CompressionPolicyKind, flash_gib: u32) -> DeviceConf
             } else {
                 2.0
             },
+            mapping_cache: MappingCacheConfig::default(),
             compression: Some(CompressionConfig {
                 policy,
                 codec: flashstack_codec::CodecKind::Zlib {

@@ -49,6 +49,9 @@ impl Ftl {
             self.build_copies();
         }
         self.rebuild_block_table(now_ns);
+        let scan_end_ns = self
+            .cmt_recover(scan_end_ns)
+            .map_err(|_| BlockError::PowerLoss)?;
         self.seq = seq_max + 1;
         self.counters.power_cycles += 1;
         self.counters.recovery_ns_last = scan_end_ns - now_ns;
@@ -80,6 +83,9 @@ impl Ftl {
         self.retire_queue.clear();
         self.erases_since_wl_check.fill(0);
         self.queue.reset(now_ns);
+        if let Some(cache) = self.mapping_cache.as_mut() {
+            cache.lose_power();
+        }
         // Mapping records are page contents, not volatile state: a torn program never
         // inserted one.
     }

@@ -68,6 +68,7 @@ pub(crate) fn tiny_config(
             slot_bytes: 4096,
             exported_capacity_factor: 1.0,
             compression: None,
+            mapping_cache: MappingCacheConfig::default(),
             wear: WearConfig {
                 dynamic: true,
                 static_threshold: Some(4),
@@ -452,6 +453,11 @@ fn run_checking_from(
     let mut h = Harness::new(config, seed);
     h.allow_no_space = allow_no_space;
     h.check_from = check_from;
+    run_harness(h, ops)
+}
+
+/// Runs `ops` on `h`, then shuts down cleanly and remounts: everything must survive.
+fn run_harness(mut h: Harness, ops: &[Op]) -> Harness {
     for op in ops {
         if !h.step(op) {
             return h;
@@ -532,6 +538,54 @@ fn reads_match_the_model_through_gc_trims_and_power_cuts() {
             && tally.noted("mid-trim-log") > 50,
         "the cuts must land in GC, in partial buffers and in the trim log: {}",
         tally.line()
+    );
+}
+
+/// The mapping-table cache (`cmt.rs`) under power cuts: a CMT of 2–12 entries over
+/// translation pages of 8–64 entries forces evictions, batched translation-page programs,
+/// translation-block GC and updates from data GC; after every cut and at the end, every
+/// flushed LBA reads back intact (the harness checks each against the model).
+#[test]
+fn mapping_cache_keeps_everything_flushed_through_power_cuts() {
+    let totals = RefCell::new([0u64; 4]);
+    proptest!(
+        ProptestConfig { cases: 300, ..ProptestConfig::default() },
+        |(
+            page in prop_oneof![Just(4096u32), Just(8192), Just(16384)],
+            streams in prop_oneof![Just(StreamMode::Single), Just(StreamMode::Temperature)],
+            policy in prop_oneof![Just(CmtPolicyKind::Lru), Just(CmtPolicyKind::SegmentedLru)],
+            entries in 2u64..12,
+            tpage_entries in prop_oneof![Just(8u32), Just(32), Just(64)],
+            ops in prop::collection::vec(op_strategy(), 1..400),
+            seed in any::<u64>(),
+        )| {
+            let mut config = tiny_config(page, streams, VictimPolicyKind::Greedy);
+            config.ftl.mapping_cache = MappingCacheConfig {
+                sram_bytes: entries * 8,
+                policy,
+                entry_bytes: 8,
+            };
+            let mut h = Harness::new(config, seed);
+            h.ftl.shrink_translation_pages(tpage_entries);
+            let h = run_harness(h, &ops);
+            let c = h.ftl.counters();
+            let mut t = totals.borrow_mut();
+            for (total, n) in t.iter_mut().zip([
+                c.mapping_programs,
+                c.mapping_updates_uncached,
+                c.translation_gc_cycles,
+                c.power_cycles,
+            ]) {
+                *total += n;
+            }
+        }
+    );
+    let [programs, uncached, translation_gc, cycles] = totals.into_inner();
+    assert!(
+        programs > 1_000 && uncached > 100 && translation_gc > 100 && cycles > 300,
+        "the cache must evict, follow GC, collect translation blocks and see cuts: \
+         {programs} programs, {uncached} uncached updates, {translation_gc} translation GC, \
+         {cycles} power cycles"
     );
 }
 
@@ -884,4 +938,32 @@ fn golden_fingerprint_of_trims_gc_and_power_cuts() {
          16384/4096: progs 2201 erases_gc 357 trimpages 180 gc 186 180 wl 1 pc 25 obs a9d8a7bd282a85c3\n\
          8192/1024: progs 3951 erases_gc 693 trimpages 221 gc 514 201 wl 0 pc 48 obs f02a3a8119750c7a\n"
     );
+}
+
+/// The translation pages whose dirty entries a cut lost are written again at recovery
+/// (their flash copies are stale), and only those.
+#[test]
+fn recovery_rewrites_the_translation_pages_a_cut_left_stale() {
+    let mut config = tiny_config(4096, StreamMode::Single, VictimPolicyKind::Greedy);
+    config.ftl.mapping_cache = MappingCacheConfig {
+        sram_bytes: 64 * 8,
+        policy: CmtPolicyKind::SegmentedLru,
+        entry_bytes: 8,
+    };
+    let mut ftl = Ftl::new(config, false, 1).unwrap();
+    ftl.shrink_translation_pages(8);
+    let payload = Payload::Unstored { lba_count: 1 };
+    // Dirty entries in translation pages 0, 2 and 5 (two in page 2).
+    for lba in [1u64, 17, 18, 41] {
+        ftl.write(0, lba, payload, Hints::default()).unwrap();
+    }
+    ftl.flush(0).unwrap();
+    assert_eq!(ftl.counters().mapping_programs, 0, "all still cached");
+    ftl.nand_mut().cut_power();
+    ftl.power_cycle(1_000_000_000).unwrap();
+    assert_eq!(ftl.counters().mapping_programs, 3);
+    ftl.check_invariants().unwrap();
+    for lba in [1u64, 17, 18, 41] {
+        assert!(ftl.is_mapped(lba), "lba {lba} lost");
+    }
 }

@@ -23,10 +23,13 @@ impl Ftl {
             policy::stream_for(self.config.ftl.streams, self.config.ftl.streams_max, &hints)
                 as usize;
         let mut complete_ns = accepted_ns;
+        // The mapping entries must be in SRAM before the old copies can be invalidated.
+        let mapped_ns = self.cmt_access(lba as u32, count, true, accepted_ns)?;
         for i in 0..count as u64 {
             let (_, ready_ns) = self
                 .host_link
                 .reserve(accepted_ns, self.config.host.link_ns_per_4k);
+            let ready_ns = ready_ns.max(mapped_ns);
             let data = match payload {
                 Payload::Bytes(bytes) => {
                     Some(&bytes[i as usize * LBA_SIZE..(i as usize + 1) * LBA_SIZE])
@@ -172,6 +175,7 @@ impl Ftl {
         let (_, accepted_ns) = self
             .controller
             .reserve(start_ns, self.config.host.controller_overhead_ns);
+        let accepted_ns = self.cmt_access(lba as u32, count, false, accepted_ns)?;
         // When each run's data is in the controller, and how many LBAs it holds.
         let mut ready: Vec<(Nanos, u32)> = Vec::new();
         let mut i = 0;
@@ -303,15 +307,22 @@ impl Ftl {
         if self.copies.is_none() {
             self.build_copies();
         }
+        let mut trimmed = self.mapping_cache.is_some().then(Vec::new);
         for lpn in lba as u32..lba as u32 + count {
             if self.mapping.l2p.at(lpn as usize) == UNMAPPED {
                 continue;
+            }
+            if let Some(t) = trimmed.as_mut() {
+                t.push(lpn);
             }
             self.unmap(lpn);
             self.pending_trims.push(lpn);
             if self.pending_trims.len() >= self.trim_entries_per_page() {
                 complete_ns = complete_ns.max(self.write_trim_records(complete_ns)?);
             }
+        }
+        if let Some(lpns) = trimmed {
+            complete_ns = complete_ns.max(self.cmt_update(lpns.into_iter(), complete_ns)?);
         }
         self.counters.host_trim_requests += 1;
         self.counters.host_trim_lbas += count as u64;

@@ -55,6 +55,14 @@ pub enum NandError {
     EraseFailed { block: u32 },
 }
 
+/// An operation [`Nand::occupy_unit`] charges to a die.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UnitOp {
+    Read,
+    Program,
+    Erase,
+}
+
 /// When an operation held its die: it started at `start_ns` and the data was ready (read)
 /// or durable (program, erase) at `end_ns`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -403,6 +411,40 @@ impl Nand {
         let (start_ns, end_ns) = self.units[unit as usize].reserve(ready_ns, read_ns);
         self.note_end(end_ns);
         self.counters.oob_reads += 1;
+        Ok(OpTiming { start_ns, end_ns })
+    }
+
+    /// Occupies a die with an operation on a page the FTL models outside this array (a
+    /// mapping-cache translation page, `ftl/src/cmt.rs`): the die and its channel are busy
+    /// as for a real read, program or erase of one page, but no page state, counter or
+    /// power-cut countdown changes. Fails only when power is off.
+    pub fn occupy_unit(
+        &mut self,
+        unit: u32,
+        op: UnitOp,
+        ready_ns: Nanos,
+    ) -> Result<OpTiming, NandError> {
+        self.check_power()?;
+        let channel = self.channel_of_unit(unit);
+        let t = &self.config.timing;
+        let xfer_ns = self.transfer_ns(self.slots_per_page);
+        let (start_ns, end_ns) = match op {
+            UnitOp::Read => {
+                let (start_ns, sensed_ns) = self.units[unit as usize].reserve(ready_ns, t.read_ns);
+                let (_, end_ns) = self.channels[channel].reserve(sensed_ns, xfer_ns);
+                self.units[unit as usize].reserve(sensed_ns, end_ns - sensed_ns);
+                (start_ns, end_ns)
+            }
+            UnitOp::Program => {
+                let program_ns = t.program_ns;
+                let ready_ns = ready_ns.max(self.units[unit as usize].busy_until_ns());
+                let (start_ns, _) = self.channels[channel].reserve(ready_ns, xfer_ns);
+                let (_, end_ns) = self.units[unit as usize].reserve(start_ns, xfer_ns + program_ns);
+                (start_ns, end_ns)
+            }
+            UnitOp::Erase => self.units[unit as usize].reserve(ready_ns, t.erase_ns),
+        };
+        self.note_end(end_ns);
         Ok(OpTiming { start_ns, end_ns })
     }
 

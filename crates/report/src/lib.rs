@@ -99,6 +99,24 @@ pub struct GcFigures {
     pub relocation_page_reads: u64,
 }
 
+/// The FTL's mapping-table cache (DFTL): present only when the device has one.
+#[derive(Clone, Debug, Serialize)]
+pub struct MappingCacheFigures {
+    pub sram_bytes: u64,
+    pub policy: String,
+    pub hits: u64,
+    pub misses: u64,
+    /// Host mapping lookups served from SRAM ÷ all host lookups.
+    pub hit_rate: f64,
+    /// Translation pages read from flash and programmed to it.
+    pub mapping_reads: u64,
+    pub mapping_programs: u64,
+    /// Of the programs, updates for entries not cached (GC, wear levelling, trims).
+    pub mapping_updates_uncached: u64,
+    pub translation_gc_cycles: u64,
+    pub translation_gc_moves: u64,
+}
+
 /// Per-block lifetime erase counts over the whole device (good blocks).
 #[derive(Clone, Debug, Serialize)]
 pub struct EraseDistribution {
@@ -169,6 +187,8 @@ pub struct RunReport {
     pub nand: NandFigures,
     pub write_amplification: WriteAmplification,
     pub gc: GcFigures,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mapping_cache: Option<MappingCacheFigures>,
     pub erase_distribution: EraseDistribution,
     pub latency: BTreeMap<String, LatencySummary>,
     pub compression: CompressionFigures,
@@ -284,6 +304,7 @@ impl RunReport {
                 wear_levelling_bytes: c.program_slots_wl * slot_bytes,
                 relocation_page_reads: c.page_reads_relocation,
             },
+            mapping_cache: mapping_cache(ftl),
             write_amplification,
             erase_distribution: erase_distribution(ftl),
             latency: latency(ftl),
@@ -295,6 +316,29 @@ impl RunReport {
             timeline: None,
         }
     }
+}
+
+fn mapping_cache(ftl: &Ftl) -> Option<MappingCacheFigures> {
+    let config = &ftl.config().ftl.mapping_cache;
+    if config.is_off() {
+        return None;
+    }
+    let c = ftl.counters();
+    Some(MappingCacheFigures {
+        sram_bytes: config.sram_bytes,
+        policy: serde_json::to_value(config.policy)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default(),
+        hits: c.cmt_hits,
+        misses: c.cmt_misses,
+        hit_rate: c.cmt_hit_rate(),
+        mapping_reads: c.mapping_reads,
+        mapping_programs: c.mapping_programs,
+        mapping_updates_uncached: c.mapping_updates_uncached,
+        translation_gc_cycles: c.translation_gc_cycles,
+        translation_gc_moves: c.translation_gc_moves,
+    })
 }
 
 fn latency(ftl: &Ftl) -> BTreeMap<String, LatencySummary> {

@@ -175,6 +175,37 @@ fn remap_cost_cell(r: &RunReport) -> String {
     )
 }
 
+type CacheCell = fn(&crate::MappingCacheFigures) -> String;
+
+fn cache_cell(r: &RunReport, f: CacheCell) -> String {
+    r.mapping_cache.as_ref().map_or("off".into(), f)
+}
+
+/// Mapping-cache rows, inserted after the erases row when some run has a cache.
+fn mapping_cache_rows(reports: &[RunReport]) -> Vec<(String, Vec<String>)> {
+    let rows: [(&str, CacheCell); 3] = [
+        ("mapping cache hit rate", |m| {
+            format!("{:.4} ({} SRAM)", m.hit_rate, format_bytes(m.sram_bytes))
+        }),
+        ("  mapping reads / programs", |m| {
+            format!("{} / {}", count(m.mapping_reads), count(m.mapping_programs))
+        }),
+        ("  translation GC / moves", |m| {
+            format!(
+                "{} / {}",
+                count(m.translation_gc_cycles),
+                count(m.translation_gc_moves)
+            )
+        }),
+    ];
+    rows.iter()
+        .map(|&(label, f)| {
+            let cells = reports.iter().map(|r| cache_cell(r, f)).collect();
+            (label.to_string(), cells)
+        })
+        .collect()
+}
+
 /// One column per run, headed by the device name; then, for block traces, the trace's
 /// notes and process table ([`crate::render_trace_notes`]).
 pub fn render_table(reports: &[RunReport]) -> String {
@@ -196,6 +227,16 @@ pub fn render_table(reports: &[RunReport]) -> String {
             at + 1,
             ("  records / shared moved".into(), cells(remap_cost_cell)),
         );
+    }
+    // Likewise the mapping-cache rows, only when some device has a cache.
+    if reports.iter().any(|r| r.mapping_cache.is_some()) {
+        let at = 1 + rows
+            .iter()
+            .position(|(label, _)| label == "NAND block erases")
+            .expect("the erases row");
+        for (k, row) in mapping_cache_rows(reports).into_iter().enumerate() {
+            rows.insert(at + k, row);
+        }
     }
     let mut out = String::new();
     if let Some(first) = reports.first() {

@@ -178,6 +178,12 @@ fn set_path(root: &mut toml::Value, key: &str, new: toml::Value) -> Result<(), S
                 .map_err(|e| e.to_string())?;
             table.insert(segment.to_string(), defaults);
         }
+        if *segment == "mapping_cache" && !table.contains_key(*segment) {
+            // The FTL's mapping cache is left out while off.
+            let defaults = toml::Value::try_from(flashstack_ftl::MappingCacheConfig::default())
+                .map_err(|e| e.to_string())?;
+            table.insert(segment.to_string(), defaults);
+        }
         node = table
             .get_mut(*segment)
             .ok_or_else(|| format!("no field '{}'", segments[..=i].join(".")))?;

@@ -1,0 +1,661 @@
+//! Demand-based mapping-table cache (DFTL, Gupta et al., ASPLOS 2009): the controller's
+//! SRAM holds only some L2P entries (the cached mapping table, CMT); the whole table lives
+//! in translation pages on flash, found through a global translation directory (GTD) in
+//! SRAM. `ftl.mapping_cache.sram_bytes = 0` (the default) turns all of this off and every
+//! call here returns at once: results are byte-identical to a fully resident table.
+//!
+//! Step by step, for a host read or write of logical page `lpn`:
+//! 1. The CMT is looked up. A hit costs nothing on flash (a write marks the entry dirty).
+//! 2. A miss first makes room: the policy ([`choose_victim`]) names the entry to evict. A
+//!    dirty victim's translation page is programmed with every dirty entry of that page
+//!    at once (DFTL's batch update), which cleans them all; a clean victim just leaves.
+//! 3. Then the entry's translation page is read from the die that holds it (if it was
+//!    ever written: a page the GTD has no location for maps nothing, so no read). Every
+//!    other missing entry of the same request that lies in that translation page is
+//!    filled from the same read.
+//! 4. Garbage collection and wear levelling move data: entries of moved pages that are
+//!    cached become dirty; the others are updated in their translation pages directly,
+//!    one read and one program per translation page per relocated batch. Trims do the same.
+//! 5. Translation pages are written out of place into translation blocks of their own;
+//!    when those run out, translation-block GC moves the live translation pages of the
+//!    block with the fewest and erases it.
+//!
+//! What is modelled and what is not. The authoritative L2P stays the full table in
+//! `Mapping`: the cache decides *what it costs* to reach an entry (flash reads and
+//! programs of translation pages, charged on the die that holds them in virtual time, and
+//! counted), not what the entry says. Translation blocks are a separate area beside the
+//! data array: their reads, programs and erases occupy real dies (`Nand::occupy_unit`)
+//! but take no data blocks, hold no bytes and are not torn by armed power cuts.
+//!
+//! Power loss: the CMT is volatile. Recovery rebuilds every mapping from the OOB scan as
+//! before (so everything flushed is intact, `tests.rs`), restarts with an empty CMT, and
+//! programs again the translation pages whose dirty entries the cut lost (their flash
+//! copies are stale), which the recovery time includes.
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+use flashstack_nand::UnitOp;
+use flashstack_sim::Nanos;
+
+use crate::config::{CmtPolicyKind, MappingCacheConfig};
+use crate::{Ftl, FtlError};
+
+/// Bytes of one mapping entry in a translation page on flash (a physical page number).
+pub(crate) const TRANSLATION_ENTRY_BYTES: u32 = 4;
+const NOWHERE: u32 = u32::MAX;
+
+/// Which segment of the cache an entry sits in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Segment {
+    Probation,
+    Protected,
+}
+
+/// Where a hit entry goes (pure policy): LRU keeps one segment; segmented LRU promotes.
+pub fn place_on_hit(kind: CmtPolicyKind) -> Segment {
+    match kind {
+        CmtPolicyKind::Lru => Segment::Probation,
+        CmtPolicyKind::SegmentedLru => Segment::Protected,
+    }
+}
+
+/// Whether the protected segment must hand its least recent entry back to probation
+/// (pure policy): segmented LRU bounds it to half the cache.
+pub fn demote_protected(protected_len: usize, capacity: usize) -> bool {
+    protected_len > capacity / 2
+}
+
+/// The entry to evict (pure policy): the least recent probationary entry, else the
+/// least recent protected one.
+pub fn choose_victim(probation_lru: Option<u32>, protected_lru: Option<u32>) -> Option<u32> {
+    probation_lru.or(protected_lru)
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Entry {
+    stamp: u64,
+    dirty: bool,
+    segment: Segment,
+}
+
+/// The cached mapping table: which entries are in SRAM, in recency order per segment.
+/// Bounded by `capacity`; every structure is ordered (no hash-order effects).
+#[derive(Debug)]
+pub(crate) struct Cmt {
+    capacity: usize,
+    policy: CmtPolicyKind,
+    entries: BTreeMap<u32, Entry>,
+    probation: BTreeMap<u64, u32>,
+    protected: BTreeMap<u64, u32>,
+    clock: u64,
+}
+
+impl Cmt {
+    fn new(capacity: usize, policy: CmtPolicyKind) -> Cmt {
+        assert!(capacity >= 2);
+        Cmt {
+            capacity,
+            policy,
+            entries: BTreeMap::new(),
+            probation: BTreeMap::new(),
+            protected: BTreeMap::new(),
+            clock: 0,
+        }
+    }
+
+    fn segment_mut(&mut self, segment: Segment) -> &mut BTreeMap<u64, u32> {
+        match segment {
+            Segment::Probation => &mut self.probation,
+            Segment::Protected => &mut self.protected,
+        }
+    }
+
+    /// Looks `lpn` up; on a hit, moves it as the policy says and marks it dirty if asked.
+    fn touch(&mut self, lpn: u32, dirty: bool) -> bool {
+        let Some(entry) = self.entries.get(&lpn).copied() else {
+            return false;
+        };
+        self.segment_mut(entry.segment).remove(&entry.stamp);
+        self.place(lpn, entry.dirty || dirty, place_on_hit(self.policy));
+        true
+    }
+
+    fn place(&mut self, lpn: u32, dirty: bool, segment: Segment) {
+        self.clock += 1;
+        let stamp = self.clock;
+        self.entries.insert(
+            lpn,
+            Entry {
+                stamp,
+                dirty,
+                segment,
+            },
+        );
+        self.segment_mut(segment).insert(stamp, lpn);
+        if segment == Segment::Protected && demote_protected(self.protected.len(), self.capacity) {
+            let (_, oldest) = self.protected.pop_first().expect("over the bound");
+            let e = self.entries[&oldest];
+            self.place(oldest, e.dirty, Segment::Probation);
+        }
+    }
+
+    fn insert(&mut self, lpn: u32, dirty: bool) {
+        debug_assert!(self.entries.len() < self.capacity);
+        self.place(lpn, dirty, Segment::Probation);
+    }
+
+    fn is_full(&self) -> bool {
+        self.entries.len() >= self.capacity
+    }
+
+    fn victim(&self) -> u32 {
+        let lru = |m: &BTreeMap<u64, u32>| m.first_key_value().map(|(_, &l)| l);
+        choose_victim(lru(&self.probation), lru(&self.protected)).expect("a full cache")
+    }
+
+    /// Removes `lpn`; returns whether it was dirty.
+    fn remove(&mut self, lpn: u32) -> bool {
+        let e = self.entries.remove(&lpn).expect("cached");
+        self.segment_mut(e.segment).remove(&e.stamp);
+        e.dirty
+    }
+
+    /// Marks `lpn` dirty if cached (its translation page is updated later); returns
+    /// whether it was cached.
+    fn dirty_if_cached(&mut self, lpn: u32) -> bool {
+        match self.entries.get_mut(&lpn) {
+            Some(e) => {
+                e.dirty = true;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Cleans every dirty cached entry of `lpns` (their translation page was written).
+    fn clean(&mut self, lpns: std::ops::Range<u32>) {
+        for (_, e) in self.entries.range_mut(lpns) {
+            e.dirty = false;
+        }
+    }
+
+    fn dirty_lpns(&self) -> impl Iterator<Item = u32> + '_ {
+        self.entries
+            .iter()
+            .filter(|(_, e)| e.dirty)
+            .map(|(&l, _)| l)
+    }
+}
+
+/// Translation pages on flash: where each lives (the GTD), and the translation blocks.
+#[derive(Debug)]
+pub(crate) struct TranslationArea {
+    entries_per_page: u32,
+    pages_per_block: u32,
+    units: u32,
+    /// Translation page → its physical index (`block × pages_per_block + page`), or
+    /// `NOWHERE` while never written. SRAM (DFTL's GTD), rebuilt at mount by scanning the
+    /// translation blocks' spare areas; it survives a power cut in this model.
+    gtd: Vec<u32>,
+    /// Physical index → the translation page it holds while live, else `NOWHERE`.
+    owner: Vec<u32>,
+    valid: Vec<u32>,
+    free: VecDeque<u32>,
+    /// The open block and its next page.
+    open: u32,
+    next: u32,
+}
+
+impl TranslationArea {
+    fn new(user_lbas: u64, entries_per_page: u32, pages_per_block: u32, units: u32) -> Self {
+        let pages = user_lbas.div_ceil(entries_per_page as u64) as u32;
+        let blocks = translation_blocks(pages, pages_per_block);
+        TranslationArea {
+            entries_per_page,
+            pages_per_block,
+            units,
+            gtd: vec![NOWHERE; pages as usize],
+            owner: vec![NOWHERE; (blocks * pages_per_block) as usize],
+            valid: vec![0; blocks as usize],
+            free: (1..blocks).collect(),
+            open: 0,
+            next: 0,
+        }
+    }
+
+    fn page_of(&self, lpn: u32) -> u32 {
+        lpn / self.entries_per_page
+    }
+
+    fn lpns_of(&self, tpage: u32) -> std::ops::Range<u32> {
+        tpage * self.entries_per_page..(tpage + 1) * self.entries_per_page
+    }
+
+    /// The die holding physical translation page `at`: a translation block is striped
+    /// over every die (page `i` on die `i mod dies`), as controllers stripe their metadata
+    /// writes, so a burst of translation programs does not queue on one die.
+    fn unit_of_index(&self, at: u32) -> u32 {
+        at % self.units
+    }
+
+    /// The die holding `tpage`, if it was ever written.
+    fn unit_of(&self, tpage: u32) -> Option<u32> {
+        let at = self.gtd[tpage as usize];
+        (at != NOWHERE).then(|| self.unit_of_index(at))
+    }
+
+    /// Records `tpage` at the open block's next page; returns that physical page.
+    fn place(&mut self, tpage: u32) -> u32 {
+        assert!(self.next < self.pages_per_block, "translation block full");
+        let old = self.gtd[tpage as usize];
+        if old != NOWHERE {
+            self.owner[old as usize] = NOWHERE;
+            self.valid[(old / self.pages_per_block) as usize] -= 1;
+        }
+        let at = self.open * self.pages_per_block + self.next;
+        self.gtd[tpage as usize] = at;
+        self.owner[at as usize] = tpage;
+        self.valid[self.open as usize] += 1;
+        self.next += 1;
+        at
+    }
+
+    /// Opens the next free block; returns the block translation-block GC must collect
+    /// when that was the last free one.
+    fn open_next(&mut self) -> Option<u32> {
+        self.open = self.free.pop_front().expect("a spare translation block");
+        self.next = 0;
+        self.free.is_empty().then(|| self.gc_victim())
+    }
+
+    /// Moves the live pages of `victim` into the open block and frees it (its erase);
+    /// returns each move's (from, to) physical page.
+    fn collect(&mut self, victim: u32) -> Vec<(u32, u32)> {
+        let live = self.live_pages(victim);
+        let moves = live
+            .iter()
+            .map(|&tpage| (self.gtd[tpage as usize], self.place(tpage)))
+            .collect();
+        assert_eq!(
+            self.valid[victim as usize], 0,
+            "translation GC left live pages"
+        );
+        self.free.push_back(victim);
+        moves
+    }
+
+    /// Greedy victim among full blocks other than the open one (pure choice).
+    fn gc_victim(&self) -> u32 {
+        (0..self.valid.len() as u32)
+            .filter(|&b| b != self.open && !self.free.contains(&b))
+            .min_by_key(|&b| (self.valid[b as usize], b))
+            .expect("translation blocks besides the open one")
+    }
+
+    fn live_pages(&self, block: u32) -> Vec<u32> {
+        let first = (block * self.pages_per_block) as usize;
+        self.owner[first..first + self.pages_per_block as usize]
+            .iter()
+            .copied()
+            .filter(|&t| t != NOWHERE)
+            .collect()
+    }
+}
+
+/// Translation blocks for `pages` translation pages: room for all of them, a quarter
+/// more (so translation-block GC finds victims with little live data), and two spare
+/// blocks (the open block and the one GC moves into). An assumption: DFTL and MQSim
+/// leave the size of the translation area to the data GC's free pool.
+fn translation_blocks(pages: u32, pages_per_block: u32) -> u32 {
+    let full = pages.div_ceil(pages_per_block);
+    full + full.div_ceil(4) + 2
+}
+
+/// The mapping cache of one device: the CMT and the translation area.
+#[derive(Debug)]
+pub(crate) struct MappingCache {
+    cmt: Cmt,
+    area: TranslationArea,
+    /// Translation pages whose dirty entries a power cut lost: recovery writes them.
+    stale_after_cut: BTreeSet<u32>,
+}
+
+impl MappingCache {
+    pub(crate) fn new(
+        config: &MappingCacheConfig,
+        user_lbas: u64,
+        page_size_bytes: u32,
+        pages_per_block: u32,
+        units: u32,
+    ) -> Option<MappingCache> {
+        if config.is_off() {
+            return None;
+        }
+        Some(MappingCache {
+            cmt: Cmt::new(config.entries() as usize, config.policy),
+            area: TranslationArea::new(
+                user_lbas,
+                page_size_bytes / TRANSLATION_ENTRY_BYTES,
+                pages_per_block,
+                units,
+            ),
+            stale_after_cut: BTreeSet::new(),
+        })
+    }
+
+    /// Power loss: SRAM is gone; the pages with lost dirty entries are remembered.
+    pub(crate) fn lose_power(&mut self) {
+        let dirty: Vec<u32> = self.cmt.dirty_lpns().collect();
+        for lpn in dirty {
+            self.stale_after_cut.insert(self.area.page_of(lpn));
+        }
+        self.cmt = Cmt::new(self.cmt.capacity, self.cmt.policy);
+    }
+}
+
+impl Ftl {
+    /// Steps 1–3 of the module doc for the `count` logical pages from `lpn` of one host
+    /// request; returns when their mapping entries are in SRAM.
+    pub(crate) fn cmt_access(
+        &mut self,
+        lpn: u32,
+        count: u32,
+        dirty: bool,
+        ready_ns: Nanos,
+    ) -> Result<Nanos, FtlError> {
+        let Some(mut cache) = self.mapping_cache.take() else {
+            return Ok(ready_ns);
+        };
+        let result = self.cmt_access_with(&mut cache, lpn, count, dirty, ready_ns);
+        self.mapping_cache = Some(cache);
+        result
+    }
+
+    fn cmt_access_with(
+        &mut self,
+        cache: &mut MappingCache,
+        lpn: u32,
+        count: u32,
+        dirty: bool,
+        mut ready_ns: Nanos,
+    ) -> Result<Nanos, FtlError> {
+        let mut loaded = NOWHERE;
+        for l in lpn..lpn + count {
+            if cache.cmt.touch(l, dirty) {
+                self.counters.cmt_hits += 1;
+                continue;
+            }
+            self.counters.cmt_misses += 1;
+            while cache.cmt.is_full() {
+                ready_ns = ready_ns.max(self.cmt_evict(cache, ready_ns)?);
+            }
+            let tpage = cache.area.page_of(l);
+            if tpage != loaded {
+                loaded = tpage;
+                if let Some(unit) = cache.area.unit_of(tpage) {
+                    ready_ns = self.nand.occupy_unit(unit, UnitOp::Read, ready_ns)?.end_ns;
+                    self.counters.mapping_reads += 1;
+                }
+            }
+            cache.cmt.insert(l, dirty);
+        }
+        Ok(ready_ns)
+    }
+
+    /// Evicts the policy's victim; a dirty one's translation page is written with every
+    /// dirty entry it holds. Returns when the eviction is done.
+    fn cmt_evict(&mut self, cache: &mut MappingCache, now_ns: Nanos) -> Result<Nanos, FtlError> {
+        let victim = cache.cmt.victim();
+        if !cache.cmt.remove(victim) {
+            return Ok(now_ns);
+        }
+        let tpage = cache.area.page_of(victim);
+        cache.cmt.clean(cache.area.lpns_of(tpage));
+        self.write_translation_page(cache, tpage, now_ns)
+    }
+
+    /// Programs `tpage` out of place (translation-block GC first if no page is left).
+    fn write_translation_page(
+        &mut self,
+        cache: &mut MappingCache,
+        tpage: u32,
+        now_ns: Nanos,
+    ) -> Result<Nanos, FtlError> {
+        let mut ready_ns = now_ns;
+        if cache.area.next == cache.area.pages_per_block {
+            ready_ns = self.open_translation_block(cache, now_ns)?;
+        }
+        let at = cache.area.place(tpage);
+        let unit = cache.area.unit_of_index(at);
+        self.counters.mapping_programs += 1;
+        Ok(self
+            .nand
+            .occupy_unit(unit, UnitOp::Program, ready_ns)?
+            .end_ns)
+    }
+
+    /// Opens the next free translation block; when it is the last, translation-block GC
+    /// moves the live pages of the emptiest block into it and erases that block.
+    fn open_translation_block(
+        &mut self,
+        cache: &mut MappingCache,
+        now_ns: Nanos,
+    ) -> Result<Nanos, FtlError> {
+        let Some(victim) = cache.area.open_next() else {
+            return Ok(now_ns);
+        };
+        let moves = cache.area.collect(victim);
+        let mut ready_ns = now_ns;
+        for &(from, to) in &moves {
+            let (from, to) = (cache.area.unit_of_index(from), cache.area.unit_of_index(to));
+            ready_ns = self.nand.occupy_unit(from, UnitOp::Read, ready_ns)?.end_ns;
+            ready_ns = self.nand.occupy_unit(to, UnitOp::Program, ready_ns)?.end_ns;
+        }
+        self.counters.translation_gc_moves += moves.len() as u64;
+        self.counters.translation_gc_cycles += 1;
+        // The striped block is erased on every die at once.
+        let mut erased_ns = ready_ns;
+        for unit in 0..cache.area.units {
+            let end_ns = self.nand.occupy_unit(unit, UnitOp::Erase, ready_ns)?.end_ns;
+            erased_ns = erased_ns.max(end_ns);
+        }
+        Ok(erased_ns)
+    }
+
+    /// Step 4: the mappings of `lpns` changed without a host request (GC, wear levelling,
+    /// trims). Returns when their translation pages are up to date.
+    pub(crate) fn cmt_update(
+        &mut self,
+        lpns: impl Iterator<Item = u32>,
+        now_ns: Nanos,
+    ) -> Result<Nanos, FtlError> {
+        let Some(mut cache) = self.mapping_cache.take() else {
+            return Ok(now_ns);
+        };
+        let result = self.cmt_update_with(&mut cache, lpns, now_ns);
+        self.mapping_cache = Some(cache);
+        result
+    }
+
+    fn cmt_update_with(
+        &mut self,
+        cache: &mut MappingCache,
+        lpns: impl Iterator<Item = u32>,
+        now_ns: Nanos,
+    ) -> Result<Nanos, FtlError> {
+        let mut pages = BTreeSet::new();
+        for lpn in lpns {
+            if !cache.cmt.dirty_if_cached(lpn) {
+                pages.insert(cache.area.page_of(lpn));
+            }
+        }
+        let mut done_ns = now_ns;
+        for tpage in pages {
+            done_ns = done_ns.max(self.rewrite_translation_page(cache, tpage, now_ns)?);
+        }
+        Ok(done_ns)
+    }
+
+    /// Read-modify-write of `tpage` (no read if it was never written).
+    fn rewrite_translation_page(
+        &mut self,
+        cache: &mut MappingCache,
+        tpage: u32,
+        now_ns: Nanos,
+    ) -> Result<Nanos, FtlError> {
+        let mut ready_ns = now_ns;
+        if let Some(unit) = cache.area.unit_of(tpage) {
+            ready_ns = self.nand.occupy_unit(unit, UnitOp::Read, ready_ns)?.end_ns;
+            self.counters.mapping_reads += 1;
+        }
+        self.counters.mapping_updates_uncached += 1;
+        self.write_translation_page(cache, tpage, ready_ns)
+    }
+
+    /// After a recovery scan at `now_ns`: the translation pages whose dirty entries the
+    /// cut lost are written from the recovered mapping. Returns when they are durable.
+    pub(crate) fn cmt_recover(&mut self, now_ns: Nanos) -> Result<Nanos, FtlError> {
+        let Some(mut cache) = self.mapping_cache.take() else {
+            return Ok(now_ns);
+        };
+        let stale = std::mem::take(&mut cache.stale_after_cut);
+        let mut done_ns = now_ns;
+        let mut result = Ok(());
+        for tpage in stale {
+            match self.write_translation_page(&mut cache, tpage, now_ns) {
+                Ok(t) => done_ns = done_ns.max(t),
+                Err(e) => {
+                    result = Err(e);
+                    break;
+                }
+            }
+        }
+        if result.is_ok() {
+            self.materialise_translation_pages(&mut cache);
+        }
+        self.mapping_cache = Some(cache);
+        result.map(|()| done_ns)
+    }
+
+    /// Translation pages of `entries` entries instead of a flash page's worth, so a tiny
+    /// test device has many of them (batching and translation GC get exercised).
+    #[cfg(test)]
+    pub(crate) fn shrink_translation_pages(&mut self, entries: u32) {
+        let g = self.config.nand.geometry.clone();
+        let cache = self.mapping_cache.as_mut().expect("a mapping cache");
+        cache.area = TranslationArea::new(self.user_lbas, entries, g.pages_per_block, g.units());
+    }
+
+    /// Every translation page that covers a mapped logical page exists on flash on a
+    /// real device; state mounted from elsewhere (`DeviceParts`, a constructed steady
+    /// state) never wrote them here, so they are placed now, at no cost in time.
+    fn materialise_translation_pages(&self, cache: &mut MappingCache) {
+        let area = &mut cache.area;
+        let mut last = NOWHERE;
+        for (lpn, slot) in self.mapping.l2p.iter().enumerate() {
+            let tpage = area.page_of(lpn as u32);
+            if slot == crate::UNMAPPED || tpage == last || area.gtd[tpage as usize] != NOWHERE {
+                continue;
+            }
+            last = tpage;
+            if area.next == area.pages_per_block {
+                if let Some(victim) = area.open_next() {
+                    area.collect(victim);
+                }
+            }
+            area.place(tpage);
+        }
+    }
+
+    /// Full check: the CMT within its bound, the segments and entries agree, the GTD and
+    /// the translation blocks agree.
+    pub(crate) fn check_mapping_cache(&self) -> Result<(), String> {
+        let Some(cache) = &self.mapping_cache else {
+            return Ok(());
+        };
+        let (cmt, area) = (&cache.cmt, &cache.area);
+        if cmt.entries.len() > cmt.capacity
+            || cmt.entries.len() != cmt.probation.len() + cmt.protected.len()
+        {
+            return Err(format!(
+                "CMT holds {} entries ({} + {}) for {} places",
+                cmt.entries.len(),
+                cmt.probation.len(),
+                cmt.protected.len(),
+                cmt.capacity
+            ));
+        }
+        for (t, &at) in area.gtd.iter().enumerate() {
+            if at != NOWHERE && area.owner[at as usize] != t as u32 {
+                return Err(format!(
+                    "GTD: translation page {t} at {at}, which is not it"
+                ));
+            }
+        }
+        for (b, &v) in area.valid.iter().enumerate() {
+            if area.live_pages(b as u32).len() as u32 != v {
+                return Err(format!("translation block {b}: valid count {v} is wrong"));
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn segmented_lru_protects_entries_hit_twice() {
+        let mut cmt = Cmt::new(4, CmtPolicyKind::SegmentedLru);
+        for lpn in 0..4 {
+            cmt.insert(lpn, false);
+        }
+        assert!(cmt.touch(0, false));
+        // 0 is protected now; the probationary LRU is 1.
+        assert_eq!(cmt.victim(), 1);
+        let mut lru = Cmt::new(4, CmtPolicyKind::Lru);
+        for lpn in 0..4 {
+            lru.insert(lpn, false);
+        }
+        assert!(lru.touch(0, false));
+        assert_eq!(lru.victim(), 1);
+        assert!(lru.touch(1, false));
+        assert_eq!(lru.victim(), 2);
+    }
+
+    #[test]
+    fn protected_segment_is_bounded_to_half() {
+        let mut cmt = Cmt::new(4, CmtPolicyKind::SegmentedLru);
+        for lpn in 0..4 {
+            cmt.insert(lpn, false);
+        }
+        for lpn in 0..4 {
+            assert!(cmt.touch(lpn, false));
+        }
+        assert_eq!(cmt.protected.len(), 2);
+        // The first two promoted were demoted back, least recent first.
+        assert_eq!(cmt.victim(), 0);
+    }
+
+    #[test]
+    fn translation_gc_keeps_every_page_findable() {
+        let mut area = TranslationArea::new(64 * 1024, 1024, 4, 2);
+        assert_eq!(area.gtd.len(), 64);
+        for round in 0..50u32 {
+            for t in 0..64u32 {
+                if (t * 7 + round) % 3 == 0 {
+                    continue;
+                }
+                if area.next == area.pages_per_block {
+                    if let Some(victim) = area.open_next() {
+                        area.collect(victim);
+                    }
+                }
+                area.place(t);
+            }
+        }
+        let live: u32 = area.valid.iter().sum();
+        assert_eq!(live, 64);
+    }
+}
