@@ -33,7 +33,14 @@ pub struct PaperFigure {
 fn attribute(tag: &str, name: &str) -> Option<String> {
     let start = tag.find(&format!(" {name}=\""))? + name.len() + 3;
     let end = tag[start..].find('"')? + start;
-    Some(tag[start..end].to_string())
+    // The HTML escapes of the report's attribute values, undone.
+    let value = tag[start..end]
+        .replace("&#39;", "'")
+        .replace("&quot;", "\"")
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&amp;", "&");
+    Some(value)
 }
 
 /// Every `<figure data-paper-figure>` of `html`, each asserted to hold one well-formed
