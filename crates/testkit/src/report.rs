@@ -110,7 +110,7 @@ pub fn well_formed(xml: &str) -> Result<(), String> {
         let self_closing = tag.ends_with('/');
         let tag = tag.trim_end_matches('/');
         let name = tag.split_whitespace().next().ok_or("an empty tag")?;
-        if tag.matches('"').count() % 2 != 0 {
+        if !tag.matches('"').count().is_multiple_of(2) {
             return Err(format!("<{name}>: an attribute value is not quoted"));
         }
         let mut attrs = tag[name.len()..].trim();
