@@ -53,6 +53,6 @@ pub fn reproduction(args: &JanusdArgs) -> Result<Reproduction> {
         "Janusd (USENIX ATC '17)",
         results.render(),
         &results,
-        None,
+        results.paper_figures(),
     )
 }

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
-use flashstack_experiments::paper::Headline;
+use flashstack_experiments::paper::PaperFigure;
 use flashstack_html::Reproduction;
 use serde::Serialize;
 
@@ -122,18 +122,18 @@ fn write(path: &Path, text: &str) -> Result<()> {
     std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))
 }
 
-/// A reproduction from its results: `headlines` added to their JSON when the results do
-/// not carry them.
+/// A reproduction from its results, with the paper's figures redrawn from them added to
+/// their JSON as `figures` (what the HTML report plots beside the paper's values).
 pub fn reproduction(
     name: &str,
     title: &str,
     text: String,
     results: &impl Serialize,
-    headlines: Option<Vec<Headline>>,
+    figures: Vec<PaperFigure>,
 ) -> Result<Reproduction> {
     let mut json = serde_json::to_value(results).context("the results as JSON")?;
-    if let (Some(rows), Some(map)) = (headlines, json.as_object_mut()) {
-        map.insert("headlines".into(), serde_json::to_value(rows)?);
+    if let Some(map) = json.as_object_mut() {
+        map.insert("figures".into(), serde_json::to_value(figures)?);
     }
     Ok(Reproduction {
         name: name.into(),
@@ -169,7 +169,7 @@ pub fn ldc(args: &LdcArgs) -> Result<Reproduction> {
         "LDC (ACM TECS 2017)",
         results.render(),
         &results,
-        None,
+        results.paper_figures(),
     )
 }
 

@@ -51,7 +51,7 @@ pub fn reproduction(args: &CocoArgs) -> Result<Reproduction> {
             results: &results,
             phone,
         },
-        None,
+        results.paper_figures(),
     )
 }
 

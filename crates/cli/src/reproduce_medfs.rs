@@ -44,6 +44,6 @@ pub fn reproduction(args: &MedfsArgs) -> Result<Reproduction> {
         "MedFS (USENIX FAST '25)",
         render(&results),
         &results,
-        None,
+        results.paper_figures(),
     )
 }

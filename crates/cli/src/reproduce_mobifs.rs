@@ -38,6 +38,6 @@ pub fn reproduction(args: &MobifsArgs) -> Result<Reproduction> {
         "MobiFS (USENIX ATC '15)",
         render(&results),
         &results,
-        None,
+        results.paper_figures(),
     )
 }

@@ -131,8 +131,14 @@ fn report(html: &Path) {
         text.matches("<td>docs/mobifs-reproduction.md</td>").count(),
         5
     );
+    // MobiFS's figures redrawn, ours beside the slides' values: flushed data and energy
+    // (MobiFS and its idle-time variant beside the mean), throughput, delay.
+    flashstack_testkit::report::assert_offline(&text);
+    let paper = flashstack_testkit::report::paper_figures(&text);
+    let found: Vec<(usize, usize)> = paper.iter().map(|f| (f.ours, f.paper)).collect();
+    assert_eq!(found, [(2, 1), (2, 1), (1, 2), (1, 1)], "{paper:?}");
     let figures = text.matches("<figure data-plot=").count();
-    assert!(figures >= 12, "{figures} plots");
+    assert!(figures >= 16, "{figures} plots");
     let shot = Path::new(env!("CARGO_TARGET_TMPDIR")).join("reproduce-all.png");
     flashstack_testkit::browser::check_plots_render(html, figures, &shot);
 }

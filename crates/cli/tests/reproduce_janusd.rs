@@ -13,9 +13,12 @@ fn reproduce_janusd_quick_reports_every_figure_and_janusd_l_copies_nothing() {
     let dir = flashstack_testkit::scratch_dir("flashstack-janusd-repro");
     std::fs::create_dir_all(&dir).unwrap();
     let json = dir.join("janusd.json");
+    let html = dir.join("janusd.html");
     let out = Command::new(env!("CARGO_BIN_EXE_flashstack"))
         .args(["reproduce", "janusd", "--quick", "--json"])
         .arg(&json)
+        .arg("--html")
+        .arg(&html)
         .output()
         .expect("the binary runs");
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -30,6 +33,7 @@ fn reproduce_janusd_quick_reports_every_figure_and_janusd_l_copies_nothing() {
     );
     let v: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
     let _ = std::fs::remove_file(&json);
+    paper_figures(&html);
     assert_eq!(v["quick"], true);
     // Launches read page by page through the page cache's readahead (docs/cache.md).
     assert_eq!(v["reader"], "pages");
@@ -110,4 +114,25 @@ fn reproduce_janusd_refuses_an_unknown_reader() {
         stderr.contains("--reader mmap: unknown (known: pages, pages-no-readahead, windows)"),
         "{stderr}"
     );
+}
+
+/// The HTML report redraws the seed's figures: launch time and data copied beside the
+/// seed's averages, DoF ours only (the seed states none); nothing from the network.
+fn paper_figures(html: &std::path::Path) {
+    let text = std::fs::read_to_string(html).unwrap();
+    let _ = std::fs::remove_file(html);
+    flashstack_testkit::report::assert_offline(&text);
+    let figures = flashstack_testkit::report::paper_figures(&text);
+    let names: Vec<&str> = figures.iter().map(|f| f.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "janusd: app launch (slides' conclusion)",
+            "janusd: data copies (slides' conclusion)",
+            "janusd: DoF (degree of fragmentation)"
+        ]
+    );
+    // Every defragmenter's launch beside the seed's −32%; DoF has none of the seed's.
+    assert_eq!((figures[0].ours, figures[0].paper), (4, 1));
+    assert!(figures[2].paper == 0 && figures[2].paper_states_none);
 }

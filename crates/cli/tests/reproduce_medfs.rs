@@ -15,9 +15,12 @@ fn number(v: &serde_json::Value, key: &str) -> f64 {
 #[test]
 fn quick_reproduction_has_every_figure_and_medfs_stores_deltas() {
     let json = flashstack_testkit::scratch_dir("flashstack-medfs").join("medfs.json");
+    let html = json.with_extension("html");
     let out = Command::new(env!("CARGO_BIN_EXE_flashstack"))
         .args(["reproduce", "medfs", "--quick", "--json"])
         .arg(&json)
+        .arg("--html")
+        .arg(&html)
         .env(
             "FLASHSTACK_CACHE_DIR",
             PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("phones"),
@@ -76,4 +79,19 @@ fn quick_reproduction_has_every_figure_and_medfs_stores_deltas() {
     let dci = schemes.iter().find(|s| s["scheme"] == "dci").unwrap();
     assert!(number(dci, "device_bytes_change") < 0.0, "{dci}");
     assert!(v["headlines"].as_array().unwrap().len() >= 19);
+    paper_figures(&html);
+}
+
+/// The HTML report redraws the paper's figures, each with ours and the paper's values:
+/// per-app write traffic (Telegram's bar, the mean), the ablation's write reduction and hit
+/// rate per scheme, per-app I/O latency; nothing from the network.
+fn paper_figures(html: &std::path::Path) {
+    let text = std::fs::read_to_string(html).unwrap();
+    let _ = std::fs::remove_file(html);
+    flashstack_testkit::report::assert_offline(&text);
+    let figures = flashstack_testkit::report::paper_figures(&text);
+    let found: Vec<(usize, usize)> = figures.iter().map(|f| (f.ours, f.paper)).collect();
+    // Five schemes beside Telegram's bar and the mean; one series beside five and three
+    // schemes; write and read beside Telegram's two bars and two means.
+    assert_eq!(found, [(5, 2), (1, 5), (1, 3), (2, 4)], "{figures:?}");
 }

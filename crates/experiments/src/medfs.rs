@@ -20,6 +20,7 @@ use serde::Serialize;
 
 use crate::fullstack::{self, FullStackError, FullStackOptions, StackRun, StackWorkload};
 pub use crate::paper::Headline;
+use crate::paper::PaperFigure;
 
 /// The seven apps, in the table's order.
 pub const APPS: [&str; 7] = [
@@ -449,6 +450,145 @@ fn headlines(runs: &[AppRun], schemes: &[SchemeSummary]) -> Vec<Headline> {
         ));
     }
     h
+}
+
+const MEDFS_GAPS: &str = "docs/medfs-reproduction.md#why-ours-differ-every-gap-over-10-points";
+
+impl MedfsReproduction {
+    /// Per-app change of `pick` under `scheme` against F2FS-NODC, in percent (NaN where
+    /// either run lacks it).
+    fn per_app(&self, scheme: &str, pick: fn(&AppRun) -> Option<f64>) -> Vec<f64> {
+        let run = |app: &str, s: &str| self.runs.iter().find(|r| r.app == app && r.scheme == s);
+        self.apps
+            .iter()
+            .map(|app| match (run(app, SCHEMES[0]), run(app, scheme)) {
+                (Some(b), Some(r)) => match (pick(b), pick(r)) {
+                    (Some(b), Some(r)) if b > 0.0 => change(b, r) * 100.0,
+                    _ => f64::NAN,
+                },
+                _ => f64::NAN,
+            })
+            .collect()
+    }
+
+    /// Telegram's value where the paper states one, NaN for every other app.
+    fn telegram_only(&self, value: f64) -> Vec<f64> {
+        self.apps
+            .iter()
+            .map(|a| {
+                if a.starts_with("telegram") {
+                    value
+                } else {
+                    f64::NAN
+                }
+            })
+            .collect()
+    }
+
+    /// The paper's figures redrawn beside ours: per-app write reduction, the ablation's
+    /// write reduction and hit rate per scheme, and per-app I/O latency. The paper's
+    /// per-app bars are images; its text (via the reading note in
+    /// `shared/reference/seed-systems.md` § MedFS "Headline results") gives averages and
+    /// Telegram's values, and the ablation table gives a value per scheme.
+    pub fn paper_figures(&self) -> Vec<PaperFigure> {
+        let schemes = &SCHEMES[1..];
+        let summary = |s: &str| self.schemes.iter().find(|x| x.scheme == s);
+        let bytes = |r: &AppRun| Some(r.device_write_bytes as f64);
+        let mut writes = PaperFigure::bars(
+            "write stress (Fig. \"Results of Write Stress Release\")",
+            "Write traffic to the device per app, change vs F2FS-NODC",
+            "change (%)",
+            self.apps.clone(),
+        );
+        for s in schemes {
+            writes = writes.ours(s, self.per_app(s, bytes));
+        }
+        let medfs_mean = summary("medfs").map_or(f64::NAN, |m| m.device_bytes_change * 100.0);
+        let writes = writes
+            .paper("paper: medfs", self.telegram_only(-64.8))
+            .reference("paper: MedFS mean −55.1%", -55.1, medfs_mean)
+            .caption(
+                "The paper's per-app bars are an image; it states MedFS's mean (−55.1%) and \
+                 its best app, Telegram (−64.8%): a reference line and one paper bar.",
+                MEDFS_GAPS,
+            );
+        let ablation_schemes: Vec<String> =
+            PAPER_REDUCTION.iter().map(|(s, _)| s.to_string()).collect();
+        let ours_change = |s: &str| summary(s).map_or(f64::NAN, |m| m.device_bytes_change * 100.0);
+        let ablation = PaperFigure::bars(
+            "ablation table (write reduction)",
+            "Write reduction per scheme, mean over the apps, vs F2FS-NODC",
+            "change (%)",
+            ablation_schemes.clone(),
+        )
+        .ours(
+            "ours",
+            ablation_schemes.iter().map(|s| ours_change(s)).collect(),
+        )
+        .paper(
+            "paper",
+            PAPER_REDUCTION.iter().map(|(_, v)| -v * 100.0).collect(),
+        )
+        .caption(
+            "The paper's ablation table, a value per scheme.",
+            MEDFS_GAPS,
+        );
+        let hit_schemes: Vec<String> = PAPER_HIT_RATE.iter().map(|(s, _)| s.to_string()).collect();
+        let hits = PaperFigure::bars(
+            "ablation table (page-cache hit rate)",
+            "Page-cache hit rate per scheme",
+            "hit rate (%)",
+            hit_schemes.clone(),
+        )
+        .ours(
+            "ours",
+            hit_schemes
+                .iter()
+                .map(|s| summary(s).map_or(f64::NAN, |m| m.cache_hit_rate * 100.0))
+                .collect(),
+        )
+        .paper(
+            "paper",
+            PAPER_HIT_RATE.iter().map(|(_, v)| v * 100.0).collect(),
+        )
+        .caption(
+            "The paper's ablation table, a value per scheme.",
+            MEDFS_GAPS,
+        );
+        let m = summary("medfs");
+        let latency = PaperFigure::bars(
+            "I/O latencies (Fig. \"I/O latencies\")",
+            "MedFS's mean I/O latency per app, change vs F2FS-NODC",
+            "change (%)",
+            self.apps.clone(),
+        )
+        .ours(
+            "write",
+            self.per_app("medfs", |r| Some(r.write_latency_us_mean)),
+        )
+        .ours(
+            "read",
+            self.per_app("medfs", |r| Some(r.read_latency_us_mean)),
+        )
+        .paper("paper: write", self.telegram_only(-37.3))
+        .paper("paper: read", self.telegram_only(-35.6))
+        .reference(
+            "paper: write mean −28.8%",
+            -28.8,
+            m.map_or(f64::NAN, |m| m.write_latency_change * 100.0),
+        )
+        .reference(
+            "paper: read mean −25.3%",
+            -25.3,
+            m.map_or(f64::NAN, |m| m.read_latency_change * 100.0),
+        )
+        .caption(
+            "The paper's per-app bars are an image; it states the means (write −28.8%, \
+             read −25.3%) and Telegram's values (−37.3%, −35.6%).",
+            MEDFS_GAPS,
+        );
+        vec![writes, ablation, hits, latency]
+    }
 }
 
 fn pct(x: f64) -> String {

@@ -51,6 +51,125 @@ impl Headline {
     }
 }
 
+/// A paper's figure redrawn from our measurements, with the paper's values beside ours:
+/// per category where the paper prints them (`series` of origin `paper`, NaN where it
+/// prints none), and as reference lines where it states only a headline (`references`).
+/// The HTML report draws it; the terminal tables stay the textual form.
+#[derive(Clone, Debug, Serialize)]
+pub struct PaperFigure {
+    /// The paper's figure or table it redraws, as the paper numbers it (`Fig. 8(b)`).
+    pub figure: String,
+    pub title: String,
+    /// `bars` (one group per category) or `lines` (categories are numeric x values).
+    pub style: &'static str,
+    pub x_desc: String,
+    pub y_desc: String,
+    pub categories: Vec<String>,
+    pub series: Vec<FigureSeries>,
+    pub references: Vec<Reference>,
+    /// Where the paper's values come from (figure, table or text, and the seed file) and,
+    /// when the paper prints no per-category numbers, that it states only a headline.
+    pub caption: String,
+    /// The document and section that explain the gap (`docs/ldc-reproduction.md#...`).
+    pub explained: String,
+}
+
+/// One series of a [`PaperFigure`]: a value per category (NaN: none).
+#[derive(Clone, Debug, Serialize)]
+pub struct FigureSeries {
+    pub name: String,
+    /// `ours` or `paper`.
+    pub origin: &'static str,
+    pub values: Vec<f64>,
+}
+
+/// A headline the paper states for the whole figure, drawn as a line across it (`axis`
+/// `y`: a value; `x`: a position on a numeric x axis), with our comparable figure.
+#[derive(Clone, Debug, Serialize)]
+pub struct Reference {
+    pub label: String,
+    pub axis: &'static str,
+    pub paper: f64,
+    pub ours: f64,
+}
+
+impl PaperFigure {
+    pub fn bars(figure: &str, title: &str, y_desc: &str, categories: Vec<String>) -> Self {
+        PaperFigure {
+            figure: figure.into(),
+            title: title.into(),
+            style: "bars",
+            x_desc: String::new(),
+            y_desc: y_desc.into(),
+            categories,
+            series: Vec::new(),
+            references: Vec::new(),
+            caption: String::new(),
+            explained: String::new(),
+        }
+    }
+
+    pub fn lines(figure: &str, title: &str, x_desc: &str, y_desc: &str, x: &[f64]) -> Self {
+        PaperFigure {
+            style: "lines",
+            x_desc: x_desc.into(),
+            ..Self::bars(
+                figure,
+                title,
+                y_desc,
+                x.iter().map(|v| format!("{v}")).collect(),
+            )
+        }
+    }
+
+    pub fn ours(mut self, name: &str, values: Vec<f64>) -> Self {
+        self.series.push(FigureSeries {
+            name: name.into(),
+            origin: "ours",
+            values,
+        });
+        self
+    }
+
+    /// The paper's values per category (NaN where it prints none).
+    pub fn paper(mut self, name: &str, values: Vec<f64>) -> Self {
+        self.series.push(FigureSeries {
+            name: name.into(),
+            origin: "paper",
+            values,
+        });
+        self
+    }
+
+    /// A headline value of the paper across the figure, with ours to set beside it.
+    pub fn reference(mut self, label: &str, paper: f64, ours: f64) -> Self {
+        self.references.push(Reference {
+            label: label.into(),
+            axis: "y",
+            paper,
+            ours,
+        });
+        self
+    }
+
+    /// A headline position on the x axis (a knee), with ours.
+    pub fn x_reference(mut self, label: &str, paper: f64, ours: f64) -> Self {
+        self.references.push(Reference {
+            label: label.into(),
+            axis: "x",
+            paper,
+            ours,
+        });
+        self
+    }
+
+    pub fn caption(mut self, caption: &str, explained: &str) -> Self {
+        self.caption = caption.into();
+        self.explained = explained.into();
+        self
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::Headline;

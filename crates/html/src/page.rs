@@ -20,7 +20,7 @@ const STYLE: &str = "body{font-family:sans-serif;margin:1.5em;color:#222;max-wid
 h1{font-size:1.4em}h2{font-size:1.15em;margin-top:1.6em;border-bottom:1px solid #ccc}\
 table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding:.25em .6em;\
 text-align:right}th:first-child,td:first-child{text-align:left}\
-.plots{display:flex;flex-wrap:wrap;gap:12px}figure{margin:0}\
+.plots{display:flex;flex-wrap:wrap;gap:12px}figure{margin:0}figcaption{max-width:810px;font-size:.85em;color:#444}\
 pre{background:#f6f6f6;padding:.6em;overflow-x:auto;font-size:.85em}\
 .note{color:#555;font-size:.9em}";
 

@@ -161,3 +161,120 @@ fn reproductions_show_each_figure_with_its_gap_and_bars_below_zero() {
     let without = render(&[]);
     assert!(!without.contains("id=\"runs\""));
 }
+
+/// A reproduction whose JSON carries two paper figures as `PaperFigure` writes them: bars
+/// with a paper bar on one category and a reference line, and lines with a knee.
+fn with_figures() -> Reproduction {
+    let mut r = reproduction("ldc");
+    r.json["figures"] = json!([
+        {"figure": "Fig. 9(a)", "title": "write latency / PM", "style": "bars", "x_desc": "",
+         "y_desc": "ratio", "categories": ["FB", "GE", "MA"],
+         "series": [
+            {"name": "zFTL", "origin": "ours", "values": [1.01, 1.02, 0.9]},
+            {"name": "LDC", "origin": "ours", "values": [0.8, 0.7, null]},
+            {"name": "paper: zFTL", "origin": "paper", "values": [null, 1.04, null]}],
+         "references": [{"label": "paper: LDC mean 0.820", "axis": "y", "paper": 0.82, "ours": 0.75}],
+         "caption": "Only GE's bar is stated.", "explained": "docs/ldc-reproduction.md#why"},
+        {"figure": "OP", "title": "throughput by OP", "style": "lines", "x_desc": "OP (%)",
+         "y_desc": "MB/s", "categories": ["5", "10", "20", "40"],
+         "series": [{"name": "ours", "origin": "ours", "values": [10.0, 20.0, 30.0, 31.0]}],
+         "references": [{"label": "paper: peak at 15% OP", "axis": "x", "paper": 15.0, "ours": 20.0}],
+         "caption": "The knee.", "explained": "docs/coco-reproduction.md#gaps"}
+    ]);
+    r
+}
+
+#[test]
+fn paper_figures_draw_ours_beside_the_papers_values_with_the_gap_and_the_legend_aside() {
+    let reproductions = [with_figures()];
+    let html = render_reproductions(&ReproductionReport {
+        title: "ldc",
+        command: "flashstack reproduce ldc --quick",
+        reproductions: &reproductions,
+        columns: &[],
+        columns_heading: "",
+        columns_note: "",
+    })
+    .unwrap();
+    let figures = flashstack_testkit::report::paper_figures(&html);
+    let names: Vec<&str> = figures.iter().map(|f| f.name.as_str()).collect();
+    assert_eq!(names, ["ldc: Fig. 9(a)", "ldc: OP"]);
+    // Two series of ours; the paper's GE bar and its mean line.
+    assert_eq!((figures[0].ours, figures[0].paper), (2, 2));
+    assert_eq!((figures[1].ours, figures[1].paper), (1, 1));
+    flashstack_testkit::report::assert_offline(&html);
+    // The gap per paper value: GE's bar beside our zFTL, the mean beside ours.
+    assert!(
+        html.contains("<td>GE (zFTL)</td><td>1.040</td><td>1.020</td><td>-0.020 (-1.9%)</td>"),
+        "{html}"
+    );
+    assert!(html.contains("<td>paper: LDC mean 0.820</td><td>0.820</td><td>0.750</td>"));
+    assert!(html.contains("<code>docs/ldc-reproduction.md#why</code>"));
+    // Legend entries sit beside the plot, never on a bar.
+    let bars = html.split("data-plot=\"ldc: Fig. 9(a)\"").nth(1).unwrap();
+    let bars = &bars[..bars.find("</svg>").unwrap()];
+    assert_legend_clear(
+        bars,
+        &["zFTL", "LDC", "paper: zFTL", "paper: LDC mean 0.820"],
+    );
+    // The paper's bar is drawn outlined, a NaN draws no bar: 3 + 2 + 1 data bars.
+    let filled = bars.matches("<rect").count();
+    assert!(filled >= 6, "{bars}");
+}
+
+/// `(x, y, width, height)` of every `<rect>` of an SVG but its background (the first).
+fn rects(svg: &str) -> Vec<(f64, f64, f64, f64)> {
+    let attr = |t: &str, a: &str| -> f64 {
+        let v = t.split(&format!(" {a}=\"")).nth(1).unwrap();
+        v[..v.find('"').unwrap()].parse().unwrap()
+    };
+    svg.split("<rect")
+        .skip(2)
+        .map(|t| {
+            (
+                attr(t, "x"),
+                attr(t, "y"),
+                attr(t, "width"),
+                attr(t, "height"),
+            )
+        })
+        .collect()
+}
+
+/// Asserts that each legend label's box (from its text's position, 7 px a character, 14
+/// px high) overlaps no bar: no rectangle but the legend swatch beside it.
+fn assert_legend_clear(svg: &str, labels: &[&str]) {
+    let all = rects(svg);
+    for label in labels {
+        let text = svg
+            .split("<text")
+            .find(|t| t.contains(&format!(">\n{label}\n<")))
+            .unwrap_or_else(|| panic!("no legend entry {label}: {svg}"));
+        let num = |a: &str| -> f64 {
+            let v = text.split(&format!(" {a}=\"")).nth(1).unwrap();
+            v[..v.find('"').unwrap()].parse().unwrap()
+        };
+        let (x0, y0) = (num("x") - 22.0, num("y"));
+        let (x1, y1) = (num("x") + 7.0 * label.len() as f64, y0 + 14.0);
+        let swatch = |r: &&(f64, f64, f64, f64)| r.0 >= x0 && r.0 + r.2 <= num("x") && r.3 <= 12.0;
+        let hit = all
+            .iter()
+            .filter(|r| !swatch(r))
+            .find(|r| r.0 < x1 && r.0 + r.2 > x0 && r.1 < y1 && r.1 + r.3 > y0);
+        assert!(
+            hit.is_none(),
+            "legend {label:?} at ({x0},{y0}) covers the bar {hit:?}"
+        );
+    }
+}
+
+#[test]
+fn a_bar_plots_legend_covers_no_bar() {
+    // Tall bars in every category, up to the top right where a legend inside the plot
+    // would sit.
+    let categories: Vec<String> = (1..=6).map(|i| i.to_string()).collect();
+    let columns = ["paper".to_string(), "ours".to_string()];
+    let values: Vec<Vec<f64>> = (0..6).map(|_| vec![10.0, 9.5]).collect();
+    let svg = plot::bars("t", "u", &categories, &columns, &values).unwrap();
+    assert_legend_clear(&svg, &["paper", "ours"]);
+}

@@ -17,6 +17,7 @@
 //! images (hundreds of megabytes each for the mount tests).
 
 pub mod browser;
+pub mod report;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
