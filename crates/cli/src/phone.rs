@@ -88,7 +88,7 @@ fn age(args: AgeArgs) -> Result<()> {
     let started = Instant::now();
     let quiet = args.quiet;
     let mut progress = |day: u32, days: u32| {
-        if !quiet && (day % 10 == 0 || day == days) {
+        if !quiet && (day.is_multiple_of(10) || day == days) {
             eprintln!(
                 "aging: day {day}/{days} ({:.0} s)",
                 started.elapsed().as_secs_f64()
