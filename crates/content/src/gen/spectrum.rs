@@ -402,6 +402,8 @@ const DEX_OPS: [u8; 16] = [
 ];
 
 fn dex_code(span: &mut [u8], rng: &mut Rng) {
+    // An odd span ends in half a code unit: zero, never the caller's stale bytes.
+    span.fill(0);
     let methods = rng.below(4000) as u16;
     let mut i = 0;
     while i + 1 < span.len() {
