@@ -62,6 +62,10 @@ pub struct LdcArgs {
     /// phone is; sets how hard GC works during the workloads).
     #[arg(long, value_name = "FRACTION", default_value_t = flashstack_experiments::ldc::SNAPSHOT_AGING)]
     pub aging: f64,
+    /// Share of the user capacity the existing data takes (the paper does not say how full
+    /// its device was): the user's data grows or shrinks; the apps' files stay.
+    #[arg(long, value_name = "F", default_value_t = flashstack_experiments::ldc::SNAPSHOT_UTILIZATION)]
+    pub fill: f64,
     /// How the existing data (and its aging) is written: `neutral` stores it raw for every
     /// policy, as the paper initialises it; `through-policy` writes it through the policy
     /// under test, so compressing policies start with it already compressed.
@@ -149,7 +153,9 @@ pub fn ldc(args: &LdcArgs) -> Result<Reproduction> {
     if !(0.0..=4.0).contains(&args.aging) {
         anyhow::bail!("--aging {}: must be between 0 and 4", args.aging);
     }
+    flashstack_experiments::ldc::check_fill(args.fill)?;
     let options = LdcOptions {
+        fill: args.fill,
         quick: args.quick,
         seed: args.seed,
         aging: args.aging,

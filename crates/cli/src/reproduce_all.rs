@@ -103,6 +103,7 @@ fn one(paper: &str, args: &AllArgs) -> Result<Reproduction> {
             outputs,
             seed: args.seed,
             aging: flashstack_experiments::ldc::SNAPSHOT_AGING,
+            fill: flashstack_experiments::ldc::SNAPSHOT_UTILIZATION,
             lay_down: flashstack_replay::LayDown::Neutral,
             jobs: None,
         }),

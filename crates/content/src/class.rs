@@ -33,10 +33,27 @@ pub enum ContentClass {
     /// File-system metadata and journal blocks: inode tables and allocation bitmaps.
     #[serde(rename = "meta")]
     Metadata,
+    /// A SQLite table leaf whose rows carry BLOBs (serialized stories, protobuf caches,
+    /// thumbnails): a per-file BLOB share spreads pages from medium to minimal
+    /// compressibility.
+    #[serde(rename = "sqlite-blob")]
+    SqliteBlob,
+    /// JPEG, PNG and WebP files: their format's headers on a file's first page, then
+    /// entropy-coded data, with per-file flat areas (mostly minimal, some low).
+    #[serde(rename = "image")]
+    Image,
+    /// ARM64 ELF shared objects, oat files and dex: sections of code, relocations, symbols,
+    /// strings and packed data mixed per file (medium to minimal).
+    #[serde(rename = "code")]
+    Code,
+    /// Logs, JSON and XML caches carrying base64 tokens, digests and UUIDs at a per-file
+    /// density (medium to low).
+    #[serde(rename = "log")]
+    Log,
 }
 
 impl ContentClass {
-    pub const ALL: [ContentClass; 7] = [
+    pub const ALL: [ContentClass; 11] = [
         ContentClass::Zeros,
         ContentClass::SqliteTable,
         ContentClass::SqliteIndex,
@@ -44,11 +61,24 @@ impl ContentClass {
         ContentClass::Executable,
         ContentClass::Media,
         ContentClass::Metadata,
+        ContentClass::SqliteBlob,
+        ContentClass::Image,
+        ContentClass::Code,
+        ContentClass::Log,
+    ];
+
+    /// The classes of a continuous compressibility spectrum (`gen::spectrum`), used by the
+    /// LDC workloads; the others keep their bytes of before they were added.
+    pub const SPECTRUM: [ContentClass; 4] = [
+        ContentClass::SqliteBlob,
+        ContentClass::Image,
+        ContentClass::Code,
+        ContentClass::Log,
     ];
 
     /// The short names accepted by `FromStr`, for error messages.
     pub(crate) const NAMES_LIST: &'static str =
-        "zeros, sqlite, sqlite-index, text, exec, media, meta";
+        "zeros, sqlite, sqlite-index, text, exec, media, meta, sqlite-blob, image, code, log";
 
     pub fn name(self) -> &'static str {
         match self {
@@ -59,6 +89,10 @@ impl ContentClass {
             ContentClass::Executable => "exec",
             ContentClass::Media => "media",
             ContentClass::Metadata => "meta",
+            ContentClass::SqliteBlob => "sqlite-blob",
+            ContentClass::Image => "image",
+            ContentClass::Code => "code",
+            ContentClass::Log => "log",
         }
     }
 

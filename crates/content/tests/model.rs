@@ -110,7 +110,7 @@ fn class_shares_follow_the_weights_over_100k_regions() {
         .unwrap();
     let m = ContentModel::new(12, mix.clone());
     let regions = 100_000u64;
-    let mut counts = [0u64; 7];
+    let mut counts = [0u64; ContentClass::ALL.len()];
     for region in 0..regions {
         let class = m.class_of(region * m.region_lbas());
         counts[ContentClass::ALL.iter().position(|&c| c == class).unwrap()] += 1;

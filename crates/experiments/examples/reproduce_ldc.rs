@@ -1,5 +1,5 @@
 //! `cargo run --release -p flashstack-experiments --example reproduce_ldc [-- --quick]`
-use flashstack_experiments::ldc::{reproduce, LdcOptions, SNAPSHOT_AGING};
+use flashstack_experiments::ldc::{reproduce, LdcOptions, SNAPSHOT_AGING, SNAPSHOT_UTILIZATION};
 use flashstack_replay::{LayDown, NoProgress};
 
 fn main() {
@@ -9,6 +9,7 @@ fn main() {
         seed: 1,
         aging: SNAPSHOT_AGING,
         lay_down: LayDown::Neutral,
+        fill: SNAPSHOT_UTILIZATION,
         jobs: 1,
     };
     let results = reproduce(&options, &mut NoProgress).expect("runs");

@@ -12,7 +12,8 @@
 //! times, as in the paper. GC runs on demand and in idle time (`presets::ldc_emmc_with`).
 //! `docs/ldc-reproduction.md` lists every modelling choice.
 
-use flashstack_content::ContentConfig;
+use flashstack_codec::{Codec, Lzo1x1};
+use flashstack_content::{ContentConfig, ContentModel, PAGE_SIZE};
 use flashstack_ftl::compression::CompressionPolicyKind;
 use flashstack_ftl::presets;
 use flashstack_replay::{
@@ -20,7 +21,10 @@ use flashstack_replay::{
     DEFAULT_SNAPSHOT_AGING,
 };
 use flashstack_report::{ReportOptions, RunReport};
-use flashstack_trace::builtin::{back_to_back, Builtin, LdcApp, LDC_PASSES, REPEAT_GAP_NS};
+use flashstack_trace::builtin::{
+    back_to_back, Builtin, BuiltinWorkload, LdcApp, LDC_PASSES, REPEAT_GAP_NS,
+};
+use flashstack_trace::RequestKind;
 use serde::Serialize;
 use thiserror::Error;
 
@@ -42,6 +46,9 @@ pub struct LdcOptions {
     pub aging: f64,
     /// How the existing data and its aging reach the device (policy-neutral by default).
     pub lay_down: LayDown,
+    /// Share of the user capacity the existing data takes ([`SNAPSHOT_UTILIZATION`] by
+    /// default): the user's data zone ends there.
+    pub fill: f64,
     /// Runs executed at once, on their own threads (at least 1). Each run is independent
     /// and seeded alone, and results are kept in run order, so the figures are the same
     /// for any value; a full run holds its 4 GiB device's contents in memory.
@@ -61,6 +68,8 @@ pub enum LdcError {
     Replay(#[from] flashstack_replay::ReplayError),
     #[error("workload {app}: {message}")]
     Workload { app: &'static str, message: String },
+    #[error("--fill {fill}: {reason}")]
+    Fill { fill: f64, reason: String },
 }
 
 /// The figures of one (policy, app) run.
@@ -101,6 +110,9 @@ pub struct LdcResults {
     pub fill: f64,
     pub lay_down: LayDown,
     pub device_bytes: u64,
+    /// LZO1X-1 ratios of a sample of the existing data and of each app's written pages
+    /// (the paper's Fig. 2 and 3).
+    pub spectra: Vec<Spectrum>,
     pub runs: Vec<Figures>,
     /// The paper's stated figures beside ours (changes as fractions: −0.505 = −50.5%).
     pub headlines: Vec<Headline>,
@@ -146,9 +158,7 @@ fn run_one(
     let capacity = device
         .user_capacity_bytes()
         .map_err(|e| workload_error(app, e))?;
-    let workload = Builtin::Ldc(app)
-        .generate(capacity, options.seed)
-        .map_err(|e| workload_error(app, e))?;
+    let workload = workload_at_fill(app, capacity, options)?;
     let content = ContentConfig {
         zones: content_zones(&workload.content_zones())?,
         ..ContentConfig::default()
@@ -182,6 +192,60 @@ fn run_one(
     replayer.replay(requests, Some(total), &mut NoProgress)?;
     let gc_time = GcTime::of(replayer.ftl.config());
     Ok(figures(policy, app, clock_mhz, &replayer.report(), gc_time))
+}
+
+/// The built-in workload with its existing data ending at `options.fill` of the capacity:
+/// the user's data zone (the snapshot's last) grows or shrinks; the apps' files and ext4's
+/// metadata stay where they are.
+fn workload_at_fill(
+    app: LdcApp,
+    capacity_bytes: u64,
+    options: &LdcOptions,
+) -> Result<BuiltinWorkload, LdcError> {
+    check_fill(options.fill)?;
+    let mut workload = Builtin::Ldc(app)
+        .generate(capacity_bytes, options.seed)
+        .map_err(|e| workload_error(app, e))?;
+    let fill_error = |reason: String| LdcError::Fill {
+        fill: options.fill,
+        reason,
+    };
+    let end = (capacity_bytes / PAGE_SIZE as u64) as f64 * options.fill;
+    let end = end as u64;
+    let user = workload
+        .snapshot
+        .iter()
+        .position(|z| z.name == USER_ZONE)
+        .ok_or_else(|| fill_error(format!("the workload has no '{USER_ZONE}' zone")))?;
+    let start = workload.snapshot[user].lbas.start;
+    if end < start {
+        return Err(fill_error(format!(
+            "the apps' files and ext4's metadata alone take {:.1}% of this {} MiB device",
+            start as f64 * 100.0 * PAGE_SIZE as f64 / capacity_bytes as f64,
+            capacity_bytes >> 20
+        )));
+    }
+    if end == start {
+        workload.snapshot.remove(user);
+    } else {
+        workload.snapshot[user].lbas.end = end;
+    }
+    Ok(workload)
+}
+
+/// The zone of the user's own data (photos, videos, other apps), last in the snapshot.
+const USER_ZONE: &str = "user.data";
+
+/// A fill must be a share of the user capacity above 0 and at most 1.
+pub fn check_fill(fill: f64) -> Result<(), LdcError> {
+    if fill.is_finite() && fill > 0.0 && fill <= 1.0 {
+        Ok(())
+    } else {
+        Err(LdcError::Fill {
+            fill,
+            reason: "must be above 0 and at most 1 (a share of the user capacity)".into(),
+        })
+    }
 }
 
 fn workload_error(app: LdcApp, e: impl std::fmt::Display) -> LdcError {
@@ -322,6 +386,8 @@ pub fn reproduce(
     for clock in CLOCKS_MHZ.into_iter().filter(|&c| c != 200) {
         jobs.push((Ldc, LdcApp::Multiple, clock));
     }
+    check_fill(options.fill)?;
+    let spectra = spectra(options)?;
     progress.phase("reproduce ldc", Some(jobs.len() as u64));
     let results = run_all(&jobs, options, progress);
     let mut runs = Vec::with_capacity(jobs.len());
@@ -332,9 +398,10 @@ pub fn reproduce(
     let mut results = LdcResults {
         quick: options.quick,
         aging: options.aging,
-        fill: SNAPSHOT_UTILIZATION,
+        fill: options.fill,
         lay_down: options.lay_down,
         device_bytes,
+        spectra,
         runs,
         headlines: Vec::new(),
     };
@@ -523,6 +590,8 @@ impl LdcResults {
         out.push('\n');
         out.push_str(&self.gc_paths());
         out.push('\n');
+        out.push_str(&render_spectra(&self.spectra));
+        out.push('\n');
         out.push_str(&self.fig10());
         out.push('\n');
         out.push_str(&self.headline());
@@ -708,6 +777,151 @@ impl Metric {
     }
 }
 
+/// Bins of a compressibility histogram: LZO1X-1 ratio in steps of 0.05 (the last bin
+/// also holds ratios above 1, incompressible pages plus the codec's overhead).
+pub const SPECTRUM_BINS: usize = 20;
+/// Pages sampled for each histogram, evenly spread over what it describes.
+const SPECTRUM_SAMPLE_PAGES: u64 = 2_000;
+
+/// The LZO1X-1 ratios of a sample of pages, as the paper's Fig. 2 (a volume snapshot) and
+/// Fig. 3 (an app's write traffic) report them.
+#[derive(Clone, Debug, Serialize)]
+pub struct Spectrum {
+    /// `snapshot` or the app's abbreviation.
+    pub name: String,
+    pub pages: u64,
+    /// Pages per 0.05 of ratio: bin `i` holds `i/20 ≤ ratio < (i+1)/20`.
+    pub bins: [u64; SPECTRUM_BINS],
+}
+
+impl Spectrum {
+    /// Shares of the paper's bands: high (< 0.25), medium (0.25–0.65), low (0.65–0.95),
+    /// minimal (≥ 0.95).
+    pub fn bands(&self) -> [f64; 4] {
+        let sum = |r: std::ops::Range<usize>| self.bins[r].iter().sum::<u64>() as f64;
+        let n = self.pages.max(1) as f64;
+        [
+            sum(0..5) / n,
+            sum(5..13) / n,
+            sum(13..19) / n,
+            sum(19..20) / n,
+        ]
+    }
+
+    fn of(name: &str, model: &ContentModel, lbas: &[(u64, u32)]) -> Spectrum {
+        let stride = (lbas.len() as u64).div_ceil(SPECTRUM_SAMPLE_PAGES).max(1) as usize;
+        let mut codec = Lzo1x1::default();
+        let (mut page, mut out) = (vec![0u8; PAGE_SIZE], Vec::new());
+        let mut bins = [0u64; SPECTRUM_BINS];
+        let mut pages = 0;
+        for &(lba, version) in lbas.iter().step_by(stride) {
+            model.fill(lba, version, &mut page);
+            let ratio = codec.compress(&page, &mut out) as f64 / PAGE_SIZE as f64;
+            bins[((ratio * SPECTRUM_BINS as f64) as usize).min(SPECTRUM_BINS - 1)] += 1;
+            pages += 1;
+        }
+        Spectrum {
+            name: name.to_string(),
+            pages,
+            bins,
+        }
+    }
+}
+
+/// The content model a run of `workload` uses.
+fn content_model(workload: &BuiltinWorkload, seed: u64) -> Result<ContentModel, LdcError> {
+    let config = ContentConfig {
+        zones: content_zones(&workload.content_zones())?,
+        ..ContentConfig::default()
+    };
+    ContentModel::from_config(seed, &config).map_err(|e| LdcError::Workload {
+        app: "content",
+        message: e.to_string(),
+    })
+}
+
+/// The compressibility of the existing data (MA's snapshot, the same for every app) and of
+/// each app's written pages (each page as written the first time in the run).
+pub fn spectra(options: &LdcOptions) -> Result<Vec<Spectrum>, LdcError> {
+    let mut device = presets::ldc_emmc_with(CompressionPolicyKind::Pm);
+    device.nand.geometry.blocks_per_plane = blocks_per_plane(options.quick);
+    let capacity = device
+        .user_capacity_bytes()
+        .map_err(|e| workload_error(LdcApp::Multiple, e))?;
+    let mut out = Vec::new();
+    for app in LdcApp::ALL {
+        let workload = workload_at_fill(app, capacity, options)?;
+        let model = content_model(&workload, options.seed)?;
+        if app == LdcApp::Multiple {
+            let snapshot: Vec<(u64, u32)> = workload
+                .snapshot
+                .iter()
+                .flat_map(|z| z.lbas.clone())
+                .map(|lba| (lba, 0))
+                .collect();
+            out.insert(0, Spectrum::of("snapshot", &model, &snapshot));
+        }
+        let written: Vec<(u64, u32)> = workload
+            .requests
+            .iter()
+            .filter(|r| r.kind == RequestKind::Write)
+            .flat_map(|r| r.offset_bytes / 4096..(r.offset_bytes + r.len_bytes) / 4096)
+            .map(|lba| (lba, 1))
+            .collect();
+        out.push(Spectrum::of(abbrev(app), &model, &written));
+    }
+    Ok(out)
+}
+
+/// The histograms as text: band shares per row, then the 0.05 bins of the snapshot and of
+/// MA's writes as bars.
+fn render_spectra(spectra: &[Spectrum]) -> String {
+    let mut out = String::from(
+        "Content compressibility (LZO1X-1, sampled pages; Fig. 2 bands: high < 0.25, \
+         medium < 0.65, low < 0.95, minimal)\n",
+    );
+    out.push_str(&format!(
+        "{:<10}{:>8}{:>8}{:>8}{:>8}{:>8}\n",
+        "", "pages", "high", "medium", "low", "minimal"
+    ));
+    for s in spectra {
+        let b = s.bands();
+        out.push_str(&format!(
+            "{:<10}{:>8}{:>7.1}%{:>7.1}%{:>7.1}%{:>7.1}%\n",
+            s.name,
+            s.pages,
+            b[0] * 100.0,
+            b[1] * 100.0,
+            b[2] * 100.0,
+            b[3] * 100.0
+        ));
+    }
+    for s in spectra
+        .iter()
+        .filter(|s| s.name == "snapshot" || s.name == "MA")
+    {
+        out.push_str(&format!(
+            "histogram, {} (% of pages per 0.05 of ratio)\n",
+            s.name
+        ));
+        for (i, &n) in s.bins.iter().enumerate() {
+            let share = n as f64 * 100.0 / s.pages.max(1) as f64;
+            out.push_str(&format!(
+                "  {:.2}-{:<5}{:>6.1}% {}\n",
+                i as f64 / 20.0,
+                if i + 1 == SPECTRUM_BINS {
+                    "".to_string()
+                } else {
+                    format!("{:.2}", (i + 1) as f64 / 20.0)
+                },
+                share,
+                "#".repeat((share / 2.0).round() as usize)
+            ));
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -718,6 +932,7 @@ mod tests {
             seed: 3,
             aging: SNAPSHOT_AGING,
             lay_down: LayDown::default(),
+            fill: SNAPSHOT_UTILIZATION,
             jobs: 1,
         }
     }
@@ -770,6 +985,7 @@ mod tests {
             fill: SNAPSHOT_UTILIZATION,
             lay_down: LayDown::Neutral,
             device_bytes: 1 << 28,
+            spectra: Vec::new(),
             runs,
             headlines: Vec::new(),
         };
@@ -807,6 +1023,51 @@ mod tests {
             .values;
         assert_eq!(ge.iter().filter(|v| v.is_finite()).count(), 1);
         assert_eq!(figures[2].categories.len(), CLOCKS_MHZ.len());
+    }
+
+    #[test]
+    fn content_spreads_through_the_low_band() {
+        // Issue 18 item 3: with the older, nearly bimodal classes the write traffic held
+        // almost no pages between 0.65 and 0.95 (MA: none of its sample), so zFTL never
+        // paid its latency penalty. Now every 0.05 step of that band holds pages, in the
+        // existing data (Fig. 2) and in the write traffic (Fig. 3).
+        let spectra = spectra(&quick()).unwrap();
+        assert_eq!(spectra.len(), 1 + LdcApp::ALL.len());
+        for s in spectra
+            .iter()
+            .filter(|s| s.name == "snapshot" || s.name == "MA")
+        {
+            let low = s.bands()[2];
+            assert!(low >= 0.08, "{}: {:.1}% low", s.name, low * 100.0);
+            for bin in 13..19 {
+                let share = s.bins[bin] as f64 / s.pages as f64;
+                assert!(share >= 0.005, "{}: bin {bin} holds {share:.4}", s.name);
+            }
+        }
+        // §4.1: 84–91% of a phone's volume is of low or minimal compressibility.
+        let b = spectra[0].bands();
+        assert!((0.75..=0.91).contains(&(b[2] + b[3])), "snapshot {b:?}");
+    }
+
+    #[test]
+    fn fill_moves_the_end_of_the_existing_data_and_rejects_impossible_fills() {
+        let capacity = 1_035 * 64 * 4096;
+        let at =
+            |fill| workload_at_fill(LdcApp::Facebook, capacity, &LdcOptions { fill, ..quick() });
+        let end = |fill| at(fill).unwrap().snapshot.last().unwrap().lbas.end;
+        assert_eq!(end(0.6), (capacity / 4096) * 6 / 10);
+        assert_eq!(end(1.0), capacity / 4096);
+        let zones = at(0.6).unwrap().zones;
+        assert_eq!(zones, at(0.85).unwrap().zones, "the apps' files stay put");
+        let err = at(0.2).unwrap_err().to_string();
+        assert!(
+            err.starts_with("--fill 0.2: the apps' files and ext4's metadata alone take"),
+            "{err}"
+        );
+        for bad in [0.0, -0.5, 1.01, f64::NAN, f64::INFINITY] {
+            let err = check_fill(bad).unwrap_err().to_string();
+            assert!(err.contains("must be above 0 and at most 1"), "{err}");
+        }
     }
 
     #[test]

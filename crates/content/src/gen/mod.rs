@@ -4,6 +4,7 @@
 pub(crate) mod exec;
 pub(crate) mod media;
 pub(crate) mod meta;
+pub(crate) mod spectrum;
 pub(crate) mod sqlite;
 pub(crate) mod text;
 

@@ -11,17 +11,21 @@ pub(crate) type Dist = &'static [(u32, u32)];
 /// Pages of a MiB.
 const MIB: u32 = 256;
 
-/// SQLite files: table b-tree pages dominate, index pages make up about a quarter.
-pub(crate) const DB_MIX: &str = "sqlite:75,sqlite-index:25";
+/// SQLite files: table b-tree pages dominate, index pages make up about a fifth, and a
+/// fifth of the table pages carry BLOB columns (serialized stories, protobuf caches,
+/// thumbnails), whose share spreads pages over medium to minimal compressibility.
+pub(crate) const DB_MIX: &str = "sqlite:60,sqlite-index:20,sqlite-blob:20";
 /// A rollback journal holds copies of database pages (and a header).
-pub(crate) const DB_JOURNAL_MIX: &str = "sqlite:100";
-/// Shared preferences XML, JSON and logs: the "others" an app rewrites.
-pub(crate) const TEXT_MIX: &str = "text:100";
-/// JPEG/PNG/WebP image caches, photos, map tiles: already compressed.
-pub(crate) const MEDIA_MIX: &str = "media:100";
-/// An installed app: odex/oat and native libraries (code) plus the APK (a zip archive whose
-/// entries are deflated or are PNGs, so it is media-like).
-pub(crate) const EXEC_MIX: &str = "exec:80,media:20";
+pub(crate) const DB_JOURNAL_MIX: &str = "sqlite:80,sqlite-blob:20";
+/// Shared preferences XML, JSON and logs: the "others" an app rewrites; half of them carry
+/// tokens, digests and inline base64 at a per-file density.
+pub(crate) const TEXT_MIX: &str = "text:50,log:50";
+/// JPEG/PNG/WebP image caches, photos, map tiles: already compressed, with their formats'
+/// headers and, in some JPEGs, flat areas.
+pub(crate) const MEDIA_MIX: &str = "image:100";
+/// An installed app: ARM64 ELF libraries, oat and dex files (code) plus the APK (a zip
+/// archive whose entries are deflated or are PNGs, so it is media-like).
+pub(crate) const EXEC_MIX: &str = "code:80,media:20";
 /// ext4 inode tables, bitmaps and group descriptors.
 pub(crate) const FS_META_MIX: &str = "meta:100";
 /// The jbd2 journal: copies of metadata blocks, plus descriptor and commit blocks that are
@@ -31,7 +35,8 @@ pub(crate) const FS_JOURNAL_MIX: &str = "meta:75,zeros:25";
 /// installed apps), the rest other apps' databases, documents and metadata. With the
 /// modelled apps' own files, the whole snapshot lands at 85–88% low or minimal
 /// compressibility, inside §4.1's 84–91%.
-pub(crate) const USER_MIX: &str = "media:62,exec:29,sqlite:4,text:2,meta:1,zeros:2";
+pub(crate) const USER_MIX: &str =
+    "image:50,media:12,code:29,sqlite:3,sqlite-blob:1,text:1,log:1,meta:1,zeros:2";
 
 /// Pages a small file rewrite writes (shared preferences, JSON, logs).
 pub(crate) const TEXT_PAGES: Dist = &[(1, 50), (2, 25), (4, 15), (8, 10)];
