@@ -926,12 +926,14 @@ fn render_spectra(spectra: &[Spectrum]) -> String {
 mod tests {
     use super::*;
 
-    /// The full-size LDC run on FB: **fails today** (issue 18, docs/ldc-reproduction.md
-    /// "The full run fails"): while the existing data is aged, foreground GC reaches its
-    /// cycle limit because each reclaim pads every open stream's partial page as much as
-    /// the victim frees. The reproducer for the fix, ignored until then: 13 s in release,
-    /// `cargo test --release -p flashstack-experiments --lib full_size_ldc_on_fb --
-    /// --ignored --nocapture`.
+    /// The full-size LDC run on FB, which once stopped with "GC cannot keep up" while the
+    /// existing data was aged: with §5.3's narrow straddling rule, GC copied blocks of
+    /// page-aligned compressed fragments into as many pages as it freed
+    /// (docs/ldc-reproduction.md, "The full run once failed"). The small, fast check of
+    /// the mechanism is `flashstack_ftl`'s
+    /// `gc_packs_page_aligned_compressed_pages_without_internal_fragmentation`; this one is
+    /// ignored for its size (about 35 s in release): `cargo test --release -p
+    /// flashstack-experiments --lib full_size_ldc_on_fb -- --ignored --nocapture`.
     #[test]
     #[ignore]
     fn full_size_ldc_on_fb() {

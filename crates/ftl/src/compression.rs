@@ -148,6 +148,36 @@ impl CompressionPolicyKind {
     }
 }
 
+/// Which compressed fragments a compressing GC (caGC) may write across a flash page
+/// boundary when they do not fit the rest of the page it is filling. The paper says it two
+/// ways: §5.3 lets data "of low (but not minimal) compressibility" straddle (mostly
+/// executables, read sequentially), while §5.2 leaves the internal fragmentation SC's
+/// page-aligned writes create to be "reclaimed through garbage collection" and §6.2.3
+/// credits LDC's lower GC cost to eliminating it "by writing compressed pages across page
+/// boundaries". Only GC streams pinned to a unit straddle (they know their next page).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum GcStraddle {
+    /// Every compressed fragment (Cr ≤ 0.95) may straddle: GC packs what it migrates
+    /// without internal fragmentation (§5.2, §6.2.3). With the narrower rule, GC can
+    /// copy a block of page-aligned compressed fragments into exactly as many pages as it
+    /// frees, and a full device stops making progress (`docs/ldc-reproduction.md`).
+    #[default]
+    AnyCompressed,
+    /// Only 0.65 < Cr ≤ 0.95 (§5.3 read literally).
+    LowCompressibility,
+}
+
+/// Whether caGC may let a `len`-slot compressed fragment of a `slots_per_lpn`-slot
+/// logical page straddle into the next flash page.
+pub fn gc_may_straddle(rule: GcStraddle, len: u32, slots_per_lpn: u32) -> bool {
+    let ratio_permille = len * 1000 / slots_per_lpn;
+    match rule {
+        GcStraddle::AnyCompressed => ratio_permille <= 950,
+        GcStraddle::LowCompressibility => ratio_permille > 650 && ratio_permille <= 950,
+    }
+}
+
 /// zFTL skips pages it predicts at worse than 0.95.
 pub const ZFTL_SKIP_ABOVE_PERMILLE: u64 = 950;
 

@@ -97,6 +97,9 @@ pub struct CompressionConfig {
     pub codec: flashstack_codec::CodecKind,
     #[serde(default)]
     pub controller: crate::compression::ControllerTiming,
+    /// Which compressed fragments caGC may write across page boundaries (LDC only).
+    #[serde(default)]
+    pub gc_straddle: crate::compression::GcStraddle,
 }
 
 /// Which cached mapping entry leaves SRAM first (`cmt.rs`, `choose_victim`).

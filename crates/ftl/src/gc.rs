@@ -5,6 +5,7 @@ use flashstack_nand::{oob_flags, FlashMedium, NandError};
 use flashstack_sim::memory::LazyTable;
 use flashstack_sim::Nanos;
 
+use crate::compression::{gc_may_straddle, GcStraddle};
 use crate::policy::{wear_level_needed, VictimCandidate, VictimPolicy};
 use crate::stream::is_start;
 use crate::{BlockState, Cause, Ftl, FtlError};
@@ -62,8 +63,9 @@ impl Ftl {
         let mut die = 0;
         let mut dies_without_work = 0;
         // On the LDC presets (a compression config, PM's included, so every policy is
-        // treated alike): every reclaim first pads the open logs' partial pages, so idle
-        // GC on nearly valid victims can go on for ever without adding a free block. It
+        // treated alike): a victim's page-aligned compressed fragments are copied with
+        // the padding beside them when they may not straddle, so idle GC on such nearly
+        // valid victims can go on for ever without adding a free block. It
         // stops after BACKGROUND_STALL_MAX cycles without the pool growing (tracked on
         // one-die devices, as the LDC presets are). Other devices are unchanged.
         let stall_limit = match self.config.ftl.compression.is_some() {
@@ -436,7 +438,7 @@ impl Ftl {
             .is_some_and(|p| p.compresses_during_gc());
         match shrunk {
             Some((new_len, t)) => {
-                let slot = match straddle && self.low_compressibility(new_len) {
+                let slot = match straddle && self.gc_may_straddle(new_len) {
                     true => self.reserve_straddling(stream, new_len, t)?,
                     false => self.reserve_fragment(stream, new_len, false, t)?,
                 };
@@ -449,11 +451,10 @@ impl Ftl {
                 r?;
             }
             None => {
-                let slot =
-                    match straddle && len < self.slots_per_lpn && self.low_compressibility(len) {
-                        true => self.reserve_straddling(stream, len, ready_ns)?,
-                        false => self.reserve_fragment(stream, len, false, ready_ns)?,
-                    };
+                let slot = match straddle && len < self.slots_per_lpn && self.gc_may_straddle(len) {
+                    true => self.reserve_straddling(stream, len, ready_ns)?,
+                    false => self.reserve_fragment(stream, len, false, ready_ns)?,
+                };
                 self.map(lpn, slot, len);
                 let ratio = if len < self.slots_per_lpn {
                     1000
@@ -467,11 +468,16 @@ impl Ftl {
         Ok(())
     }
 
-    /// Compressed data of low (not minimal) compressibility, 0.65 < Cr ≤ 0.95: the data
-    /// caGC lets straddle (§5.3; mostly executables, read sequentially).
-    fn low_compressibility(&self, len: u32) -> bool {
-        let ratio = len * 1000 / self.slots_per_lpn;
-        ratio > 650 && ratio <= 950
+    /// Whether a `len`-slot compressed fragment GC migrates may straddle (the device's
+    /// `gc_straddle` rule).
+    fn gc_may_straddle(&self, len: u32) -> bool {
+        let rule = self
+            .config
+            .ftl
+            .compression
+            .as_ref()
+            .map_or(GcStraddle::default(), |c| c.gc_straddle);
+        gc_may_straddle(rule, len, self.slots_per_lpn)
     }
 
     /// Erases (or retires) a block whose valid data has been moved.

@@ -208,6 +208,7 @@ pub fn ldc_emmc_with(policy: CompressionPolicyKind) -> DeviceConfig {
         policy,
         codec: Default::default(),
         controller: ControllerTiming::default(),
+        gc_straddle: Default::default(),
     });
     if policy == CompressionPolicyKind::Ldc {
         config.ftl.gc.policy = VictimPolicyKind::CompressionAware;
@@ -481,6 +482,7 @@ pub fn csd3000_with(policy: CompressionPolicyKind, flash_gib: u32) -> DeviceConf
                     decompress_ns_at_200mhz: 700,
                     predict_ns_at_200mhz: 0,
                 },
+                gc_straddle: Default::default(),
             }),
             wear: WearConfig {
                 dynamic: true,

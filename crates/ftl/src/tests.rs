@@ -501,6 +501,7 @@ fn config_strategy() -> impl Strategy<Value = DeviceConfig> {
                     policy,
                     codec: Default::default(),
                     controller: ControllerTiming::default(),
+                    gc_straddle: Default::default(),
                 });
                 if policy == CompressionPolicyKind::Ldc {
                     config.ftl.gc.policy = VictimPolicyKind::CompressionAware;
@@ -752,6 +753,7 @@ fn long_random_run_with_compression() {
             policy,
             codec: Default::default(),
             controller: ControllerTiming::default(),
+            gc_straddle: Default::default(),
         });
         // One plane of 64 blocks, little spare: eleven open frontiers (compressed + ten
         // ratio groups) and live data that GC must move.
@@ -809,6 +811,7 @@ fn power_cut_at_every_point_of_straddling_gc() {
         policy: CompressionPolicyKind::Ldc,
         codec: Default::default(),
         controller: ControllerTiming::default(),
+        gc_straddle: Default::default(),
     });
     config.nand.geometry.channels = 1;
     config.nand.geometry.planes_per_die = 1;

@@ -57,6 +57,7 @@ fn remap_config_strategy() -> impl Strategy<Value = DeviceConfig> {
                     policy: CompressionPolicyKind::Zftl,
                     codec: Default::default(),
                     controller: ControllerTiming::default(),
+                    gc_straddle: Default::default(),
                 });
             }
             config
@@ -322,6 +323,7 @@ fn bad_remaps_are_typed_errors_and_change_nothing() {
         policy: CompressionPolicyKind::Zftl,
         codec: Default::default(),
         controller: ControllerTiming::default(),
+        gc_straddle: Default::default(),
     });
     let mut ftl = Ftl::new(config, true, 1).unwrap();
     assert!(matches!(
