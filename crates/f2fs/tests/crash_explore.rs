@@ -178,6 +178,8 @@ struct Explorer {
     bgres_restored: u64,
     /// Clusters written compressed, over every mount (F2FSC's case).
     clusters_compressed: u64,
+    /// Files FPC's background re-packing rewrote or recompressed, over every mount.
+    fpc_repacked: u64,
 }
 
 impl Explorer {
@@ -205,6 +207,7 @@ impl Explorer {
             dcm_stored: 0,
             bgres_restored: 0,
             clusters_compressed: 0,
+            fpc_repacked: 0,
         }
     }
 
@@ -328,6 +331,8 @@ impl Explorer {
         self.dcm_stored += fs.metrics().delta.dcm_stores;
         self.bgres_restored += fs.metrics().delta.bgres_restored_files;
         self.clusters_compressed += fs.compress_metrics().clusters_compressed;
+        let m = fs.metrics().fpc_repack;
+        self.fpc_repacked += m.rewritten_files + m.recompressed_files;
         if trace() {
             println!(
                 "metrics at the cut: {:?}; free segments {}",
@@ -561,12 +566,17 @@ fn volatile_cache_cuts_under_f2fsc() {
 /// FPC's file policy over F2FS compression (`fs/fpc.rs`): the test's files have no
 /// extension, so each is decided by the trial of its first page, which sets the
 /// compression flag inside the write that brings that page. Cuts land before, inside and
-/// after those writes; every fsync'd byte must come back, compressed or not.
+/// after those writes, and inside the background re-packing of idle time (a file read
+/// once since its last write, here: the explorer reads every file after each cut, and
+/// the random writes scatter them), which rewrites raw files and recompresses compressed
+/// ones. Every fsync'd byte must come back, compressed, re-packed or not.
 #[test]
 fn volatile_cache_cuts_under_fpc() {
+    let mut fs = F2fsConfig::default().with_fpc();
+    fs.fpc.repack_min_reads = 1;
     let setup = Setup {
         name: "fpc",
-        fs: F2fsConfig::default().with_fpc(),
+        fs,
         cache_lbas: 256,
         seed: 0xF9C,
         volume_bytes: 64 * MIB,
@@ -577,8 +587,13 @@ fn volatile_cache_cuts_under_fpc() {
     explorer.tally.report();
     assert_eq!(explorer.tally.lost_bytes(), 0);
     let n = explorer.clusters_compressed + explorer.fs().compress_metrics().clusters_compressed;
-    println!("fpc: {n} clusters written compressed");
+    let repacked = explorer.fpc_repacked + {
+        let m = explorer.fs().metrics().fpc_repack;
+        m.rewritten_files + m.recompressed_files
+    };
+    println!("fpc: {n} clusters written compressed, {repacked} files re-packed in idle time");
     assert!(n > 0, "FPC compressed nothing: its trials never passed");
+    assert!(repacked > 20, "only {repacked} files re-packed");
 }
 
 /// Regression (found by the exploration above, shrunk by hand): an in-place write that

@@ -91,3 +91,54 @@ fn fpc_skips_the_trial_of_a_file_written_elsewhere_first() {
     let m = fs.fpc_metrics();
     assert_eq!((m.trials, m.trials_skipped), (0, 1), "{m:?}");
 }
+
+/// FPC's background re-packing (`fs/fpc.rs`): a file written in pieces between another
+/// file's writes lies in many address runs; read twice (a launch, then another), it is
+/// rewritten in page order during idle time, after which reading it whole takes one
+/// request where it took one per run, its bytes unchanged, across a remount. Not re-packed
+/// with `repack` off, nor after a single read.
+#[test]
+fn fpc_repacks_scattered_files_read_since_their_last_write_in_idle_time() {
+    let run = |repack: bool, reads: usize| {
+        let mut c = F2fsConfig::default().with_fpc();
+        c.fpc.repack = repack;
+        let mut fs = fresh(c);
+        // No known ending and incompressible: FPC leaves both raw (the trial fails).
+        let lib = fs.create("/libapp.bin").unwrap();
+        let other = fs.create("/other.bin").unwrap();
+        let data = pattern(16 * 4096, 3);
+        for k in 0..16u64 {
+            let at = (k * 4096) as usize;
+            fs.write(lib, k * 4096, &data[at..at + 4096]).unwrap();
+            fs.fsync(lib).unwrap();
+            fs.write(other, k * 4096, &pattern(4096, k + 100)).unwrap();
+            fs.fsync(other).unwrap();
+        }
+        let runs_before = flashstack_f2fs::fpc_extents(&fs.file_block_addrs(lib).unwrap());
+        for _ in 0..reads {
+            fs.read(lib, 0, data.len()).unwrap();
+        }
+        let until = fs.now_ns() + 70 * 1_000_000_000;
+        fs.idle(until).unwrap();
+        fs.sync().unwrap();
+        let fs = F2fs::mount_with(fs.into_device(), 0, F2fsConfig::default().with_fpc());
+        let mut fs = fs.unwrap();
+        let lib = fs.lookup("/libapp.bin").unwrap();
+        let requests = fs.metrics().read_requests;
+        let pages = fs.read_pages(lib, 0, 16).unwrap();
+        let requests = fs.metrics().read_requests - requests;
+        let got: Vec<u8> = pages.iter().flat_map(|p| p.iter().copied()).collect();
+        assert_eq!(got, data, "re-packing changed the file's bytes");
+        let runs_after = flashstack_f2fs::fpc_extents(&fs.file_block_addrs(lib).unwrap());
+        (runs_before, runs_after, requests)
+    };
+    let (before, after, requests) = run(true, 2);
+    println!("re-packed: {before} address runs -> {after}, whole read in {requests} requests");
+    assert_eq!(before, 16, "the setup must scatter the file");
+    assert_eq!((after, requests), (1, 1));
+    let (_, after, requests) = run(false, 2);
+    println!("repack off: {after} address runs, whole read in {requests} requests");
+    assert_eq!((after, requests), (16, 16));
+    let (_, after, _) = run(true, 1);
+    assert_eq!(after, 16, "re-packed after a single read");
+}

@@ -87,7 +87,7 @@ impl StackConfig {
         ),
         (
             "fpc",
-            "`default` with FPC's foreground compression: F2FS compression (lz4, 4-page clusters) of write-mostly files by name (.db, journals, WAL, logs) and of others whose first page compresses (fs.mount.fpc; docs/medfs.md)",
+            "`default` with FPC: F2FS compression (lz4, 4-page clusters) of write-mostly files by name (.db, journals, WAL, logs) and of others whose first page compresses, and idle-time re-packing of scattered files read since their last write (fs.mount.fpc; docs/medfs.md)",
         ),
     ];
 

@@ -192,11 +192,12 @@ fn set_path(root: &mut toml::Value, key: &str, new: toml::Value) -> Result<(), S
 }
 
 /// Optional fields are absent from the TOML when unset (or, for `atomic_write`, when
-/// false; for the cache's `policy` and `mobifs` table, when the defaults).
+/// false; for the cache's `policy` and `mobifs` table, when the defaults; MedFS's
+/// diagnostic `pairs_dump`, when empty).
 fn is_optional_field(name: &str) -> bool {
     matches!(
         name,
-        "static_threshold" | "page_types" | "atomic_write" | "policy" | "mobifs"
+        "static_threshold" | "page_types" | "atomic_write" | "policy" | "mobifs" | "pairs_dump"
     )
 }
 

@@ -10,17 +10,27 @@
 //! written, and the file is compressed if that page shrinks to `trial_max_permille` of a
 //! page or less (FPC's "trial-compress the first page and extrapolate").
 //!
-//! Not built: FPC's background re-packing of the blocks an app reads at launch (docs/medfs.md,
-//! "FPC").
+//! Background re-packing (`repack`, FPC's "background compression packs randomly-read
+//! file blocks together"): F2FS counts the read calls of every file since its last write
+//! (a bounded table); in idle time, after each background-GC pass, [`repack_decision`]
+//! picks files read at least `repack_min_reads` times since their last write whose blocks
+//! lie in at least `repack_min_extents` separate runs of addresses, and the mechanism
+//! rewrites them: a raw file's written pages in page order to consecutive new blocks
+//! ([`F2fs::defrag_copy`]), a compressed file's raw clusters compressed
+//! ([`F2fs::compress_file`]). Both write out of place through the normal path, so the old
+//! blocks stay valid until a checkpoint or fsync names the new ones: a power cut inside
+//! loses nothing. Not built: converting a raw read-mostly file (an executable FPC's trial
+//! left raw) to compressed; F2FS refuses `chattr +c` on a file with data, and a
+//! crash-safe conversion needs a donor file swapped in (docs/medfs-reproduction.md, "FPC").
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
 use flashstack_block::BlockDevice;
 
 use super::{F2fs, FsError};
-use crate::consts::BLOCK_SIZE;
+use crate::consts::{BLOCK_SIZE, COMPRESS_ADDR, NEW_ADDR, NULL_ADDR};
 
 /// `[fs.mount.fpc]` (off by default). Needs `[fs.mount.compress]` on: FPC uses its codec,
 /// cluster size and cost model.
@@ -39,6 +49,19 @@ pub struct FpcConfig {
     /// Files awaiting their trial at most (a bounded table; a file created while it is
     /// full is not compressed).
     pub pending_trials_max: usize,
+    /// Background re-packing of files read since their last write (module doc).
+    pub repack: bool,
+    /// A file is re-packed only after at least this many read calls since its last
+    /// write [assumed: 2, a launch that read it and one more that would benefit].
+    pub repack_min_reads: u32,
+    /// ... and only if its blocks lie in at least this many separate address runs
+    /// [assumed: 2; a file in one run is already packed].
+    pub repack_min_extents: u64,
+    /// Files re-packed per background-GC wake at most (bounds idle work per wake).
+    pub repack_files_per_wake: usize,
+    /// Files whose reads are counted at most (a bounded table; a file first read while
+    /// it is full is not counted).
+    pub repack_tracked_files_max: usize,
 }
 
 impl Default for FpcConfig {
@@ -49,6 +72,11 @@ impl Default for FpcConfig {
             incompressible: Vec::new(),
             trial_max_permille: 750,
             pending_trials_max: 4096,
+            repack: false,
+            repack_min_reads: 2,
+            repack_min_extents: 2,
+            repack_files_per_wake: 4,
+            repack_tracked_files_max: 4096,
         }
     }
 }
@@ -66,6 +94,7 @@ impl FpcConfig {
                 "jpg", "jpeg", "png", "gif", "webp", "heic", "mp4", "mkv", "webm", "3gp", "mp3",
                 "ogg", "opus", "aac", "m4a", "amr", "zip", "gz", "apk",
             ]),
+            repack: true,
             ..FpcConfig::default()
         }
     }
@@ -110,6 +139,63 @@ pub fn trial_passes(cfg: &FpcConfig, compressed_bytes: usize) -> bool {
     compressed_bytes * 1000 <= cfg.trial_max_permille as usize * BLOCK_SIZE
 }
 
+/// What the re-packing policy sees of a file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RepackView {
+    /// Read calls since the file was last written.
+    pub reads: u32,
+    /// Pages with a block.
+    pub written_pages: u64,
+    /// Runs of consecutive block addresses those pages form, in page order.
+    pub extents: u64,
+    /// Whether the file is compressed (clusters) or raw.
+    pub compressed: bool,
+}
+
+/// What the re-packing policy decides for one file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RepackDecision {
+    /// Leave it.
+    Keep,
+    /// Rewrite its pages in page order to consecutive blocks (a raw file).
+    Rewrite,
+    /// Compress its raw clusters (a compressed file).
+    Recompress,
+}
+
+/// FPC's background re-packing policy (pure): a file read since its last write, whose
+/// blocks are scattered, is re-packed.
+pub fn repack_decision(cfg: &FpcConfig, v: &RepackView) -> RepackDecision {
+    if !cfg.repack
+        || v.reads < cfg.repack_min_reads
+        || v.written_pages < 2
+        || v.extents < cfg.repack_min_extents
+    {
+        RepackDecision::Keep
+    } else if v.compressed {
+        RepackDecision::Recompress
+    } else {
+        RepackDecision::Rewrite
+    }
+}
+
+/// Runs of consecutive addresses among the written pages of `addrs` (in page order;
+/// holes, reserved pages and compressed-cluster markers are skipped).
+pub fn extents_of(addrs: &[u32]) -> u64 {
+    let mut runs = 0;
+    let mut prev: Option<u32> = None;
+    for &a in addrs {
+        if matches!(a, NULL_ADDR | NEW_ADDR | COMPRESS_ADDR) {
+            continue;
+        }
+        if prev.is_none_or(|p| p.checked_add(1) != Some(a)) {
+            runs += 1;
+        }
+        prev = Some(a);
+    }
+    runs
+}
+
 /// FPC's counters.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct FpcMetrics {
@@ -125,10 +211,33 @@ pub struct FpcMetrics {
     pub trials_skipped: u64,
 }
 
+/// The background re-packing's counters (`fs.fpc_repack` in the JSON, part of the
+/// measured phase's [`super::Metrics`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct RepackMetrics {
+    /// Files rewritten (raw) or recompressed (compressed).
+    pub rewritten_files: u64,
+    pub recompressed_files: u64,
+    /// Data pages rewritten, and clusters compressed, doing so.
+    pub pages_written: u64,
+    pub clusters_compressed: u64,
+    /// Re-packs refused for want of free blocks, and reads not counted (table full).
+    pub no_space: u64,
+    pub untracked: u64,
+}
+
+impl RepackMetrics {
+    pub fn is_empty(&self) -> bool {
+        *self == RepackMetrics::default()
+    }
+}
+
 /// The files awaiting their trial.
 #[derive(Debug, Default)]
 pub(crate) struct FpcState {
     pending: BTreeSet<u32>,
+    /// Read calls per file since its last write (re-packing's input).
+    reads: BTreeMap<u32, u32>,
     pub metrics: FpcMetrics,
 }
 
@@ -189,6 +298,83 @@ impl<D: BlockDevice> F2fs<D> {
         Ok(())
     }
 
+    /// Every read or write call on a file: a write forgets its reads, a read counts.
+    pub(crate) fn fpc_note_call(&mut self, ino: u32, write: bool) {
+        if !(self.cfg.fpc.enabled && self.cfg.fpc.repack) {
+            return;
+        }
+        let reads = &mut self.fpc.reads;
+        if write {
+            reads.remove(&ino);
+        } else if let Some(n) = reads.get_mut(&ino) {
+            *n = n.saturating_add(1);
+        } else if reads.len() < self.cfg.fpc.repack_tracked_files_max {
+            reads.insert(ino, 1);
+        } else {
+            self.metrics.fpc_repack.untracked += 1;
+        }
+    }
+
+    /// The background re-packing (idle time, after a background-GC pass): the first
+    /// `repack_files_per_wake` files the policy picks, in inode order.
+    pub(crate) fn fpc_repack(&mut self) -> Result<(), FsError> {
+        if !(self.cfg.fpc.enabled && self.cfg.fpc.repack) || self.read_only {
+            return Ok(());
+        }
+        let tracked: Vec<(u32, u32)> = self.fpc.reads.iter().map(|(&i, &n)| (i, n)).collect();
+        let mut done = 0;
+        for (ino, reads) in tracked {
+            if done >= self.cfg.fpc.repack_files_per_wake {
+                break;
+            }
+            let Some(view) = self.repack_view(ino, reads)? else {
+                self.fpc.reads.remove(&ino);
+                continue;
+            };
+            match repack_decision(&self.cfg.fpc, &view) {
+                RepackDecision::Keep => continue,
+                RepackDecision::Rewrite => match self.defrag_copy(ino) {
+                    Ok(out) => {
+                        self.metrics.fpc_repack.rewritten_files += 1;
+                        self.metrics.fpc_repack.pages_written += out.pages_written;
+                    }
+                    Err(FsError::NoSpace) => self.metrics.fpc_repack.no_space += 1,
+                    Err(e) => return Err(e),
+                },
+                RepackDecision::Recompress => {
+                    let before = self.compress_metrics().clusters_compressed;
+                    self.compress_file(ino)?;
+                    let packed = self.compress_metrics().clusters_compressed - before;
+                    self.metrics.fpc_repack.recompressed_files += 1;
+                    self.metrics.fpc_repack.clusters_compressed += packed;
+                }
+            }
+            // Re-packed (or refused): counted again only after its next write.
+            self.fpc.reads.remove(&ino);
+            done += 1;
+        }
+        Ok(())
+    }
+
+    /// What [`repack_decision`] sees of `ino`; `None` if it is no longer a regular file.
+    fn repack_view(&mut self, ino: u32, reads: u32) -> Result<Option<RepackView>, FsError> {
+        if self.check_file(ino).is_err() || self.stat_ino(ino)?.kind != super::FileKind::File {
+            return Ok(None);
+        }
+        let addrs = self.file_block_addrs(ino)?;
+        let written_pages = addrs
+            .iter()
+            .filter(|&&a| !matches!(a, NULL_ADDR | NEW_ADDR | COMPRESS_ADDR))
+            .count() as u64;
+        let compressed = self.encoding(ino)? == super::pagemap::Encoding::Compressed;
+        Ok(Some(RepackView {
+            reads,
+            written_pages,
+            extents: extents_of(&addrs),
+            compressed,
+        }))
+    }
+
     pub fn fpc_metrics(&self) -> FpcMetrics {
         self.fpc.metrics
     }
@@ -210,6 +396,38 @@ mod tests {
         // A name that is only the ending is not of that type.
         assert_eq!(classify(&c, "db"), FpcClass::Trial);
         assert_eq!(classify(&c, "catalog"), FpcClass::Trial);
+    }
+
+    #[test]
+    fn extents_count_address_runs() {
+        assert_eq!(extents_of(&[]), 0);
+        assert_eq!(extents_of(&[10, 11, 12]), 1);
+        assert_eq!(extents_of(&[10, NULL_ADDR, 11, 30, 31, NEW_ADDR]), 2);
+        assert_eq!(extents_of(&[12, 11, 10]), 3);
+        assert_eq!(extents_of(&[u32::MAX - 2, 5]), 2);
+    }
+
+    #[test]
+    fn repack_policy() {
+        let c = FpcConfig::phone();
+        let v = RepackView {
+            reads: 2,
+            written_pages: 8,
+            extents: 3,
+            compressed: false,
+        };
+        assert_eq!(repack_decision(&c, &v), RepackDecision::Rewrite);
+        let comp = RepackView {
+            compressed: true,
+            ..v
+        };
+        assert_eq!(repack_decision(&c, &comp), RepackDecision::Recompress);
+        let once = RepackView { reads: 1, ..v };
+        assert_eq!(repack_decision(&c, &once), RepackDecision::Keep);
+        let packed = RepackView { extents: 1, ..v };
+        assert_eq!(repack_decision(&c, &packed), RepackDecision::Keep);
+        let off = FpcConfig { repack: false, ..c };
+        assert_eq!(repack_decision(&off, &v), RepackDecision::Keep);
     }
 
     #[test]

@@ -143,6 +143,8 @@ impl<D: BlockDevice> F2fs<D> {
         let found = self.background_gc()?;
         // MedFS's BGRes runs after each background-GC pass (`delta/dcm.rs`).
         self.bgres()?;
+        // FPC's background re-packing, in the same idle time (`fs/fpc.rs`).
+        self.fpc_repack()?;
         self.clock.gc_sleep_ns =
             policy::next_gc_sleep(self.clock.gc_sleep_ns, enough_invalid, found, &self.cfg);
         self.balance_fs_bg(true)?;

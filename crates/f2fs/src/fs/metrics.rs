@@ -64,6 +64,9 @@ pub struct Metrics {
     /// MedFS's delta path (absent from the JSON while delta compression is off).
     #[serde(skip_serializing_if = "super::DeltaMetrics::is_empty")]
     pub delta: super::DeltaMetrics,
+    /// FPC's background re-packing (absent while it did nothing).
+    #[serde(skip_serializing_if = "super::fpc::RepackMetrics::is_empty")]
+    pub fpc_repack: super::fpc::RepackMetrics,
 }
 
 impl Metrics {

@@ -58,7 +58,11 @@ pub use error::FsError;
 pub use extents::BlockUsage;
 pub use facs::{facs_decide, sample_ratio_permille, CompressSide, FacsConfig};
 pub use falloc::FallocMode;
-pub use fpc::{FpcClass, FpcConfig, FpcMetrics};
+pub use fpc::{
+    extents_of as fpc_extents, repack_decision as fpc_repack_decision, FpcClass, FpcConfig,
+    FpcMetrics, RepackDecision as FpcRepackDecision, RepackMetrics as FpcRepackMetrics,
+    RepackView as FpcRepackView,
+};
 pub use hash::{dentry_hash, has_extension};
 pub use metrics::{BlockKind, Metrics};
 pub use ondemand::{ondemand_user_blocks, op_bytes, OnDemandConfig, OnDemandMetrics, SpaceState};

@@ -27,6 +27,9 @@ impl<D: BlockDevice> F2fs<D> {
         count: usize,
     ) -> Result<Vec<Box<Block>>, FsError> {
         self.check_file(ino)?;
+        // A page cache's miss reaching flash: what FPC's re-packing is about (a launch
+        // reading the file's blocks), so it counts as one of the file's reads.
+        self.fpc_note_call(ino, false);
         let shape = match self.encoding(ino)? {
             Encoding::Compressed => Some(self.cluster_shape(ino)?),
             _ => None,

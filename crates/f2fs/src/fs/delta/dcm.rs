@@ -270,6 +270,8 @@ impl DcmState {
 impl<D: BlockDevice> F2fs<D> {
     /// A read or write call into the file system for `ino` (HCluster's features).
     pub(crate) fn note_file_call(&mut self, ino: u32, write: bool) {
+        // FPC's background re-packing counts the same calls.
+        self.fpc_note_call(ino, write);
         if !self.cfg.delta.mode.hcluster_on() {
             return;
         }

@@ -49,6 +49,9 @@ use zone::{Record, Zone, ZONE_HEADER_BYTES};
 
 /// Byte offset of `i_flags` in an inode block.
 pub(crate) const OFF_FLAGS: usize = 80;
+/// Byte offsets of `i_namelen` and `i_name` in an inode block.
+const OFF_NAMELEN: usize = 88;
+const OFF_NAME: usize = 92;
 /// `i_flags` bit of an inode whose address slots end in a delta zone. Ours: the MedFS
 /// source's on-disk marker is not recorded; no F2FS or VFS flag uses this bit.
 pub const MEDFS_DELTA_FL: u32 = 0x0100_0000;
@@ -378,8 +381,16 @@ impl<D: BlockDevice> F2fs<D> {
         };
         let delta = self.make_delta(base_addr, page)?;
         // One delta per page, against the flash base: the old one goes, wherever it is.
-        self.remove_record(ino, index)?;
-        self.dcm_remove(ino, index)?;
+        let had_inline = self.remove_record(ino, index)?.is_some();
+        let had_dcm = self.dcm_remove(ino, index)?;
+        self.dump_pair(
+            ino,
+            index,
+            base_addr,
+            page,
+            had_inline || had_dcm,
+            delta.len(),
+        )?;
         let decision = match inline_ok {
             true => self.decide(ino, delta.len())?,
             false => DeltaDecision::Write,
@@ -430,6 +441,43 @@ impl<D: BlockDevice> F2fs<D> {
         };
         let inline_ok = policy::inline_candidate(&c, &self.cfg.delta);
         Ok(policy::delta_candidate(&c, &self.cfg.delta).then_some((addr, inline_ok)))
+    }
+
+    /// [`policy::DeltaConfig::pairs_dump`]: appends the page pair of a computed delta.
+    fn dump_pair(
+        &mut self,
+        ino: u32,
+        index: u64,
+        base_addr: u32,
+        page: &Block,
+        restacked: bool,
+        delta_bytes: usize,
+    ) -> Result<(), FsError> {
+        use std::io::Write;
+        if self.cfg.delta.pairs_dump.is_empty() {
+            return Ok(());
+        }
+        let base = match self.delta_state.bases.get(base_addr) {
+            Some(b) => Box::new(*b),
+            None => self.read_block(base_addr as u64)?,
+        };
+        let node = self.node(ino)?;
+        let name_len = (le32_at(&node[..], OFF_NAMELEN) as usize).min(64);
+        let mut rec = Vec::with_capacity(80 + 2 * BLOCK_SIZE);
+        for v in [ino, index as u32, u32::from(restacked), delta_bytes as u32] {
+            rec.extend_from_slice(&v.to_le_bytes());
+        }
+        rec.extend_from_slice(&node[OFF_NAME..OFF_NAME + name_len]);
+        rec.resize(80, 0);
+        rec.extend_from_slice(&base[..]);
+        rec.extend_from_slice(&page[..]);
+        let path = &self.cfg.delta.pairs_dump;
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .and_then(|mut f| f.write_all(&rec))
+            .map_err(|e| FsError::Invalid(format!("fs.mount.delta.pairs_dump {path}: {e}")))
     }
 
     /// `LZO1X-1(new ⊕ base)`, charging the host CPU time.

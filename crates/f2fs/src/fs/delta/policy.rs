@@ -101,6 +101,12 @@ pub struct DeltaConfig {
     /// read-hot/write-hot): the source's (5.9, 2.9), (46.2, 5.5), (3.5, 31.1),
     /// (33.3, 30.8).
     pub hcluster_centroids_tenths: [[u32; 2]; 4],
+    /// Diagnostic (changes no figure): when not empty, every computed delta's page pair
+    /// is appended to this host file for `scripts/medfs-delta-anatomy.py` (record:
+    /// inode, page index, whether the page already had a delta against the same base,
+    /// our delta's length, as u32 LE; the file's name in 64 bytes; base; new page).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub pairs_dump: String,
 }
 
 impl Default for DeltaConfig {
@@ -123,6 +129,7 @@ impl Default for DeltaConfig {
             dcm_cache_pages: 512,
             hcluster_ns: 1_200,
             hcluster_centroids_tenths: super::hcluster::INITIAL_CENTROIDS_TENTHS,
+            pairs_dump: String::new(),
         }
     }
 }
