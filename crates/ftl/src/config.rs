@@ -149,7 +149,7 @@ pub struct HpbConfig {
     /// 1: HPB 1.0, an HPB READ carries one 4 KiB block; 2: HPB 2.0, up to 255 blocks.
     #[serde(default = "default_hpb_version")]
     pub version: u8,
-    /// Misses on a subregion after which the device recommends activating it.
+    /// Misses on a region after which the device recommends the subregion read.
     #[serde(default = "default_hpb_activation_reads")]
     pub activation_reads: u32,
 }
@@ -187,28 +187,28 @@ impl HpbConfig {
         let pow2 = |b: u64| b >= 4096 && b.is_power_of_two();
         if !pow2(self.subregion_bytes) {
             return Err(ConfigError::new(
-                &field("subregion_bytes"),
+                field("subregion_bytes"),
                 "must be a power of two of at least 4096",
             ));
         }
         if !pow2(self.region_bytes) || self.region_bytes < self.subregion_bytes {
             return Err(ConfigError::new(
-                &field("region_bytes"),
+                field("region_bytes"),
                 "must be a power of two and at least subregion_bytes",
             ));
         }
         if self.subregions_max() == 0 {
             return Err(ConfigError::new(
-                &field("host_map_bytes"),
+                field("host_map_bytes"),
                 "must hold at least one subregion's entries (8 bytes per 4 KiB)",
             ));
         }
         if !(1..=2).contains(&self.version) {
-            return Err(ConfigError::new(&field("version"), "must be 1 or 2"));
+            return Err(ConfigError::new(field("version"), "must be 1 or 2"));
         }
         if self.activation_reads == 0 {
             return Err(ConfigError::new(
-                &field("activation_reads"),
+                field("activation_reads"),
                 "must be at least 1",
             ));
         }

@@ -19,8 +19,8 @@
 //!    per entry), ignores the host's address and translates as usual, and asks the host
 //!    to reload that subregion. Reads of inactive subregions are **misses**.
 //! 3. Activation is the device's choice (its response to a read names up to two
-//!    subregions to activate): here a subregion is recommended after `activation_reads`
-//!    misses. The host then reads the subregion's map with HPB READ BUFFER: the device
+//!    subregions to activate): here a region's misses are counted, and when they reach
+//!    `activation_reads` the subregion of the read that reached it is recommended. The host then reads the subregion's map with HPB READ BUFFER: the device
 //!    reads the translation pages that hold it on their dies and the map crosses the host
 //!    link; neither delays the read that triggered it. With the budget full, the host
 //!    first drops its least recently used region (every active subregion of it).
@@ -43,10 +43,10 @@ use crate::{Ftl, FtlError};
 pub const HPB_ENTRY_BYTES: u64 = 8;
 /// Logical bytes one entry covers.
 const HPB_BLOCK_BYTES: u64 = 4096;
-/// Bound on the device's table of per-subregion miss counts (SRAM): when it is full
-/// every count is halved and the zeros dropped, as the Linux driver normalises its
-/// per-region read counters.
-const MISS_COUNTS_MAX: usize = 4096;
+/// Bound on the device's table of per-region miss counts (SRAM; 4 bytes each, 64 KiB):
+/// one per region up to 512 GiB of 32 MiB regions. Beyond it every count is halved and
+/// the zeros dropped, as the Linux driver normalises its per-region read counters.
+const MISS_COUNTS_MAX: usize = 16_384;
 
 /// What the host can do with one read (pure decision from the host's map).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -180,8 +180,10 @@ impl Hpb {
         s.dirty[index / 64] |= 1 << (index % 64);
     }
 
-    /// Step 3: counts a miss on every subregion of the read; returns those the device
-    /// now recommends for activation.
+    /// Step 3: counts a miss on the region of every subregion of the read the host does
+    /// not hold (counted per region, as the Linux driver counts reads); when a region
+    /// reaches `activation_reads`, its missed subregions are recommended and its count
+    /// starts again.
     fn note_miss(&mut self, lpn: u32, count: u32) -> Vec<u32> {
         let first = lpn / self.entries_per_subregion;
         let last = (lpn + count - 1) / self.entries_per_subregion;
@@ -195,10 +197,10 @@ impl Hpb {
             if held {
                 continue;
             }
-            let n = self.misses.entry(subregion).or_insert(0);
+            let n = self.misses.entry(region).or_insert(0);
             *n += 1;
             if *n >= self.activation_reads {
-                self.misses.remove(&subregion);
+                self.misses.remove(&region);
                 activate.push(subregion);
             }
         }
@@ -360,15 +362,16 @@ impl Ftl {
         if first >= end {
             return Ok(());
         }
-        let units = cache.translation_units(first..end);
-        let mut ready_ns = now_ns;
-        for unit in units {
-            ready_ns = ready_ns.max(self.nand.occupy_unit(unit, UnitOp::Read, now_ns)?.end_ns);
+        for unit in cache.translation_units(first..end) {
+            self.nand.occupy_unit(unit, UnitOp::Read, now_ns)?;
             self.counters.hpb_map_reads += 1;
         }
+        // The map's transfer is booked from now, not from the end of those reads: the
+        // link is a single busy-until resource, and a booking in the future would hold
+        // back every host transfer before it.
         let map_bytes = (end - first) as u64 * HPB_ENTRY_BYTES;
         let link_ns = self.config.host.link_ns_per_4k * map_bytes.div_ceil(4096);
-        self.host_link.reserve(ready_ns, link_ns);
+        self.host_link.reserve(now_ns, link_ns);
         let slots: Vec<u32> = (first..end)
             .map(|l| self.mapping.l2p.at(l as usize))
             .collect();

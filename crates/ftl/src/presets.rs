@@ -334,7 +334,7 @@ pub fn ufs31_dftl() -> DeviceConfig {
 /// - Regions of 32 MiB cut into 4 MiB subregions: an assumption (devices report both in
 ///   the geometry descriptor as `512 B × 2^n`; no vendor value is published).
 /// - HPB 2.0 (an HPB READ carries up to 255 blocks; JESD220-3A), device control mode with
-///   activation after 8 misses on a subregion (the Linux driver's host-mode activation
+///   activation after 8 misses on a region (the Linux driver's host-mode activation
 ///   threshold is 8 reads).
 pub fn ufs31_hpb() -> DeviceConfig {
     let mut d = ufs31_dftl();
