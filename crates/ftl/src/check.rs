@@ -15,6 +15,7 @@ impl Ftl {
         self.check_copies()?;
         self.check_fragments_on_flash()?;
         self.check_mapping_cache()?;
+        self.check_hpb()?;
         self.check_counters()
     }
 

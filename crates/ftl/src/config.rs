@@ -127,6 +127,112 @@ pub struct MappingCacheConfig {
     /// DFTL's and MQSim's cached mapping table count it).
     #[serde(default = "default_cmt_entry_bytes")]
     pub entry_bytes: u32,
+    /// UFS Host Performance Booster (`hpb.rs`): the host caches entries and sends them
+    /// with reads. Off by default.
+    #[serde(default, skip_serializing_if = "HpbConfig::is_off")]
+    pub hpb: HpbConfig,
+}
+
+/// UFS HPB (JEDEC JESD220-3 / -3A): the host's memory for map entries and the map's
+/// region and subregion sizes.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HpbConfig {
+    /// Host DRAM for HPB entries (8 bytes per 4 KiB); 0 = off. The Linux driver's
+    /// memory pool defaulted to 2 MiB ("a cache size of 2MB can cache ppn in the 1GB
+    /// range").
+    #[serde(default)]
+    pub host_map_bytes: u64,
+    /// Region and subregion sizes (powers of two, `512 B × 2^n` in the geometry
+    /// descriptor's bHPBRegionSize / bHPBSubRegionSize).
+    #[serde(default = "default_hpb_region_bytes")]
+    pub region_bytes: u64,
+    #[serde(default = "default_hpb_subregion_bytes")]
+    pub subregion_bytes: u64,
+    /// 1: HPB 1.0, an HPB READ carries one 4 KiB block; 2: HPB 2.0, up to 255 blocks.
+    #[serde(default = "default_hpb_version")]
+    pub version: u8,
+    /// Misses on a region after which the device recommends the subregion read.
+    #[serde(default = "default_hpb_activation_reads")]
+    pub activation_reads: u32,
+}
+
+impl Default for HpbConfig {
+    fn default() -> Self {
+        HpbConfig {
+            host_map_bytes: 0,
+            region_bytes: default_hpb_region_bytes(),
+            subregion_bytes: default_hpb_subregion_bytes(),
+            version: default_hpb_version(),
+            activation_reads: default_hpb_activation_reads(),
+        }
+    }
+}
+
+impl HpbConfig {
+    pub fn is_off(&self) -> bool {
+        self.host_map_bytes == 0
+    }
+    /// Subregions the host memory holds.
+    pub fn subregions_max(&self) -> u64 {
+        self.host_map_bytes / (self.subregion_bytes / 4096 * crate::HPB_ENTRY_BYTES)
+    }
+    /// Blocks one HPB READ may carry.
+    pub fn max_blocks(&self) -> u32 {
+        match self.version {
+            1 => 1,
+            _ => 255,
+        }
+    }
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        let field = |f: &str| format!("ftl.mapping_cache.hpb.{f}");
+        let pow2 = |b: u64| b >= 4096 && b.is_power_of_two();
+        if !pow2(self.subregion_bytes) {
+            return Err(ConfigError::new(
+                field("subregion_bytes"),
+                "must be a power of two of at least 4096",
+            ));
+        }
+        if !pow2(self.region_bytes) || self.region_bytes < self.subregion_bytes {
+            return Err(ConfigError::new(
+                field("region_bytes"),
+                "must be a power of two and at least subregion_bytes",
+            ));
+        }
+        if self.subregions_max() == 0 {
+            return Err(ConfigError::new(
+                field("host_map_bytes"),
+                "must hold at least one subregion's entries (8 bytes per 4 KiB)",
+            ));
+        }
+        if !(1..=2).contains(&self.version) {
+            return Err(ConfigError::new(field("version"), "must be 1 or 2"));
+        }
+        if self.activation_reads == 0 {
+            return Err(ConfigError::new(
+                field("activation_reads"),
+                "must be at least 1",
+            ));
+        }
+        Ok(())
+    }
+}
+
+fn default_hpb_region_bytes() -> u64 {
+    32 << 20
+}
+
+fn default_hpb_subregion_bytes() -> u64 {
+    4 << 20
+}
+
+fn default_hpb_version() -> u8 {
+    2
+}
+
+fn default_hpb_activation_reads() -> u32 {
+    8
 }
 
 impl Default for MappingCacheConfig {
@@ -135,6 +241,7 @@ impl Default for MappingCacheConfig {
             sram_bytes: 0,
             policy: CmtPolicyKind::default(),
             entry_bytes: default_cmt_entry_bytes(),
+            hpb: HpbConfig::default(),
         }
     }
 }
@@ -259,6 +366,16 @@ impl DeviceConfig {
             ));
         }
         let cache = &f.mapping_cache;
+        if !cache.hpb.is_off() {
+            if cache.is_off() {
+                return Err(ConfigError::new(
+                    "ftl.mapping_cache.hpb",
+                    "HPB needs a device that caches its mapping table \
+                     (ftl.mapping_cache.sram_bytes > 0)",
+                ));
+            }
+            cache.hpb.validate()?;
+        }
         if !cache.is_off() {
             if !(4..=16).contains(&cache.entry_bytes) {
                 return Err(ConfigError::new(

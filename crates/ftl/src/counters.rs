@@ -81,11 +81,39 @@ pub struct FtlCounters {
     /// levelling and trims moving or dropping data).
     #[serde(skip_serializing_if = "is_zero")]
     pub mapping_updates_uncached: u64,
+    /// Of the reads: for host misses, and for dirty evictions (the entries of the page
+    /// not in SRAM); the rest are GC, wear-levelling and trim updates.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub mapping_reads_miss: u64,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub mapping_reads_evict: u64,
+    /// Virtual time the translation updates of GC, wear levelling and trims took, from
+    /// their batch's start to its last program: summed and the longest batch.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub mapping_update_ns_total: u64,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub mapping_update_ns_max: u64,
     /// Translation-block GC: cycles (each erases one translation block) and pages moved.
     #[serde(skip_serializing_if = "is_zero")]
     pub translation_gc_cycles: u64,
     #[serde(skip_serializing_if = "is_zero")]
     pub translation_gc_moves: u64,
+    /// UFS HPB (`hpb.rs`; zero and left out of JSON while off): host reads whose entries
+    /// were all valid (no device lookup), that carried a stale entry (translated as usual),
+    /// and that fell outside the host's map; subregion maps loaded (activations and
+    /// reloads), regions the host dropped for room, and translation pages read for loads.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub hpb_hits: u64,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub hpb_stale: u64,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub hpb_misses: u64,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub hpb_loads: u64,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub hpb_region_drops: u64,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub hpb_map_reads: u64,
     pub power_cycles: u64,
     /// Virtual time the last recovery (mount) scan took.
     pub recovery_ns_last: u64,

@@ -28,6 +28,7 @@ mod counters;
 pub mod csd;
 mod gc;
 mod host;
+mod hpb;
 mod mapping;
 mod parts;
 pub mod policy;
@@ -56,12 +57,13 @@ use stream::is_start;
 use blocks::{BlockState, BlockTable};
 pub use cmt::{choose_victim, demote_protected, place_on_hit, Segment};
 pub use config::{
-    CmtPolicyKind, DeviceConfig, FtlConfig, GcConfig, HostConfig, MappingCacheConfig, StreamMode,
-    VictimPolicyKind, WearConfig,
+    CmtPolicyKind, DeviceConfig, FtlConfig, GcConfig, HostConfig, HpbConfig, MappingCacheConfig,
+    StreamMode, VictimPolicyKind, WearConfig,
 };
 pub use construct::ConstructedState;
 pub use counters::FtlCounters;
 use host::HostQueue;
+pub use hpb::{HpbLookup, HPB_ENTRY_BYTES};
 use mapping::Mapping;
 pub use parts::DeviceParts;
 use policy::{GcPolicy, VictimCandidate};

@@ -11,7 +11,7 @@ use crate::compression::{CompressionPolicyKind, ControllerTiming};
 use crate::config::*;
 
 /// (name, one-line description) of every preset.
-pub const PRESETS: [(&str, &str); 11] = [
+pub const PRESETS: [(&str, &str); 12] = [
     (
         "ldc-emmc",
         "LDC seed Table 3: 16 GiB eMMC, 4 KiB pages, 64 pages/block, 1% OP, one request at a time",
@@ -57,6 +57,10 @@ pub const PRESETS: [(&str, &str); 11] = [
         "csd3000-hinted",
         "csd3000 compressing only writes whose status bit asks for it (COCO's FACS)",
     ),
+    (
+        "ufs31-hpb",
+        "ufs31-dftl with UFS HPB 2.0: 2 MiB of host memory caching mapping entries (1 GiB covered)",
+    ),
 ];
 
 /// Looks a preset up by name.
@@ -73,6 +77,7 @@ pub fn preset(name: &str) -> Option<DeviceConfig> {
         "ldc-emmc-opt" => Some(ldc_emmc_with(CompressionPolicyKind::Opt)),
         "csd3000" => Some(csd3000()),
         "csd3000-hinted" => Some(csd3000_with(CompressionPolicyKind::Hinted, 32)),
+        "ufs31-hpb" => Some(ufs31_hpb()),
         _ => None,
     }
 }
@@ -318,6 +323,27 @@ pub fn ufs31_dftl() -> DeviceConfig {
         sram_bytes: 1 << 20,
         policy: CmtPolicyKind::SegmentedLru,
         entry_bytes: 8,
+        hpb: Default::default(),
+    };
+    d
+}
+
+/// `ufs31-dftl` with UFS Host Performance Booster 2.0 (`hpb.rs`).
+/// - 2 MiB of host DRAM for entries (8 bytes per 4 KiB block: 1 GiB of data covered): the
+///   Linux driver's memory-pool default (`ufshpb_host_map_kbytes = 2048`, "a cache size
+///   of 2MB can cache ppn in the 1GB range"; drivers/scsi/ufs/ufshpb.c, Linux 5.15).
+/// - Regions of 32 MiB cut into 4 MiB subregions: an assumption (devices report both in
+///   the geometry descriptor as `512 B × 2^n`; no vendor value is published).
+/// - HPB 2.0 (an HPB READ carries up to 255 blocks; JESD220-3A), device control mode with
+///   activation after 8 misses on a region (the Linux driver's host-mode activation
+///   threshold is 8 reads).
+pub fn ufs31_hpb() -> DeviceConfig {
+    let mut d = ufs31_dftl();
+    d.name = "ufs31-hpb".into();
+    d.description = PRESETS[11].1.into();
+    d.ftl.mapping_cache.hpb = HpbConfig {
+        host_map_bytes: 2 << 20,
+        ..HpbConfig::default()
     };
     d
 }

@@ -75,6 +75,7 @@ impl Ftl {
     /// Points `lpn` at the existing `slot` (on flash or in a buffer) besides whatever else
     /// refers to it. The caller makes the new binding durable (a record, now or pending).
     pub(crate) fn rebind(&mut self, lpn: u32, slot: u32) {
+        self.hpb_mark(lpn);
         if self.mapping.l2p.at(lpn as usize) == slot {
             return;
         }

@@ -538,6 +538,8 @@ impl Ftl {
             let new_slot = page * self.slots_per_page + i;
             // Every referrer follows the slot; aliases log their new binding.
             let (live, aliases) = self.mapping.rekey(old_slot, new_slot, lpn);
+            self.hpb_mark(lpn);
+            aliases.iter().for_each(|&a| self.hpb_mark(a));
             if !live {
                 continue;
             }

@@ -565,6 +565,7 @@ fn mapping_cache_keeps_everything_flushed_through_power_cuts() {
                 sram_bytes: entries * 8,
                 policy,
                 entry_bytes: 8,
+                hpb: Default::default(),
             };
             let mut h = Harness::new(config, seed);
             h.ftl.shrink_translation_pages(tpage_entries);
@@ -587,6 +588,129 @@ fn mapping_cache_keeps_everything_flushed_through_power_cuts() {
         "the cache must evict, follow GC, collect translation blocks and see cuts: \
          {programs} programs, {uncached} uncached updates, {translation_gc} translation GC, \
          {cycles} power cycles"
+    );
+}
+
+/// UFS HPB (`hpb.rs`) on a cached device under power cuts, trims, GC and wear levelling:
+/// subregions of 4 entries activated after one miss and a host map of 4 subregions, so
+/// loads and region drops happen all the time. Every read is checked
+/// against the model, and every HPB hit asserts that the entries the host sent are the
+/// device's mapping (a stale entry never reaches the data path).
+#[test]
+fn hpb_never_serves_a_stale_entry_through_gc_trims_and_power_cuts() {
+    let totals = RefCell::new([0u64; 3]);
+    proptest!(
+        ProptestConfig { cases: 80, ..ProptestConfig::default() },
+        |(
+            page in prop_oneof![Just(4096u32), Just(16384)],
+            entries in 2u64..12,
+            version in 1u8..=2,
+            ops in prop::collection::vec(op_strategy(), 1..400),
+            seed in any::<u64>(),
+        )| {
+            let mut config = tiny_config(page, StreamMode::Single, VictimPolicyKind::Greedy);
+            config.ftl.mapping_cache = MappingCacheConfig {
+                sram_bytes: entries * 8,
+                policy: CmtPolicyKind::SegmentedLru,
+                entry_bytes: 8,
+                hpb: tiny_hpb(version),
+            };
+            let mut h = Harness::new(config, seed);
+            h.ftl.shrink_translation_pages(8);
+            let h = run_harness(h, &ops);
+            let c = h.ftl.counters();
+            let mut t = totals.borrow_mut();
+            for (total, n) in t.iter_mut().zip([c.hpb_hits, c.hpb_stale, c.hpb_region_drops]) {
+                *total += n;
+            }
+        }
+    );
+    // Stale entries are rare here (the harness reads random LBAs of the whole device);
+    // the lockstep test below sees them by the hundred.
+    let [hits, _stale, drops] = totals.into_inner();
+    assert!(
+        hits > 1_000 && drops > 100,
+        "HPB must hit and drop regions: {hits} hits, {drops} regions dropped"
+    );
+}
+
+/// HPB with 16 KiB subregions in 32 KiB regions, a host map of 4 subregions, activation
+/// after one miss.
+fn tiny_hpb(version: u8) -> HpbConfig {
+    HpbConfig {
+        host_map_bytes: 4 * 4 * crate::HPB_ENTRY_BYTES,
+        region_bytes: 8 * 4096,
+        subregion_bytes: 4 * 4096,
+        version,
+        activation_reads: 1,
+    }
+}
+
+/// The same random writes, reads, trims and GC on a plain FTL and on a cached FTL with
+/// HPB read back the same bytes, request by request, and HPB served many of the reads.
+#[test]
+fn hpb_reads_the_same_bytes_as_the_plain_ftl() {
+    let plain = tiny_config(4096, StreamMode::Single, VictimPolicyKind::Greedy);
+    let mut cached = plain.clone();
+    cached.ftl.mapping_cache = MappingCacheConfig {
+        sram_bytes: 4 * 8,
+        policy: CmtPolicyKind::SegmentedLru,
+        entry_bytes: 8,
+        hpb: tiny_hpb(2),
+    };
+    let mut a = Ftl::new(plain, true, 5).unwrap();
+    let mut b = Ftl::new(cached, true, 5).unwrap();
+    b.shrink_translation_pages(8);
+    let lbas = a.capacity_lbas() * 3 / 4;
+    let mut rng = flashstack_sim::Rng::new(11);
+    let mut now = 0u64;
+    for i in 0..6_000u64 {
+        now += 50_000;
+        // Reads and writes favour a hot eighth, so subregions are reused and go stale.
+        let lba = match rng.chance(0.7) {
+            true => rng.below(lbas / 8),
+            false => rng.below(lbas - 4),
+        };
+        let count = 1 + rng.below(4) as u32;
+        match rng.below(10) {
+            0..=3 => {
+                let bytes: Vec<u8> = (0..count as usize * LBA_SIZE)
+                    .map(|k| (i as usize * 31 + k) as u8)
+                    .collect();
+                for ftl in [&mut a, &mut b] {
+                    ftl.write(now, lba, Payload::Bytes(&bytes), Hints::default())
+                        .unwrap();
+                }
+            }
+            4 => {
+                for ftl in [&mut a, &mut b] {
+                    ftl.trim(now, lba, count).unwrap();
+                }
+            }
+            _ => {
+                let mut out = [
+                    vec![0u8; count as usize * LBA_SIZE],
+                    vec![1u8; count as usize * LBA_SIZE],
+                ];
+                let [oa, ob] = &mut out;
+                a.read(now, lba, count, Some(oa)).unwrap();
+                b.read(now, lba, count, Some(ob)).unwrap();
+                assert!(oa == ob, "request {i}: lba {lba}+{count} differs");
+            }
+        }
+    }
+    b.check_invariants().unwrap();
+    let c = b.counters();
+    assert!(
+        c.gc_cycles_foreground + c.gc_cycles_background > 50,
+        "GC ran: {c:?}"
+    );
+    assert!(
+        c.hpb_hits > 300 && c.hpb_stale > 50 && c.hpb_misses > 100,
+        "{} hits, {} stale, {} misses",
+        c.hpb_hits,
+        c.hpb_stale,
+        c.hpb_misses
     );
 }
 
@@ -952,6 +1076,7 @@ fn recovery_rewrites_the_translation_pages_a_cut_left_stale() {
         sram_bytes: 64 * 8,
         policy: CmtPolicyKind::SegmentedLru,
         entry_bytes: 8,
+        hpb: Default::default(),
     };
     let mut ftl = Ftl::new(config, false, 1).unwrap();
     ftl.shrink_translation_pages(8);

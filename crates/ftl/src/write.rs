@@ -175,7 +175,12 @@ impl Ftl {
         let (_, accepted_ns) = self
             .controller
             .reserve(start_ns, self.config.host.controller_overhead_ns);
-        let accepted_ns = self.cmt_access(lba as u32, count, false, accepted_ns)?;
+        // UFS HPB: a read carrying valid host entries needs no lookup (`hpb.rs`).
+        let hpb = self.hpb_lookup(lba as u32, count);
+        let accepted_ns = match hpb {
+            crate::HpbLookup::Hit => accepted_ns,
+            _ => self.cmt_access(lba as u32, count, false, accepted_ns)?,
+        };
         // When each run's data is in the controller, and how many LBAs it holds.
         let mut ready: Vec<(Nanos, u32)> = Vec::new();
         let mut i = 0;
@@ -190,6 +195,7 @@ impl Ftl {
             i += run;
         }
         let complete_ns = self.link_out(accepted_ns, &mut ready);
+        self.hpb_respond(lba as u32, count, hpb, complete_ns)?;
         self.counters.host_read_requests += 1;
         self.counters.host_read_lbas += count as u64;
         self.queue.complete(queue_slot, complete_ns);

@@ -115,6 +115,24 @@ pub struct MappingCacheFigures {
     pub mapping_updates_uncached: u64,
     pub translation_gc_cycles: u64,
     pub translation_gc_moves: u64,
+    /// Where the reads went: host misses and dirty evictions (the rest are GC, wear
+    /// levelling and trim updates).
+    pub mapping_reads_miss: u64,
+    pub mapping_reads_evict: u64,
+    /// Virtual time of the GC / wear-levelling / trim translation-update batches: summed
+    /// and the longest one.
+    pub mapping_update_ns_total: u64,
+    pub mapping_update_ns_max: u64,
+    /// UFS HPB (`ftl.mapping_cache.hpb`; zeros when off): host memory for entries, reads
+    /// served from the host's entries, carrying a stale one, or not covered; subregion
+    /// loads, regions dropped for room, translation pages read for loads.
+    pub hpb_host_map_bytes: u64,
+    pub hpb_hits: u64,
+    pub hpb_stale: u64,
+    pub hpb_misses: u64,
+    pub hpb_loads: u64,
+    pub hpb_region_drops: u64,
+    pub hpb_map_reads: u64,
 }
 
 /// Per-block lifetime erase counts over the whole device (good blocks).
@@ -338,6 +356,17 @@ fn mapping_cache(ftl: &Ftl) -> Option<MappingCacheFigures> {
         mapping_updates_uncached: c.mapping_updates_uncached,
         translation_gc_cycles: c.translation_gc_cycles,
         translation_gc_moves: c.translation_gc_moves,
+        mapping_reads_miss: c.mapping_reads_miss,
+        mapping_reads_evict: c.mapping_reads_evict,
+        mapping_update_ns_total: c.mapping_update_ns_total,
+        mapping_update_ns_max: c.mapping_update_ns_max,
+        hpb_host_map_bytes: config.hpb.host_map_bytes,
+        hpb_hits: c.hpb_hits,
+        hpb_stale: c.hpb_stale,
+        hpb_misses: c.hpb_misses,
+        hpb_loads: c.hpb_loads,
+        hpb_region_drops: c.hpb_region_drops,
+        hpb_map_reads: c.hpb_map_reads,
     })
 }
 

@@ -198,7 +198,32 @@ fn mapping_cache_rows(reports: &[RunReport]) -> Vec<(String, Vec<String>)> {
             )
         }),
     ];
+    let hpb_rows: [(&str, CacheCell); 2] = [
+        ("HPB hits / stale / misses", |m| {
+            format!(
+                "{} / {} / {} ({} host)",
+                count(m.hpb_hits),
+                count(m.hpb_stale),
+                count(m.hpb_misses),
+                format_bytes(m.hpb_host_map_bytes)
+            )
+        }),
+        ("  HPB loads / regions dropped", |m| {
+            format!("{} / {}", count(m.hpb_loads), count(m.hpb_region_drops))
+        }),
+    ];
+    // HPB rows only when some device has HPB: cached runs without it keep their tables.
+    let hpb_on = reports.iter().any(|r| {
+        r.mapping_cache
+            .as_ref()
+            .is_some_and(|m| m.hpb_host_map_bytes > 0)
+    });
+    let hpb_rows = match hpb_on {
+        true => &hpb_rows[..],
+        false => &[],
+    };
     rows.iter()
+        .chain(hpb_rows)
         .map(|&(label, f)| {
             let cells = reports.iter().map(|r| cache_cell(r, f)).collect();
             (label.to_string(), cells)

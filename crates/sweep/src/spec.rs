@@ -184,6 +184,12 @@ fn set_path(root: &mut toml::Value, key: &str, new: toml::Value) -> Result<(), S
                 .map_err(|e| e.to_string())?;
             table.insert(segment.to_string(), defaults);
         }
+        if *segment == "hpb" && !table.contains_key(*segment) {
+            // Likewise its HPB table (`ftl.mapping_cache.hpb`) while HPB is off.
+            let defaults = toml::Value::try_from(flashstack_ftl::HpbConfig::default())
+                .map_err(|e| e.to_string())?;
+            table.insert(segment.to_string(), defaults);
+        }
         node = table
             .get_mut(*segment)
             .ok_or_else(|| format!("no field '{}'", segments[..=i].join(".")))?;
@@ -316,6 +322,16 @@ mod tests {
         let err = text(resolve("ldc-emmc+nand.geometry.pages_per_block=0").unwrap_err());
         assert!(err.contains("geometry.pages_per_block"), "{err}");
         assert!(resolve("no-such-device").is_err());
+    }
+
+    /// HPB's table is left out while off: an override creates it (and HPB without a
+    /// mapping cache is refused naming the field).
+    #[test]
+    fn hpb_overrides_reach_a_table_left_out() {
+        let c = resolve("ufs31-dftl+ftl.mapping_cache.hpb.host_map_bytes=65536").unwrap();
+        assert_eq!(c.ftl.mapping_cache.hpb.host_map_bytes, 65536);
+        let err = text(resolve("ufs31+ftl.mapping_cache.hpb.host_map_bytes=65536").unwrap_err());
+        assert!(err.contains("ftl.mapping_cache.hpb"), "{err}");
     }
 
     /// A bad value names the override, its field and what the field accepts, and no line
