@@ -204,6 +204,12 @@ fn build_id() -> String {
 
 /// The built-in aged phone of `config`, from the cache or built now (saying so).
 pub fn builtin_phone(config: &StackConfig, quiet: bool) -> Result<PhoneImage> {
+    aged_phone(config, &flashstack_phone::builtin_spec(), quiet)
+}
+
+/// The phone `spec` ages on `config`, from the phone cache or built now and kept there
+/// (saying so): the built-in phone's path for any aging specification.
+pub fn aged_phone(config: &StackConfig, spec: &AgingSpec, quiet: bool) -> Result<PhoneImage> {
     let cache = PhoneCache {
         dir: default_cache_dir(),
         build_id: build_id(),
@@ -211,20 +217,22 @@ pub fn builtin_phone(config: &StackConfig, quiet: bool) -> Result<PhoneImage> {
     };
     let started = Instant::now();
     let name = config.name.clone();
-    let (image, provenance) = flashstack_sweep::point::builtin_phone(
+    let (fill_pct, days) = (spec.fill * 100.0, spec.days);
+    let (image, provenance) = flashstack_sweep::point::aged_phone(
         config,
+        spec,
         &cache,
         &mut |path| {
             if !quiet {
                 eprintln!(
-                    "{name}: building the built-in aged phone (80% full, 90 days of use; \
+                    "{name}: building the aged phone ({fill_pct:.0}% full, {days} days of use; \
                      first use of this stack, kept in {})",
                     path.display()
                 );
             }
         },
         &mut |day, days| {
-            if !quiet && day % 30 == 0 {
+            if !quiet && (day % 30 == 0 || days < 30) {
                 eprintln!(
                     "{name}: aging day {day}/{days} ({:.0} s)",
                     started.elapsed().as_secs_f64()
@@ -233,7 +241,7 @@ pub fn builtin_phone(config: &StackConfig, quiet: bool) -> Result<PhoneImage> {
         },
     )?;
     if let (false, Provenance::Built { saved: None }) = (quiet, &provenance) {
-        eprintln!("{name}: the built-in phone could not be kept (no writable cache directory)");
+        eprintln!("{name}: the aged phone could not be kept (no writable cache directory)");
     }
     Ok(image)
 }

@@ -130,6 +130,12 @@ fn one(paper: &str, args: &AllArgs) -> Result<Reproduction> {
             quick: args.quick,
             outputs,
             seed: args.seed,
+            // As the composed part: factory-new phones with --quick.
+            phones: if args.quick {
+                reproduce_coco::PhoneStart::Fresh
+            } else {
+                reproduce_coco::PhoneStart::Both
+            },
         }),
         other => unreachable!("not a paper of PAPERS: {other}"),
     }
@@ -343,4 +349,26 @@ pub fn json(reproductions: &[Reproduction], columns: &[Column]) -> Value {
         .map(|c| json!({"stack": c.name, "report": c.json}))
         .collect();
     json!({"reproductions": papers, "composed": composed})
+}
+
+#[cfg(test)]
+mod paper_list_tests {
+    use clap::Subcommand;
+
+    /// `reproduce all` without `--only` runs every seed's reproduction: each `reproduce`
+    /// subcommand but `all` itself is in PAPERS (a new reproduction left out fails here).
+    #[test]
+    fn every_reproduction_is_in_the_default_list() {
+        let command =
+            crate::reproduce::ReproduceCommand::augment_subcommands(clap::Command::new("r"));
+        let names: Vec<&str> = command
+            .get_subcommands()
+            .map(|c| c.get_name())
+            .filter(|n| *n != "all")
+            .collect();
+        assert_eq!(names.len(), 5, "{names:?}");
+        for name in names {
+            assert!(super::PAPERS.contains(&name), "{name} is not in PAPERS");
+        }
+    }
 }

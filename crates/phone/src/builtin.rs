@@ -206,7 +206,20 @@ pub fn builtin(
     building: &mut dyn FnMut(&Path),
     progress: &mut dyn FnMut(u32, u32),
 ) -> Result<(PhoneImage, Provenance), PhoneError> {
-    let spec = builtin_spec();
+    cached_aged(config, &builtin_spec(), cache, building, progress)
+}
+
+/// The phone `spec` ages on `config`, through the same cache as [`builtin`] (its key
+/// covers the spec): a reproduction that needs a smaller aged phone than the built-in
+/// one (`reproduce coco --quick`) builds and keeps it the same way.
+pub fn cached_aged(
+    config: &StackConfig,
+    spec: &AgingSpec,
+    cache: &PhoneCache,
+    building: &mut dyn FnMut(&Path),
+    progress: &mut dyn FnMut(u32, u32),
+) -> Result<(PhoneImage, Provenance), PhoneError> {
+    let spec = spec.clone();
     let path = cache
         .dir
         .as_deref()

@@ -24,8 +24,8 @@ mod writer;
 
 pub use age::{persona_apps, Aging, AgingCounts, AgingSpec, Fidelity};
 pub use builtin::{
-    builtin, builtin_spec, choose_evictions, default_cache_dir, default_cache_max_bytes, prune,
-    CachedPhone, PhoneCache, Provenance,
+    builtin, builtin_spec, cached_aged, choose_evictions, default_cache_dir,
+    default_cache_max_bytes, prune, CachedPhone, PhoneCache, Provenance,
 };
 pub use error::PhoneError;
 pub use image::{PhoneHeader, PhoneImage};

@@ -292,3 +292,38 @@ fn a_failed_save_leaves_the_existing_file_untouched() {
     assert_eq!(std::fs::read(&target).unwrap(), b"old");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `cached_aged` (how `reproduce coco --quick` gets its lighter aged phones) keeps a phone
+/// per aging specification in the built-in phone's cache: the spec asked for is the one
+/// built, a second call loads it, and another spec is another phone.
+#[test]
+fn the_phone_cache_keeps_one_phone_per_aging_spec() {
+    use flashstack_phone::{cached_aged, PhoneCache, Provenance};
+    let dir = flashstack_testkit::scratch_dir("flashstack-phone-cache-spec");
+    let _ = std::fs::remove_dir_all(&dir);
+    let cache = PhoneCache {
+        dir: Some(dir.clone()),
+        build_id: "test".into(),
+        max_bytes: None,
+    };
+    let light = AgingSpec::new(0.1, 1, 1, Fidelity::Fast);
+    let get =
+        |spec: &AgingSpec| cached_aged(&small_stack(), spec, &cache, &mut |_| {}, &mut |_, _| {});
+    let (first, built) = get(&light).unwrap();
+    assert_eq!(first.header.spec, light, "the phone of the spec asked for");
+    let Provenance::Built { saved: Some(path) } = built else {
+        panic!("built and saved: {built:?}");
+    };
+    let (again, loaded) = get(&light).unwrap();
+    assert_eq!(loaded, Provenance::Loaded(path.clone()));
+    assert_eq!(again.header.spec, light);
+    let mut reseeded = light.clone();
+    reseeded.seed = 2;
+    let (other, provenance) = get(&reseeded).unwrap();
+    assert_eq!(other.header.spec, reseeded);
+    assert!(
+        matches!(&provenance, Provenance::Built { saved: Some(p) } if *p != path),
+        "another spec, another phone: {provenance:?}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -9,7 +9,9 @@ use std::sync::Arc;
 use flashstack_experiments::fullstack::{
     self, FullStackError, FullStackOptions, StackRun, StackWorkload, Start,
 };
-use flashstack_phone::{builtin, PhoneCache, PhoneError, PhoneImage, Provenance};
+use flashstack_phone::{
+    builtin_spec, cached_aged, AgingSpec, PhoneCache, PhoneError, PhoneImage, Provenance,
+};
 use flashstack_stack::StackConfig;
 use flashstack_workload::{text, FileTrace};
 use serde::{Deserialize, Serialize};
@@ -154,7 +156,18 @@ pub fn builtin_phone(
     building: &mut dyn FnMut(&Path),
     progress: &mut dyn FnMut(u32, u32),
 ) -> Result<(PhoneImage, Provenance), PointError> {
-    builtin(config, cache, building, progress).map_err(|source| PointError::BuiltIn {
+    aged_phone(config, &builtin_spec(), cache, building, progress)
+}
+
+/// The phone `spec` ages on `config`, from `cache` or built now, as [`builtin_phone`].
+pub fn aged_phone(
+    config: &StackConfig,
+    spec: &AgingSpec,
+    cache: &PhoneCache,
+    building: &mut dyn FnMut(&Path),
+    progress: &mut dyn FnMut(u32, u32),
+) -> Result<(PhoneImage, Provenance), PointError> {
+    cached_aged(config, spec, cache, building, progress).map_err(|source| PointError::BuiltIn {
         stack: config.name.clone(),
         source,
     })
