@@ -193,3 +193,47 @@ fn facs_sends_cold_compressible_files_to_the_device() {
     );
     assert!(fs.compress_metrics().clusters_compressed > 0);
 }
+
+/// Why FACS writes more than host-only F2FSC on the phone personas with `.db` databases
+/// (docs/coco-reproduction.md): F2FS's creation rule never compresses a file of the hot
+/// extension list, even with `*`, but FACS marks a compressible file that is not cold
+/// compressed at its first write (as `chattr +c`, which the hot list does not stop).
+#[test]
+fn facs_compresses_hot_databases_that_the_creation_rule_leaves_alone() {
+    let db = third_random(4, 16 * 4096);
+    let mut compressed = Vec::new();
+    for facs in [false, true] {
+        let mut config = presets::csd3000_with(CompressionPolicyKind::Hinted, 1);
+        config.nand.geometry.pages_per_block = 32;
+        config.nand.geometry.blocks_per_plane = 64;
+        let mut ftl = Ftl::new(config, true, 5).unwrap();
+        let opts = MkfsOptions {
+            features: common::android_like().features,
+            ..MkfsOptions::default()
+        };
+        let (_, formatted_ns) = mkfs_timed(&mut ftl, &opts).unwrap();
+        let cfg = F2fsConfig {
+            compress: CompressConfig {
+                enabled: true,
+                extensions: if facs { Vec::new() } else { vec!["*".into()] },
+                ..CompressConfig::default()
+            },
+            facs: FacsConfig {
+                enabled: facs,
+                ..FacsConfig::default()
+            },
+            ..F2fsConfig::default()
+        };
+        let mut fs = F2fs::mount_with(ftl, formatted_ns, cfg).unwrap();
+        let ino = fs.create("/app.db").unwrap();
+        fs.write(ino, 0, &db).unwrap();
+        fs.fsync(ino).unwrap();
+        assert!(fs.read(ino, 0, db.len()).unwrap() == db);
+        if facs {
+            assert_eq!(fs.facs_side(ino), Some(CompressSide::Host));
+        }
+        compressed.push(fs.compr_blocks(ino).unwrap());
+    }
+    assert_eq!(compressed[0], 0, "host-only: the hot .db is not compressed");
+    assert!(compressed[1] > 0, "FACS: the host compresses it");
+}
