@@ -136,11 +136,9 @@ fn third_random(seed: u64, len: usize) -> Vec<u8> {
         .collect()
 }
 
-/// FACS on the hinted CSD: a cold (media-extension) file that compresses 3:1 goes to the
-/// device (its writes carry the status bit, so the device compresses exactly its pages),
-/// a warm one to F2FSC, an incompressible cold one to nobody; all read back.
-#[test]
-fn facs_sends_cold_compressible_files_to_the_device() {
+/// A fresh Android-like F2FS on a small `csd3000-hinted` (32 pages per block, 64 blocks
+/// per plane), mounted with `cfg`.
+fn mount_on_hinted_csd(cfg: F2fsConfig) -> F2fs<Ftl> {
     let mut config = presets::csd3000_with(CompressionPolicyKind::Hinted, 1);
     config.nand.geometry.pages_per_block = 32;
     config.nand.geometry.blocks_per_plane = 64;
@@ -150,6 +148,14 @@ fn facs_sends_cold_compressible_files_to_the_device() {
         ..MkfsOptions::default()
     };
     let (_, formatted_ns) = mkfs_timed(&mut ftl, &opts).unwrap();
+    F2fs::mount_with(ftl, formatted_ns, cfg).unwrap()
+}
+
+/// FACS on the hinted CSD: a cold (media-extension) file that compresses 3:1 goes to the
+/// device (its writes carry the status bit, so the device compresses exactly its pages),
+/// a warm one to F2FSC, an incompressible cold one to nobody; all read back.
+#[test]
+fn facs_sends_cold_compressible_files_to_the_device() {
     let cfg = F2fsConfig {
         compress: CompressConfig {
             enabled: true,
@@ -161,7 +167,7 @@ fn facs_sends_cold_compressible_files_to_the_device() {
         },
         ..F2fsConfig::default()
     };
-    let mut fs = F2fs::mount_with(ftl, formatted_ns, cfg).unwrap();
+    let mut fs = mount_on_hinted_csd(cfg);
     let before = fs.device().counters().pages_compressed_host;
     let files = [
         (
@@ -203,15 +209,6 @@ fn facs_compresses_hot_databases_that_the_creation_rule_leaves_alone() {
     let db = third_random(4, 16 * 4096);
     let mut compressed = Vec::new();
     for facs in [false, true] {
-        let mut config = presets::csd3000_with(CompressionPolicyKind::Hinted, 1);
-        config.nand.geometry.pages_per_block = 32;
-        config.nand.geometry.blocks_per_plane = 64;
-        let mut ftl = Ftl::new(config, true, 5).unwrap();
-        let opts = MkfsOptions {
-            features: common::android_like().features,
-            ..MkfsOptions::default()
-        };
-        let (_, formatted_ns) = mkfs_timed(&mut ftl, &opts).unwrap();
         let cfg = F2fsConfig {
             compress: CompressConfig {
                 enabled: true,
@@ -224,7 +221,7 @@ fn facs_compresses_hot_databases_that_the_creation_rule_leaves_alone() {
             },
             ..F2fsConfig::default()
         };
-        let mut fs = F2fs::mount_with(ftl, formatted_ns, cfg).unwrap();
+        let mut fs = mount_on_hinted_csd(cfg);
         let ino = fs.create("/app.db").unwrap();
         fs.write(ino, 0, &db).unwrap();
         fs.fsync(ino).unwrap();
