@@ -33,6 +33,8 @@ pub(crate) struct Compressor {
     pub raw_host_writes: bool,
     /// The GC cycle now running was started in idle time (counts caGC's pages per path).
     pub in_background_gc: bool,
+    /// Which 10% of each page the predictor reads.
+    pub sample: crate::predictor::PredictorSample,
     codec: Box<dyn Codec>,
     /// Header + codec output of the last page compressed, padded to whole slots.
     fragment: Vec<u8>,
@@ -63,6 +65,7 @@ impl Compressor {
             timing,
             raw_host_writes: false,
             in_background_gc: false,
+            sample: Default::default(),
             codec: codec.build()?,
             fragment: Vec::new(),
             page: vec![0; PAGE_BYTES],
@@ -150,7 +153,7 @@ impl Ftl {
             0 // OPT and a hardware engine compress without predicting.
         } else {
             t = self.controller.reserve(t, timing.predict_ns()).1;
-            crate::predictor::predict_permille(page)
+            crate::predictor::predict_permille_with(page, self.compressor.sample, lpn.into())
         };
         let t_w = self.config.nand.timing.program_ns + self.config.nand.timing.transfer_ns_per_page;
         let reference = reference_ratio_permille(request_pages, timing.compress_ns(), t_w);
@@ -202,7 +205,8 @@ impl Ftl {
         page: &[u8],
         ready_ns: Nanos,
     ) -> Result<Nanos, FtlError> {
-        let predicted = crate::predictor::predict_permille(page);
+        let predicted =
+            crate::predictor::predict_permille_with(page, self.compressor.sample, lpn.into());
         let stream = raw_stream(policy, predicted);
         let len = self.slots_per_lpn;
         self.write_fragment(stream, lpn, len, page, predicted as u32, ready_ns)

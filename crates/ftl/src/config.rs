@@ -100,6 +100,10 @@ pub struct CompressionConfig {
     /// Which compressed fragments caGC may write across page boundaries (LDC only).
     #[serde(default)]
     pub gc_straddle: crate::compression::GcStraddle,
+    /// Which 10% of a page the predictor samples: `fixed` offsets (default) or `per-page`
+    /// offsets drawn for each LPN (`docs/predictor.md`).
+    #[serde(default)]
+    pub predictor_sample: crate::predictor::PredictorSample,
 }
 
 /// Which cached mapping entry leaves SRAM first (`cmt.rs`, `choose_victim`).

@@ -189,7 +189,7 @@ impl Ftl {
         let store_contents = nand.stores_contents();
         let slots_per_lpn = LBA_SIZE as u32 / slot_bytes;
         let g = nand.geometry().clone();
-        let compressor = compress::Compressor::new(
+        let mut compressor = compress::Compressor::new(
             config.ftl.compression.as_ref().map(|c| c.policy),
             config
                 .ftl
@@ -205,6 +205,12 @@ impl Ftl {
                 .unwrap_or_default(),
         )
         .map_err(|e| ConfigError::new("ftl.compression.codec", e.to_string()))?;
+        compressor.sample = config
+            .ftl
+            .compression
+            .as_ref()
+            .map(|c| c.predictor_sample)
+            .unwrap_or_default();
         if compressor.policy.is_some() && !store_contents {
             return Err(ConfigError::new(
                 "ftl.compression",

@@ -1,8 +1,10 @@
 //! LDC's compressibility predictor (§5.1): the byte entropy of a 10% sample of the page,
 //! computed with integers only, mapped to a compression ratio by a table fitted offline.
 //!
-//! - Sample: 410 of the 4,096 bytes at fixed pseudo-random offsets (the same for every page,
-//!   so the cost is a few hundred loads and no random-number generation on the controller).
+//! - Sample: 410 of the 4,096 bytes ([`PredictorSample`]): by default at fixed
+//!   pseudo-random offsets (the same for every page, so the cost is a few hundred loads and
+//!   no random-number generation on the controller), or at offsets drawn afresh for each
+//!   logical page (`per-page`, the paper's "randomly sampling 10%" read literally).
 //! - Entropy: H = log2(n) − (1/n) Σ c·log2(c) over the sample's byte counts c, with log2
 //!   taken from a 1,000-entry table in fixed point (the paper's Log Lookup Table).
 //! - Ratio: an 81-entry table indexed by entropy in steps of 0.1 bit (0.0 to 8.0), the
@@ -11,7 +13,22 @@
 
 use std::sync::OnceLock;
 
-use crate::predictor_table::RATIO_PERMILLE_BY_DECIBIT;
+use serde::{Deserialize, Serialize};
+
+pub use crate::predictor_table::RATIO_PERMILLE_BY_DECIBIT;
+
+/// Which 10% of a page the predictor reads (`ftl.compression.predictor_sample`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PredictorSample {
+    /// The same 410 offsets, spread over the page, for every page.
+    #[default]
+    Fixed,
+    /// 410 distinct offsets drawn for each logical page from a generator keyed by its
+    /// LPN: a page rewritten at the same address is sampled at the same offsets, so a
+    /// run does not depend on the order of unrelated writes.
+    PerPage,
+}
 
 /// Bytes sampled per 4 KiB page (10%).
 pub const SAMPLE_BYTES: usize = 410;
@@ -44,13 +61,66 @@ fn sample_offsets() -> &'static [u16; SAMPLE_BYTES] {
     })
 }
 
-/// Sampled entropy in bits × SCALE, integers only.
-pub fn sampled_entropy_fixed(page: &[u8]) -> u64 {
+/// Byte counts of the sample `mode` takes of a page (`key`: the page's LPN).
+pub fn sample_counts(page: &[u8], mode: PredictorSample, key: u64) -> [u16; 256] {
     let mut counts = [0u16; 256];
-    for &offset in sample_offsets() {
-        counts[page[offset as usize] as usize] += 1;
+    match mode {
+        PredictorSample::Fixed => {
+            for &offset in sample_offsets() {
+                counts[page[offset as usize] as usize] += 1;
+            }
+        }
+        PredictorSample::PerPage => {
+            for_each_random_offset(key, |offset| counts[page[offset] as usize] += 1);
+        }
     }
-    entropy_of_counts(&counts, SAMPLE_BYTES as u64)
+    counts
+}
+
+/// Calls `visit` with `SAMPLE_BYTES` distinct offsets below 4,096 drawn by rejection
+/// from a SplitMix64 stream seeded with `key` (five 12-bit draws per 64-bit word; about
+/// 5% of draws repeat an offset and are redrawn).
+fn for_each_random_offset(key: u64, mut visit: impl FnMut(usize)) {
+    let mut taken = [0u64; 64];
+    let mut state = key ^ 0x5DEE_CE66_D1CE_4E5B;
+    let mut drawn = 0;
+    while drawn < SAMPLE_BYTES {
+        state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^= z >> 31;
+        for draw in 0..5 {
+            let offset = ((z >> (12 * draw)) & 0xFFF) as usize;
+            let (word, bit) = (offset / 64, offset % 64);
+            if drawn < SAMPLE_BYTES && taken[word] & (1 << bit) == 0 {
+                taken[word] |= 1 << bit;
+                visit(offset);
+                drawn += 1;
+            }
+        }
+    }
+}
+
+/// Sampled entropy in bits × SCALE, integers only (fixed offsets).
+pub fn sampled_entropy_fixed(page: &[u8]) -> u64 {
+    sampled_entropy_fixed_with(page, PredictorSample::Fixed, 0)
+}
+
+/// Sampled entropy in bits × SCALE, integers only, with the sample `mode` takes.
+pub fn sampled_entropy_fixed_with(page: &[u8], mode: PredictorSample, key: u64) -> u64 {
+    entropy_of_counts(&sample_counts(page, mode, key), SAMPLE_BYTES as u64)
+}
+
+/// Entropy of the same sample in floating point: what the integer arithmetic
+/// approximates (the paper measured its integer error at under 1.7%).
+pub fn sampled_entropy_exact_bits(page: &[u8], mode: PredictorSample, key: u64) -> f64 {
+    let n = SAMPLE_BYTES as f64;
+    sample_counts(page, mode, key)
+        .iter()
+        .filter(|&&c| c > 0)
+        .map(|&c| -(c as f64 / n) * (c as f64 / n).log2())
+        .sum()
 }
 
 fn entropy_of_counts(counts: &[u16; 256], n: u64) -> u64 {
@@ -80,9 +150,14 @@ pub fn full_entropy_bits(page: &[u8]) -> f64 {
         .sum()
 }
 
-/// The predicted compression ratio of a 4 KiB page, in permille.
+/// The predicted compression ratio of a 4 KiB page, in permille (fixed offsets).
 pub fn predict_permille(page: &[u8]) -> u64 {
-    let entropy = sampled_entropy_fixed(page);
+    predict_permille_with(page, PredictorSample::Fixed, 0)
+}
+
+/// The predicted compression ratio of a 4 KiB page at LPN `key`, in permille.
+pub fn predict_permille_with(page: &[u8], mode: PredictorSample, key: u64) -> u64 {
+    let entropy = sampled_entropy_fixed_with(page, mode, key);
     let decibits = ((entropy * 10 + SCALE / 2) / SCALE).min(80) as usize;
     RATIO_PERMILLE_BY_DECIBIT[decibits] as u64
 }
@@ -95,6 +170,11 @@ pub fn decibits_of(entropy_bits: f64) -> usize {
 /// Sampled entropy in bits as a float (for reports).
 pub fn sampled_entropy_bits(page: &[u8]) -> f64 {
     sampled_entropy_fixed(page) as f64 / SCALE as f64
+}
+
+/// Sampled entropy in bits (integer arithmetic) with the sample `mode` takes.
+pub fn sampled_entropy_bits_with(page: &[u8], mode: PredictorSample, key: u64) -> f64 {
+    sampled_entropy_fixed_with(page, mode, key) as f64 / SCALE as f64
 }
 
 #[cfg(test)]
@@ -135,6 +215,48 @@ mod tests {
         let o = sample_offsets();
         assert!(o.windows(2).all(|w| w[0] < w[1]));
         assert!(*o.last().unwrap() < 4096);
+    }
+
+    #[test]
+    fn per_page_samples_are_distinct_offsets_that_differ_between_pages() {
+        let mut seen = Vec::new();
+        for_each_random_offset(42, |o| seen.push(o));
+        assert_eq!(seen.len(), SAMPLE_BYTES);
+        let mut sorted = seen.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(sorted.len(), SAMPLE_BYTES, "offsets repeat");
+        assert!(sorted.iter().all(|&o| o < 4096));
+        // Spread over the page: every quarter gets a share near a quarter of the sample.
+        for quarter in 0..4 {
+            let n = sorted.iter().filter(|&&o| o / 1024 == quarter).count();
+            assert!((60..=150).contains(&n), "quarter {quarter}: {n}");
+        }
+        let mut other = Vec::new();
+        for_each_random_offset(43, |o| other.push(o));
+        assert_ne!(seen, other, "two LPNs sampled at the same offsets");
+        let mut again = Vec::new();
+        for_each_random_offset(42, |o| again.push(o));
+        assert_eq!(seen, again, "not deterministic");
+    }
+
+    #[test]
+    fn per_page_sampling_sees_what_fixed_offsets_miss() {
+        // A page whose bytes vary only where the fixed sample never looks: the fixed
+        // sample sees a constant page, per-page samples (almost always) do not.
+        let fixed: std::collections::BTreeSet<u16> = sample_offsets().iter().copied().collect();
+        let page: Vec<u8> = (0..4096u16)
+            .map(|i| {
+                if fixed.contains(&i) {
+                    0
+                } else {
+                    (i % 251) as u8
+                }
+            })
+            .collect();
+        assert_eq!(sampled_entropy_fixed(&page), 0);
+        let h = sampled_entropy_bits_with(&page, PredictorSample::PerPage, 7);
+        assert!(h > 6.0, "{h}");
     }
 
     #[test]

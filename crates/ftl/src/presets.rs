@@ -214,6 +214,7 @@ pub fn ldc_emmc_with(policy: CompressionPolicyKind) -> DeviceConfig {
         codec: Default::default(),
         controller: ControllerTiming::default(),
         gc_straddle: Default::default(),
+        predictor_sample: Default::default(),
     });
     if policy == CompressionPolicyKind::Ldc {
         config.ftl.gc.policy = VictimPolicyKind::CompressionAware;
@@ -509,6 +510,7 @@ pub fn csd3000_with(policy: CompressionPolicyKind, flash_gib: u32) -> DeviceConf
                     predict_ns_at_200mhz: 0,
                 },
                 gc_straddle: Default::default(),
+                predictor_sample: Default::default(),
             }),
             wear: WearConfig {
                 dynamic: true,

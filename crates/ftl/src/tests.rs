@@ -502,6 +502,7 @@ fn config_strategy() -> impl Strategy<Value = DeviceConfig> {
                     codec: Default::default(),
                     controller: ControllerTiming::default(),
                     gc_straddle: Default::default(),
+                    predictor_sample: Default::default(),
                 });
                 if policy == CompressionPolicyKind::Ldc {
                     config.ftl.gc.policy = VictimPolicyKind::CompressionAware;
@@ -868,9 +869,15 @@ fn long_random_run_with_heavy_gc() {
 
 #[test]
 fn long_random_run_with_compression() {
+    use crate::predictor::PredictorSample;
     use flashstack_sim::Rng;
     let mut tally = Exploration::new("ftl long_random_run_with_compression").durable_by("flushed");
-    for policy in [CompressionPolicyKind::Ldc, CompressionPolicyKind::Zftl] {
+    let mut fixed_ldc_error = None;
+    for (policy, sample) in [
+        (CompressionPolicyKind::Ldc, PredictorSample::Fixed),
+        (CompressionPolicyKind::Zftl, PredictorSample::Fixed),
+        (CompressionPolicyKind::Ldc, PredictorSample::PerPage),
+    ] {
         let mut config = tiny_config(8192, StreamMode::Single, VictimPolicyKind::CompressionAware);
         config.ftl.slot_bytes = 512;
         config.ftl.compression = Some(CompressionConfig {
@@ -878,6 +885,7 @@ fn long_random_run_with_compression() {
             codec: Default::default(),
             controller: ControllerTiming::default(),
             gc_straddle: Default::default(),
+            predictor_sample: sample,
         });
         // One plane of 64 blocks, little spare: eleven open frontiers (compressed + ten
         // ratio groups) and live data that GC must move.
@@ -916,6 +924,13 @@ fn long_random_run_with_compression() {
         if policy == CompressionPolicyKind::Ldc {
             assert!(c.pages_compressed_gc > 0, "{c:?}");
             assert!(c.straddled_fragments > 0, "{c:?}");
+            // The sampling option reaches the predictor: other bytes, other errors.
+            match sample {
+                PredictorSample::Fixed => fixed_ldc_error = Some(c.prediction_error_permille_sum),
+                PredictorSample::PerPage => {
+                    assert_ne!(Some(c.prediction_error_permille_sum), fixed_ldc_error)
+                }
+            }
         }
     }
     tally.report();
@@ -936,6 +951,7 @@ fn power_cut_at_every_point_of_straddling_gc() {
         codec: Default::default(),
         controller: ControllerTiming::default(),
         gc_straddle: Default::default(),
+        predictor_sample: Default::default(),
     });
     config.nand.geometry.channels = 1;
     config.nand.geometry.planes_per_die = 1;

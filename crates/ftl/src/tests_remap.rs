@@ -58,6 +58,7 @@ fn remap_config_strategy() -> impl Strategy<Value = DeviceConfig> {
                     codec: Default::default(),
                     controller: ControllerTiming::default(),
                     gc_straddle: Default::default(),
+                    predictor_sample: Default::default(),
                 });
             }
             config
@@ -324,6 +325,7 @@ fn bad_remaps_are_typed_errors_and_change_nothing() {
         codec: Default::default(),
         controller: ControllerTiming::default(),
         gc_straddle: Default::default(),
+        predictor_sample: Default::default(),
     });
     let mut ftl = Ftl::new(config, true, 1).unwrap();
     assert!(matches!(
