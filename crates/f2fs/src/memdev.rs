@@ -6,7 +6,8 @@
 
 use std::collections::BTreeMap;
 use std::fs::File;
-use std::io::{Read, Seek, SeekFrom, Write};
+use std::io::{Seek, SeekFrom, Write};
+use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 use flashstack_block::{
@@ -51,13 +52,14 @@ impl MemDevice {
         self.blocks.get(&lba).map(|b| &**b)
     }
 
-    /// Reads a raw image file (its size must be a whole number of 4 KiB blocks).
+    /// Reads a raw image file (its size must be a whole number of 4 KiB blocks). Only the
+    /// parts of a sparse file that hold data are read: its holes are zero blocks.
     pub fn import(path: &Path) -> Result<MemDevice, F2fsError> {
         let io = |error| F2fsError::Io {
             path: path.to_path_buf(),
             error,
         };
-        let mut file = File::open(path).map_err(io)?;
+        let file = File::open(path).map_err(io)?;
         let len = file.metadata().map_err(io)?.len();
         if len % LBA_SIZE as u64 != 0 {
             return Err(F2fsError::ImageSize {
@@ -67,13 +69,17 @@ impl MemDevice {
         }
         let mut dev = MemDevice::new(len);
         let mut chunk = vec![0u8; IMPORT_CHUNK];
-        let mut lba = 0u64;
-        while lba < dev.capacity_lbas {
-            let want = ((dev.capacity_lbas - lba) as usize * LBA_SIZE).min(IMPORT_CHUNK);
-            file.read_exact(&mut chunk[..want]).map_err(io)?;
-            for block in chunk[..want].chunks_exact(LBA_SIZE) {
-                dev.store(lba, block);
-                lba += 1;
+        let lba_bytes = LBA_SIZE as u64;
+        for (start, end) in flashstack_sim::sparse::data_ranges(&file).map_err(io)? {
+            let mut at = start / lba_bytes * lba_bytes;
+            let end = end.div_ceil(lba_bytes) * lba_bytes;
+            while at < end.min(len) {
+                let want = ((end.min(len) - at) as usize).min(IMPORT_CHUNK);
+                file.read_exact_at(&mut chunk[..want], at).map_err(io)?;
+                for (i, block) in chunk[..want].chunks_exact(LBA_SIZE).enumerate() {
+                    dev.store(at / lba_bytes + i as u64, block);
+                }
+                at += want as u64;
             }
         }
         Ok(dev)

@@ -7,8 +7,8 @@
 //! The image stays sparse: a trimmed range becomes a hole in the file (`fallocate`
 //! `PUNCH_HOLE`), never a run of written zeros, so mkfs's discard of a 16 GiB device costs
 //! one system call, not 16 GB of disk; a written block of zeros becomes a hole too (mkfs
-//! zeroes the NAT and SIT areas). [`data_ranges`] finds the parts of an image that
-//! hold data, so loading one reads only those.
+//! zeroes the NAT and SIT areas). [`data_ranges`](flashstack_sim::sparse::data_ranges) finds the parts of an image
+//! that hold data, so loading one reads only those.
 //!
 //! The mirror reads nothing back through the device, so it changes no simulated time or
 //! counter.
@@ -212,42 +212,6 @@ pub fn punch_hole(file: &File, offset: u64, len: u64) -> std::io::Result<()> {
         done += n as u64;
     }
     Ok(())
-}
-
-/// The byte ranges of `file` that may hold data (`lseek` `SEEK_DATA`/`SEEK_HOLE`), in
-/// order; holes read as zeros and need not be read. Where the file system cannot tell,
-/// the whole file is one range.
-pub fn data_ranges(file: &File) -> std::io::Result<Vec<(u64, u64)>> {
-    let len = file.metadata()?.len();
-    let fd = file.as_raw_fd();
-    let mut ranges = Vec::new();
-    let mut at = 0u64;
-    while at < len {
-        // SAFETY: lseek on a descriptor `file` owns; it moves only the file offset, which
-        // no other code of ours relies on (reads and writes here are positioned).
-        let data = unsafe { libc::lseek(fd, at as i64, libc::SEEK_DATA) };
-        if data < 0 {
-            let error = std::io::Error::last_os_error();
-            return match error.raw_os_error() {
-                // No data past `at`.
-                Some(libc::ENXIO) => Ok(ranges),
-                Some(libc::EINVAL) if ranges.is_empty() && at == 0 => Ok(vec![(0, len)]),
-                _ => Err(error),
-            };
-        }
-        // SAFETY: as above.
-        let hole = unsafe { libc::lseek(fd, data, libc::SEEK_HOLE) };
-        if hole < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        let (start, end) = (data as u64, (hole as u64).min(len));
-        if end <= start {
-            break;
-        }
-        ranges.push((start, end));
-        at = end;
-    }
-    Ok(ranges)
 }
 
 impl<D: BlockDevice> BlockDevice for ImageBacked<D> {

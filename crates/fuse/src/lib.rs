@@ -35,8 +35,9 @@ mod treefs;
 
 pub use blockfile::{BlockFile, BlockFileCounters, BlockFileError};
 pub use f2fs_tree::{F2fsTree, MountCache, RequestClock};
+pub use flashstack_sim::sparse::data_ranges;
 pub use fs::{DiskTree, DISK_FILE_NAME};
-pub use image::{data_ranges, punch_hole, ImageBacked};
+pub use image::{punch_hole, ImageBacked};
 pub use memtree::MemTree;
 pub use record::{RecordStats, Recording, OPEN_HANDLES_MAX, PATHS_MAX};
 pub use tree::{

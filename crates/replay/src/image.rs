@@ -9,7 +9,8 @@
 //! 16 GiB device stay small on disk.
 
 use std::fs::File;
-use std::io::{Read, Seek, SeekFrom, Write};
+use std::io::{Seek, SeekFrom, Write};
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use flashstack_block::{BlockDevice, Hints, Payload, LBA_SIZE};
@@ -47,6 +48,25 @@ fn image_error(path: &Path, message: impl Into<String>) -> ReplayError {
     }
 }
 
+/// First LBAs of the CHUNK_LBAS-aligned chunks of an image that hold data, ascending.
+fn data_chunks(file: &File, path: &Path, lbas: u64) -> Result<Vec<u64>, ReplayError> {
+    let ranges = flashstack_sim::sparse::data_ranges(file)
+        .map_err(|e| image_error(path, format!("cannot find its data: {e}")))?;
+    let chunk_bytes = (CHUNK_LBAS * LBA_SIZE) as u64;
+    let mut chunks: Vec<u64> = Vec::new();
+    for (start, end) in ranges {
+        let first = start / chunk_bytes;
+        let last = end.div_ceil(chunk_bytes);
+        for c in first..last {
+            let lba = c * CHUNK_LBAS as u64;
+            if lba < lbas && chunks.last().is_none_or(|&l| l < lba) {
+                chunks.push(lba);
+            }
+        }
+    }
+    Ok(chunks)
+}
+
 fn is_zero(block: &[u8]) -> bool {
     block.iter().all(|&b| b == 0)
 }
@@ -65,8 +85,7 @@ impl Replayer {
         if !self.config.store_contents {
             return Err(image_error(path, "an image needs stored page contents"));
         }
-        let mut file =
-            File::open(path).map_err(|e| image_error(path, format!("cannot open: {e}")))?;
+        let file = File::open(path).map_err(|e| image_error(path, format!("cannot open: {e}")))?;
         let image_bytes = file
             .metadata()
             .map_err(|e| image_error(path, format!("cannot read its size: {e}")))?
@@ -79,17 +98,20 @@ impl Replayer {
             image_bytes,
             lbas_written: 0,
         };
-        let mut lba = 0;
-        while lba < lbas {
+        // Only the chunks a sparse file holds data in are read (the holes are zero blocks,
+        // which write nothing); the chunks stay at multiples of CHUNK_LBAS, so the device
+        // sees the same requests as from a read of the whole file.
+        for lba in data_chunks(&file, path, lbas)? {
             let count = (CHUNK_LBAS as u64).min(lbas - lba) as usize;
             let bytes = &mut chunk[..count * LBA_SIZE];
-            file.read_exact(bytes).map_err(|e| {
-                image_error(path, format!("read failed at byte {}: {e}", lba * 4096))
-            })?;
+            file.read_exact_at(bytes, lba * LBA_SIZE as u64)
+                .map_err(|e| {
+                    image_error(path, format!("read failed at byte {}: {e}", lba * 4096))
+                })?;
             report.lbas_written += self.write_image_chunk(lba, bytes)?;
-            lba += count as u64;
-            progress.advance(lba);
+            progress.advance(lba + count as u64);
         }
+        progress.advance(lbas);
         Ok(report)
     }
 

@@ -9,6 +9,7 @@ pub mod histogram;
 pub mod memory;
 pub mod resource;
 pub mod rng;
+pub mod sparse;
 pub mod text;
 pub mod timeline;
 pub mod units;
