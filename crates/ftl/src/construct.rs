@@ -20,7 +20,8 @@
 //! than a replay-aged device (stated and tested in `tests_construct`).
 
 use flashstack_block::BlockDevice;
-use flashstack_nand::{oob_flags, ConfigError, NandParts, NO_LPN};
+use flashstack_nand::{oob_flags, ConfigError, Nand, NandParts, NO_LPN};
+use flashstack_sim::memory::{advise_dense, zeroed_table};
 use flashstack_sim::{Nanos, Rng};
 
 use crate::Ftl;
@@ -74,16 +75,10 @@ impl Ftl {
         let alpha = victim_valid_fraction(ratio);
         let valid = valid_counts(filled, sealed, slots_per_block, ratio, alpha);
         let parts = self.constructed_parts(sealed_per_unit, &valid, filled, seed);
-        let (ftl, _) = Ftl::from_parts(
-            self.config.clone(),
-            crate::DeviceParts {
-                nand: parts,
-                trim_log: Vec::new(),
-                bind_log: Vec::new(),
-            },
-            seed,
-            now_ns,
-        )?;
+        let config = self.config.clone();
+        let nand = Nand::from_parts(config.nand.clone(), config.ftl.slot_bytes, seed, parts)?;
+        let mut ftl = Ftl::with_nand(config, nand)?;
+        ftl.mount_single_copies(now_ns);
         debug_assert_eq!(ftl.mapped_lbas(), filled);
         Ok((
             ftl,
@@ -111,33 +106,48 @@ impl Ftl {
         let blocks = g.blocks() as usize;
         let pages = g.pages() as usize;
         let mut write_ptr = vec![0u16; blocks];
-        let mut page_flags = vec![0u8; pages];
-        let mut page_seq = vec![0u64; pages];
-        let mut slot_lpn = vec![NO_LPN; pages * spp as usize];
+        // Nearly every page is programmed: the tables are written whole, on huge pages.
+        let mut page_flags = zeroed_table::<u8>(pages);
+        let mut page_seq = zeroed_table::<u64>(pages);
+        let mut slot_lpn = zeroed_table::<u32>(pages * spp as usize);
+        advise_dense(&page_flags);
+        advise_dense(&page_seq);
+        advise_dense(&slot_lpn);
         let mut rng = Rng::new(seed ^ 0xC057_1C7E);
-        let order = AffinePermutation::new(filled, &mut rng);
+        let mut order = AffinePermutation::new(filled, &mut rng);
         let (mut seq, mut next) = (1u64, 0u64);
+        let cap = (ppb * spp) as u64;
         for j in (0..valid.len() as u64).rev() {
             let block = (j % units) as u32 * g.blocks_per_plane + (j / units) as u32;
             debug_assert!(j / units < sealed_per_unit as u64);
             write_ptr[block as usize] = ppb as u16;
-            let cap = (ppb * spp) as u64;
+            let first_page = (block * ppb) as usize;
+            for page in first_page..first_page + ppb as usize {
+                page_flags[page] = oob_flags::PROGRAMMED;
+                page_seq[page] = seq;
+                seq += 1;
+            }
             let mut left = valid[j as usize];
-            let first_page = block * ppb;
-            for k in 0..cap {
-                let page = (first_page + (k / spp as u64) as u32) as usize;
-                if k % spp as u64 == 0 {
-                    page_flags[page] = oob_flags::PROGRAMMED;
-                    page_seq[page] = seq;
-                    seq += 1;
-                }
+            let first_slot = first_page * spp as usize;
+            for (k, lpn) in slot_lpn[first_slot..first_slot + cap as usize]
+                .iter_mut()
+                .enumerate()
+            {
                 // Selection sampling: exactly `valid[j]` slots, at random positions.
-                if left > 0 && rng.below(cap - k) < left {
-                    slot_lpn[page * spp as usize + (k % spp as u64) as usize] =
-                        order.at(next) as u32;
+                *lpn = if left > 0 && rng.below(cap - k as u64) < left {
                     next += 1;
                     left -= 1;
-                }
+                    order.next() as u32
+                } else {
+                    NO_LPN
+                };
+            }
+        }
+        // The blocks held back stay erased: no logical page in their spare areas.
+        for (block, &written) in write_ptr.iter().enumerate() {
+            if written == 0 {
+                let first_slot = block * cap as usize;
+                slot_lpn[first_slot..first_slot + cap as usize].fill(NO_LPN);
             }
         }
         assert_eq!(next, filled, "every filled logical page placed once");
@@ -207,11 +217,13 @@ pub(crate) fn valid_counts(
     counts
 }
 
-/// `i -> (a i + b) mod n` with `a` coprime to `n`: a random order of `0..n` in O(1) memory.
+/// `i -> (a i + b) mod n` with `a` coprime to `n`: a random order of `0..n` in O(1) memory,
+/// visited in order of `i` (one addition per step).
 struct AffinePermutation {
     n: u64,
     a: u64,
-    b: u64,
+    /// The value at the current `i`.
+    current: u64,
 }
 
 impl AffinePermutation {
@@ -229,14 +241,21 @@ impl AffinePermutation {
         AffinePermutation {
             n,
             a: a % n.max(1),
-            b: rng.below(n.max(1)),
+            current: rng.below(n.max(1)),
         }
     }
 
-    fn at(&self, i: u64) -> u64 {
+    /// The value at the current `i`, moving on to `i + 1`.
+    fn next(&mut self) -> u64 {
         if self.n <= 1 {
             return 0;
         }
-        ((self.a as u128 * i as u128 + self.b as u128) % self.n as u128) as u64
+        let value = self.current;
+        // `current < n` and `a < n`: the sum wraps at most once.
+        self.current += self.a;
+        if self.current >= self.n {
+            self.current -= self.n;
+        }
+        value
     }
 }
