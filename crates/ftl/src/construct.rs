@@ -49,6 +49,21 @@ impl Ftl {
         seed: u64,
         now_ns: Nanos,
     ) -> Result<(Ftl, ConstructedState), ConfigError> {
+        let (parts, state) = self.constructed_layout(filled, seed)?;
+        let config = self.config.clone();
+        let nand = Nand::from_parts(config.nand.clone(), config.ftl.slot_bytes, seed, parts)?;
+        let mut ftl = Ftl::with_nand(config, nand)?;
+        ftl.mount_single_copies(now_ns);
+        debug_assert_eq!(ftl.mapped_lbas(), filled);
+        Ok((ftl, state))
+    }
+
+    /// The flash of [`Ftl::constructed_steady_state`], before it is mounted.
+    pub(crate) fn constructed_layout(
+        &self,
+        filled: u64,
+        seed: u64,
+    ) -> Result<(NandParts, ConstructedState), ConfigError> {
         let refuse = |reason: &str| Err(ConfigError::new("precondition", reason.to_string()));
         if self.nand.counters().page_programs != 0 || self.mapped_lbas() != 0 {
             return refuse("construction needs a fresh device");
@@ -75,13 +90,8 @@ impl Ftl {
         let alpha = victim_valid_fraction(ratio);
         let valid = valid_counts(filled, sealed, slots_per_block, ratio, alpha);
         let parts = self.constructed_parts(sealed_per_unit, &valid, filled, seed);
-        let config = self.config.clone();
-        let nand = Nand::from_parts(config.nand.clone(), config.ftl.slot_bytes, seed, parts)?;
-        let mut ftl = Ftl::with_nand(config, nand)?;
-        ftl.mount_single_copies(now_ns);
-        debug_assert_eq!(ftl.mapped_lbas(), filled);
         Ok((
-            ftl,
+            parts,
             ConstructedState {
                 filled_lbas: filled,
                 sealed_blocks: sealed,
