@@ -76,8 +76,9 @@ impl Ftl {
         assert!(self.records.is_empty() && self.slots_per_lpn == 1);
         self.nand.power_on(now_ns);
         self.reset_volatile_state(now_ns);
-        // The whole prefix of the table is about to be written in random order.
-        self.expect_dense();
+        // The table's prefix is about to be written in random order: on 4 KiB pages each
+        // entry would also be a TLB miss.
+        self.mapping.l2p.advise_dense();
         let spp = self.slots_per_page;
         let mut seq_max = 0;
         for block in 0..self.config.nand.geometry.blocks() {

@@ -152,3 +152,21 @@ fn constructed_tables_equal_the_scanned_ones_at_mount() {
         assert!(tables.0[filled as usize..].iter().all(|&s| s == u32::MAX));
     }
 }
+
+/// Floyd's sampling sets exactly the bits asked for, each position about equally often.
+#[test]
+fn random_subset_draws_exactly_count_positions_uniformly() {
+    let mut rng = Rng::new(5);
+    let mut bits = [u64::MAX; 8];
+    let mut hits = [0u32; 500];
+    for _ in 0..2_000 {
+        crate::construct::random_subset(&mut rng, 500, 200, &mut bits);
+        let ones: u32 = bits.iter().map(|w| w.count_ones()).sum();
+        assert_eq!(ones, 200);
+        for (i, h) in hits.iter_mut().enumerate() {
+            *h += ((bits[i / 64] >> (i % 64)) & 1) as u32;
+        }
+    }
+    // Expected 800 per position (2,000 × 200 / 500), standard deviation ~22.
+    assert!(hits.iter().all(|&h| (650..=950).contains(&h)), "{hits:?}");
+}
