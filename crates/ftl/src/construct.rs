@@ -144,7 +144,12 @@ impl Ftl {
             // without a branch per slot.
             let v = valid[j as usize];
             let draw_valid = v <= cap - v;
-            random_subset(&mut rng, cap, if draw_valid { v } else { cap - v }, &mut drawn);
+            random_subset(
+                &mut rng,
+                cap,
+                if draw_valid { v } else { cap - v },
+                &mut drawn,
+            );
             let first_slot = first_page * spp as usize;
             for (k, lpn) in slot_lpn[first_slot..first_slot + cap as usize]
                 .iter_mut()

@@ -82,14 +82,20 @@ impl Ftl {
         let spp = self.slots_per_page;
         let mut seq_max = 0;
         for block in 0..self.config.nand.geometry.blocks() {
-            assert!(!self.nand.is_bad(block), "constructed flash has no bad block");
+            assert!(
+                !self.nand.is_bad(block),
+                "constructed flash has no bad block"
+            );
             let programmed = self.nand.programmed_pages(block);
             if programmed == 0 {
                 continue;
             }
             let first_page = self.nand.first_page(block);
             // Programs go in page order: a block's last page is its newest.
-            let last = self.nand.oob(first_page + programmed - 1).expect("programmed");
+            let last = self
+                .nand
+                .oob(first_page + programmed - 1)
+                .expect("programmed");
             seq_max = seq_max.max(last.seq);
             let (flags, lpns) = self.nand.block_oob(block);
             debug_assert!(flags.iter().all(|&f| f == oob_flags::PROGRAMMED));
@@ -104,7 +110,10 @@ impl Ftl {
                 if lpn as u64 >= self.user_lbas {
                     continue; // padding
                 }
-                let old = self.mapping.l2p.replace(lpn as usize, first_slot + i as u32);
+                let old = self
+                    .mapping
+                    .l2p
+                    .replace(lpn as usize, first_slot + i as u32);
                 assert_eq!(old, UNMAPPED, "logical page {lpn} has a second copy");
                 valid += 1;
             }

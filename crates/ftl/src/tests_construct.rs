@@ -16,11 +16,7 @@ use crate::{presets, DeviceParts, Ftl};
 fn devices() -> Vec<DeviceConfig> {
     let mut fifo = tiny_config(4096, StreamMode::Single, VictimPolicyKind::Greedy);
     fifo.ftl.wear.dynamic = false;
-    let three = tiny_config(
-        8192,
-        StreamMode::Temperature,
-        VictimPolicyKind::CostBenefit,
-    );
+    let three = tiny_config(8192, StreamMode::Temperature, VictimPolicyKind::CostBenefit);
     let mut mqsim = presets::mqsim_default();
     mqsim.nand.geometry.blocks_per_plane = 24;
     mqsim.ftl.gc.foreground_free_blocks = 4;
