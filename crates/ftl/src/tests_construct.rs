@@ -27,10 +27,13 @@ fn devices() -> Vec<DeviceConfig> {
     vec![fifo, three, mqsim, dftl]
 }
 
-/// Everything the mount builds that later decisions read, in comparable form: the
-/// mapping, valid counts, block states, GC candidate order per die, the next sequence
-/// number, and each die's free pool in the order blocks leave it (which drains it).
-fn mounted_tables(ftl: &mut Ftl) -> (Vec<u32>, Vec<u32>, Vec<BlockState>, Vec<Vec<u32>>, u64) {
+/// The mapping, valid counts, block states, per die the GC candidate order and the free
+/// pool's order, and the next sequence number.
+type Tables = (Vec<u32>, Vec<u32>, Vec<BlockState>, Vec<Vec<u32>>, u64);
+
+/// Everything the mount builds that later decisions read, in comparable form ([`Tables`]);
+/// reading the free pools drains them.
+fn mounted_tables(ftl: &mut Ftl) -> Tables {
     let dies = ftl.units;
     let mut order = Vec::new();
     for die in 0..dies {
