@@ -9,18 +9,22 @@
 //! the victim; its valid fraction `alpha` gives `WA = 1 / (1 - alpha)`, hence
 //! `alpha = exp(-(T / U) (1 - alpha))`. Blocks are laid out from newest to oldest with
 //! valid counts following that decay (summing to exactly `U`), the surviving slots of each
-//! block at random positions, the logical pages in a random order; the dead slots are
-//! padding (nothing the GC would move, and nothing recovery would map). Every plane keeps
-//! only the blocks the FTL holds back (frontiers and the foreground-GC reserve) free, so
-//! GC starts within the first blocks written. The NAND state is then mounted like a saved
-//! device ([`Ftl::from_parts`]): the mapping, valid counts and free pools come from the
-//! same OOB scan as a power-up, and every invariant holds by the recovery code's own
-//! construction. Greedy GC on uniform traffic ends up a little better than this oldest-
-//! first log, so the first measured writes see a slightly higher write amplification
-//! than a replay-aged device (stated and tested in `tests_construct`).
+//! block at random positions (a uniform random subset, Floyd's algorithm), the logical
+//! pages in a random order; the dead slots are padding (nothing the GC would move, and
+//! nothing recovery would map). Every plane keeps only the blocks the FTL holds back
+//! (frontiers and the foreground-GC reserve) free, so GC starts within the first blocks
+//! written. The flash is then mounted by one pass over its spare areas
+//! ([`Ftl::mount_single_copies`]), which builds the same mapping, valid counts, free pools
+//! and GC order as the recovery scan of a power-up would ([`Ftl::power_cycle`]; tested in
+//! `tests_construct`) without its cost: that scan compares every copy's statement against
+//! the mapping, while here each logical page has one copy. Greedy GC on uniform traffic
+//! ends up a little better than this oldest-first log, so the first measured writes see a
+//! slightly different write amplification than a replay-aged device (stated and tested in
+//! the replay crate, `constructed_steady_state_matches_replay_aging`).
 
 use flashstack_block::BlockDevice;
-use flashstack_nand::{oob_flags, ConfigError, NandParts, NO_LPN};
+use flashstack_nand::{oob_flags, ConfigError, Nand, NandParts, NO_LPN};
+use flashstack_sim::memory::zeroed_table;
 use flashstack_sim::{Nanos, Rng};
 
 use crate::Ftl;
@@ -48,6 +52,21 @@ impl Ftl {
         seed: u64,
         now_ns: Nanos,
     ) -> Result<(Ftl, ConstructedState), ConfigError> {
+        let (parts, state) = self.constructed_layout(filled, seed)?;
+        let config = self.config.clone();
+        let nand = Nand::from_parts(config.nand.clone(), config.ftl.slot_bytes, seed, parts)?;
+        let mut ftl = Ftl::with_nand(config, nand)?;
+        ftl.mount_single_copies(now_ns);
+        debug_assert_eq!(ftl.mapped_lbas(), filled);
+        Ok((ftl, state))
+    }
+
+    /// The flash of [`Ftl::constructed_steady_state`], before it is mounted.
+    pub(crate) fn constructed_layout(
+        &self,
+        filled: u64,
+        seed: u64,
+    ) -> Result<(NandParts, ConstructedState), ConfigError> {
         let refuse = |reason: &str| Err(ConfigError::new("precondition", reason.to_string()));
         if self.nand.counters().page_programs != 0 || self.mapped_lbas() != 0 {
             return refuse("construction needs a fresh device");
@@ -74,19 +93,8 @@ impl Ftl {
         let alpha = victim_valid_fraction(ratio);
         let valid = valid_counts(filled, sealed, slots_per_block, ratio, alpha);
         let parts = self.constructed_parts(sealed_per_unit, &valid, filled, seed);
-        let (ftl, _) = Ftl::from_parts(
-            self.config.clone(),
-            crate::DeviceParts {
-                nand: parts,
-                trim_log: Vec::new(),
-                bind_log: Vec::new(),
-            },
-            seed,
-            now_ns,
-        )?;
-        debug_assert_eq!(ftl.mapped_lbas(), filled);
         Ok((
-            ftl,
+            parts,
             ConstructedState {
                 filled_lbas: filled,
                 sealed_blocks: sealed,
@@ -111,33 +119,57 @@ impl Ftl {
         let blocks = g.blocks() as usize;
         let pages = g.pages() as usize;
         let mut write_ptr = vec![0u16; blocks];
-        let mut page_flags = vec![0u8; pages];
-        let mut page_seq = vec![0u64; pages];
-        let mut slot_lpn = vec![NO_LPN; pages * spp as usize];
+        // Written in address order, so 4 KiB pages cost no TLB misses; advising huge pages
+        // measured slower (the kernel's compaction for them outweighs what they save).
+        let mut page_flags = zeroed_table::<u8>(pages);
+        let mut page_seq = zeroed_table::<u64>(pages);
+        let mut slot_lpn = zeroed_table::<u32>(pages * spp as usize);
         let mut rng = Rng::new(seed ^ 0xC057_1C7E);
-        let order = AffinePermutation::new(filled, &mut rng);
+        let mut order = AffinePermutation::new(filled, &mut rng);
         let (mut seq, mut next) = (1u64, 0u64);
+        let cap = (ppb * spp) as u64;
+        let mut drawn = vec![0u64; (cap as usize).div_ceil(64)];
         for j in (0..valid.len() as u64).rev() {
             let block = (j % units) as u32 * g.blocks_per_plane + (j / units) as u32;
             debug_assert!(j / units < sealed_per_unit as u64);
             write_ptr[block as usize] = ppb as u16;
-            let cap = (ppb * spp) as u64;
-            let mut left = valid[j as usize];
-            let first_page = block * ppb;
-            for k in 0..cap {
-                let page = (first_page + (k / spp as u64) as u32) as usize;
-                if k % spp as u64 == 0 {
-                    page_flags[page] = oob_flags::PROGRAMMED;
-                    page_seq[page] = seq;
-                    seq += 1;
-                }
-                // Selection sampling: exactly `valid[j]` slots, at random positions.
-                if left > 0 && rng.below(cap - k) < left {
-                    slot_lpn[page * spp as usize + (k % spp as u64) as usize] =
-                        order.at(next) as u32;
-                    next += 1;
-                    left -= 1;
-                }
+            let first_page = (block * ppb) as usize;
+            for page in first_page..first_page + ppb as usize {
+                page_flags[page] = oob_flags::PROGRAMMED;
+                page_seq[page] = seq;
+                seq += 1;
+            }
+            // Exactly `valid[j]` slots at random positions: the valid or the dead ones
+            // drawn, whichever are fewer (one draw each), then the block is written
+            // without a branch per slot.
+            let v = valid[j as usize];
+            let draw_valid = v <= cap - v;
+            random_subset(
+                &mut rng,
+                cap,
+                if draw_valid { v } else { cap - v },
+                &mut drawn,
+            );
+            let first_slot = first_page * spp as usize;
+            for (k, lpn) in slot_lpn[first_slot..first_slot + cap as usize]
+                .iter_mut()
+                .enumerate()
+            {
+                let is_valid = ((drawn[k / 64] >> (k % 64)) & 1 == 1) == draw_valid;
+                *lpn = if is_valid {
+                    order.current as u32
+                } else {
+                    NO_LPN
+                };
+                order.advance_if(is_valid);
+            }
+            next += v;
+        }
+        // The blocks held back stay erased: no logical page in their spare areas.
+        for (block, &written) in write_ptr.iter().enumerate() {
+            if written == 0 {
+                let first_slot = block * cap as usize;
+                slot_lpn[first_slot..first_slot + cap as usize].fill(NO_LPN);
             }
         }
         assert_eq!(next, filled, "every filled logical page placed once");
@@ -207,11 +239,13 @@ pub(crate) fn valid_counts(
     counts
 }
 
-/// `i -> (a i + b) mod n` with `a` coprime to `n`: a random order of `0..n` in O(1) memory.
+/// `i -> (a i + b) mod n` with `a` coprime to `n`: a random order of `0..n` in O(1) memory,
+/// visited in order of `i` (one addition per step; `n` = 1 has `a` = 0).
 struct AffinePermutation {
     n: u64,
     a: u64,
-    b: u64,
+    /// The value at the current `i`.
+    current: u64,
 }
 
 impl AffinePermutation {
@@ -229,14 +263,31 @@ impl AffinePermutation {
         AffinePermutation {
             n,
             a: a % n.max(1),
-            b: rng.below(n.max(1)),
+            current: rng.below(n.max(1)),
         }
     }
 
-    fn at(&self, i: u64) -> u64 {
-        if self.n <= 1 {
-            return 0;
+    /// Moves on to `i + 1` if `step`, without a branch (the slots of a block take valid
+    /// and dead turns at random).
+    #[inline]
+    fn advance_if(&mut self, step: bool) {
+        // `current < n` and `a < n`: the sum wraps at most once.
+        self.current += self.a * step as u64;
+        if self.current >= self.n {
+            self.current -= self.n;
         }
-        ((self.a as u128 * i as u128 + self.b as u128) % self.n as u128) as u64
+    }
+}
+
+/// Sets `count` distinct bits of `bits[..]` among the first `n`, uniformly at random, with
+/// `count` draws (Floyd's algorithm, Bentley & Floyd, CACM 1987); clears the rest first.
+pub(crate) fn random_subset(rng: &mut Rng, n: u64, count: u64, bits: &mut [u64]) {
+    debug_assert!(count <= n && n as usize <= bits.len() * 64);
+    bits.fill(0);
+    let is_set = |bits: &[u64], i: u64| (bits[(i / 64) as usize] >> (i % 64)) & 1 == 1;
+    for top in n - count..n {
+        let t = rng.below(top + 1);
+        let pick = if is_set(bits, t) { top } else { t };
+        bits[(pick / 64) as usize] |= 1 << (pick % 64);
     }
 }

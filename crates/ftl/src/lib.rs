@@ -41,6 +41,8 @@ mod remap;
 mod stream;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_construct;
 pub mod thermal;
 mod write;
 

@@ -11,6 +11,9 @@ use crate::stream::{build_streams, is_continuation, is_start};
 
 use crate::{BlockState, Ftl, UNMAPPED};
 
+/// How far ahead [`Ftl::mount_single_copies`] requests mapping entries.
+const PREFETCH_AHEAD_SLOTS: usize = 32;
+
 impl Ftl {
     /// Restores power after a cut (or a clean shutdown) and rebuilds every volatile table by
     /// scanning the OOB of every programmed page: per logical page the newest statement
@@ -60,6 +63,69 @@ impl Ftl {
             start_ns: now_ns,
             complete_ns: scan_end_ns,
         })
+    }
+
+    /// Mounts flash known to hold exactly one copy of each mapped logical page, each in
+    /// one slot, and nothing else (no mapping records, bad blocks or torn pages): what a
+    /// constructed steady state lays out. Builds the same tables as [`Ftl::power_cycle`]
+    /// (tested in `tests_construct`) in one pass over the spare areas, without comparing
+    /// statements, and charges no scan time: the device is handed over as it was left, as
+    /// a replay-preconditioned one is. Panics on flash that breaks the premise (a second
+    /// copy of a logical page), since only the constructor calls it.
+    pub(crate) fn mount_single_copies(&mut self, now_ns: Nanos) {
+        assert!(self.records.is_empty() && self.slots_per_lpn == 1);
+        self.nand.power_on(now_ns);
+        self.reset_volatile_state(now_ns);
+        // The table's prefix is about to be written in random order: on 4 KiB pages each
+        // entry would also be a TLB miss.
+        self.mapping.l2p.advise_dense();
+        let spp = self.slots_per_page;
+        let mut seq_max = 0;
+        for block in 0..self.config.nand.geometry.blocks() {
+            assert!(
+                !self.nand.is_bad(block),
+                "constructed flash has no bad block"
+            );
+            let programmed = self.nand.programmed_pages(block);
+            if programmed == 0 {
+                continue;
+            }
+            let first_page = self.nand.first_page(block);
+            // Programs go in page order: a block's last page is its newest.
+            let last = self
+                .nand
+                .oob(first_page + programmed - 1)
+                .expect("programmed");
+            seq_max = seq_max.max(last.seq);
+            let (flags, lpns) = self.nand.block_oob(block);
+            debug_assert!(flags.iter().all(|&f| f == oob_flags::PROGRAMMED));
+            let first_slot = first_page * spp;
+            let mut valid = 0;
+            for (i, &lpn) in lpns.iter().enumerate() {
+                // The logical pages are in random order: each entry is a cache miss, so
+                // later ones are requested while this one is written.
+                if let Some(&ahead) = lpns.get(i + PREFETCH_AHEAD_SLOTS) {
+                    self.mapping.l2p.prefetch(ahead as usize);
+                }
+                if lpn as u64 >= self.user_lbas {
+                    continue; // padding
+                }
+                let old = self
+                    .mapping
+                    .l2p
+                    .replace(lpn as usize, first_slot + i as u32);
+                assert_eq!(old, UNMAPPED, "logical page {lpn} has a second copy");
+                valid += 1;
+            }
+            if valid > 0 {
+                self.blocks.add_valid(block, valid);
+            }
+        }
+        self.rebuild_block_states(now_ns);
+        self.cmt_recover(now_ns)
+            .expect("no translation page is stale after a mount");
+        self.seq = seq_max + 1;
+        self.queue.reset(now_ns);
     }
 
     fn reset_volatile_state(&mut self, now_ns: Nanos) {
@@ -241,6 +307,11 @@ impl Ftl {
                 self.blocks.add_valid(block, len);
             }
         }
+        self.rebuild_block_states(now_ns);
+    }
+
+    /// Block states and free pools from the flash, valid counts already in place.
+    fn rebuild_block_states(&mut self, now_ns: Nanos) {
         for block in 0..self.config.nand.geometry.blocks() {
             if self.blocks.state[block as usize] == BlockState::Bad {
                 continue;
