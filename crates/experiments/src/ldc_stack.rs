@@ -28,7 +28,7 @@ use flashstack_stack::StackConfig;
 use serde::Serialize;
 use thiserror::Error;
 
-use crate::fullstack::{self, FullStackOptions, Start, StackWorkload};
+use crate::fullstack::{self, FullStackOptions, StackWorkload, Start};
 use crate::paper::Headline;
 
 /// The five policies, in the paper's order.
@@ -187,13 +187,21 @@ pub struct LdcStackResults {
 /// The comparisons drawn, as the block-level table draws them: (figure, policy, base,
 /// the paper's change, metric). The paper's figures are means over its seven workloads;
 /// ours here is one run of the mix.
-type Comparison = (&'static str, &'static str, &'static str, f64, fn(&StackFigures) -> u64);
+type Comparison = (
+    &'static str,
+    &'static str,
+    &'static str,
+    f64,
+    fn(&StackFigures) -> u64,
+);
 const COMPARISONS: [Comparison; 8] = [
     ("LDC erases vs PM", "LDC", "PM", -0.505, |f| f.block_erases),
     ("LDC write latency vs zFTL", "LDC", "zFTL", -0.104, |f| {
         f.write_latency_ns_mean
     }),
-    ("LDC erases vs zFTL", "LDC", "zFTL", 0.04, |f| f.block_erases),
+    ("LDC erases vs zFTL", "LDC", "zFTL", 0.04, |f| {
+        f.block_erases
+    }),
     ("SC write latency vs PM", "SC", "PM", -0.172, |f| {
         f.write_latency_ns_mean
     }),
@@ -201,8 +209,12 @@ const COMPARISONS: [Comparison; 8] = [
         f.write_latency_ns_mean
     }),
     ("SC erases vs PM", "SC", "PM", f64::NAN, |f| f.block_erases),
-    ("LDC programs vs PM", "LDC", "PM", f64::NAN, |f| f.page_programs),
-    ("OPT programs vs PM", "OPT", "PM", f64::NAN, |f| f.page_programs),
+    ("LDC programs vs PM", "LDC", "PM", f64::NAN, |f| {
+        f.page_programs
+    }),
+    ("OPT programs vs PM", "OPT", "PM", f64::NAN, |f| {
+        f.page_programs
+    }),
 ];
 
 /// Runs the mix (`mix/QUICK_SHARE` quick) under every policy, each from `phone` (aged on
@@ -224,8 +236,7 @@ pub fn run_with(
     progress: &mut dyn FnMut(&str),
 ) -> Result<LdcStackResults, LdcStackError> {
     let phone_device = &phone.header.stack.device;
-    if phone_device.ftl.compression.as_ref().map(|c| c.policy) != Some(CompressionPolicyKind::Pm)
-    {
+    if phone_device.ftl.compression.as_ref().map(|c| c.policy) != Some(CompressionPolicyKind::Pm) {
         return Err(LdcStackError::Phone(format!(
             "made on device '{}': the shared phone must be aged under PM (ldc-emmc-pm), so \
              that its existing data is stored raw for every policy",
@@ -251,11 +262,12 @@ pub fn run_with(
             start: Start::Phone(Arc::clone(&phone)),
             ..FullStackOptions::default()
         };
-        let out = fullstack::run(&config, &StackWorkload::Persona(persona), &run_options)
-            .map_err(|e| LdcStackError::Run {
+        let out = fullstack::run(&config, &StackWorkload::Persona(persona), &run_options).map_err(
+            |e| LdcStackError::Run {
                 policy: policy.name(),
                 message: e.to_string(),
-            })?;
+            },
+        )?;
         device_user_bytes = out.run.device.run.user_capacity_bytes;
         runs.push(StackFigures::of(policy, &out.run.device));
     }
@@ -271,7 +283,12 @@ pub fn run_with(
     results.headlines = COMPARISONS
         .iter()
         .map(|&(figure, policy, base, paper, metric)| {
-            Headline::new(figure, paper, results.change(policy, base, metric), "change")
+            Headline::new(
+                figure,
+                paper,
+                results.change(policy, base, metric),
+                "change",
+            )
         })
         .collect();
     Ok(results)

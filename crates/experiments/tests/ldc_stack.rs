@@ -11,8 +11,8 @@ use flashstack_ftl::compression::CompressionPolicyKind;
 #[test]
 fn five_policies_from_one_phone_aged_under_pm() {
     let config = ldc_stack::phone_stack(true);
-    let phone = flashstack_phone::build(&config, &ldc_stack::aging_spec(true, 1), &mut |_, _| {})
-        .unwrap();
+    let phone =
+        flashstack_phone::build(&config, &ldc_stack::aging_spec(true, 1), &mut |_, _| {}).unwrap();
     let phone = Arc::new(phone);
     let options = LdcStackOptions {
         quick: true,
@@ -40,7 +40,10 @@ fn five_policies_from_one_phone_aged_under_pm() {
     let pm = r.get("PM");
     assert_eq!(pm.pages_compressed_host + pm.pages_compressed_gc, 0);
     for p in ["zFTL", "SC", "LDC", "OPT"] {
-        assert!(r.get(p).pages_compressed_host > 0, "{p} compressed nothing: {text}");
+        assert!(
+            r.get(p).pages_compressed_host > 0,
+            "{p} compressed nothing: {text}"
+        );
     }
     // F2FS writes the same to every device but for a few pages: the policy reaches the
     // file system only through the device's latency (the flusher's and checkpoints'
@@ -52,10 +55,8 @@ fn five_policies_from_one_phone_aged_under_pm() {
 
     // A phone aged under a compressing policy is refused: its data would not start raw.
     let mut ldc_phone = (*phone).clone();
-    ldc_phone.header.stack.device = ldc_stack::stack_config(CompressionPolicyKind::Ldc, true).device;
+    ldc_phone.header.stack.device =
+        ldc_stack::stack_config(CompressionPolicyKind::Ldc, true).device;
     let e = ldc_stack::run(Arc::new(ldc_phone), &options, &mut |_| {}).unwrap_err();
-    assert!(
-        e.to_string().contains("must be aged under PM"),
-        "{e}"
-    );
+    assert!(e.to_string().contains("must be aged under PM"), "{e}");
 }

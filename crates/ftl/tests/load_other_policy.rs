@@ -59,7 +59,9 @@ fn a_pm_device_loads_under_ldc_with_its_mapping_and_gc_then_compresses_it() {
     let parts = pm.to_parts().unwrap();
     let lbas = pm.mapping().len();
     assert_eq!(
-        small(CompressionPolicyKind::Ldc).user_capacity_bytes().unwrap(),
+        small(CompressionPolicyKind::Ldc)
+            .user_capacity_bytes()
+            .unwrap(),
         lbas as u64 * 4096
     );
     let saved_mapping: Vec<u32> = (0..lbas).map(|i| pm.mapping().at(i)).collect();
@@ -78,9 +80,14 @@ fn a_pm_device_loads_under_ldc_with_its_mapping_and_gc_then_compresses_it() {
         None,
         "(logical page, saved slot, loaded slot)"
     );
-    assert!(ldc.valid_slots_per_block() == &saved_valid[..], "valid counts differ");
+    assert!(
+        ldc.valid_slots_per_block() == &saved_valid[..],
+        "valid counts differ"
+    );
     let blocks = saved_valid.len() as u32;
-    let ratios: Vec<u32> = (0..blocks).map(|b| ldc.block_ratio_permille_of(b)).collect();
+    let ratios: Vec<u32> = (0..blocks)
+        .map(|b| ldc.block_ratio_permille_of(b))
+        .collect();
     assert!((0..blocks).all(|b| reloaded_pm.block_ratio_permille_of(b) == 1000));
     // SQLite pages predict well under 1000‰, media near it (the overwrites mixed both
     // into the later blocks).
@@ -106,7 +113,10 @@ fn a_pm_device_loads_under_ldc_with_its_mapping_and_gc_then_compresses_it() {
     ldc.check_invariants().unwrap();
     let c = ldc.counters();
     assert!(c.pages_compressed_gc > 0, "caGC compressed nothing: {c:?}");
-    assert_eq!(c.pages_compressed_host, 0, "media is never worth compressing");
+    assert_eq!(
+        c.pages_compressed_host, 0,
+        "media is never worth compressing"
+    );
     // The loaded cold pages read back as written (version 1 if overwritten, else 0).
     let mut page = vec![0u8; 4096];
     let mut expect = vec![0u8; 4096];
