@@ -404,8 +404,8 @@ impl LdcStackResults {
             ));
         }
         out.push_str(
-            "(the paper's figures are means over its seven block traces; the block-level \
-             table above measures ours the same way)\n",
+            "(the paper's figures are means over its seven block traces; ours here are one run \
+             of the mix; the block-level tables give ours as the paper measures them)\n",
         );
         out
     }
