@@ -165,6 +165,24 @@ pub fn ldc(args: &LdcArgs) -> Result<Reproduction> {
         anyhow::bail!("--aging {}: must be between 0 and 4", args.aging);
     }
     flashstack_experiments::ldc::check_fill(args.fill)?;
+    if args.stack_only {
+        use flashstack_experiments::ldc::{SNAPSHOT_AGING, SNAPSHOT_UTILIZATION};
+        let block_level = [
+            ("--fill", args.fill != SNAPSHOT_UTILIZATION),
+            ("--aging", args.aging != SNAPSHOT_AGING),
+            (
+                "--lay-down",
+                args.lay_down != flashstack_replay::LayDown::Neutral,
+            ),
+            ("--jobs", args.jobs.is_some()),
+        ];
+        if let Some((flag, _)) = block_level.iter().find(|(_, given)| *given) {
+            anyhow::bail!(
+                "{flag} sets the block-level runs, which --stack-only leaves out (the whole \
+                 stack starts from its aged phone); use --stack to run both"
+            );
+        }
+    }
     let options = LdcOptions {
         fill: args.fill,
         quick: args.quick,
