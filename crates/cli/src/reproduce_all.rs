@@ -106,6 +106,8 @@ fn one(paper: &str, args: &AllArgs) -> Result<Reproduction> {
             fill: flashstack_experiments::ldc::SNAPSHOT_UTILIZATION,
             lay_down: flashstack_replay::LayDown::Neutral,
             jobs: None,
+            stack: false,
+            stack_only: false,
         }),
         "janusd" => janusd_cmd::reproduction(&janusd_cmd::JanusdArgs {
             quick: args.quick,

@@ -6,6 +6,7 @@ pub mod coco_op;
 pub mod fullstack;
 pub mod janusd;
 pub mod ldc;
+pub mod ldc_stack;
 pub mod medfs;
 pub mod mobifs;
 pub mod paper;

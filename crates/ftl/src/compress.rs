@@ -259,6 +259,45 @@ impl Ftl {
         }
     }
 
+    /// Cr(B) of every block from the data it holds, for a device loaded from saved state
+    /// ([`Ftl::from_parts`]): the running sums live in controller memory and the OOB scan
+    /// cannot give them back, so each valid raw page is predicted again from its stored
+    /// bytes (compressed fragments count 1000, as when written). Without it a device
+    /// loaded under caGC sees every block it did not write itself as incompressible, and
+    /// Eq. 4 never prefers the loaded data. Uses no controller time (part of the mount);
+    /// without compression or without stored contents it does nothing.
+    pub(crate) fn rebuild_block_ratios(&mut self) {
+        if !self.compression_active() || !self.nand.stores_contents() {
+            return;
+        }
+        self.block_ratio_sum.fill(0);
+        self.block_ratio_count.fill(0);
+        let sb = self.slot_bytes as usize;
+        let mut page = vec![0u8; PAGE_BYTES];
+        for lpn in 0..self.mapping.l2p.len() as u32 {
+            let slot = self.mapping.l2p.at(lpn as usize);
+            if slot == crate::UNMAPPED || !self.mapping.counts_valid(lpn) {
+                continue;
+            }
+            let ratio = if self.len_of(lpn) < self.slots_per_lpn {
+                1000
+            } else {
+                for k in 0..self.slots_per_lpn as usize {
+                    self.nand
+                        .peek_slot(slot + k as u32, &mut page[k * sb..(k + 1) * sb]);
+                }
+                crate::predictor::predict_permille(&page) as u32
+            };
+            self.note_ratio(self.block_of_slot(slot), ratio);
+        }
+    }
+
+    /// Cr(B) of `block` in permille, as caGC's victim selection (Eq. 4) sees it: 1000
+    /// without compression or for a block of compressed data.
+    pub fn block_ratio_permille_of(&self, block: u32) -> u32 {
+        self.block_ratio_permille(block)
+    }
+
     pub(crate) fn forget_ratio(&mut self, block: u32) {
         self.block_ratio_sum[block as usize] = 0;
         self.block_ratio_count[block as usize] = 0;

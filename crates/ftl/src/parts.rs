@@ -68,6 +68,9 @@ impl Ftl {
         let done = ftl
             .power_cycle(now_ns)
             .map_err(|e| ConfigError::new("state", e.to_string()))?;
+        // The saved state may come from a device under another compression policy (a
+        // phone aged under PM loaded into an LDC device): Cr(B) is rebuilt from the data.
+        ftl.rebuild_block_ratios();
         Ok((ftl, done))
     }
 

@@ -200,15 +200,32 @@ pub fn device_state(ftl: &Ftl) -> DeviceState {
         erase_count_histogram: hist,
         mapped_share: mapped as f64 / user_lbas.max(1) as f64,
         turnover: c.page_programs as f64 / ftl.config().nand.geometry.pages().max(1) as f64,
-        write_amplification: c.page_programs as f64 * ftl.slots_per_block() as f64
-            / ftl.config().nand.geometry.pages_per_block as f64
-            / c.host_write_lbas.max(1) as f64,
+        write_amplification: write_amplification(
+            c.page_programs,
+            ftl.config().nand.geometry.page_size_bytes,
+            c.host_write_lbas,
+        ),
     }
+}
+
+/// Flash bytes programmed ÷ host bytes written: each program writes a whole flash page,
+/// whatever the mapping's slot size (counting 512-byte slots as 4 KiB LBAs made a PM
+/// device's WA read 8× too high).
+fn write_amplification(page_programs: u64, page_size_bytes: u32, host_write_lbas: u64) -> f64 {
+    page_programs as f64 * page_size_bytes as f64 / 4096.0 / host_write_lbas.max(1) as f64
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn write_amplification_counts_flash_pages_not_slots() {
+        // 100 programs of 4 KiB pages for 100 host LBAs, whatever the slot size.
+        assert_eq!(write_amplification(100, 4096, 100), 1.0);
+        // 16 KiB pages hold four LBAs each.
+        assert_eq!(write_amplification(100, 16_384, 400), 1.0);
+    }
 
     #[test]
     fn dof_is_extents_over_ideal_extents() {
