@@ -286,7 +286,8 @@ impl Ftl {
                     self.nand
                         .peek_slot(slot + k as u32, &mut page[k * sb..(k + 1) * sb]);
                 }
-                crate::predictor::predict_permille(&page) as u32
+                crate::predictor::predict_permille_with(&page, self.compressor.sample, lpn.into())
+                    as u32
             };
             self.note_ratio(self.block_of_slot(slot), ratio);
         }
