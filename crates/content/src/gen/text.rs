@@ -106,11 +106,22 @@ pub(crate) fn refill(prev: &PageCtx, ctx: &PageCtx, page: &mut [u8]) {
     let diff_bytes = PAGE_SIZE as f64 * format.line_diff();
     let (was, now) = (prev.schedule(diff_bytes), ctx.schedule(diff_bytes));
     let vals = page_vals(ctx);
+    // The next version under the same ratio: a line differs if this version touches it.
+    let next = prev.version.checked_add(1) == Some(ctx.version)
+        && prev.change_ratio.to_bits() == ctx.change_ratio.to_bits();
     for i in 0..lines.n {
-        let touched = now.last_touch(i);
-        if touched == was.last_touch(i) {
-            continue;
-        }
+        let touched = if next {
+            if !now.touches(i) {
+                continue;
+            }
+            ctx.version
+        } else {
+            let touched = now.last_touch(i);
+            if touched == was.last_touch(i) {
+                continue;
+            }
+            touched
+        };
         // A line's last token is written as a whole 32-byte slot and may run past the
         // line's end into the next line, which a full fill rewrites afterwards; here the
         // next line may be kept, so its first bytes are put back.
