@@ -355,8 +355,10 @@ mod tests {
                     .unwrap();
                 for lba in 0..24u64 {
                     let mut page = [0u8; PAGE_SIZE];
-                    let (mut prev_version, mut prev_ratio) = (0u32, ratios[(r + lba as usize) % 5]);
-                    let model_prev = ContentModel::new(seed, ContentMix::only(ContentClass::Text))
+                    let mut prev_version = 0u32;
+                    let mut prev_ratio = ratios[(r + lba as usize) % 5];
+                    let text = ContentMix::only(ContentClass::Text);
+                    let model_prev = ContentModel::new(seed, text)
                         .with_change_ratio(prev_ratio)
                         .unwrap();
                     model_prev.fill_class(ContentClass::Text, lba, 0, &mut page);
