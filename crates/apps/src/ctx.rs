@@ -1,6 +1,7 @@
 //! The persona's world while it runs: one file system, one virtual clock, one SQLite
 //! connection (the foreground app's), the seeded PRNG, and per-operation latencies.
 
+use std::collections::btree_map::Entry;
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
@@ -64,6 +65,9 @@ pub struct Ctx {
     databases: Vec<(String, SqliteConfig)>,
     /// Version of each state-file page (see `Step::State`).
     state_versions: BTreeMap<u64, u32>,
+    /// Each state-file page as last generated (version, change ratio, bytes): the next
+    /// version rewrites only the lines that changed (see `ContentModel::refill_class`).
+    state_pages: BTreeMap<u64, (u32, f64, Box<[u8; PAGE_SIZE]>)>,
     /// The user's touches, scrolls, keys and screen-off periods around the operations.
     interaction: Interaction,
     /// When the last user operation ended.
@@ -98,6 +102,7 @@ impl Ctx {
             seq: 0,
             databases: Vec::new(),
             state_versions: BTreeMap::new(),
+            state_pages: BTreeMap::new(),
             interaction: Interaction::new(seed, InteractionConfig::default()),
             last_op_end_ns: 0,
         }
@@ -108,6 +113,31 @@ impl Ctx {
         let v = self.state_versions.entry(page).or_insert(0);
         *v = v.saturating_add(1);
         *v
+    }
+
+    /// The bytes of `version` of state-file page `page` under `model` (text pages of the
+    /// run's content seed), the same as `model.fill_class(Text, page, version, _)`.
+    pub(crate) fn state_page(&mut self, model: &ContentModel, page: u64, version: u32) -> &[u8] {
+        debug_assert_eq!(model.seed(), self.content_seed());
+        let ratio = model.change_ratio();
+        let (was_version, was_ratio, bytes) = match self.state_pages.entry(page) {
+            Entry::Vacant(e) => {
+                let mut bytes = Box::new([0u8; PAGE_SIZE]);
+                model.fill_class(ContentClass::Text, page, version, &mut bytes[..]);
+                e.insert((version, ratio, bytes))
+            }
+            Entry::Occupied(e) => e.into_mut(),
+        };
+        model.refill_class(
+            ContentClass::Text,
+            page,
+            *was_version,
+            *was_ratio,
+            version,
+            &mut bytes[..],
+        );
+        (*was_version, *was_ratio) = (version, ratio);
+        &bytes[..]
     }
 
     /// The seed of the run's content model.

@@ -184,9 +184,7 @@ impl AppSpec {
             let model = state_model(ctx, 0.0)?;
             let mut data = Vec::with_capacity(bytes as usize);
             for page in 0..bytes.div_ceil(PAGE_SIZE as u64) {
-                let mut buf = [0u8; PAGE_SIZE];
-                model.fill_class(ContentClass::Text, page, 0, &mut buf);
-                data.extend_from_slice(&buf);
+                data.extend_from_slice(ctx.state_page(&model, page, 0));
             }
             data.truncate(bytes as usize);
             files::write_file(ctx, &path, &data, true)?;
@@ -424,9 +422,7 @@ fn patch_state(
         let mut data = Vec::with_capacity(pages as usize * PAGE_SIZE);
         for page in 0..pages {
             let v = ctx.state_version(page);
-            let mut buf = [0u8; PAGE_SIZE];
-            model.fill_class(ContentClass::Text, page, v, &mut buf);
-            data.extend_from_slice(&buf);
+            data.extend_from_slice(ctx.state_page(&model, page, v));
         }
         ctx.write_at(f, &path, 0, &data)?;
         ctx.fsync(f, &path)?;

@@ -131,6 +131,7 @@ struct InspectArgs {
 
 fn main() {
     exit_quietly_on_closed_pipe();
+    flashstack_sim::memory::tune_allocator();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Run(args) => run::run(args),

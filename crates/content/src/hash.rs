@@ -102,6 +102,24 @@ impl Schedule {
         }
         forced
     }
+
+    /// Whether this version rewrites `unit` (its [`last_touch`](Self::last_touch) is this
+    /// version), in one hash: a unit's touches are fixed versions (drawn, forced, and 0),
+    /// so a unit this version does not touch shows what it showed at the version before.
+    #[inline]
+    pub(crate) fn touches(&self, unit: usize) -> bool {
+        let v = self.version;
+        let threshold = match self.mode {
+            Mode::Frozen => return v == 0,
+            Mode::Always => return true,
+            Mode::Random { threshold } => threshold,
+        };
+        let offset = ((self.key ^ FORCE_SALT).wrapping_add((unit as u64).wrapping_mul(GOLDEN))
+            >> (64 - FORCED_PERIOD.trailing_zeros())) as u32;
+        v == 0
+            || (v % FORCED_PERIOD + offset).is_multiple_of(FORCED_PERIOD)
+            || hash(self.key ^ TOUCH_SALT, ((unit as u64) << 32) | u64::from(v)) < threshold
+    }
 }
 
 #[cfg(test)]
@@ -150,6 +168,20 @@ mod tests {
                 assert!(u <= v && v - u < FORCED_PERIOD || u == 0);
                 if u != v {
                     assert_eq!(u, before.last_touch(unit));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn touches_is_last_touch_at_this_version() {
+        for p in [0.0, 0.02, 0.3, 0.9, 1.0] {
+            for key in 0..20u64 {
+                for v in 0..200u32 {
+                    let s = Schedule::new(key, v, p);
+                    for unit in 0..40 {
+                        assert_eq!(s.touches(unit), s.last_touch(unit) == v, "p {p} v {v}");
+                    }
                 }
             }
         }

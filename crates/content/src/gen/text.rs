@@ -5,7 +5,7 @@
 
 use super::{phrases_until, PageCtx};
 use crate::vocab::{EVENTS, JSON_KEYS, JSON_LEVELS, LOG_LEVELS, LOG_TAGS, PACKAGES, PREF_KEYS};
-use crate::write::{Draw, Writer};
+use crate::write::{Draw, Writer, TOK_WIDTH};
 use crate::PAGE_SIZE;
 
 const MAX_LINES: usize = 128;
@@ -88,22 +88,80 @@ pub(crate) fn fill(ctx: &PageCtx, page: &mut [u8]) {
     let format = Format::of(ctx.region_key);
     let lines = layout(ctx, format);
     let schedule = ctx.schedule(PAGE_SIZE as f64 * format.line_diff());
+    let vals = page_vals(ctx);
+    for i in 0..lines.n {
+        write_line(ctx, format, &lines, &vals, i, schedule.last_touch(i), page);
+    }
+}
+
+/// Turns `page`, holding the bytes [`fill`] gives for `prev` (the same page at another
+/// version or change ratio), into the bytes it gives for `ctx`, rewriting only the lines
+/// whose last touch differs. A line's bytes depend on its index and its last touch alone
+/// (layout and per-page values do not depend on the version), so the result is the same
+/// as a full fill.
+pub(crate) fn refill(prev: &PageCtx, ctx: &PageCtx, page: &mut [u8]) {
+    debug_assert_eq!((prev.key, prev.region_key), (ctx.key, ctx.region_key));
+    let format = Format::of(ctx.region_key);
+    let lines = layout(ctx, format);
+    let diff_bytes = PAGE_SIZE as f64 * format.line_diff();
+    let (was, now) = (prev.schedule(diff_bytes), ctx.schedule(diff_bytes));
+    let vals = page_vals(ctx);
+    // The next version under the same ratio: a line differs if this version touches it.
+    let next = prev.version.checked_add(1) == Some(ctx.version)
+        && prev.change_ratio.to_bits() == ctx.change_ratio.to_bits();
+    for i in 0..lines.n {
+        let touched = if next {
+            if !now.touches(i) {
+                continue;
+            }
+            ctx.version
+        } else {
+            let touched = now.last_touch(i);
+            if touched == was.last_touch(i) {
+                continue;
+            }
+            touched
+        };
+        // A line's last token is written as a whole 32-byte slot and may run past the
+        // line's end into the next line, which a full fill rewrites afterwards; here the
+        // next line may be kept, so its first bytes are put back.
+        let end = usize::from(lines.start[i + 1]);
+        let kept = TOK_WIDTH.min(PAGE_SIZE - end);
+        let mut next = [0u8; TOK_WIDTH];
+        next[..kept].copy_from_slice(&page[end..end + kept]);
+        write_line(ctx, format, &lines, &vals, i, touched, page);
+        page[end..end + kept].copy_from_slice(&next[..kept]);
+    }
+}
+
+fn page_vals(ctx: &PageCtx) -> PageVals {
     let mut d = ctx.unit_draw(PAGE_VALS_UNIT, 0);
-    let vals = PageVals {
+    PageVals {
         time_ms: ctx.page_epoch_ms(),
         pids: [0; 4].map(|_| d.range(600, 32_000) as u16),
-    };
-    for i in 0..lines.n {
-        let start = usize::from(lines.start[i]);
-        let end = usize::from(lines.start[i + 1]);
-        let mut d = ctx.unit_draw(i, schedule.last_touch(i));
-        let mut w = Writer::new(page, start);
-        let time_ms = vals.time_ms + i as u64 * 1500;
-        match format {
-            Format::JsonLines => json_line(&mut w, &mut d, end, time_ms),
-            Format::PrefsXml => xml_line(&mut w, &mut d, end),
-            Format::Logcat => logcat_line(&mut w, &mut d, end, time_ms, &vals),
-        }
+    }
+}
+
+/// Line `i` as of version `touched`, the last at which it was rewritten.
+#[inline]
+fn write_line(
+    ctx: &PageCtx,
+    format: Format,
+    lines: &Lines,
+    vals: &PageVals,
+    i: usize,
+    touched: u32,
+    page: &mut [u8],
+) {
+    let start = usize::from(lines.start[i]);
+    let end = usize::from(lines.start[i + 1]);
+    let mut d = ctx.unit_draw(i, touched);
+    let mut w = Writer::new(page, start);
+    let time_ms = vals.time_ms + i as u64 * 1500;
+    match format {
+        Format::JsonLines => json_line(&mut w, &mut d, end, time_ms),
+        Format::PrefsXml => xml_line(&mut w, &mut d, end),
+        Format::Logcat => logcat_line(&mut w, &mut d, end, time_ms, vals),
     }
 }
 
