@@ -52,21 +52,53 @@ impl Ftl {
         seed: u64,
         now_ns: Nanos,
     ) -> Result<(Ftl, ConstructedState), ConfigError> {
-        let (parts, state) = self.constructed_layout(filled, seed)?;
+        let (parts, first_seq, state) = self.constructed_flash(filled, seed)?;
         let config = self.config.clone();
-        let nand = Nand::from_parts(config.nand.clone(), config.ftl.slot_bytes, seed, parts)?;
+        // Laid out here, so neither checked page by page nor its sequence numbers written
+        // out (the tests rebuild the same flash through the checked `Nand::from_parts`).
+        let nand = Nand::from_consecutive_parts(
+            config.nand.clone(),
+            config.ftl.slot_bytes,
+            seed,
+            parts,
+            first_seq,
+        )?;
         let mut ftl = Ftl::with_nand(config, nand)?;
         ftl.mount_single_copies(now_ns);
         debug_assert_eq!(ftl.mapped_lbas(), filled);
         Ok((ftl, state))
     }
 
-    /// The flash of [`Ftl::constructed_steady_state`], before it is mounted.
+    /// The flash of [`Ftl::constructed_steady_state`], before it is mounted, every page's
+    /// sequence number written out.
+    #[cfg(test)]
     pub(crate) fn constructed_layout(
         &self,
         filled: u64,
         seed: u64,
     ) -> Result<(NandParts, ConstructedState), ConfigError> {
+        let (mut parts, first_seq, state) = self.constructed_flash(filled, seed)?;
+        let ppb = self.config.nand.geometry.pages_per_block as usize;
+        for (block, &first) in first_seq.iter().enumerate() {
+            if first != 0 {
+                for (i, seq) in parts.page_seq[block * ppb..(block + 1) * ppb]
+                    .iter_mut()
+                    .enumerate()
+                {
+                    *seq = first + i as u64;
+                }
+            }
+        }
+        Ok((parts, state))
+    }
+
+    /// The flash of [`Ftl::constructed_steady_state`] and, per block, the sequence number
+    /// of its first page (0 for an erased block); the pages' own numbers are left zero.
+    fn constructed_flash(
+        &self,
+        filled: u64,
+        seed: u64,
+    ) -> Result<(NandParts, Vec<u64>, ConstructedState), ConfigError> {
         let refuse = |reason: &str| Err(ConfigError::new("precondition", reason.to_string()));
         if self.nand.counters().page_programs != 0 || self.mapped_lbas() != 0 {
             return refuse("construction needs a fresh device");
@@ -92,9 +124,10 @@ impl Ftl {
         let ratio = ring_slots as f64 / filled as f64;
         let alpha = victim_valid_fraction(ratio);
         let valid = valid_counts(filled, sealed, slots_per_block, ratio, alpha);
-        let parts = self.constructed_parts(sealed_per_unit, &valid, filled, seed);
+        let (parts, first_seq) = self.constructed_parts(sealed_per_unit, &valid, filled, seed);
         Ok((
             parts,
+            first_seq,
             ConstructedState {
                 filled_lbas: filled,
                 sealed_blocks: sealed,
@@ -113,7 +146,7 @@ impl Ftl {
         valid: &[u64],
         filled: u64,
         seed: u64,
-    ) -> NandParts {
+    ) -> (NandParts, Vec<u64>) {
         let g = &self.config.nand.geometry;
         let (units, ppb, spp) = (g.units() as u64, g.pages_per_block, self.slots_per_page);
         let blocks = g.blocks() as usize;
@@ -122,7 +155,9 @@ impl Ftl {
         // Written in address order, so 4 KiB pages cost no TLB misses; advising huge pages
         // measured slower (the kernel's compaction for them outweighs what they save).
         let mut page_flags = zeroed_table::<u8>(pages);
-        let mut page_seq = zeroed_table::<u64>(pages);
+        // Zero pages never touched: the sequence numbers are implicit, per block.
+        let page_seq = zeroed_table::<u64>(pages);
+        let mut first_seq = vec![0u64; blocks];
         let mut slot_lpn = zeroed_table::<u32>(pages * spp as usize);
         let mut rng = Rng::new(seed ^ 0xC057_1C7E);
         let mut order = AffinePermutation::new(filled, &mut rng);
@@ -134,11 +169,9 @@ impl Ftl {
             debug_assert!(j / units < sealed_per_unit as u64);
             write_ptr[block as usize] = ppb as u16;
             let first_page = (block * ppb) as usize;
-            for page in first_page..first_page + ppb as usize {
-                page_flags[page] = oob_flags::PROGRAMMED;
-                page_seq[page] = seq;
-                seq += 1;
-            }
+            page_flags[first_page..first_page + ppb as usize].fill(oob_flags::PROGRAMMED);
+            first_seq[block as usize] = seq;
+            seq += ppb as u64;
             // Exactly `valid[j]` slots at random positions: the valid or the dead ones
             // drawn, whichever are fewer (one draw each), then the block is written
             // without a branch per slot.
@@ -173,7 +206,7 @@ impl Ftl {
             }
         }
         assert_eq!(next, filled, "every filled logical page placed once");
-        NandParts {
+        let parts = NandParts {
             erase_count: vec![0; blocks],
             write_ptr,
             bad: vec![false; blocks],
@@ -183,7 +216,8 @@ impl Ftl {
             slot_lpn,
             frames: None,
             dedup: false,
-        }
+        };
+        (parts, first_seq)
     }
 }
 

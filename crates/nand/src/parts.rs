@@ -39,7 +39,7 @@ impl Nand {
             bad: self.bad.clone(),
             failing: self.failing.clone(),
             page_flags: self.page_flags.clone(),
-            page_seq: self.page_seq.clone(),
+            page_seq: self.page_seqs(),
             slot_lpn: self.canonical_slot_lpns(),
             frames: self.store.as_ref().map(FrameStore::export),
             dedup: self.store.as_ref().is_some_and(FrameStore::dedup_enabled),
@@ -68,11 +68,46 @@ impl Nand {
         seed: u64,
         parts: NandParts,
     ) -> Result<Nand, ConfigError> {
+        Nand::assemble(config, slot_bytes, seed, parts, None)
+    }
+
+    /// An array of `config` holding `parts`, a state this program laid out itself (a
+    /// constructed steady state), whose fully programmed blocks carry consecutive sequence
+    /// numbers from `first_seq[block]` (0: the numbers are those in `parts.page_seq`,
+    /// which are zero in the other blocks). The numbers are not written out, and the
+    /// per-page consistency check of [`Nand::from_parts`] runs only in debug builds (its
+    /// callers' tests rebuild the same state through [`Nand::from_parts`]): states read
+    /// from outside must go through [`Nand::from_parts`].
+    pub fn from_consecutive_parts(
+        config: NandConfig,
+        slot_bytes: u32,
+        seed: u64,
+        parts: NandParts,
+        first_seq: Vec<u64>,
+    ) -> Result<Nand, ConfigError> {
+        Nand::assemble(config, slot_bytes, seed, parts, Some(first_seq))
+    }
+
+    fn assemble(
+        config: NandConfig,
+        slot_bytes: u32,
+        seed: u64,
+        parts: NandParts,
+        first_seq: Option<Vec<u64>>,
+    ) -> Result<Nand, ConfigError> {
         let store_contents = parts.frames.is_some();
         // Builds the address arithmetic and resources; the tables are replaced below.
         let mut nand = Nand::with_slot_bytes(config, slot_bytes, false, seed)?;
         check_lengths(&nand, &parts)?;
-        check_pages(&nand, &parts)?;
+        if let Some(first_seq) = first_seq {
+            check_first_seq(&nand, &parts, &first_seq)?;
+            if cfg!(debug_assertions) {
+                check_pages(&nand, &parts)?;
+            }
+            nand.first_seq = first_seq;
+        } else {
+            check_pages(&nand, &parts)?;
+        }
         let NandParts {
             erase_count,
             write_ptr,
@@ -144,6 +179,37 @@ fn check_lengths(nand: &Nand, parts: &NandParts) -> Result<(), ConfigError> {
                 format!(
                     "{} slots where the geometry has {slots}",
                     frames.slot_frame.len()
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Implicit sequence numbers only in fully programmed blocks, whose stored ones are zero
+/// (checked per block: the stored ones only in debug builds).
+fn check_first_seq(nand: &Nand, parts: &NandParts, first_seq: &[u64]) -> Result<(), ConfigError> {
+    let ppb = nand.pages_per_block as usize;
+    if first_seq.len() != parts.write_ptr.len() {
+        return Err(invalid(
+            "first_seq",
+            format!(
+                "{} entries where the geometry has {}",
+                first_seq.len(),
+                parts.write_ptr.len()
+            ),
+        ));
+    }
+    for (block, (&first, &written)) in first_seq.iter().zip(&parts.write_ptr).enumerate() {
+        if first == 0 {
+            continue;
+        }
+        let stored = &parts.page_seq[block * ppb..(block + 1) * ppb];
+        if written as usize != ppb || (cfg!(debug_assertions) && stored.iter().any(|&s| s != 0)) {
+            return Err(invalid(
+                "first_seq",
+                format!(
+                    "block {block} has implicit sequence numbers but is not full or stores its own"
                 ),
             ));
         }

@@ -214,3 +214,63 @@ fn lazily_built_spare_areas_read_as_erased() {
     assert!(parts.slot_lpn.iter().all(|&l| l == NO_LPN));
     Nand::from_parts(config, SLOT_SIZE, 1, parts).unwrap();
 }
+
+/// Sequence numbers implicit per block (a constructed device) read, save and change as the
+/// same numbers stored page by page; a block not full, or storing its own, is refused.
+#[test]
+fn consecutive_sequence_numbers_read_as_stored() {
+    let config = small_config(4096);
+    let mut stored = Nand::new(config.clone(), false, 1).unwrap();
+    // Blocks 1 and 6 full, numbered from 10 and 20; block 3 half programmed.
+    for (block, first) in [(1u32, 10u64), (6, 20)] {
+        for i in 0..4 {
+            let page = block * 4 + i;
+            stored
+                .program(page, oob(&[page], first + i as u64), None, 0)
+                .unwrap();
+        }
+    }
+    for page in 12..14 {
+        stored
+            .program(page, oob(&[page], 30 + page as u64), None, 0)
+            .unwrap();
+    }
+    let parts = stored.to_parts();
+    let mut sparse = parts.clone();
+    let mut first_seq = vec![0u64; 8];
+    for (block, first) in [(1usize, 10u64), (6, 20)] {
+        sparse.page_seq[block * 4..block * 4 + 4].fill(0);
+        first_seq[block] = first;
+    }
+    let mut implicit = Nand::from_consecutive_parts(
+        config.clone(),
+        SLOT_SIZE,
+        1,
+        sparse.clone(),
+        first_seq.clone(),
+    )
+    .unwrap();
+    assert_eq!(implicit.to_parts(), parts);
+    let mut rebuilt = Nand::from_parts(config.clone(), SLOT_SIZE, 1, parts).unwrap();
+    for page in 0..32 {
+        assert_eq!(implicit.oob(page), rebuilt.oob(page), "page {page}");
+    }
+    // An erase and a new program change the same numbers on both.
+    for nand in [&mut implicit, &mut rebuilt] {
+        nand.erase(1, 0).unwrap();
+        nand.program(4, oob(&[4], 99), None, 0).unwrap();
+    }
+    assert_eq!(implicit.to_parts(), rebuilt.to_parts());
+    assert_eq!(implicit.oob(25).unwrap().seq, 21);
+    // Block 3 is not full: its numbers cannot be implicit.
+    let mut bad = first_seq.clone();
+    bad[3] = 40;
+    let e = Nand::from_consecutive_parts(config.clone(), SLOT_SIZE, 1, sparse.clone(), bad)
+        .err()
+        .unwrap();
+    assert!(e.to_string().contains("first_seq"), "{e}");
+    let e = Nand::from_consecutive_parts(config, SLOT_SIZE, 1, sparse, vec![0; 3])
+        .err()
+        .unwrap();
+    assert!(e.to_string().contains("first_seq"), "{e}");
+}
