@@ -282,6 +282,24 @@ impl<D: BlockDevice> F2fs<D> {
         }
     }
 
+    /// HCluster's point of `ino`: (write calls, read calls) since mount, zeros when
+    /// HCluster is off or the file saw no call.
+    pub fn hcluster_calls(&self, ino: u32) -> (u64, u64) {
+        self.delta_state
+            .dcm
+            .counts
+            .get(&ino)
+            .copied()
+            .unwrap_or_default()
+    }
+
+    /// Whether HCluster, with its current centroids, classes `ino` read-cold/write-hot
+    /// (the only class DCM admits).
+    pub fn hcluster_read_cold_write_hot(&self, ino: u32) -> bool {
+        let dcm = &self.delta_state.dcm;
+        hcluster::read_cold_write_hot(dcm.point(ino), &dcm.centroids(&self.cfg.delta))
+    }
+
     fn has_dcm(&mut self, ino: u32) -> Result<bool, FsError> {
         Ok(le32_at(&self.node(ino)?[..], OFF_FLAGS) & MEDFS_DCM_FL != 0)
     }
