@@ -35,9 +35,14 @@ fn reads_through_the_page_cache_reach_hcluster() {
     t = s.close(t, h).unwrap();
     let ino = s.with_fs(|fs| fs.lookup("/state.bin").unwrap()).unwrap();
     let (writes, reads) = s.with_fs(|fs| fs.hcluster_calls(ino)).unwrap();
-    assert!(writes >= 48, "{writes} write calls counted for 48 fsync'd updates");
+    assert!(
+        writes >= 48,
+        "{writes} write calls counted for 48 fsync'd updates"
+    );
     assert_eq!(reads, 0, "nothing read yet");
-    assert!(s.with_fs(|fs| fs.hcluster_read_cold_write_hot(ino)).unwrap());
+    assert!(s
+        .with_fs(|fs| fs.hcluster_read_cold_write_hot(ino))
+        .unwrap());
 
     // 40 cold whole-file reads, each a page-cache miss reaching F2FS.
     let mut misses = 0;
@@ -57,7 +62,8 @@ fn reads_through_the_page_cache_reach_hcluster() {
         "{reads} read calls counted for {misses} cold reads through the page cache"
     );
     assert!(
-        !s.with_fs(|fs| fs.hcluster_read_cold_write_hot(ino)).unwrap(),
+        !s.with_fs(|fs| fs.hcluster_read_cold_write_hot(ino))
+            .unwrap(),
         "a file read {reads} times is not read-cold"
     );
 }
