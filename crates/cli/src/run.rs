@@ -101,6 +101,10 @@ pub struct RunArgs {
     /// Changes no figure (the checker makes no I/O of its own). Block workloads: --verify.
     #[arg(long)]
     pub(crate) check_reads: bool,
+    /// Personas: drop the page cache (after the sync) before the measured task, so its
+    /// first reads reach flash — a cold app launch (`sync; echo 3 > drop_caches`).
+    #[arg(long)]
+    pub(crate) cold_start: bool,
     /// Replay the workload N times back to back (the LDC paper replays each 3 times).
     #[arg(long, value_name = "N", default_value_t = 1,
           value_parser = clap::value_parser!(u32).range(1..))]

@@ -121,6 +121,7 @@ pub fn run(args: &RunArgs, name: &str) -> Result<()> {
                 .map(|path| numbered(path, i, configs.len())),
             phone: None,
             check_reads: args.check_reads,
+            cold_start: args.cold_start,
         };
         let spinner = Spinner::start(
             args.quiet,

@@ -104,6 +104,10 @@ pub struct FullStackOptions {
     /// (`flashstack_sqlvfs::Checked`, which changes neither timing nor state): a wrong
     /// byte stops the run with the file, offset and byte.
     pub check_reads: bool,
+    /// Drop the page cache's clean pages after the sync that starts the measured task
+    /// (`sync; echo 3 > drop_caches`): the task's first reads reach flash, as a cold app
+    /// launch's do. Off: the task finds what its setup left cached.
+    pub cold_start: bool,
 }
 
 /// The phone energy preset matching a device: `ufs31` for UFS devices, else the seed's
@@ -127,6 +131,7 @@ impl Default for FullStackOptions {
             image_out: None,
             phone: None,
             check_reads: false,
+            cold_start: false,
         }
     }
 }
@@ -338,7 +343,7 @@ fn run_persona(
         skip_setup,
         ..RunOptions::default()
     };
-    let mut start_measuring = sync_and_restart(shared, false);
+    let mut start_measuring = sync_and_restart(shared, options.cold_start);
     let api: Box<dyn FileApi> = if options.check_reads {
         let checked =
             flashstack_sqlvfs::Checked::with_counter(shared.clone(), reads_checked.clone());

@@ -252,9 +252,22 @@ fn named(name: &str) -> Result<Box<dyn Persona>, FullStackError> {
     })
 }
 
-fn run_one(config: &StackConfig, p: &dyn Persona, seed: u64) -> Result<StackRun, FullStackError> {
+/// Whether a workload starts with a cold app launch: the page cache is dropped before
+/// its task (the seed measures launch time after dropping caches). Every full app
+/// sequence runs cold; of the quick tasks, the launches.
+fn cold_start(workload: &str) -> bool {
+    !workload.contains(':') || workload.ends_with(":launch")
+}
+
+fn run_one(
+    config: &StackConfig,
+    p: &dyn Persona,
+    seed: u64,
+    cold_start: bool,
+) -> Result<StackRun, FullStackError> {
     let options = FullStackOptions {
         seed,
+        cold_start,
         record: false,
         ..FullStackOptions::default()
     };
@@ -278,7 +291,7 @@ pub fn reproduce(
         for scheme in SCHEMES {
             progress(app, scheme);
             let config = scheme_config(&options.stack, scheme)?;
-            let run = run_one(&config, p.as_ref(), options.seed)?;
+            let run = run_one(&config, p.as_ref(), options.seed, cold_start(app))?;
             if scheme == "medfs" {
                 for (b, n) in buckets.iter_mut().zip(run.fs.delta.delta_size_buckets) {
                     *b += n;

@@ -304,6 +304,7 @@ pub fn run_point(point: &Point, env: &RunEnv) -> Result<StackRun, PointError> {
         image_out: None,
         phone: None,
         check_reads: false,
+        cold_start: false,
     };
     Ok(fullstack::run(&config, &loaded.workload(), &options)?.run)
 }

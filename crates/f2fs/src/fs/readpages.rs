@@ -27,9 +27,10 @@ impl<D: BlockDevice> F2fs<D> {
         count: usize,
     ) -> Result<Vec<Box<Block>>, FsError> {
         self.check_file(ino)?;
-        // A page cache's miss reaching flash: what FPC's re-packing is about (a launch
-        // reading the file's blocks), so it counts as one of the file's reads.
-        self.fpc_note_call(ino, false);
+        // A page cache's miss reaching the file system is one of the file's read calls,
+        // for HCluster's features as for FPC's re-packing (a launch reading the file's
+        // blocks): the whole stack reads only through here.
+        self.note_file_call(ino, false);
         let shape = match self.encoding(ino)? {
             Encoding::Compressed => Some(self.cluster_shape(ino)?),
             _ => None,

@@ -235,6 +235,18 @@ impl DcmState {
         self.ages.insert(age, key);
     }
 
+    /// A cached page made the newest, its bytes and dirtiness kept: what `touch` with
+    /// the page's own bytes does, without re-inserting them (a hit is the common case).
+    fn refresh(&mut self, key: (u32, u32)) -> Option<Box<Block>> {
+        let age = self.next_age;
+        let entry = self.cache.get_mut(&key)?;
+        self.ages.remove(&entry.0);
+        entry.0 = age;
+        self.next_age += 1;
+        self.ages.insert(age, key);
+        Some(entry.2.clone())
+    }
+
     fn forget_file(&mut self, pseudo: u32) {
         let keys: Vec<(u32, u32)> = self
             .cache
@@ -282,6 +294,24 @@ impl<D: BlockDevice> F2fs<D> {
         }
     }
 
+    /// HCluster's point of `ino`: (write calls, read calls) since mount, zeros when
+    /// HCluster is off or the file saw no call.
+    pub fn hcluster_calls(&self, ino: u32) -> (u64, u64) {
+        self.delta_state
+            .dcm
+            .counts
+            .get(&ino)
+            .copied()
+            .unwrap_or_default()
+    }
+
+    /// Whether HCluster, with its current centroids, classes `ino` read-cold/write-hot
+    /// (the only class DCM admits).
+    pub fn hcluster_read_cold_write_hot(&self, ino: u32) -> bool {
+        let dcm = &self.delta_state.dcm;
+        hcluster::read_cold_write_hot(dcm.point(ino), &dcm.centroids(&self.cfg.delta))
+    }
+
     fn has_dcm(&mut self, ino: u32) -> Result<bool, FsError> {
         Ok(le32_at(&self.node(ino)?[..], OFF_FLAGS) & MEDFS_DCM_FL != 0)
     }
@@ -320,9 +350,7 @@ impl<D: BlockDevice> F2fs<D> {
 
     /// Page `page` of a pseudo file, from the cache or read (charged, counted).
     fn dcm_read_page(&mut self, pseudo: u32, page: u32) -> Result<Box<Block>, FsError> {
-        if let Some((_, _, b)) = self.delta_state.dcm.cache.get(&(pseudo, page)) {
-            let b = Box::new(**b);
-            self.delta_state.dcm.touch((pseudo, page), false, b.clone());
+        if let Some(b) = self.delta_state.dcm.refresh((pseudo, page)) {
             return Ok(b);
         }
         self.metrics.delta.dcm_page_reads += 1;
