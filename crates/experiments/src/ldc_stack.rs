@@ -391,18 +391,7 @@ impl LdcStackResults {
             "(wr: the device's write requests, ms; GC fg/bg: cycles on demand / in idle time; \
              cmp: pages compressed on the host path / by caGC)\n\n",
         );
-        out.push_str(&format!(
-            "{:<28}{:>12}{:>10}\n",
-            "comparison", "paper", "stack"
-        ));
-        for h in &self.headlines {
-            out.push_str(&format!(
-                "{:<28}{:>12}{:>10}\n",
-                h.figure,
-                h.format(h.paper),
-                h.format(h.ours)
-            ));
-        }
+        out.push_str(&crate::paper::headline_table(&self.headlines, 28, "stack"));
         out.push_str(
             "(the paper's figures are means over its seven block traces; ours here are one run \
              of the mix; the block-level tables give ours as the paper measures them)\n",

@@ -627,18 +627,7 @@ pub fn render(r: &MedfsReproduction) -> String {
             ""
         }
     );
-    out.push_str(&format!(
-        "{:<40} {:>10} {:>10}\n",
-        "figure", "paper", "ours"
-    ));
-    for h in &r.headlines {
-        out.push_str(&format!(
-            "{:<40} {:>10} {:>10}\n",
-            h.figure,
-            h.format(h.paper),
-            h.format(h.ours)
-        ));
-    }
+    out.push_str(&crate::paper::headline_table(&r.headlines, 40, "ours"));
     out.push_str(
         "\nper scheme, mean over the apps of the change vs f2fs-nodc:\n\
          scheme      F2FS blk  dev bytes  lifespan  LIFETIME  wr lat   rd lat   UPL      IM UPL   launch   energy   hit%   deltas  mean B  DCM written\n",

@@ -51,6 +51,24 @@ impl Headline {
     }
 }
 
+/// The headline figures as a text table: a header naming the columns (`ours_label` for
+/// ours) and one row per figure, the figure's name left-aligned in `figure_width`.
+pub fn headline_table(headlines: &[Headline], figure_width: usize, ours_label: &str) -> String {
+    let mut out = format!(
+        "{:<figure_width$} {:>10} {:>10}\n",
+        "figure", "paper", ours_label
+    );
+    for h in headlines {
+        out.push_str(&format!(
+            "{:<figure_width$} {:>10} {:>10}\n",
+            h.figure,
+            h.format(h.paper),
+            h.format(h.ours)
+        ));
+    }
+    out
+}
+
 /// A paper's figure redrawn from our measurements, with the paper's values beside ours:
 /// per category where the paper prints them (`series` of origin `paper`, NaN where it
 /// prints none), and as reference lines where it states only a headline (`references`).
