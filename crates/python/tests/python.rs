@@ -1,15 +1,16 @@
-//! Runs the Python package's tests (`tests/test_flashstack.py`) on the extension this
-//! build made: a point against the CLI's JSON (identical), errors with the CLI's
-//! messages, bad grids refused before anything runs, an 8-point sweep on the local
-//! backend, on a local Ray cluster and through `flashstack sweep` (equal tables), failed
-//! points retried and kept.
+//! Runs the Python package's tests (`tests/test_flashstack.py`) on the package as a user
+//! installs it: `pip install ./crates/python` into a virtual environment (maturin builds
+//! the wheel in release mode), then a point against the CLI's JSON (identical), errors with
+//! the CLI's messages, bad grids refused before anything runs, an 8-point sweep on the
+//! local backend, on a local Ray cluster and through `flashstack sweep` (equal tables),
+//! failed points retried and kept.
 //!
-//! The extension is the cdylib of this crate built with `--features python` (scripts/test
-//! builds the workspace so: one build, every crate compiled once). The package is laid out
-//! in a scratch directory (the Python sources and the extension as `_native.abi3.so`) and
-//! run by a virtual environment kept under `~/.cache/flashstack/` (pandas, pyarrow, ray
-//! installed with pip on first use). Without the feature, Python or the packages: a skip,
-//! a failure under `CI=true`.
+//! The virtual environment is kept under `~/.cache/flashstack/` (pandas, pyarrow, ray
+//! installed with pip on first use); maturin compiles into `target/wheel`, its own target
+//! directory (the `cargo test` running this holds the lock of the one it built in), so a
+//! second run rebuilds only what changed. Runs only when the crate's `python` feature is on
+//! (scripts/test turns it on, so clippy checks the bindings); without the feature, Python,
+//! pip or the network: a skip, a failure under `CI=true`.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -20,16 +21,6 @@ use flashstack_testkit::skip;
 fn profile_dir() -> PathBuf {
     let exe = std::env::current_exe().unwrap();
     exe.parent().unwrap().parent().unwrap().to_path_buf()
-}
-
-/// The extension built with this test: the lib's cdylib, which `cargo test` leaves in
-/// deps/ (only `cargo build` copies it up a level). Without the feature it exports no
-/// module.
-fn built_extension() -> Option<PathBuf> {
-    let path = profile_dir().join("deps/lib_native.so");
-    let bytes = std::fs::read(&path).ok()?;
-    let has_module = bytes.windows(14).any(|w| w == b"PyInit__native");
-    has_module.then_some(path)
 }
 
 const PACKAGES: &[&str] = &["pandas", "pyarrow", "ray"];
@@ -78,29 +69,49 @@ fn run(command: &mut Command, what: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// The package as pip would install it: the Python sources and the extension.
-fn lay_out_package(extension: &Path, root: &Path) {
-    let package = root.join("flashstack");
-    std::fs::create_dir_all(&package).unwrap();
-    let sources = Path::new(env!("CARGO_MANIFEST_DIR")).join("python/flashstack");
-    for entry in std::fs::read_dir(sources).unwrap() {
-        let path = entry.unwrap().path();
-        if path.extension().is_some_and(|e| e == "py") {
-            std::fs::copy(&path, package.join(path.file_name().unwrap())).unwrap();
-        }
+/// `pip install ./crates/python` into the environment: maturin builds the wheel (release
+/// profile, target/wheel) and pip installs it, replacing the previous build. Returns the
+/// directory Python imports the package from.
+fn install_package(python: &Path) -> Result<PathBuf, String> {
+    let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    run(
+        Command::new(python)
+            .args(["-m", "pip", "install", "-q", "--disable-pip-version-check"])
+            .args(["--force-reinstall", "--no-deps"])
+            .arg(crate_dir)
+            .env(
+                "CARGO_TARGET_DIR",
+                profile_dir().parent().unwrap().join("wheel"),
+            ),
+        "pip install ./crates/python",
+    )?;
+    // From a neutral directory, so nothing on the path but the environment provides it.
+    let out = Command::new(python)
+        .args([
+            "-c",
+            "import flashstack, os; print(os.path.dirname(flashstack.__file__))",
+        ])
+        .current_dir(std::env::temp_dir())
+        .output()
+        .map_err(|e| format!("import flashstack: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "import flashstack: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
     }
-    std::fs::copy(extension, package.join("_native.abi3.so")).unwrap();
+    Ok(PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
 }
 
 #[test]
 fn the_python_package_matches_the_cli() {
-    let Some(extension) = built_extension() else {
+    if !cfg!(feature = "python") {
         skip(
             "python package tests",
-            "the extension was built without its feature (cargo test --workspace --features flashstack-python/python, as scripts/test does)",
+            "the crate's python feature is off (cargo test --workspace --features flashstack-python/python, as scripts/test does)",
         );
         return;
-    };
+    }
     let cli = profile_dir().join("flashstack");
     if !cli.exists() {
         skip(
@@ -116,13 +127,24 @@ fn the_python_package_matches_the_cli() {
             return;
         }
     };
+    let installed = match install_package(&python) {
+        Ok(dir) => dir,
+        Err(why) => {
+            skip("python package tests", &why);
+            return;
+        }
+    };
+    let venv_dir = python.parent().unwrap().parent().unwrap();
+    assert!(
+        installed.starts_with(venv_dir) && installed.join("_native.abi3.so").exists(),
+        "flashstack imported from {} (not the environment {} pip installed into)",
+        installed.display(),
+        venv_dir.display()
+    );
     let scratch = flashstack_testkit::scratch_dir("flashstack-python");
-    let root = scratch.join("site");
-    lay_out_package(&extension, &root);
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/test_flashstack.py");
     let out = Command::new(&python)
         .arg(&script)
-        .env("PYTHONPATH", &root)
         .env("FLASHSTACK_BIN", &cli)
         .env("FLASHSTACK_SCRATCH", &scratch)
         .env("FLASHSTACK_CACHE_DIR", scratch.join("phones"))
