@@ -4,12 +4,11 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
-use flashstack_content::{ContentConfig, ContentMix};
+use flashstack_content::ContentMix;
 use flashstack_replay::{
-    content_zones, OutOfRange, Precondition, PreconditionMethod, Replayer, RunConfig,
-    DEFAULT_SNAPSHOT_AGING,
+    BlockOptions, PreconditionMethod, Replayer, RunConfig, DEFAULT_AGING_MAX, DEFAULT_PRECONDITION,
 };
-use flashstack_report::{render_csv, render_json, render_table, ReportOptions, RunReport};
+use flashstack_report::{render_csv, render_json, render_table, RunReport};
 use flashstack_trace::builtin::{back_to_back, Builtin, BuiltinWorkload, REPEAT_GAP_NS};
 use flashstack_trace::{
     clean, parse_file, synthetic, CleanOptions, ParseOptions, SyntheticSpec, Trace, TraceFormat,
@@ -19,11 +18,8 @@ use crate::progress::Bar;
 use crate::stackrun;
 use crate::{compare, device};
 
-/// The workload `flashstack run` uses when given none: a phone-like mix of small random
-/// writes concentrated on a hot fifth of the data, reads, and a flush (fsync) every 8
-/// writes.
-pub const DEFAULT_SYNTHETIC: &str =
-    "hotcold:0.2:0.8,count=200000,read=0.3,size=4k:60/16k:25/64k:10/256k:5,iat=exp:10ms,flush=8";
+/// The workload `flashstack run` uses when given none (shared with sweeps).
+pub use flashstack_replay::DEFAULT_SYNTHETIC;
 pub const DEFAULT_DEVICE: &str = "ldc-emmc";
 /// `--precondition-method`.
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
@@ -31,9 +27,6 @@ pub(crate) enum PreconditionMethodArg {
     Replay,
     Construct,
 }
-
-/// Fill fraction of `--precondition` when not given.
-const DEFAULT_PRECONDITION: f64 = 0.5;
 
 #[derive(Args, Clone, Debug, Default)]
 pub struct TraceInput {
@@ -121,7 +114,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "FRACTION")]
     pub(crate) precondition: Option<f64>,
     /// Upper bound on aging writes, as a multiple of the filled LBAs.
-    #[arg(long, value_name = "FACTOR", default_value_t = 2.0)]
+    #[arg(long, value_name = "FACTOR", default_value_t = DEFAULT_AGING_MAX)]
     pub(crate) aging_max: f64,
     /// How preconditioning reaches the steady state: `replay` random overwrites (the
     /// default), or `construct` it directly (the steady state of uniform random
@@ -223,47 +216,35 @@ fn run_config(args: &RunArgs, spec: &str, workload_name: &str) -> Result<RunConf
              use --no-precondition to start from an empty device"
         );
     }
-    let fraction = args.precondition.unwrap_or(DEFAULT_PRECONDITION);
-    if !(0.0..=1.0).contains(&fraction) {
-        bail!("--precondition {fraction}: must be a fraction between 0 and 1");
-    }
-    let from_scratch = args.workload.is_none() && args.image.is_none() && !args.no_precondition;
-    let precondition = (from_scratch && fraction > 0.0).then(|| Precondition {
-        utilization: fraction,
-        aging_factor_max: args.aging_max,
+    let options = BlockOptions {
+        seed: args.seed,
+        precondition: args.precondition,
+        aging_max: args.aging_max,
         method: match args.precondition_method {
             PreconditionMethodArg::Replay => PreconditionMethod::Replay,
             PreconditionMethodArg::Construct => PreconditionMethod::Construct,
         },
-        ..Precondition::default()
-    });
-    let store_contents = args.contents
-        || args.verify
-        || args.content_mix.is_some()
-        || args.image.is_some()
-        || args.image_out.is_some();
-    if let (true, Some(p)) = (store_contents, &precondition) {
-        check_memory_for(&device, p.utilization, contents_flag(args))?;
+        no_precondition: args.no_precondition,
+        store_contents: args.contents
+            || args.verify
+            || args.content_mix.is_some()
+            || args.image.is_some()
+            || args.image_out.is_some(),
+        content_mix: args.content_mix.clone(),
+        wrap: args.wrap,
+        verify: args.verify,
+        dwpd: args.dwpd,
+    };
+    let fraction = args.precondition.unwrap_or(DEFAULT_PRECONDITION);
+    if !(0.0..=1.0).contains(&fraction) {
+        bail!("--precondition {fraction}: must be a fraction between 0 and 1");
     }
-    let mut content = ContentConfig::default();
-    if let Some(mix) = &args.content_mix {
-        content.mix = mix.clone();
+    let from_scratch = args.workload.is_none() && args.image.is_none();
+    let config = options.run_config(device, workload_name, from_scratch);
+    if let (true, Some(p)) = (options.store_contents, &config.precondition) {
+        check_memory_for(&config.device, p.utilization, contents_flag(args))?;
     }
-    Ok(RunConfig {
-        device,
-        seed: args.seed,
-        store_contents,
-        content,
-        precondition,
-        out_of_range: if args.wrap {
-            OutOfRange::Wrap
-        } else {
-            OutOfRange::Error
-        },
-        verify_reads: args.verify,
-        report: ReportOptions { dwpd: args.dwpd },
-        workload_name: workload_name.to_string(),
-    })
+    Ok(config)
 }
 
 /// With contents stored, preconditioning keeps the bytes of every filled page in memory.
@@ -546,21 +527,18 @@ fn prepared(
     Ok(replayer)
 }
 
-/// Generates `builtin` for the device's capacity, gives the content model its zones, lays
-/// down and ages its existing data (unless `--no-precondition`) and starts measuring.
+/// The built-in workload's replayer (`flashstack_replay::start_builtin`: its existing
+/// data laid down and aged unless `--no-precondition`), measuring.
 fn start_builtin(
-    mut config: RunConfig,
+    config: RunConfig,
     builtin: Builtin,
     args: &RunArgs,
     bar: &mut Bar,
 ) -> Result<(Replayer, BuiltinWorkload)> {
-    let capacity = config.device.user_capacity_bytes()?;
-    let workload = builtin.generate(capacity, args.seed)?;
-    config.content.zones = content_zones(&workload.content_zones())?;
-    let mut replayer = Replayer::new(config)?;
-    if !args.no_precondition {
-        replayer.initialise_snapshot(&content_zones(&workload.snapshot)?, bar)?;
-        replayer.age_snapshot(DEFAULT_SNAPSHOT_AGING, bar)?;
+    let lay_down = !args.no_precondition;
+    let (mut replayer, workload) =
+        flashstack_replay::start_builtin(config, builtin, lay_down, bar)?;
+    if lay_down {
         bar.finish();
         if !args.quiet {
             eprintln!("{}: {}", replayer.ftl.config().name, replayer.snapshot);

@@ -1,5 +1,5 @@
 //! `flashstack sweep SPEC.toml`: the cartesian product of a grid of parameters, each point
-//! a whole-stack run, gathered into one table (a column per parameter). The grid, the
+//! a whole-stack run (or, with `device`, a block-level one), gathered into one table (a column per parameter). The grid, the
 //! points and the table are `flashstack_sweep`'s, which the Python package calls too.
 
 use std::path::PathBuf;
@@ -12,8 +12,8 @@ use crate::run::write_output;
 
 #[derive(Args, Debug)]
 pub struct SweepArgs {
-    /// The grid: workload, stack, seed, start and an [overrides] table of stack fields,
-    /// each a value or a list (docs/python.md).
+    /// The grid: workload, stack (or device), seed, start and an [overrides] table of
+    /// stack (or device) fields, each a value or a list (docs/python.md).
     spec: PathBuf,
     /// Write the table as CSV ("-" for standard output, the default when neither --csv
     /// nor --json is given).
@@ -51,11 +51,14 @@ pub fn sweep(args: SweepArgs) -> Result<()> {
             if !quiet {
                 let p = &outcome.point;
                 let status = outcome.error.as_deref().unwrap_or("ok");
+                let from = match p.device {
+                    Some(_) => String::new(),
+                    None => format!(" from {}", p.start),
+                };
                 eprintln!(
-                    "[{done}/{total}] {} on {} from {} seed {}: {status}",
+                    "[{done}/{total}] {} on {}{from} seed {}: {status}",
                     p.workload,
-                    p.stack_spec(),
-                    p.start,
+                    p.target(),
                     p.seed
                 );
             }

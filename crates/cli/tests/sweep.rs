@@ -119,6 +119,101 @@ fn a_point_is_the_run_of_the_same_arguments_and_jobs_change_nothing() {
     assert_ne!(figures_of(&rows[6]), figures_of(&rows[7]));
 }
 
+/// A block-level grid (`device` in place of `stack`): the LDC paper's PM and LDC
+/// policies × a built-in LDC workload and a synthetic one, contents stored; each row is
+/// `run --device D+k=v --workload ldc:APP | --synthetic SPEC --contents --seed N --json`
+/// figure for figure.
+#[test]
+fn a_block_level_point_is_the_run_of_the_same_arguments() {
+    let grid = write_grid(
+        "block.toml",
+        "workload = [\"ldc:tw\", \"synthetic:uniform,count=3000,read=0.3\"]\n\
+         device = [\"ldc-emmc-pm\", \"ldc-emmc-ldc\"]\nseed = [1, 2]\ncontents = true\n\
+         [overrides]\n\"nand.geometry.blocks_per_plane\" = 512\n",
+    );
+    let (out, table) = sweep_json(&grid, &["--jobs", "2"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("ldc:tw on ldc-emmc-ldc+nand.geometry.blocks_per_plane=512 seed 2: ok"),
+        "{stderr}"
+    );
+    let columns: Vec<&str> = table["columns"].as_array().unwrap()[..6]
+        .iter()
+        .map(|c| c.as_str().unwrap())
+        .collect();
+    assert_eq!(
+        columns,
+        [
+            "workload",
+            "device",
+            "nand.geometry.blocks_per_plane",
+            "contents",
+            "seed",
+            "error"
+        ]
+    );
+    let rows = table["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 8);
+    // The policies differ: LDC compresses, PM does not (ldc:tw, seed 1).
+    let compressed = column(&table, "compression.pages_compressed_host");
+    assert_eq!(rows[0][compressed], 0);
+    assert!(
+        rows[2][compressed].as_u64().unwrap() > 0,
+        "{}",
+        rows[2][compressed]
+    );
+    for (row, workload, flag, device, seed) in [
+        (3, "ldc:tw", "--workload", "ldc-emmc-ldc", "2"),
+        (
+            5,
+            "uniform,count=3000,read=0.3",
+            "--synthetic",
+            "ldc-emmc-pm",
+            "2",
+        ),
+    ] {
+        let row = &rows[row];
+        assert!(row[column(&table, "error")].is_null());
+        assert_eq!(row[column(&table, "device")], device);
+        let run_json = dir().join(format!("block-{}-{seed}.json", &flag[2..]));
+        let spec = format!("{device}+nand.geometry.blocks_per_plane=512");
+        let out = flashstack(&[
+            "run",
+            "-q",
+            "--device",
+            &spec,
+            flag,
+            workload,
+            "--contents",
+            "--seed",
+            seed,
+            "--json",
+            run_json.to_str().unwrap(),
+        ]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = std::fs::read_to_string(&run_json).unwrap();
+        let report: Value = serde_json::from_str(&text).unwrap();
+        let figures = flashstack_report::flatten_json_values(&report);
+        assert!(figures.len() > 50, "{}", figures.len());
+        for (key, value) in figures {
+            let name = match key.as_str() {
+                "device" | "workload" | "seed" | "contents" => format!("run.{key}"),
+                _ => key.clone(),
+            };
+            assert_eq!(
+                row[column(&table, &name)],
+                value,
+                "{workload} {device}: {key}"
+            );
+        }
+    }
+}
+
 #[test]
 fn a_failed_point_is_a_row_with_its_error_and_the_sweep_goes_on() {
     // 64 blocks per plane resolve but are too small for mkfs: the point fails when run.
@@ -164,6 +259,42 @@ fn a_bad_grid_fails_before_any_point_runs_naming_file_and_key() {
             "overrides.\"device.ftl.gc.policy\" = \"banana\": override 'device.ftl.gc.policy=banana': field 'device.ftl.gc.policy': unknown variant `banana`",
         ),
         ("workload = [\"zoom\"\n", "(file):"),
+        (
+            "workload = \"ldc:fb\"\ndevice = \"ldc-emmc\"\nstack = \"default\"\n",
+            "device: a grid has stack (whole-stack points) or device (block-level points), not both",
+        ),
+        (
+            "workload = \"ldc:fb\"\ndevice = \"ldc-emmc\"\nstart = \"fresh\"\n",
+            "start: block-level points (device) have no start",
+        ),
+        (
+            "workload = \"gmail:launch\"\ndevice = \"ldc-emmc\"\n",
+            "workload = \"gmail:launch\": unknown workload 'gmail:launch'",
+        ),
+        (
+            "workload = \"synthetic:uniform,count=-1\"\ndevice = \"ldc-emmc\"\n",
+            "workload = \"synthetic:uniform,count=-1\": synthetic:",
+        ),
+        (
+            "workload = \"ldc:fb\"\ndevice = [\"ldc-emmc-pm\", \"ldc-emmc-ldc\"]\n",
+            "point ldc-emmc-ldc: the device compresses pages, which needs their contents: add contents = true",
+        ),
+        (
+            "workload = \"zoom\"\ncontents = true\n",
+            "contents: applies to block-level points",
+        ),
+        (
+            "workload = \"ldc:fb\"\ndevice = \"ldc-emmc\"\ncontents = \"yes\"\n",
+            "contents: \"yes\": must be true or false",
+        ),
+        (
+            "workload = \"ldc:fb\"\ndevice = [\"ldc-emmc\", \"nodevice\"]\n",
+            "device = \"nodevice\": unknown device 'nodevice'",
+        ),
+        (
+            "workload = \"ldc:fb\"\ndevice = \"ldc-emmc\"\n[overrides]\n\"ftl.gc.policy\" = \"banana\"\n",
+            "overrides.\"ftl.gc.policy\" = \"banana\": override 'ftl.gc.policy=banana'",
+        ),
     ];
     for (i, (text, expected)) in cases.iter().enumerate() {
         let grid = write_grid(&format!("bad{i}.toml"), text);

@@ -429,6 +429,15 @@ impl DeviceConfig {
         Ok(config)
     }
 
+    /// Whether the device compresses pages (any compression policy but PM), which needs
+    /// the pages' contents stored.
+    pub fn compresses(&self) -> bool {
+        self.ftl
+            .compression
+            .as_ref()
+            .is_some_and(|c| c.policy != crate::compression::CompressionPolicyKind::Pm)
+    }
+
     /// User capacity in bytes: what the host can address on this device.
     pub fn user_capacity_bytes(&self) -> Result<u64, ConfigError> {
         self.validate()?;

@@ -1,6 +1,7 @@
 //! Runs the Python package's tests (`tests/test_flashstack.py`) on the package as a user
 //! installs it: `pip install ./crates/python` into a virtual environment (maturin builds
-//! the wheel in release mode), then a point against the CLI's JSON (identical), errors with
+//! the wheel in release mode), then a point against the CLI's JSON (identical), a
+//! block-level point and a sweep over devices, errors with
 //! the CLI's messages, bad grids refused before anything runs, an 8-point sweep on the
 //! local backend, on a local Ray cluster and through `flashstack sweep` (equal tables),
 //! failed points retried and kept.
@@ -160,7 +161,7 @@ fn the_python_package_matches_the_cli() {
     );
     assert_eq!(
         stdout.matches("\nok ").count() + stdout.starts_with("ok ") as usize,
-        5,
+        6,
         "{stdout}"
     );
 }

@@ -47,6 +47,26 @@ def a_point_is_the_cli_json_for_the_same_seed():
     assert other.json != result.json, "the seed changed nothing"
 
 
+def a_block_point_is_the_cli_json_and_sweeps_on_devices():
+    device = "ldc-emmc-ldc+nand.geometry.blocks_per_plane=512"
+    result = flashstack.run(workload="ldc:tw", device="ldc-emmc-ldc", seed=3, contents=True,
+                            overrides={"nand.geometry.blocks_per_plane": 512})
+    path = os.path.join(SCRATCH, "block.json")
+    out = cli("run", "-q", "--device", device, "--workload", "ldc:tw", "--contents", "--seed", "3",
+              "--json", path)
+    assert out.returncode == 0, out.stderr
+    with open(path) as f:
+        assert f.read() == result.json, "the bindings' block-level JSON differs from the CLI's"
+    grid = {"workload": ["ldc:tw", "synthetic:uniform,count=2000"], "device": ["ldc-emmc-pm", "ldc-emmc-ldc"],
+            "contents": True, "overrides": {"nand.geometry.blocks_per_plane": 512}}
+    local = flashstack.sweep(grid, backend="local", progress=False)
+    columns = ["workload", "device", "nand.geometry.blocks_per_plane", "contents", "seed"]
+    assert list(local.frame.columns[:5]) == columns, local.frame.columns
+    assert len(local.frame) == 4 and not local.failed
+    pm, ldc = local.frame["compression.pages_compressed_host"][:2]
+    assert pm == 0 and ldc > 0, (pm, ldc)
+
+
 def errors_carry_the_cli_message():
     try:
         flashstack.run(workload="gmail:nope", start="fresh")
@@ -119,7 +139,8 @@ def sweeps_agree_local_ray_and_cli():
     print(f"sweep of 8 points: local {local_s:.2f} s, ray {ray_s:.2f} s (after ray.init)")
 
 
-for check in [a_point_is_the_cli_json_for_the_same_seed, errors_carry_the_cli_message, listings,
+for check in [a_point_is_the_cli_json_for_the_same_seed, a_block_point_is_the_cli_json_and_sweeps_on_devices,
+              errors_carry_the_cli_message, listings,
               bad_grids_fail_before_any_point_runs, sweeps_agree_local_ray_and_cli]:
     check()
     print(f"ok {check.__name__}")

@@ -5,6 +5,7 @@
 //! Time: trace arrival times are shifted to start after preconditioning; a request never
 //! arrives before the previous one (the block interface serves requests in order).
 
+pub mod block;
 mod image;
 mod precondition;
 mod prefill;
@@ -23,6 +24,10 @@ use flashstack_trace::TraceRequest;
 use prefill::{Prefill, CHUNKS_AHEAD, CHUNK_PAGES};
 use thiserror::Error;
 
+pub use block::{
+    run_block, start_builtin, BlockInput, BlockOptions, DEFAULT_AGING_MAX, DEFAULT_PRECONDITION,
+    DEFAULT_SYNTHETIC,
+};
 pub use image::ImageReport;
 pub use precondition::{Precondition, PreconditionMethod, PreconditionReport};
 pub use snapshot::{content_zones, LayDown, SnapshotReport, DEFAULT_SNAPSHOT_AGING};
@@ -100,6 +105,12 @@ pub enum ReplayError {
     },
     #[error("existing data must be laid down before prepare() starts the measurement")]
     SnapshotAfterPrepare,
+    /// A built-in workload could not be made for this device.
+    #[error(transparent)]
+    Builtin(#[from] flashstack_trace::builtin::BuiltinError),
+    /// A synthetic workload's spec does not fit this device.
+    #[error("synthetic: {0}")]
+    Synthetic(#[from] flashstack_trace::SpecError),
     #[error("image {}: {message}", path.display())]
     Image {
         path: std::path::PathBuf,

@@ -11,16 +11,34 @@
 //! "device.nand.geometry.blocks_per_plane" = 512
 //! "cache.dirty_ratio_percent" = [10, 40]
 //! ```
+//!
+//! A grid with `device` in place of `stack` makes block-level points (`flashstack run
+//! --device D --workload ldc:APP | --synthetic SPEC`): its workloads are `ldc:APP`,
+//! `synthetic` (the default mix) or `synthetic:SPEC`, its overrides device fields,
+//! `contents = true` stores page contents (`run --contents`; compressing devices need it),
+//! and it has no `start` (a block-level run is preconditioned, or lays down a built-in
+//! workload's own data).
 
 use flashstack_stack::StackConfig;
 use serde::Serialize;
 use thiserror::Error;
 
-use crate::point::{Loaded, Point, START_BUILTIN, START_FRESH};
-use crate::spec::{error_chain, override_toml, resolve_stack};
+use flashstack_replay::BlockInput;
 
-/// The grid's top-level keys, in the order the points vary (the last fastest).
-pub const KEYS: [&str; 5] = ["workload", "stack", "overrides", "start", "seed"];
+use crate::point::{Loaded, Point, START_BUILTIN, START_FRESH};
+use crate::spec::{error_chain, override_toml, resolve, resolve_stack};
+
+/// The grid's top-level keys, in the order the points vary (the last fastest); a grid
+/// has `stack` (whole-stack points) or `device` (block-level points), not both.
+pub const KEYS: [&str; 7] = [
+    "workload",
+    "stack",
+    "device",
+    "overrides",
+    "contents",
+    "start",
+    "seed",
+];
 
 /// A grid that cannot be expanded: `origin` is the file (or "grid" for one given in
 /// code), `key` the parameter, `message` what is wrong with it.
@@ -36,7 +54,13 @@ pub struct GridError {
 #[derive(Clone, Debug, Serialize)]
 pub struct Grid {
     pub workloads: Vec<String>,
+    /// Whole-stack points' stacks (empty in a block-level grid).
     pub stacks: Vec<String>,
+    /// Block-level points' devices (empty in a whole-stack grid).
+    pub devices: Vec<String>,
+    /// Block-level points: whether the device stores page contents (`[false]` unless
+    /// given; empty in a whole-stack grid).
+    pub contents: Vec<bool>,
     pub seeds: Vec<u64>,
     pub starts: Vec<String>,
     /// Each override key with its values (keys in the grid's order).
@@ -86,11 +110,51 @@ impl Grid {
         let workloads = texts("workload")?.ok_or_else(|| {
             err(
                 "workload",
-                "missing: name at least one persona or file-level trace".into(),
+                "missing: name at least one persona or file-level trace (or, with device, \
+                 a block workload)"
+                    .into(),
             )
         })?;
-        let stacks = texts("stack")?.unwrap_or_else(|| vec!["default".to_string()]);
-        let starts = texts("start")?.unwrap_or_else(|| vec![START_BUILTIN.to_string()]);
+        let devices = texts("device")?.unwrap_or_default();
+        let block = !devices.is_empty();
+        if block && table.contains_key("stack") {
+            return Err(err(
+                "device",
+                "a grid has stack (whole-stack points) or device (block-level points), not both"
+                    .into(),
+            ));
+        }
+        if block && table.contains_key("start") {
+            return Err(err(
+                "start",
+                "block-level points (device) have no start: they are preconditioned, or lay \
+                 down a built-in workload's own data, as `flashstack run --device` does"
+                    .into(),
+            ));
+        }
+        if !block && table.contains_key("contents") {
+            return Err(err(
+                "contents",
+                "applies to block-level points (a grid with device); whole stacks store \
+                 contents always"
+                    .into(),
+            ));
+        }
+        let contents = match (block, table.get("contents")) {
+            (false, _) => Vec::new(),
+            (true, None) => vec![false],
+            (true, Some(v)) => values(v)
+                .and_then(|vs| vs.iter().map(boolean).collect())
+                .map_err(|m| err("contents", m))?,
+        };
+        let stacks = match block {
+            true => Vec::new(),
+            false => texts("stack")?.unwrap_or_else(|| vec!["default".to_string()]),
+        };
+        let starts = match block {
+            true => Vec::new(),
+            false => texts("start")?.unwrap_or_else(|| vec![START_BUILTIN.to_string()]),
+        };
         let seeds = match table.get("seed") {
             None => vec![1],
             Some(v) => values(v)
@@ -112,7 +176,8 @@ impl Grid {
             Some(_) => {
                 return Err(err(
                     "overrides",
-                    "must be a table of stack fields (\"fs.mount.lfs_mode\" = [true, false])"
+                    "must be a table of stack (or device) fields (\"fs.mount.lfs_mode\" = \
+                     [true, false])"
                         .into(),
                 ))
             }
@@ -120,6 +185,8 @@ impl Grid {
         let grid = Grid {
             workloads,
             stacks,
+            devices,
+            contents,
             seeds,
             starts,
             overrides,
@@ -136,6 +203,9 @@ impl Grid {
             key: format!("{key} = \"{value}\""),
             message,
         };
+        if self.is_block() {
+            return self.check_block(origin);
+        }
         for w in &self.workloads {
             Loaded::load(w, 1).map_err(|e| err("workload".into(), w, error_chain(&e)))?;
         }
@@ -175,10 +245,59 @@ impl Grid {
         Ok(())
     }
 
+    /// [`Grid::check`] for a block-level grid: workloads, devices, overrides, points.
+    fn check_block(&self, origin: &str) -> Result<(), GridError> {
+        let err = |key: String, value: &str, message: String| GridError {
+            origin: origin.to_string(),
+            key: format!("{key} = \"{value}\""),
+            message,
+        };
+        for w in &self.workloads {
+            BlockInput::from_name(w).map_err(|e| err("workload".into(), w, e))?;
+        }
+        let mut configs = Vec::new();
+        for d in &self.devices {
+            configs.push(resolve(d).map_err(|e| err("device".into(), d, error_chain(&e)))?);
+        }
+        for (key, vs) in &self.overrides {
+            for v in vs {
+                let entry = format!("{key}={v}");
+                for config in &configs {
+                    override_toml(config, &[entry.as_str()])
+                        .map_err(|e| err(format!("overrides.\"{key}\""), v, error_chain(&e)))?;
+                }
+            }
+        }
+        for point in self.points() {
+            let message = match point.device_config() {
+                Some(Err(e)) => error_chain(&e),
+                Some(Ok(config)) if config.compresses() && !point.contents => {
+                    "the device compresses pages, which needs their contents: add \
+                     contents = true (as run --contents)"
+                        .to_string()
+                }
+                _ => continue,
+            };
+            return Err(GridError {
+                origin: origin.to_string(),
+                key: format!("point {}", point.target()),
+                message,
+            });
+        }
+        Ok(())
+    }
+
+    /// Whether the points are block-level runs on devices.
+    pub fn is_block(&self) -> bool {
+        !self.devices.is_empty()
+    }
+
     /// The number of points.
     pub fn len(&self) -> usize {
         let overrides: usize = self.overrides.iter().map(|(_, v)| v.len()).product();
-        self.workloads.len() * self.stacks.len() * overrides * self.starts.len() * self.seeds.len()
+        let targets = self.stacks.len() + self.devices.len();
+        let variants = self.starts.len().max(1) * self.contents.len().max(1);
+        self.workloads.len() * targets * overrides * variants * self.seeds.len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -186,10 +305,13 @@ impl Grid {
     }
 
     /// The parameter columns a point's row starts with, in [`KEYS`] order.
+    /// (`device` in place of `stack`, and no `start`, in a block-level grid).
     pub fn columns(&self) -> Vec<String> {
-        let mut columns = vec!["workload".to_string(), "stack".to_string()];
+        let target = if self.is_block() { "device" } else { "stack" };
+        let mut columns = vec!["workload".to_string(), target.to_string()];
         columns.extend(self.overrides.iter().map(|(k, _)| k.clone()));
-        columns.extend(["start".to_string(), "seed".to_string()]);
+        columns.push(if self.is_block() { "contents" } else { "start" }.to_string());
+        columns.push("seed".to_string());
         columns
     }
 
@@ -208,11 +330,29 @@ impl Grid {
                 })
                 .collect();
         }
+        // A block-level point's target is its device; it has no start.
+        let targets: Vec<(String, Option<String>)> = match self.is_block() {
+            true => self
+                .devices
+                .iter()
+                .map(|d| (String::new(), Some(d.clone())))
+                .collect(),
+            false => self.stacks.iter().map(|s| (s.clone(), None)).collect(),
+        };
+        // (start, contents): a whole-stack point's start, a block-level point's contents.
+        let variants: Vec<(String, bool)> = match self.is_block() {
+            true => self
+                .contents
+                .iter()
+                .map(|&c| (START_BUILTIN.to_string(), c))
+                .collect(),
+            false => self.starts.iter().map(|s| (s.clone(), false)).collect(),
+        };
         let mut points = Vec::with_capacity(self.len());
         for workload in &self.workloads {
-            for stack in &self.stacks {
+            for (stack, device) in &targets {
                 for overrides in &override_sets {
-                    for start in &self.starts {
+                    for (start, contents) in &variants {
                         for &seed in &self.seeds {
                             points.push(Point {
                                 workload: workload.clone(),
@@ -220,6 +360,8 @@ impl Grid {
                                 seed,
                                 overrides: overrides.clone(),
                                 start: start.clone(),
+                                device: device.clone(),
+                                contents: *contents,
                             });
                         }
                     }
@@ -246,6 +388,13 @@ fn string(value: &toml::Value) -> Result<String, String> {
             "\"{s}\": write overrides in [overrides], not with '+'"
         )),
         other => Err(format!("{other}: must be a string")),
+    }
+}
+
+fn boolean(value: &toml::Value) -> Result<bool, String> {
+    match value {
+        toml::Value::Boolean(b) => Ok(*b),
+        other => Err(format!("{other}: must be true or false")),
     }
 }
 

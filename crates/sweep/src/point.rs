@@ -1,7 +1,9 @@
 //! One point: a persona or file-level trace on one whole stack from one starting phone,
-//! with one seed. `flashstack run --workload W --stack S --seed N [--fresh]` and a sweep's
-//! point go through the same calls (workload loading, stack resolution, start, run), so a
-//! point's report is byte-identical to the CLI's JSON for the same arguments.
+//! with one seed; or a block-level workload (a built-in `ldc:*` or a synthetic spec) on
+//! one device. `flashstack run --workload W --stack S --seed N [--fresh]` (or `--device D
+//! --workload ldc:APP | --synthetic SPEC`) and a sweep's point go through the same calls
+//! (workload loading, stack or device resolution, start, run), so a point's report is
+//! byte-identical to the CLI's JSON for the same arguments.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -9,15 +11,18 @@ use std::sync::Arc;
 use flashstack_experiments::fullstack::{
     self, FullStackError, FullStackOptions, StackRun, StackWorkload, Start,
 };
+use flashstack_ftl::DeviceConfig;
 use flashstack_phone::{
     builtin_spec, cached_aged, AgingSpec, PhoneCache, PhoneError, PhoneImage, Provenance,
 };
+use flashstack_replay::{run_block, BlockInput, NoProgress, ReplayError};
+use flashstack_report::RunReport;
 use flashstack_stack::StackConfig;
 use flashstack_workload::{text, FileTrace};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use crate::spec::{error_chain, resolve_stack, SpecError};
+use crate::spec::{error_chain, resolve, resolve_stack, SpecError};
 
 #[derive(Debug, Error)]
 pub enum PointError {
@@ -48,6 +53,13 @@ pub enum PointError {
     },
     #[error(transparent)]
     Run(#[from] FullStackError),
+    /// A block-level point's run failed.
+    #[error("device '{device}'")]
+    Block {
+        device: String,
+        #[source]
+        source: ReplayError,
+    },
 }
 
 /// A persona or a file-level trace, loaded.
@@ -203,17 +215,27 @@ pub const START_BUILTIN: &str = "builtin";
 
 /// One run of a sweep: `flashstack run --workload {workload} --stack
 /// {stack}+{overrides...} --seed {seed}` with `--fresh` (start "fresh"), `--phone FILE`
-/// (start a file) or neither (start "builtin").
+/// (start a file) or neither (start "builtin"); or, when `device` is set, the block-level
+/// `flashstack run --device {device}+{overrides...} --workload ldc:APP | --synthetic SPEC
+/// --seed {seed}`, with `--contents` if `contents` (`stack` and `start` unused).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Point {
     pub workload: String,
+    #[serde(default)]
     pub stack: String,
     pub seed: u64,
-    /// `key=value` overrides of the stack's fields, in order.
+    /// `key=value` overrides of the stack's (or the device's) fields, in order.
     #[serde(default)]
     pub overrides: Vec<String>,
     #[serde(default = "default_start")]
     pub start: String,
+    /// A device specification: the point is a block-level run on it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<String>,
+    /// A block-level point's device stores page contents (`run --contents`; compressing
+    /// devices need them).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub contents: bool,
 }
 
 fn default_start() -> String {
@@ -223,10 +245,25 @@ fn default_start() -> String {
 impl Point {
     /// The stack specification with the overrides, as `run --stack` takes it.
     pub fn stack_spec(&self) -> String {
-        std::iter::once(self.stack.as_str())
-            .chain(self.overrides.iter().map(String::as_str))
-            .collect::<Vec<_>>()
-            .join("+")
+        with_overrides(&self.stack, &self.overrides)
+    }
+
+    /// The device specification with the overrides, as `run --device` takes it (a
+    /// block-level point).
+    pub fn device_spec(&self) -> Option<String> {
+        self.device
+            .as_deref()
+            .map(|d| with_overrides(d, &self.overrides))
+    }
+
+    /// What the point runs on, as its progress line names it.
+    pub fn target(&self) -> String {
+        self.device_spec().unwrap_or_else(|| self.stack_spec())
+    }
+
+    /// A block-level point's device configuration (no run).
+    pub fn device_config(&self) -> Option<Result<DeviceConfig, SpecError>> {
+        self.device_spec().map(|spec| resolve(&spec))
     }
 
     /// The stack's configuration (no run).
@@ -244,6 +281,13 @@ impl Point {
             path => StartChoice::from_args(Some(Path::new(path)), false),
         }
     }
+}
+
+fn with_overrides(base: &str, overrides: &[String]) -> String {
+    std::iter::once(base)
+        .chain(overrides.iter().map(String::as_str))
+        .collect::<Vec<_>>()
+        .join("+")
 }
 
 /// Where points keep the built-in phones they start from. The build id (a hash of the
@@ -282,8 +326,37 @@ impl RunEnv {
     }
 }
 
-/// Runs one point: the same calls, in the same order, as `flashstack run` for one stack.
-pub fn run_point(point: &Point, env: &RunEnv) -> Result<StackRun, PointError> {
+/// A point's report: a whole-stack run or a block-level one, serialised as the CLI's
+/// `run --json` writes each.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub enum PointRun {
+    Stack(Box<StackRun>),
+    Block(Box<RunReport>),
+}
+
+/// Runs one point: the same calls, in the same order, as `flashstack run` for one stack
+/// (or one device).
+pub fn run_point(point: &Point, env: &RunEnv) -> Result<PointRun, PointError> {
+    if let Some(config) = point.device_config() {
+        let (input, name) = BlockInput::from_name(&point.workload).map_err(PointError::Workload)?;
+        let config = config?;
+        let device = point.device_spec().unwrap_or_default();
+        let report = run_block(
+            config,
+            &input,
+            &name,
+            point.seed,
+            point.contents,
+            &mut NoProgress,
+        )
+        .map_err(|source| PointError::Block { device, source })?;
+        return Ok(PointRun::Block(Box::new(report)));
+    }
+    run_stack_point(point, env).map(|run| PointRun::Stack(Box::new(run)))
+}
+
+fn run_stack_point(point: &Point, env: &RunEnv) -> Result<StackRun, PointError> {
     let loaded = Loaded::load(&point.workload, point.seed)?;
     let starts = point.start_choice()?;
     let config = point.config()?;

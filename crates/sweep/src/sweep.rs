@@ -147,18 +147,25 @@ pub fn table(grid: &Grid, outcomes: &[Outcome]) -> Table {
 
 /// A point's parameter cells, named as [`Grid::columns`] names them.
 fn parameter_cells(grid: &Grid, point: &Point) -> Vec<(String, Value)> {
+    let target = match &point.device {
+        Some(device) => ("device".to_string(), Value::String(device.clone())),
+        None => ("stack".to_string(), Value::String(point.stack.clone())),
+    };
     let mut cells = vec![
         (
             "workload".to_string(),
             Value::String(point.workload.clone()),
         ),
-        ("stack".to_string(), Value::String(point.stack.clone())),
+        target,
     ];
     for ((key, _), entry) in grid.overrides.iter().zip(&point.overrides) {
         let raw = entry.split_once('=').map_or("", |(_, v)| v);
         cells.push((key.clone(), scalar(raw)));
     }
-    cells.push(("start".to_string(), Value::String(point.start.clone())));
+    cells.push(match point.device {
+        Some(_) => ("contents".to_string(), Value::Bool(point.contents)),
+        None => ("start".to_string(), Value::String(point.start.clone())),
+    });
     cells.push(("seed".to_string(), Value::from(point.seed)));
     cells
 }

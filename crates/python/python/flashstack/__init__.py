@@ -31,11 +31,14 @@ __all__ = [
 _EXTENSION = _native.__file__
 
 
-def _point_json(workload: str, stack: str, seed: int, overrides: Optional[Mapping[str, Any]], start: str) -> str:
+def _point_json(workload: str, stack: str, seed: int, overrides: Optional[Mapping[str, Any]], start: str,
+                device: Optional[str] = None, contents: bool = False) -> str:
     entries = [f"{key}={_override_text(value)}" for key, value in (overrides or {}).items()]
-    return json.dumps(
-        {"workload": workload, "stack": stack, "seed": int(seed), "overrides": entries, "start": start}
-    )
+    point = {"workload": workload, "stack": stack, "seed": int(seed), "overrides": entries, "start": start}
+    if device is not None:
+        point = {"workload": workload, "device": device, "seed": int(seed), "overrides": entries,
+                 "contents": bool(contents)}
+    return json.dumps(point)
 
 
 def _override_text(value: Any) -> str:
@@ -88,11 +91,18 @@ def run(
     seed: int = 1,
     overrides: Optional[Mapping[str, Any]] = None,
     start: str = "builtin",
+    device: Optional[str] = None,
+    contents: bool = False,
 ) -> Result:
     """Runs a persona or file-level trace on a whole stack, as ``flashstack run --workload
     WORKLOAD --stack STACK+key=value... --seed SEED`` (``start="fresh"``: ``--fresh``; a
-    path: ``--phone PATH``). Raises FlashstackError with the CLI's message."""
-    text = _native.run_json(_point_json(workload, stack, seed, overrides, start), _EXTENSION)
+    path: ``--phone PATH``). With ``device``, a block-level run instead: ``flashstack run
+    --device DEVICE+key=value... --workload ldc:APP`` (``workload="synthetic"`` or
+    ``"synthetic:SPEC"``: ``--synthetic``; ``contents=True``: ``--contents``, which
+    compressing devices need); ``stack`` and ``start`` are then unused. Raises
+    FlashstackError with the CLI's message."""
+    point = _point_json(workload, stack, seed, overrides, start, device, contents)
+    text = _native.run_json(point, _EXTENSION)
     return Result(json=text, data=json.loads(text))
 
 
@@ -139,7 +149,8 @@ def _run_point(point_json: str, extension: str):
 def _progress_printer(stream=sys.stderr) -> Callable[[int, int, Dict[str, Any], Optional[str]], None]:
     def show(done: int, total: int, point: Dict[str, Any], error: Optional[str]) -> None:
         status = "ok" if error is None else f"failed: {error}"
-        print(f"[{done}/{total}] {point['workload']} on {point['stack']} seed {point['seed']}: {status}", file=stream)
+        target = point.get("device") or point["stack"]
+        print(f"[{done}/{total}] {point['workload']} on {target} seed {point['seed']}: {status}", file=stream)
 
     return show
 
@@ -152,7 +163,8 @@ def sweep(
     jobs: Optional[int] = None,
 ) -> SweepResult:
     """Runs the cartesian product of ``grid`` (keys workload, stack, seed, start and an
-    ``overrides`` dict of stack fields; each a value or a list) and gathers one DataFrame,
+    ``overrides`` dict of stack fields; each a value or a list; ``device`` in place of
+    ``stack`` and ``start``, and ``contents``, for block-level points) and gathers one DataFrame,
     the same table ``flashstack sweep --json`` writes. A bad grid raises GridError before
     anything runs. A failed point is tried ``retries`` more times, then kept as a row with
     its error and listed in ``failed``. ``backend="ray"``: each point a Ray task on the
