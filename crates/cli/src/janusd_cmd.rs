@@ -3,6 +3,7 @@
 
 use anyhow::{bail, Result};
 use clap::Args;
+use flashstack_cache::MmapPolicy;
 use flashstack_experiments::janusd::{reproduce, JanusdOptions, Reader};
 use flashstack_html::Reproduction;
 
@@ -27,6 +28,11 @@ pub struct JanusdArgs {
     /// the default), `pages-no-readahead`, or `windows` (128 KiB calls, readahead off).
     #[arg(long, default_value = "pages", value_name = "READER")]
     pub reader: String,
+    /// How launches fault on mapped code (APK, odex, native libraries): `off` (read like
+    /// any file by --reader, the default) or `read-around` (faulted page by page through
+    /// the kernel's mmap read-around, `cache.readahead.mmap`).
+    #[arg(long, default_value = "off", value_name = "POLICY")]
+    pub mmap: String,
 }
 
 /// The evaluation, with its terminal report.
@@ -41,8 +47,16 @@ pub fn reproduction(args: &JanusdArgs) -> Result<Reproduction> {
             Reader::NAMES.join(", ")
         );
     };
+    let Some(mmap) = MmapPolicy::parse(&args.mmap) else {
+        bail!(
+            "--mmap {}: unknown (known: {})",
+            args.mmap,
+            MmapPolicy::NAMES.join(", ")
+        );
+    };
     let options = JanusdOptions {
         reader,
+        mmap,
         quick: args.quick,
         seed: args.seed,
         period_days: args.period_days,
