@@ -116,6 +116,7 @@ fn one(paper: &str, args: &AllArgs) -> Result<Reproduction> {
             period_days: None,
             reader: "pages".to_string(),
             mmap: "off".to_string(),
+            code_order: "sequential".to_string(),
         }),
         "mobifs" => reproduce_mobifs::reproduction(&reproduce_mobifs::MobifsArgs {
             quick: args.quick,

@@ -117,6 +117,42 @@ pub struct JanusdOptions {
     /// default) reads it with `reader` like any file; `read-around` faults it page by
     /// page through the kernel's read-around.
     pub mmap: MmapPolicy,
+    /// The order a launch touches mapped code in (`--code-order`).
+    pub code_order: CodeOrder,
+}
+
+/// The order a launch touches the pages of mapped code (`--code-order`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CodeOrder {
+    /// From the start to the end of each span (the default, and the model before faults).
+    #[default]
+    Sequential,
+    /// 64 KiB pieces (the kernel's `fault_around_bytes`: what one fault maps of cached
+    /// code) in a fixed scattered order ([`scattered_pieces`]), pages within a piece in
+    /// order [assumed: code runs in clusters, and a launch jumps between them].
+    Scattered,
+}
+
+impl CodeOrder {
+    pub const NAMES: [&'static str; 2] = ["sequential", "scattered"];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            CodeOrder::Sequential => "sequential",
+            CodeOrder::Scattered => "scattered",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<Self> {
+        [CodeOrder::Sequential, CodeOrder::Scattered]
+            .into_iter()
+            .find(|o| o.name() == name)
+    }
+
+    fn is_sequential(&self) -> bool {
+        *self == CodeOrder::Sequential
+    }
 }
 
 #[derive(Debug, Error)]
@@ -388,6 +424,9 @@ pub struct JanusdResults {
     /// How launches fault on mapped code (not serialized when `off`).
     #[serde(skip_serializing_if = "MmapPolicy::is_off")]
     pub mmap: MmapPolicy,
+    /// The order launches touch mapped code in (not serialized when sequential).
+    #[serde(skip_serializing_if = "CodeOrder::is_sequential")]
+    pub code_order: CodeOrder,
     /// The aged phone every mode starts from.
     pub phone: String,
     pub device: Device,
@@ -480,6 +519,7 @@ pub fn reproduce(
         seed: o.seed,
         reader: o.reader,
         mmap: o.mmap,
+        code_order: o.code_order,
         phone,
         device,
         modes,
@@ -622,11 +662,12 @@ pub fn stand_in(s: &Scenario, frag: &[FragReport]) -> Option<String> {
 /// A read of part of a file: (path, offset, length, whether the launch maps it).
 type Span = (String, u64, u64, bool);
 
-/// How launches and scenarios read: the reader, and faults on mapped code.
+/// How launches and scenarios read: the reader, faults on mapped code, and their order.
 #[derive(Clone, Copy, Debug)]
 struct How {
     reader: Reader,
     mmap: MmapPolicy,
+    code_order: CodeOrder,
 }
 
 impl JanusdOptions {
@@ -634,8 +675,36 @@ impl JanusdOptions {
         How {
             reader: self.reader,
             mmap: self.mmap,
+            code_order: self.code_order,
         }
     }
+}
+
+/// Pieces of one touch of mapped code, in [`CODE_CHUNK_BYTES`] (the last may be short).
+pub const CODE_CHUNK_BYTES: u64 = 64 * 1024;
+
+/// The span `offset..offset + len` as [`CODE_CHUNK_BYTES`] pieces in a fixed scattered
+/// order: the first piece first (a header: the ELF or zip header), then every piece once,
+/// `stride` pieces apart modulo their number, with `stride` the first number from 3/8 of
+/// it that shares no factor with it (a jump of about a third of the file each time).
+pub fn scattered_pieces(offset: u64, len: u64) -> Vec<(u64, u64)> {
+    let n = len.div_ceil(CODE_CHUNK_BYTES);
+    let gcd = |mut a: u64, mut b: u64| {
+        while b != 0 {
+            (a, b) = (b, a % b);
+        }
+        a
+    };
+    let stride = (n * 3 / 8..)
+        .find(|&s| s > 0 && gcd(s, n) == 1)
+        .unwrap_or(1);
+    (0..n)
+        .map(|k| {
+            let i = (k * stride) % n.max(1);
+            let from = offset + i * CODE_CHUNK_BYTES;
+            (from, (from + CODE_CHUNK_BYTES).min(offset + len))
+        })
+        .collect()
 }
 
 /// What a launch of `package` reads, in launch order.
@@ -755,20 +824,16 @@ fn cold_reads(stack: &mut Stack, spans: &[Span], how: How) -> Result<Io, JanusdR
     stack
         .set_readahead(readahead)
         .map_err(stack_err("readahead"))?;
-    let faults = !how.mmap.is_off();
-    let io = reads(stack, spans, how.reader.call_bytes(), faults);
+    let io = reads(stack, spans, how);
     stack
         .set_readahead(before)
         .map_err(stack_err("readahead"))?;
     io
 }
 
-fn reads(
-    stack: &mut Stack,
-    spans: &[Span],
-    call_bytes: usize,
-    faults: bool,
-) -> Result<Io, JanusdRunError> {
+fn reads(stack: &mut Stack, spans: &[Span], how: How) -> Result<Io, JanusdRunError> {
+    let call_bytes = how.reader.call_bytes();
+    let faults = !how.mmap.is_off();
     // From an idle device: after whatever F2FS did last (its clock may lead the stack's).
     let fs_now = stack
         .with_fs(|fs| fs.now_ns())
@@ -789,21 +854,27 @@ fn reads(
         t = t1;
         let fault = faults && *mapped;
         let step = if fault { PAGE_CALL_BYTES } else { call_bytes };
-        let mut at = *offset;
-        while at < offset + len {
-            let n = ((offset + len - at) as usize).min(step);
-            let (got, t1) = match fault {
-                // A fault maps one page; the launch touches every page of the span.
-                true => stack.fault_at(t, h, at, &mut buf[..n]),
-                false => stack.read_at(t, h, at, &mut buf[..n]),
+        let pieces = match (*mapped, how.code_order) {
+            (true, CodeOrder::Scattered) => scattered_pieces(*offset, *len),
+            _ => vec![(*offset, offset + len)],
+        };
+        for (from, to) in pieces {
+            let mut at = from;
+            while at < to {
+                let n = ((to - at) as usize).min(step);
+                let (got, t1) = match fault {
+                    // A fault maps one page; the launch touches every page of the span.
+                    true => stack.fault_at(t, h, at, &mut buf[..n]),
+                    false => stack.read_at(t, h, at, &mut buf[..n]),
+                }
+                .map_err(stack_err(format!("reading {path}")))?;
+                t = t1;
+                io.bytes += got as u64;
+                if got < n {
+                    break;
+                }
+                at += n as u64;
             }
-            .map_err(stack_err(format!("reading {path}")))?;
-            t = t1;
-            io.bytes += got as u64;
-            if got < n {
-                break;
-            }
-            at += n as u64;
         }
         t = stack
             .close(t, h)
@@ -1178,12 +1249,15 @@ impl JanusdResults {
             self.device.name,
             self.device.planes,
             self.device.pe_cycles_max,
-            match self.mmap {
-                MmapPolicy::Off => self.reader.describe().to_string(),
-                MmapPolicy::ReadAround => format!(
-                    "{}; mapped code (APK, odex, libraries) faulted page by page, mmap read-around (128 KiB centred on each major fault)",
-                    self.reader.describe()
-                ),
+            {
+                let mut how = self.reader.describe().to_string();
+                if !self.mmap.is_off() {
+                    how += "; mapped code (APK, odex, libraries) faulted page by page, mmap read-around (128 KiB centred on each major fault)";
+                }
+                if !self.code_order.is_sequential() {
+                    how += "; mapped code touched in 64 KiB pieces in a scattered order";
+                }
+                how
             }
         );
         s += &format!(
