@@ -535,7 +535,7 @@ fn run_mode(
     seed: u64,
     mode: Option<DefragMode>,
     device: &Device,
-    reader: How,
+    how: How,
 ) -> Result<ModeFigures, JanusdRunError> {
     let mut stack = image.into_stack(None, seed)?;
     let cost = match mode {
@@ -543,7 +543,7 @@ fn run_mode(
         None => None,
     };
     let frag = frag_of(&mut stack)?;
-    let apps = run_scenarios(&mut stack, &frag, reader)?;
+    let apps = run_scenarios(&mut stack, &frag, how)?;
     let per_page = (device.page_size_bytes as u64 / 4096).max(1);
     let dense: u64 = apps.iter().map(|a| a.blocks.div_ceil(per_page)).sum();
     let flash_pages: u64 = apps.iter().map(|a| a.flash_pages).sum();
@@ -762,7 +762,7 @@ pub fn scenario_reads(s: &Scenario, package: &str, frag: &[FragReport]) -> Vec<S
 fn run_scenarios(
     stack: &mut Stack,
     frag: &[FragReport],
-    reader: How,
+    how: How,
 ) -> Result<Vec<AppFigures>, JanusdRunError> {
     let mut apps = Vec::new();
     for s in &SCENARIOS {
@@ -791,8 +791,8 @@ fn run_scenarios(
             .filter_map(|f| Some(f.physical.as_ref()?.window_collision_ratio * f.blocks as f64))
             .sum();
         let window_collision_ratio = weighted / blocks.max(1) as f64;
-        let launch = cold_reads(stack, &launch_spans, reader)?;
-        let scenario_io = cold_reads(stack, &scenario_spans, reader)?;
+        let launch = cold_reads(stack, &launch_spans, how)?;
+        let scenario_io = cold_reads(stack, &scenario_spans, how)?;
         apps.push(AppFigures {
             scenario: s.name,
             package,
@@ -933,7 +933,7 @@ fn run_recurrence(
     policy: Option<PeriodicDefrag>,
     period: u32,
     device: &Device,
-    reader: How,
+    how: How,
 ) -> Result<Recurrence, JanusdRunError> {
     let mut aging = Aging::new(config, spec)?;
     aging.set_up()?;
@@ -949,7 +949,7 @@ fn run_recurrence(
         if (day + 1) % sample_every == 0 || due {
             let shared = aging.stack();
             let mut stack = shared.lock();
-            let (dof, launch_ms, ms_per_mib) = sample(&mut stack, reader)?;
+            let (dof, launch_ms, ms_per_mib) = sample(&mut stack, how)?;
             points.push(RecurrencePoint {
                 day: day + 1,
                 dof_mean: dof,
@@ -963,7 +963,7 @@ fn run_recurrence(
                 let paths: Vec<&str> = p.paths.iter().map(String::as_str).collect();
                 let c = defrag_pass(&mut stack, p.mode, &paths, device)?;
                 add_cost(&mut cost, &c);
-                after_pass.push(sample(&mut stack, reader)?.0);
+                after_pass.push(sample(&mut stack, how)?.0);
                 last_pass = Some(day);
             }
         }
@@ -994,14 +994,14 @@ fn add_cost(sum: &mut PassCost, c: &PassCost) {
 
 /// Mean DoF of the apps' files, the mean cold launch time of the scenarios' apps and
 /// their launch time per MiB read.
-fn sample(stack: &mut Stack, reader: How) -> Result<(f64, f64, f64), JanusdRunError> {
+fn sample(stack: &mut Stack, how: How) -> Result<(f64, f64, f64), JanusdRunError> {
     let frag = frag_of(stack)?;
     let dof = mean(frag.iter().flat_map(|r| &r.files).map(|f| f.dof));
     let mut launches = Vec::new();
     let (mut ns, mut bytes) = (0u64, 0u64);
     for s in &SCENARIOS {
         if let Some(package) = stand_in(s, &frag) {
-            let io = cold_reads(stack, &launch_reads(&package, &frag), reader)?;
+            let io = cold_reads(stack, &launch_reads(&package, &frag), how)?;
             launches.push(io.elapsed_ns as f64 / 1e6);
             ns += io.elapsed_ns;
             bytes += io.bytes;
