@@ -1,6 +1,7 @@
 //! The page cache mechanism: page table, dirty tracking, LRU of clean pages, the flusher in
 //! virtual time, and the file calls.
 
+mod mmap_io;
 mod readahead_io;
 mod txn;
 
@@ -45,6 +46,15 @@ pub enum CacheError {
     TimeWentBackwards { now_ns: Nanos, last_ns: Nanos },
     #[error("inode {ino}: byte range at {offset_bytes} of {length_bytes} bytes overflows")]
     RangeOverflow {
+        ino: Ino,
+        offset_bytes: u64,
+        length_bytes: u64,
+    },
+    /// A fault maps one page: the bytes asked for must lie within it.
+    #[error(
+        "inode {ino}: a fault at {offset_bytes} of {length_bytes} bytes spans more than one page"
+    )]
+    FaultSpansPages {
         ino: Ino,
         offset_bytes: u64,
         length_bytes: u64,
@@ -131,6 +141,30 @@ pub struct CacheMetrics {
     /// Time readers waited for read-ahead pages still in flight.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub readahead_wait_ns: u64,
+    /// Faults on mapped pages under `cache.readahead.mmap = read-around` (serialized only
+    /// when used; with `off` a fault is a read and counted as one): all of them, and those
+    /// that found their page uncached (major faults).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub mmap_faults: u64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub mmap_major_faults: u64,
+    /// Read-around windows (one per major fault that was not backed off) and the pages they
+    /// read beyond the faulting one (also counted in `readahead_pages`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub mmap_windows: u64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub mmap_window_pages: u64,
+    /// Asynchronous windows a fault on a marker page started (also in
+    /// `readahead_async_windows`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub mmap_async_windows: u64,
+    /// Faults that found their page read ahead (also in `readahead_hits`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub mmap_readahead_hits: u64,
+    /// Major faults that read only their page because the mapping missed too often (the
+    /// kernel's `mmap_miss` back-off).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub mmap_backoffs: u64,
 }
 
 fn is_zero(value: &u64) -> bool {
@@ -317,6 +351,11 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
 
     pub fn cached_pages(&self) -> u64 {
         self.pages.len() as u64
+    }
+
+    /// Whether page `page_index` of `ino` is cached.
+    pub fn is_cached(&self, ino: Ino, page_index: u64) -> bool {
+        self.pages.contains_key(&(ino, page_index))
     }
 
     /// Whether page `page_index` of `ino` is cached and dirty.

@@ -38,7 +38,7 @@ pub use policy::{
     FlusherDecision, FsyncDecision, LinuxPolicy, MobifsPolicy, SealPolicy, TxView, WritebackPolicy,
     WritebackReason, WriterDecision,
 };
-pub use readahead::{ReadaheadConfig, ReadaheadPolicy};
+pub use readahead::{MmapPolicy, ReadaheadConfig, ReadaheadPolicy};
 
 /// Size of a cache page in bytes (the kernel's PAGE_SIZE on ARM64 phones, F2FS's block).
 pub const PAGE_SIZE_BYTES: usize = 4096;

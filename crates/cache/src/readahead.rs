@@ -6,6 +6,13 @@
 //! a sequential miss or the start of a file opens a window sized from the request, each
 //! later window grows ×4 or ×2 up to `max_kib`, and a read that reaches the window's
 //! marker page starts the next window asynchronously. `off` reads only what is asked.
+//!
+//! Faults on mapped files (`mmap`) have their own policy: `read-around` follows the
+//! kernel's fault path (mm/filemap.c, `do_sync_mmap_readahead` and
+//! `do_async_mmap_readahead`): a fault on an uncached page reads a window of `max_kib`
+//! centred on it, a fault on a cached page carrying the marker extends it like sequential
+//! readahead, and a per-file miss counter turns read-around off for mappings that miss far
+//! more than they hit. `off` takes a fault as a one-page read.
 
 use serde::{Deserialize, Serialize};
 
@@ -30,6 +37,10 @@ pub struct ReadaheadConfig {
     /// default (`VM_READAHEAD_PAGES`). The cache may use less: a window never exceeds an
     /// eighth of the cache (so one window plus the next fit twice over).
     pub max_kib: u32,
+    /// How faults on mapped files read (`cache.readahead.mmap`); not serialized when `off`,
+    /// so every configuration and report written before it existed stays as it was.
+    #[serde(skip_serializing_if = "MmapPolicy::is_off")]
+    pub mmap: MmapPolicy,
 }
 
 impl Default for ReadaheadConfig {
@@ -37,7 +48,41 @@ impl Default for ReadaheadConfig {
         Self {
             policy: ReadaheadPolicy::Off,
             max_kib: 128,
+            mmap: MmapPolicy::Off,
         }
+    }
+}
+
+/// How a fault on a mapped file reads (`cache.readahead.mmap`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum MmapPolicy {
+    /// A fault is a one-page `read` of its page, through `policy` (the model before faults
+    /// had their own path: results stay byte-identical). The default.
+    #[default]
+    Off,
+    /// Linux's mmap read-around (mm/filemap.c): see [`read_around_decision`].
+    ReadAround,
+}
+
+impl MmapPolicy {
+    pub const NAMES: [&'static str; 2] = ["off", "read-around"];
+
+    pub fn is_off(&self) -> bool {
+        *self == MmapPolicy::Off
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            MmapPolicy::Off => "off",
+            MmapPolicy::ReadAround => "read-around",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<Self> {
+        [MmapPolicy::Off, MmapPolicy::ReadAround]
+            .into_iter()
+            .find(|p| p.name() == name)
     }
 }
 
@@ -81,11 +126,105 @@ impl Window {
 }
 
 /// A file's readahead state (the kernel's `file_ra_state`, kept per inode here: the cache
-/// has no open files): the last window and the last page read.
+/// has no open files): the last window, the last page read, and the mapping's miss counter.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ReadaheadState {
     pub window: Option<Window>,
     pub prev_page: Option<u64>,
+    /// Faults on uncached pages less faults on cached ones (the kernel's `mmap_miss`),
+    /// kept within `0..=MMAP_MISS_MAX`.
+    pub mmap_miss: u32,
+}
+
+/// Above this many net misses a mapping gets no read-around (the kernel's
+/// `MMAP_LOTSAMISS`, 100): it misses much more than it hits, so reading around only hurts.
+pub const MMAP_MISS_BACKOFF: u32 = 100;
+/// The miss counter stops here (the kernel counts up to ten times `MMAP_LOTSAMISS`), so a
+/// mapping that turns to hitting gets read-around back after at most 900 hits.
+pub const MMAP_MISS_MAX: u32 = 10 * MMAP_MISS_BACKOFF;
+
+/// What a fault on a mapped page found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fault {
+    /// The page was not cached (a major fault: the kernel's synchronous mmap readahead).
+    Miss,
+    /// The page was cached (a minor fault). `marker`: it carried a window's marker;
+    /// `next_missing`: the first uncached page after it (as in [`Trigger::Marker`]).
+    Cached { marker: bool, next_missing: u64 },
+}
+
+/// A fault's decision: the file's miss counter after the fault, and the window to read
+/// (synchronous read-around on a miss, asynchronous at a marker), if any.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FaultDecision {
+    pub mmap_miss: u32,
+    pub window: Option<Window>,
+    /// The miss got no window because the mapping misses too often (the back-off).
+    pub backed_off: bool,
+}
+
+/// The kernel's read-around for a fault at page `index` of a mapping (mm/filemap.c,
+/// `do_sync_mmap_readahead` / `do_async_mmap_readahead`), with `ra_pages` the largest
+/// window (`ra_pages`; 0 turns it off):
+///
+/// - a miss counts one more net miss (up to [`MMAP_MISS_MAX`]); past
+///   [`MMAP_MISS_BACKOFF`] it reads only its page; otherwise it reads `ra_pages` pages
+///   starting `ra_pages / 2` before the fault (at the file's start at the earliest), the
+///   last quarter asynchronous (the marker on its first page);
+/// - a hit counts one net miss less; if the page carries the marker, the next window
+///   follows as sequential readahead's does at a marker ([`linux_decision`]).
+///
+/// Not modelled: `MADV_SEQUENTIAL` / `MADV_RANDOM` mappings (sequential readahead / none)
+/// and fault-around's mapping of neighbouring cached pages without a fault (its effect on
+/// the counter, one less per cached page mapped, is the same as a hit per page here).
+pub fn read_around_decision(
+    state: &ReadaheadState,
+    index: u64,
+    fault: Fault,
+    ra_pages: u64,
+) -> FaultDecision {
+    let none = |mmap_miss| FaultDecision {
+        mmap_miss,
+        window: None,
+        backed_off: false,
+    };
+    if ra_pages == 0 {
+        return none(state.mmap_miss);
+    }
+    match fault {
+        Fault::Miss => {
+            let mmap_miss = (state.mmap_miss + 1).min(MMAP_MISS_MAX);
+            if mmap_miss > MMAP_MISS_BACKOFF {
+                return FaultDecision {
+                    backed_off: true,
+                    ..none(mmap_miss)
+                };
+            }
+            FaultDecision {
+                mmap_miss,
+                window: Some(Window {
+                    start: index.saturating_sub(ra_pages / 2),
+                    size: ra_pages,
+                    async_size: ra_pages / 4,
+                }),
+                backed_off: false,
+            }
+        }
+        Fault::Cached {
+            marker,
+            next_missing,
+        } => {
+            let mmap_miss = state.mmap_miss.saturating_sub(1);
+            if !marker {
+                return none(mmap_miss);
+            }
+            let trigger = Trigger::Marker { next_missing };
+            FaultDecision {
+                window: linux_decision(state, index, 1, trigger, ra_pages),
+                ..none(mmap_miss)
+            }
+        }
+    }
 }
 
 /// What made the cache ask for readahead.
@@ -219,6 +358,49 @@ mod tests {
     use super::*;
 
     #[test]
+    fn read_around_centres_the_window_and_backs_off() {
+        let fresh = ReadaheadState::default();
+        let d = read_around_decision(&fresh, 100, Fault::Miss, 32);
+        assert_eq!(
+            d.window,
+            Some(Window {
+                start: 84,
+                size: 32,
+                async_size: 8
+            })
+        );
+        assert_eq!((d.mmap_miss, d.backed_off), (1, false));
+        assert_eq!(d.window.unwrap().marker(), Some(108));
+        // Near the start the window begins at page 0, still 32 pages.
+        let w = read_around_decision(&fresh, 5, Fault::Miss, 32)
+            .window
+            .unwrap();
+        assert_eq!((w.start, w.size), (0, 32));
+        // The 101st net miss reads only its page; hits bring read-around back.
+        let lots = ReadaheadState {
+            mmap_miss: MMAP_MISS_BACKOFF,
+            ..fresh
+        };
+        let d = read_around_decision(&lots, 100, Fault::Miss, 32);
+        assert_eq!((d.window, d.mmap_miss, d.backed_off), (None, 101, true));
+        let hit = Fault::Cached {
+            marker: false,
+            next_missing: 0,
+        };
+        let d = read_around_decision(&lots, 100, hit, 32);
+        assert_eq!((d.window, d.mmap_miss), (None, MMAP_MISS_BACKOFF - 1));
+        let full = ReadaheadState {
+            mmap_miss: MMAP_MISS_MAX,
+            ..fresh
+        };
+        assert_eq!(
+            read_around_decision(&full, 1, Fault::Miss, 32).mmap_miss,
+            MMAP_MISS_MAX
+        );
+        assert_eq!(read_around_decision(&fresh, 1, Fault::Miss, 0).window, None);
+    }
+
+    #[test]
     fn sizes_follow_the_kernel_ramp() {
         // max 32 pages (128 KiB): a 1-page read starts at 4 pages (×4), 4 → 8 (×2),
         // 16 → 32 (max), and windows grow ×4 then ×2 up to the max.
@@ -240,6 +422,7 @@ mod tests {
         let state = ReadaheadState {
             window: Some(first),
             prev_page: Some(0),
+            ..ReadaheadState::default()
         };
         let next = linux_decision(&state, 1, 1, Trigger::Marker { next_missing: 4 }, 32)
             .expect("the marker starts the next window");
@@ -247,6 +430,7 @@ mod tests {
         let random = ReadaheadState {
             window: Some(next),
             prev_page: Some(50),
+            ..ReadaheadState::default()
         };
         assert_eq!(linux_decision(&random, 200, 1, Trigger::Miss, 32), None);
     }

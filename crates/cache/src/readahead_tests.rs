@@ -4,9 +4,10 @@
 use flashstack_sim::{Nanos, NS_PER_MS};
 use proptest::prelude::*;
 
+use crate::readahead::MMAP_MISS_BACKOFF;
 use crate::{
-    Backing, BackingError, CacheConfig, Ino, MemBacking, MemBackingCosts, Page, PageCache,
-    ReadaheadConfig, PAGE_SIZE_BYTES,
+    Backing, BackingError, CacheConfig, Ino, MemBacking, MemBackingCosts, MmapPolicy, Page,
+    PageCache, ReadaheadConfig, PAGE_SIZE_BYTES,
 };
 
 /// Per request and per page (a device: the request's overhead dominates a small read).
@@ -361,4 +362,227 @@ fn configuration_is_checked_and_round_trips() {
         "{text}"
     );
     assert_eq!(serde_json::from_str::<CacheConfig>(&text).unwrap(), on);
+}
+
+/// Read-around for faults, on top of `policy`.
+fn read_around(policy: ReadaheadConfig) -> ReadaheadConfig {
+    ReadaheadConfig {
+        mmap: MmapPolicy::ReadAround,
+        ..policy
+    }
+}
+
+/// A fault on page `k` of file 1 at `now_ns`; checks its bytes.
+fn fault_page(cache: &mut PageCache<Requests>, now_ns: Nanos, k: u64) -> Nanos {
+    let mut buf = [0u8; PAGE_SIZE_BYTES];
+    let (n, done) = cache
+        .fault(now_ns, 1, k * PAGE_SIZE_BYTES as u64, &mut buf)
+        .unwrap();
+    assert_eq!(n, PAGE_SIZE_BYTES);
+    assert!(
+        buf.iter().all(|&b| b == k as u8),
+        "page {k} faulted wrong bytes"
+    );
+    done
+}
+
+/// A fault in the middle of a file reads the 32 pages centred on it (16 before, 15 after)
+/// as one request, and waits for it; the window's last quarter carries the marker.
+#[test]
+fn a_fault_mid_file_reads_the_centred_window() {
+    let mut cache = cold(4096, read_around(ReadaheadConfig::default()), 256);
+    let done = fault_page(&mut cache, 0, 100);
+    assert_eq!(cache.backing().sizes, vec![32]);
+    for k in 0..256 {
+        assert_eq!(
+            cache.is_cached(1, k),
+            (84..116).contains(&k),
+            "page {k}: the window is pages 84..116"
+        );
+    }
+    // It waits for the whole window: 31 pages more than the same fault as a read.
+    let mut off = cold(4096, ReadaheadConfig::default(), 256);
+    let off_done = fault_page(&mut off, 0, 100);
+    assert_eq!(off.backing().sizes, vec![1]);
+    assert_eq!(off.metrics().mmap_faults, 0);
+    assert_eq!(
+        done - off_done,
+        31 * PAGE_NS,
+        "the fault waits for its window"
+    );
+    let m = cache.metrics().clone();
+    assert_eq!(
+        (m.mmap_faults, m.mmap_major_faults, m.mmap_windows),
+        (1, 1, 1)
+    );
+    assert_eq!((m.mmap_window_pages, m.readahead_pages), (31, 31));
+    // A fault just before the window (page 83) reads around it without re-reading it:
+    // 67..83 is the only gap.
+    fault_page(&mut cache, done, 83);
+    assert_eq!(cache.backing().sizes, vec![32, 17]);
+    // Near the start of the file the window starts at page 0.
+    let mut start = cold(4096, read_around(ReadaheadConfig::default()), 256);
+    fault_page(&mut start, 0, 3);
+    assert_eq!(start.backing().sizes, vec![32]);
+    assert!(start.is_cached(1, 0) && start.is_cached(1, 31) && !start.is_cached(1, 32));
+}
+
+/// Sequential faults: one major fault reads 32 pages, then each marker (the window's last
+/// quarter) issues the next 32 asynchronously: 8 requests for 256 pages, where sequential
+/// 4 KiB reads ramp 4, 8, 16, 32 (11 requests); every page read ahead is used.
+#[test]
+fn sequential_faults_take_full_windows_at_each_marker() {
+    let mut cache = cold(4096, read_around(ReadaheadConfig::default()), 256);
+    let mut t = 0;
+    for k in 0..256 {
+        t = fault_page(&mut cache, t, k);
+    }
+    assert_eq!(cache.backing().sizes, vec![32; 8]);
+    let m = cache.metrics().clone();
+    assert_eq!((m.mmap_faults, m.mmap_major_faults), (256, 1));
+    assert_eq!((m.mmap_windows, m.mmap_async_windows), (1, 7));
+    assert_eq!((m.readahead_pages, m.readahead_hits), (255, 255));
+    assert_eq!(m.mmap_readahead_hits, 255);
+    assert_eq!(m.readahead_waste, 0);
+    assert_eq!(cache.ra_state_mmap_miss(1), 0, "one miss, then hits");
+}
+
+/// A mapping that keeps missing (faults 64 pages apart, none hitting a window) gets
+/// read-around for its first 100 misses only; hits on cached pages bring it back.
+#[test]
+fn a_mapping_that_misses_too_often_backs_off() {
+    let pages = 64 * 103;
+    let mut cache = cold(16_384, read_around(ReadaheadConfig::default()), pages);
+    let mut t = 0;
+    for k in 0..=MMAP_MISS_BACKOFF as u64 {
+        t = fault_page(&mut cache, t, 32 + 64 * k);
+    }
+    let m = cache.metrics().clone();
+    assert_eq!((m.mmap_major_faults, m.mmap_windows), (101, 100));
+    assert_eq!(m.mmap_backoffs, 1);
+    assert_eq!(
+        cache.backing().sizes.last(),
+        Some(&1),
+        "the 101st reads its page"
+    );
+    assert_eq!(cache.ra_state_mmap_miss(1), MMAP_MISS_BACKOFF + 1);
+    // Two hits (pages the first window read): 99 net misses; the next miss reads around.
+    t = fault_page(&mut cache, t, 30);
+    t = fault_page(&mut cache, t, 31);
+    fault_page(&mut cache, t, 32 + 64 * 102);
+    assert_eq!(cache.metrics().mmap_windows, 101);
+    assert_eq!(cache.backing().sizes.last(), Some(&32));
+}
+
+/// A fault maps one page: more is refused, naming the inode and range.
+#[test]
+fn a_fault_across_pages_is_refused() {
+    let mut cache = cold(4096, read_around(ReadaheadConfig::default()), 4);
+    let mut buf = [0u8; 200];
+    match cache.fault(0, 1, 4000, &mut buf) {
+        Err(crate::CacheError::FaultSpansPages {
+            ino: 1,
+            offset_bytes: 4000,
+            length_bytes: 200,
+        }) => {}
+        other => panic!("{other:?}"),
+    }
+    // Past the end of the file a fault reads nothing.
+    let (n, _) = cache.fault(0, 1, 4 * 4096, &mut buf).unwrap();
+    assert_eq!(n, 0);
+}
+
+/// A page fault or read of `pages` pages from `page` on `ino`.
+#[derive(Clone, Debug)]
+enum Access {
+    Faults { ino: Ino, page: u64, pages: u64 },
+    Other(Op),
+}
+
+fn access() -> impl Strategy<Value = Access> {
+    prop_oneof![
+        3 => (1u64..4, 0u64..48, 1u64..24).prop_map(|(ino, page, pages)| Access::Faults { ino, page, pages }),
+        5 => op().prop_map(Access::Other),
+    ]
+}
+
+/// Runs `a` on `cache` at `t`, faults as faults (`as_faults`) or as 4 KiB reads; returns
+/// the bytes read and the completion time of the last fault.
+fn apply_access(
+    cache: &mut PageCache<Requests>,
+    t: Nanos,
+    a: &Access,
+    as_faults: bool,
+) -> (Vec<u8>, Nanos) {
+    match *a {
+        Access::Faults { ino, page, pages } => {
+            let mut out = Vec::new();
+            let mut buf = vec![0u8; PAGE_SIZE_BYTES];
+            let mut done = 0;
+            for k in page..page + pages {
+                let (n, d) = match as_faults {
+                    true => cache.fault(t, ino, k * 4096, &mut buf),
+                    false => cache.read(t, ino, k * 4096, &mut buf),
+                }
+                .unwrap();
+                out.extend_from_slice(&buf[..n]);
+                done = d;
+            }
+            (out, done)
+        }
+        Access::Other(ref op) => (apply(cache, t, op), 0),
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
+
+    /// With `mmap = off` a fault is a one-page read, byte for byte: the same sequence with
+    /// faults and with reads gives the same bytes, times, requests and metrics (under
+    /// either readahead policy). With read-around the bytes are the same and the cache
+    /// stays within its limit.
+    #[test]
+    fn mmap_off_faults_are_reads_and_read_around_keeps_contents(
+        accesses in prop::collection::vec(access(), 1..60),
+        cache_pages in 8u64..64,
+        linux in any::<bool>(),
+    ) {
+        let policy = if linux { ReadaheadConfig::linux() } else { ReadaheadConfig::default() };
+        let mut reads = PageCache::new(config(cache_pages, policy.clone()), Requests::default()).unwrap();
+        let mut faults = PageCache::new(config(cache_pages, policy.clone()), Requests::default()).unwrap();
+        let mut around = PageCache::new(config(cache_pages, read_around(policy)), Requests::default()).unwrap();
+        let limit = around.config().cache_pages_max();
+        let mut t = 0;
+        for a in &accesses {
+            t += NS_PER_MS;
+            let expected = apply_access(&mut reads, t, a, false);
+            let got = apply_access(&mut faults, t, a, true);
+            prop_assert_eq!(&got, &expected, "{:?}", a);
+            let (bytes, _) = apply_access(&mut around, t, a, true);
+            prop_assert_eq!(&bytes, &expected.0, "{:?}", a);
+            prop_assert!(around.cached_pages() <= limit);
+        }
+        prop_assert_eq!(&faults.backing().sizes, &reads.backing().sizes);
+        prop_assert_eq!(
+            serde_json::to_string(faults.metrics()).unwrap(),
+            serde_json::to_string(reads.metrics()).unwrap()
+        );
+    }
+}
+
+/// `mmap` is not serialized when off; `read-around` round-trips.
+#[test]
+fn mmap_configuration_round_trips() {
+    let on = config(64, read_around(ReadaheadConfig::linux()));
+    let text = serde_json::to_string(&on).unwrap();
+    assert!(
+        text.contains(r#""readahead":{"policy":"linux","max_kib":128,"mmap":"read-around"}"#),
+        "{text}"
+    );
+    assert_eq!(serde_json::from_str::<CacheConfig>(&text).unwrap(), on);
+    assert_eq!(
+        MmapPolicy::parse("read-around"),
+        Some(MmapPolicy::ReadAround)
+    );
+    assert_eq!(MmapPolicy::parse("around"), None);
 }

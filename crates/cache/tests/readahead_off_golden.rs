@@ -3,7 +3,7 @@
 //! completion time and the file-system call log recorded before readahead existed.
 
 use flashstack_cache::{
-    BackingCall, CacheConfig, MemBacking, MemBackingCosts, PageCache, ReadaheadConfig,
+    BackingCall, CacheConfig, MemBacking, MemBackingCosts, MmapPolicy, PageCache, ReadaheadConfig,
 };
 
 /// A fixed pseudo-random sequence (an LCG: no dependence on a PRNG crate's versions).
@@ -23,6 +23,11 @@ impl Lcg {
 type Outcome = ((u64, usize, usize, u64), String);
 
 fn run(readahead: ReadaheadConfig) -> Outcome {
+    run_scans(readahead, false)
+}
+
+/// The sequence, its 4 KiB scans made as reads or (`faults`) as faults on a mapping.
+fn run_scans(readahead: ReadaheadConfig, faults: bool) -> Outcome {
     let config = CacheConfig {
         cache_bytes_max: 64 * 4096,
         readahead,
@@ -44,7 +49,12 @@ fn run(readahead: ReadaheadConfig) -> Outcome {
                 // A sequential scan in 4 KiB calls.
                 let first = rng.next(64);
                 for k in first..first + 1 + rng.next(32) {
-                    t = cache.read(t, ino, k * 4096, &mut buf[..4096]).unwrap().1;
+                    t = match faults {
+                        true => cache.fault(t, ino, k * 4096, &mut buf[..4096]),
+                        false => cache.read(t, ino, k * 4096, &mut buf[..4096]),
+                    }
+                    .unwrap()
+                    .1;
                 }
             }
             6 | 7 => {
@@ -83,6 +93,28 @@ fn readahead_off_is_byte_identical_to_the_cache_without_readahead() {
     let (on, on_metrics) = run(ReadaheadConfig::linux());
     assert!(on.2 > 0 && on != calls, "{on:?}");
     assert!(on_metrics.contains("readahead_hits"));
+}
+
+/// `mmap = off` (the default) takes a fault as a one-page read: the same sequence with its
+/// scans made as faults is still the golden, under either readahead policy; read-around
+/// changes it.
+#[test]
+fn mmap_off_faults_are_byte_identical_to_reads() {
+    assert_eq!(
+        run_scans(ReadaheadConfig::default(), true),
+        (GOLDEN_CALLS, GOLDEN_METRICS.to_string())
+    );
+    assert_eq!(
+        run_scans(ReadaheadConfig::linux(), true),
+        run(ReadaheadConfig::linux())
+    );
+    let around = ReadaheadConfig {
+        mmap: MmapPolicy::ReadAround,
+        ..ReadaheadConfig::default()
+    };
+    let (calls, metrics) = run_scans(around, true);
+    assert!(calls != GOLDEN_CALLS, "{calls:?}");
+    assert!(metrics.contains("mmap_windows"), "{metrics}");
 }
 
 /// Recorded on main before readahead existed (commit 2b01cb2).

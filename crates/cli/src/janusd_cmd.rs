@@ -3,7 +3,8 @@
 
 use anyhow::{bail, Result};
 use clap::Args;
-use flashstack_experiments::janusd::{reproduce, JanusdOptions, Reader};
+use flashstack_cache::MmapPolicy;
+use flashstack_experiments::janusd::{reproduce, CodeOrder, JanusdOptions, Reader};
 use flashstack_html::Reproduction;
 
 use crate::reproduce::Outputs;
@@ -27,6 +28,15 @@ pub struct JanusdArgs {
     /// the default), `pages-no-readahead`, or `windows` (128 KiB calls, readahead off).
     #[arg(long, default_value = "pages", value_name = "READER")]
     pub reader: String,
+    /// How launches fault on mapped code (APK, odex, native libraries): `off` (read like
+    /// any file by --reader, the default) or `read-around` (faulted page by page through
+    /// the kernel's mmap read-around, `cache.readahead.mmap`).
+    #[arg(long, default_value = "off", value_name = "POLICY")]
+    pub mmap: String,
+    /// The order a launch touches mapped code in: `sequential` (each span from start to
+    /// end, the default) or `scattered` (64 KiB pieces in a fixed jumping order).
+    #[arg(long, default_value = "sequential", value_name = "ORDER")]
+    pub code_order: String,
 }
 
 /// The evaluation, with its terminal report.
@@ -41,8 +51,24 @@ pub fn reproduction(args: &JanusdArgs) -> Result<Reproduction> {
             Reader::NAMES.join(", ")
         );
     };
+    let Some(mmap) = MmapPolicy::parse(&args.mmap) else {
+        bail!(
+            "--mmap {}: unknown (known: {})",
+            args.mmap,
+            MmapPolicy::NAMES.join(", ")
+        );
+    };
+    let Some(code_order) = CodeOrder::parse(&args.code_order) else {
+        bail!(
+            "--code-order {}: unknown (known: {})",
+            args.code_order,
+            CodeOrder::NAMES.join(", ")
+        );
+    };
     let options = JanusdOptions {
         reader,
+        mmap,
+        code_order,
         quick: args.quick,
         seed: args.seed,
         period_days: args.period_days,

@@ -115,6 +115,8 @@ fn one(paper: &str, args: &AllArgs) -> Result<Reproduction> {
             seed: args.seed,
             period_days: None,
             reader: "pages".to_string(),
+            mmap: "off".to_string(),
+            code_order: "sequential".to_string(),
         }),
         "mobifs" => reproduce_mobifs::reproduction(&reproduce_mobifs::MobifsArgs {
             quick: args.quick,

@@ -136,3 +136,23 @@ fn paper_figures(html: &std::path::Path) {
     assert_eq!((figures[0].ours, figures[0].paper), (4, 1));
     assert!(figures[2].paper == 0 && figures[2].paper_states_none);
 }
+
+/// An unknown `--mmap` or `--code-order` is refused naming the option and the known values.
+#[test]
+fn reproduce_janusd_refuses_an_unknown_mmap_policy_or_code_order() {
+    for (flag, value, known) in [
+        ("--mmap", "sideways", "off, read-around"),
+        ("--code-order", "backwards", "sequential, scattered"),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_flashstack"))
+            .args(["reproduce", "janusd", "--quick", flag, value])
+            .output()
+            .expect("the binary runs");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success());
+        assert!(
+            stderr.contains(&format!("{flag} {value}: unknown (known: {known})")),
+            "{stderr}"
+        );
+    }
+}

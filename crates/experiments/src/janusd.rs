@@ -12,7 +12,7 @@
 
 use std::collections::BTreeMap;
 
-use flashstack_cache::ReadaheadConfig;
+use flashstack_cache::{MmapPolicy, ReadaheadConfig};
 use flashstack_janusd::{
     defragment, measure, DefragMode, DefragOptions, DefragReport, FragReport, JanusdPolicy,
     Mechanisms, PeriodicDefrag, ReadModel, RemapDefrag,
@@ -113,6 +113,46 @@ pub struct JanusdOptions {
     pub period_days: Option<u32>,
     /// How launches and scenarios read (default: page by page with Linux's readahead).
     pub reader: Reader,
+    /// How launches fault on mapped code (`cache.readahead.mmap`, `--mmap`): `off` (the
+    /// default) reads it with `reader` like any file; `read-around` faults it page by
+    /// page through the kernel's read-around.
+    pub mmap: MmapPolicy,
+    /// The order a launch touches mapped code in (`--code-order`).
+    pub code_order: CodeOrder,
+}
+
+/// The order a launch touches the pages of mapped code (`--code-order`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CodeOrder {
+    /// From the start to the end of each span (the default, and the model before faults).
+    #[default]
+    Sequential,
+    /// 64 KiB pieces (the kernel's `fault_around_bytes`: what one fault maps of cached
+    /// code) in a fixed scattered order ([`scattered_pieces`]), pages within a piece in
+    /// order [assumed: code runs in clusters, and a launch jumps between them].
+    Scattered,
+}
+
+impl CodeOrder {
+    pub const NAMES: [&'static str; 2] = ["sequential", "scattered"];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            CodeOrder::Sequential => "sequential",
+            CodeOrder::Scattered => "scattered",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<Self> {
+        [CodeOrder::Sequential, CodeOrder::Scattered]
+            .into_iter()
+            .find(|o| o.name() == name)
+    }
+
+    fn is_sequential(&self) -> bool {
+        *self == CodeOrder::Sequential
+    }
 }
 
 #[derive(Debug, Error)]
@@ -198,6 +238,10 @@ pub const SCENARIOS: [Scenario; 6] = [
 /// directory, resources), the compiled code, native libraries, preferences
 /// (`Application.onCreate`), then the databases the first activity opens.
 pub const LAUNCH_ORDER: [&str; 5] = ["apk", "odex", "native-lib", "prefs", "database"];
+/// Kinds of file a launch maps rather than reads: the APK (the zip's central directory,
+/// `resources.arsc`, uncompressed dex are mapped), the compiled code (odex/vdex) and the
+/// native libraries (mapped by the dynamic linker).
+pub const MAPPED_CLASSES: [&str; 3] = ["apk", "odex", "native-lib"];
 
 /// Reads done and what they took.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
@@ -211,6 +255,26 @@ pub struct Io {
     /// (the rest is readahead's waste; `Reader::Pages` only).
     pub readahead_pages: u64,
     pub readahead_hits: u64,
+    /// Faults on mapped code (`--mmap read-around` only; not serialized when zero): all,
+    /// major (page not cached), read-around windows and the pages they read beyond the
+    /// faulting one, faults that found their page read ahead, and major faults backed off
+    /// by the mapping's miss counter.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub faults: u64,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub major_faults: u64,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub fault_windows: u64,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub fault_window_pages: u64,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub fault_readahead_hits: u64,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub fault_backoffs: u64,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }
 
 impl Io {
@@ -357,6 +421,12 @@ pub struct JanusdResults {
     pub seed: u64,
     /// How launches and scenarios read ([`Reader`]).
     pub reader: Reader,
+    /// How launches fault on mapped code (not serialized when `off`).
+    #[serde(skip_serializing_if = "MmapPolicy::is_off")]
+    pub mmap: MmapPolicy,
+    /// The order launches touch mapped code in (not serialized when sequential).
+    #[serde(skip_serializing_if = "CodeOrder::is_sequential")]
+    pub code_order: CodeOrder,
     /// The aged phone every mode starts from.
     pub phone: String,
     pub device: Device,
@@ -417,7 +487,7 @@ pub fn reproduce(
             "defragmenter {}",
             mode.map_or("none", |m| m.name())
         ));
-        modes.push(run_mode(image.clone(), o.seed, mode, &device, o.reader)?);
+        modes.push(run_mode(image.clone(), o.seed, mode, &device, o.how())?);
     }
     let period = o.period_days.unwrap_or(if o.quick {
         2
@@ -434,7 +504,12 @@ pub fn reproduce(
             policy.as_ref().map_or("none", |p| p.name.as_str())
         ));
         recurrence.push(run_recurrence(
-            &config, &rec_spec, policy, period, &device, o.reader,
+            &config,
+            &rec_spec,
+            policy,
+            period,
+            &device,
+            o.how(),
         )?);
     }
     let paper = paper_rows(&modes, &recurrence);
@@ -443,6 +518,8 @@ pub fn reproduce(
         quick: o.quick,
         seed: o.seed,
         reader: o.reader,
+        mmap: o.mmap,
+        code_order: o.code_order,
         phone,
         device,
         modes,
@@ -458,7 +535,7 @@ fn run_mode(
     seed: u64,
     mode: Option<DefragMode>,
     device: &Device,
-    reader: Reader,
+    how: How,
 ) -> Result<ModeFigures, JanusdRunError> {
     let mut stack = image.into_stack(None, seed)?;
     let cost = match mode {
@@ -466,7 +543,7 @@ fn run_mode(
         None => None,
     };
     let frag = frag_of(&mut stack)?;
-    let apps = run_scenarios(&mut stack, &frag, reader)?;
+    let apps = run_scenarios(&mut stack, &frag, how)?;
     let per_page = (device.page_size_bytes as u64 / 4096).max(1);
     let dense: u64 = apps.iter().map(|a| a.blocks.div_ceil(per_page)).sum();
     let flash_pages: u64 = apps.iter().map(|a| a.flash_pages).sum();
@@ -582,8 +659,53 @@ pub fn stand_in(s: &Scenario, frag: &[FragReport]) -> Option<String> {
         .map(|(app, _)| app)
 }
 
-/// A read of part of a file: (path, offset, length).
-type Span = (String, u64, u64);
+/// A read of part of a file: (path, offset, length, whether the launch maps it).
+type Span = (String, u64, u64, bool);
+
+/// How launches and scenarios read: the reader, faults on mapped code, and their order.
+#[derive(Clone, Copy, Debug)]
+struct How {
+    reader: Reader,
+    mmap: MmapPolicy,
+    code_order: CodeOrder,
+}
+
+impl JanusdOptions {
+    fn how(&self) -> How {
+        How {
+            reader: self.reader,
+            mmap: self.mmap,
+            code_order: self.code_order,
+        }
+    }
+}
+
+/// Pieces of one touch of mapped code, in [`CODE_CHUNK_BYTES`] (the last may be short).
+pub const CODE_CHUNK_BYTES: u64 = 64 * 1024;
+
+/// The span `offset..offset + len` as [`CODE_CHUNK_BYTES`] pieces in a fixed scattered
+/// order: the first piece first (a header: the ELF or zip header), then every piece once,
+/// `stride` pieces apart modulo their number, with `stride` the first number from 3/8 of
+/// it that shares no factor with it (a jump of about a third of the file each time).
+pub fn scattered_pieces(offset: u64, len: u64) -> Vec<(u64, u64)> {
+    let n = len.div_ceil(CODE_CHUNK_BYTES);
+    let gcd = |mut a: u64, mut b: u64| {
+        while b != 0 {
+            (a, b) = (b, a % b);
+        }
+        a
+    };
+    let stride = (n * 3 / 8..)
+        .find(|&s| s > 0 && gcd(s, n) == 1)
+        .unwrap_or(1);
+    (0..n)
+        .map(|k| {
+            let i = (k * stride) % n.max(1);
+            let from = offset + i * CODE_CHUNK_BYTES;
+            (from, (from + CODE_CHUNK_BYTES).min(offset + len))
+        })
+        .collect()
+}
 
 /// What a launch of `package` reads, in launch order.
 pub fn launch_reads(package: &str, frag: &[FragReport]) -> Vec<Span> {
@@ -591,12 +713,18 @@ pub fn launch_reads(package: &str, frag: &[FragReport]) -> Vec<Span> {
     for class in LAUNCH_ORDER {
         for f in files_of(package, class, frag) {
             let size = f.blocks * 4096;
+            let mapped = MAPPED_CLASSES.contains(&class);
             if class == "apk" {
                 let tail = APK_TAIL_BYTES.min(size);
-                out.push((f.path.clone(), size - tail, tail));
-                out.push((f.path.clone(), 0, (size - tail).min(FILE_READ_MAX_BYTES)));
+                out.push((f.path.clone(), size - tail, tail, mapped));
+                out.push((
+                    f.path.clone(),
+                    0,
+                    (size - tail).min(FILE_READ_MAX_BYTES),
+                    mapped,
+                ));
             } else {
-                out.push((f.path.clone(), 0, size.min(FILE_READ_MAX_BYTES)));
+                out.push((f.path.clone(), 0, size.min(FILE_READ_MAX_BYTES), mapped));
             }
         }
     }
@@ -624,6 +752,7 @@ pub fn scenario_reads(s: &Scenario, package: &str, frag: &[FragReport]) -> Vec<S
                 f.path.clone(),
                 0,
                 (f.blocks * 4096).min(FILE_READ_MAX_BYTES),
+                false,
             )
         })
         .filter(|s| s.2 > 0)
@@ -633,7 +762,7 @@ pub fn scenario_reads(s: &Scenario, package: &str, frag: &[FragReport]) -> Vec<S
 fn run_scenarios(
     stack: &mut Stack,
     frag: &[FragReport],
-    reader: Reader,
+    how: How,
 ) -> Result<Vec<AppFigures>, JanusdRunError> {
     let mut apps = Vec::new();
     for s in &SCENARIOS {
@@ -662,8 +791,8 @@ fn run_scenarios(
             .filter_map(|f| Some(f.physical.as_ref()?.window_collision_ratio * f.blocks as f64))
             .sum();
         let window_collision_ratio = weighted / blocks.max(1) as f64;
-        let launch = cold_reads(stack, &launch_spans, reader)?;
-        let scenario_io = cold_reads(stack, &scenario_spans, reader)?;
+        let launch = cold_reads(stack, &launch_spans, how)?;
+        let scenario_io = cold_reads(stack, &scenario_spans, how)?;
         apps.push(AppFigures {
             scenario: s.name,
             package,
@@ -682,22 +811,29 @@ fn run_scenarios(
 }
 
 /// A cold start: the page cache dropped, the device idle, then `spans` read in order by
-/// `reader`. Readahead is the reader's for these reads only (aging and defragmentation
-/// run with the stack's own setting, off).
-fn cold_reads(stack: &mut Stack, spans: &[Span], reader: Reader) -> Result<Io, JanusdRunError> {
+/// `how`'s reader (mapped spans faulted page by page under `read-around`). Readahead is
+/// the reader's for these reads only (aging and defragmentation run with the stack's own
+/// setting, off).
+fn cold_reads(stack: &mut Stack, spans: &[Span], how: How) -> Result<Io, JanusdRunError> {
     stack.drop_caches().map_err(stack_err("dropping caches"))?;
     let before = stack.config().cache.readahead.clone();
+    let readahead = ReadaheadConfig {
+        mmap: how.mmap,
+        ..how.reader.readahead()
+    };
     stack
-        .set_readahead(reader.readahead())
+        .set_readahead(readahead)
         .map_err(stack_err("readahead"))?;
-    let io = reads(stack, spans, reader.call_bytes());
+    let io = reads(stack, spans, how);
     stack
         .set_readahead(before)
         .map_err(stack_err("readahead"))?;
     io
 }
 
-fn reads(stack: &mut Stack, spans: &[Span], call_bytes: usize) -> Result<Io, JanusdRunError> {
+fn reads(stack: &mut Stack, spans: &[Span], how: How) -> Result<Io, JanusdRunError> {
+    let call_bytes = how.reader.call_bytes();
+    let faults = !how.mmap.is_off();
     // From an idle device: after whatever F2FS did last (its clock may lead the stack's).
     let fs_now = stack
         .with_fs(|fs| fs.now_ns())
@@ -707,26 +843,38 @@ fn reads(stack: &mut Stack, spans: &[Span], call_bytes: usize) -> Result<Io, Jan
         .map_err(stack_err("idle"))?;
     let requests_before = read_requests(stack)?;
     let ra_before = readahead_counts(stack);
+    let mm_before = fault_counts(stack);
     let mut t = t0;
-    let mut buf = vec![0u8; call_bytes];
+    let mut buf = vec![0u8; call_bytes.max(PAGE_CALL_BYTES)];
     let mut io = Io::default();
-    for (path, offset, len) in spans {
+    for (path, offset, len, mapped) in spans {
         let (h, t1) = stack
             .open(t, path, OpenFlags::default())
             .map_err(stack_err(format!("opening {path}")))?;
         t = t1;
-        let mut at = *offset;
-        while at < offset + len {
-            let n = ((offset + len - at) as usize).min(call_bytes);
-            let (got, t1) = stack
-                .read_at(t, h, at, &mut buf[..n])
+        let fault = faults && *mapped;
+        let step = if fault { PAGE_CALL_BYTES } else { call_bytes };
+        let pieces = match (*mapped, how.code_order) {
+            (true, CodeOrder::Scattered) => scattered_pieces(*offset, *len),
+            _ => vec![(*offset, offset + len)],
+        };
+        for (from, to) in pieces {
+            let mut at = from;
+            while at < to {
+                let n = ((to - at) as usize).min(step);
+                let (got, t1) = match fault {
+                    // A fault maps one page; the launch touches every page of the span.
+                    true => stack.fault_at(t, h, at, &mut buf[..n]),
+                    false => stack.read_at(t, h, at, &mut buf[..n]),
+                }
                 .map_err(stack_err(format!("reading {path}")))?;
-            t = t1;
-            io.bytes += got as u64;
-            if got < n {
-                break;
+                t = t1;
+                io.bytes += got as u64;
+                if got < n {
+                    break;
+                }
+                at += n as u64;
             }
-            at += n as u64;
         }
         t = stack
             .close(t, h)
@@ -738,7 +886,30 @@ fn reads(stack: &mut Stack, spans: &[Span], call_bytes: usize) -> Result<Io, Jan
     let ra_after = readahead_counts(stack);
     io.readahead_pages = ra_after.0 - ra_before.0;
     io.readahead_hits = ra_after.1 - ra_before.1;
+    let mm = fault_counts(stack);
+    io.faults = mm[0] - mm_before[0];
+    io.major_faults = mm[1] - mm_before[1];
+    io.fault_windows = mm[2] - mm_before[2];
+    io.fault_window_pages = mm[3] - mm_before[3];
+    io.fault_readahead_hits = mm[4] - mm_before[4];
+    io.fault_backoffs = mm[5] - mm_before[5];
     Ok(io)
+}
+
+/// The page cache's fault counters so far: faults, major faults, read-around windows and
+/// pages, faults on read-ahead pages, back-offs.
+fn fault_counts(stack: &Stack) -> [u64; 6] {
+    stack.metrics().map_or([0; 6], |m| {
+        let c = &m.cache;
+        [
+            c.mmap_faults,
+            c.mmap_major_faults,
+            c.mmap_windows,
+            c.mmap_window_pages,
+            c.mmap_readahead_hits,
+            c.mmap_backoffs,
+        ]
+    })
 }
 
 /// The page cache's pages read ahead and readahead hits so far.
@@ -762,7 +933,7 @@ fn run_recurrence(
     policy: Option<PeriodicDefrag>,
     period: u32,
     device: &Device,
-    reader: Reader,
+    how: How,
 ) -> Result<Recurrence, JanusdRunError> {
     let mut aging = Aging::new(config, spec)?;
     aging.set_up()?;
@@ -778,7 +949,7 @@ fn run_recurrence(
         if (day + 1) % sample_every == 0 || due {
             let shared = aging.stack();
             let mut stack = shared.lock();
-            let (dof, launch_ms, ms_per_mib) = sample(&mut stack, reader)?;
+            let (dof, launch_ms, ms_per_mib) = sample(&mut stack, how)?;
             points.push(RecurrencePoint {
                 day: day + 1,
                 dof_mean: dof,
@@ -792,7 +963,7 @@ fn run_recurrence(
                 let paths: Vec<&str> = p.paths.iter().map(String::as_str).collect();
                 let c = defrag_pass(&mut stack, p.mode, &paths, device)?;
                 add_cost(&mut cost, &c);
-                after_pass.push(sample(&mut stack, reader)?.0);
+                after_pass.push(sample(&mut stack, how)?.0);
                 last_pass = Some(day);
             }
         }
@@ -823,14 +994,14 @@ fn add_cost(sum: &mut PassCost, c: &PassCost) {
 
 /// Mean DoF of the apps' files, the mean cold launch time of the scenarios' apps and
 /// their launch time per MiB read.
-fn sample(stack: &mut Stack, reader: Reader) -> Result<(f64, f64, f64), JanusdRunError> {
+fn sample(stack: &mut Stack, how: How) -> Result<(f64, f64, f64), JanusdRunError> {
     let frag = frag_of(stack)?;
     let dof = mean(frag.iter().flat_map(|r| &r.files).map(|f| f.dof));
     let mut launches = Vec::new();
     let (mut ns, mut bytes) = (0u64, 0u64);
     for s in &SCENARIOS {
         if let Some(package) = stand_in(s, &frag) {
-            let io = cold_reads(stack, &launch_reads(&package, &frag), reader)?;
+            let io = cold_reads(stack, &launch_reads(&package, &frag), how)?;
             launches.push(io.elapsed_ns as f64 / 1e6);
             ns += io.elapsed_ns;
             bytes += io.bytes;
@@ -1078,7 +1249,16 @@ impl JanusdResults {
             self.device.name,
             self.device.planes,
             self.device.pe_cycles_max,
-            self.reader.describe()
+            {
+                let mut how = self.reader.describe().to_string();
+                if !self.mmap.is_off() {
+                    how += "; mapped code (APK, odex, libraries) faulted page by page, mmap read-around (128 KiB centred on each major fault)";
+                }
+                if !self.code_order.is_sequential() {
+                    how += "; mapped code touched in 64 KiB pieces in a scattered order";
+                }
+                how
+            }
         );
         s += &format!(
             "{:<8} {:>7} {:>8} {:>8} {:>7} {:>7} {:>7} {:>10} {:>10} {:>9} {:>8} {:>10} {:>10}\n",
@@ -1125,6 +1305,22 @@ impl JanusdResults {
                 sum(|io| io.readahead_pages),
                 sum(|io| io.readahead_hits)
             );
+        }
+        if !self.mmap.is_off() {
+            s += "\nlaunches, all apps: faults (major), read-around windows, their pages, faults on pages read ahead, back-offs\n";
+            for m in &self.modes {
+                let sum = |f: fn(&Io) -> u64| m.apps.iter().map(|a| f(&a.launch)).sum::<u64>();
+                s += &format!(
+                    "{:<8} {:>8} ({}) {:>7} {:>9} {:>9} {:>5}\n",
+                    m.mode,
+                    sum(|io| io.faults),
+                    sum(|io| io.major_faults),
+                    sum(|io| io.fault_windows),
+                    sum(|io| io.fault_window_pages),
+                    sum(|io| io.fault_readahead_hits),
+                    sum(|io| io.fault_backoffs)
+                );
+            }
         }
         s += "\nper app: launch ms (DoF of the files read) / scenario MiB/s (cold)\n";
         s += &format!("{:<10} {:<28}", "scenario", "package");

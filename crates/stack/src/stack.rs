@@ -396,6 +396,26 @@ impl Stack {
         Ok(())
     }
 
+    /// A page fault on a mapping of `file` at `offset` (`buf` within that page): the page
+    /// cache's fault path (`cache.readahead.mmap`; with `off`, exactly a `read_at` of the
+    /// same bytes). Counted as a read.
+    pub fn fault_at(
+        &mut self,
+        now: Nanos,
+        file: FileId,
+        offset: u64,
+        buf: &mut [u8],
+    ) -> Result<(usize, Nanos), FileError> {
+        let start = self.enter(now)?;
+        let ino = self.handle(file)?.ino;
+        let (n, end) = self
+            .cache()?
+            .fault(start, ino as u64, offset, buf)
+            .map_err(cache_err)?;
+        let end = self.stamp_times(ino, start, false)?.max(end);
+        Ok((n, self.done("read", start, end, n as u64)))
+    }
+
     /// `sync_all`, the state a clean unmount leaves (a checkpoint).
     pub fn unmount(&mut self, now: Nanos) -> Result<Nanos, FileError> {
         self.sync_all(now)

@@ -127,7 +127,7 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
     }
 
     /// Puts the window's marker on its page if this window read it (`from..to`).
-    fn ra_mark(&mut self, ino: Ino, window: Window, from: u64, to: u64) {
+    pub(super) fn ra_mark(&mut self, ino: Ino, window: Window, from: u64, to: u64) {
         if let Some(marker) = window.marker() {
             if (from..to).contains(&marker) && self.pages.contains_key(&(ino, marker)) {
                 self.ra_marks.insert((ino, marker));
