@@ -15,7 +15,11 @@ pub(crate) const NO_FRAME: u32 = u32::MAX;
 /// slots are immutable until erased), so relocation moves no bytes.
 #[derive(Debug, Default)]
 pub(crate) struct FrameStore {
-    chunks: Vec<Box<[u8]>>,
+    /// The frames' bytes, [`FRAMES_PER_CHUNK`] frames per chunk. A chunk is allocated
+    /// whole but grows frame by frame as frames are first written (never zeroed first:
+    /// after an earlier device is dropped its memory comes back from the heap, which
+    /// `calloc` would have to clear); an imported chunk is full length.
+    chunks: Vec<Vec<u8>>,
     free: Vec<u32>,
     frame_count: u32,
     /// Frame of each slot (`NO_FRAME`: none); untouched entries take no memory.
@@ -70,14 +74,30 @@ impl FrameStore {
         &self.chunks[chunk][offset..offset + self.frame_bytes]
     }
 
-    fn allocate(&mut self) -> u32 {
+    /// A frame holding `data`: a freed one, else the next one of the arena, written in
+    /// place or appended to its chunk.
+    fn allocate(&mut self, data: &[u8]) -> u32 {
         if let Some(frame) = self.free.pop() {
+            // Stored bytes are rarely read back soon: keep them out of the cache.
+            flashstack_sim::memory::copy_streaming(self.frame_mut(frame), data);
             return frame;
         }
         let frame = self.frame_count;
-        if frame as usize / FRAMES_PER_CHUNK == self.chunks.len() {
-            let bytes = FRAMES_PER_CHUNK * self.frame_bytes;
-            self.chunks.push(vec![0u8; bytes].into_boxed_slice());
+        let chunk = frame as usize / FRAMES_PER_CHUNK;
+        if chunk == self.chunks.len() {
+            self.chunks
+                .push(Vec::with_capacity(FRAMES_PER_CHUNK * self.frame_bytes));
+        }
+        let offset = (frame as usize % FRAMES_PER_CHUNK) * self.frame_bytes;
+        if offset < self.chunks[chunk].len() {
+            // The padding of an imported last chunk.
+            flashstack_sim::memory::copy_streaming(
+                &mut self.chunks[chunk][offset..offset + self.frame_bytes],
+                data,
+            );
+        } else {
+            debug_assert_eq!(offset, self.chunks[chunk].len());
+            flashstack_sim::memory::extend_streaming(&mut self.chunks[chunk], data);
         }
         self.frame_count += 1;
         self.refs.push(0);
@@ -120,9 +140,7 @@ impl FrameStore {
         if self.dedup.is_some() {
             return self.put_dedup(slot, data);
         }
-        let frame = self.allocate();
-        // Stored bytes are rarely read back soon: keep them out of the cache.
-        flashstack_sim::memory::copy_streaming(self.frame_mut(frame), data);
+        let frame = self.allocate(data);
         self.frame_of_slot.set(slot as usize, frame);
         self.refs[frame as usize] = 1;
     }
@@ -134,8 +152,7 @@ impl FrameStore {
             self.frame_of_slot.set(slot as usize, frame);
             return;
         }
-        let frame = self.allocate();
-        self.frame_mut(frame).copy_from_slice(data);
+        let frame = self.allocate(data);
         self.frame_of_slot.set(slot as usize, frame);
         self.refs[frame as usize] = 1;
         let dedup = self.dedup.as_mut().expect("checked by the caller");
@@ -160,9 +177,8 @@ impl FrameStore {
         }
         if self.refs[frame as usize] == u16::MAX {
             // A frame shared by as many slots as its count can say: copy it.
-            let copy = self.allocate();
             let bytes = self.frame(frame).to_vec();
-            self.frame_mut(copy).copy_from_slice(&bytes);
+            let copy = self.allocate(&bytes);
             self.refs[copy as usize] = 1;
             self.frame_of_slot.set(slot as usize, copy);
             if let Some(dedup) = self.dedup.as_mut() {
@@ -303,7 +319,7 @@ impl FrameStore {
             return Err(format!("frame {unused} is stored but no slot refers to it"));
         }
         let mut store = FrameStore {
-            chunks,
+            chunks: chunks.into_iter().map(Vec::from).collect(),
             free: Vec::new(),
             frame_count,
             frame_of_slot: LazyTable::from_values(&slot_frame),
