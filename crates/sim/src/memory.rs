@@ -45,16 +45,33 @@ pub fn advise_dense<T>(table: &[T]) {
 /// memory. Device tables whose empty value is `u32::MAX` (the L2P table, a slot's stored
 /// frame) use it so a 512 GiB device starts at once and its memory follows the data
 /// written. The complement costs one instruction per access.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default)]
 pub struct LazyTable {
     raw: Vec<u32>,
+    /// One bit per [`LAZY_PAGE_ENTRIES`] entries: set once any of them was written, so
+    /// [`LazyTable::next_set`] passes over the rest without reading them (a first read
+    /// of a never-written page faults it in, even as zeros).
+    written: Vec<u64>,
 }
+
+/// Entries of a [`LazyTable`] per bit of its written map (4 KiB of entries).
+const LAZY_PAGE_ENTRIES: usize = 1024;
+
+impl PartialEq for LazyTable {
+    fn eq(&self, other: &LazyTable) -> bool {
+        // The written map is a hint: equal entries are equal tables.
+        self.raw == other.raw
+    }
+}
+
+impl Eq for LazyTable {}
 
 impl LazyTable {
     /// `len` entries, all `u32::MAX`.
     pub fn new(len: usize) -> LazyTable {
         LazyTable {
             raw: zeroed_table(len),
+            written: vec![0; len.div_ceil(LAZY_PAGE_ENTRIES * 64)],
         }
     }
 
@@ -64,7 +81,19 @@ impl LazyTable {
         for (raw, &v) in table.raw.iter_mut().zip(values) {
             *raw = !v;
         }
+        table.written.fill(u64::MAX);
         table
+    }
+
+    #[inline]
+    fn note_written(&mut self, i: usize) {
+        let page = i / LAZY_PAGE_ENTRIES;
+        self.written[page / 64] |= 1 << (page % 64);
+    }
+
+    #[inline]
+    fn page_written(&self, page: usize) -> bool {
+        self.written[page / 64] & (1 << (page % 64)) != 0
     }
 
     #[inline]
@@ -92,12 +121,15 @@ impl LazyTable {
     #[inline]
     pub fn set(&mut self, i: usize, value: u32) {
         self.raw[i] = !value;
+        self.note_written(i);
     }
 
     /// Sets entry `i` and returns what it held.
     #[inline]
     pub fn replace(&mut self, i: usize, value: u32) -> u32 {
-        !std::mem::replace(&mut self.raw[i], !value)
+        let old = !std::mem::replace(&mut self.raw[i], !value);
+        self.note_written(i);
+        old
     }
 
     /// Every entry back to `u32::MAX`, returning the memory to the kernel.
@@ -116,24 +148,32 @@ impl LazyTable {
     }
 
     /// The first index of `range` whose entry is not `u32::MAX`, if any: a scan that
-    /// skips unwritten stretches 64 entries at a time (trimming a whole empty device
-    /// visits each of its millions of entries otherwise).
+    /// passes over never-written pages without reading them and over unwritten
+    /// stretches 64 entries at a time (trimming a whole empty device visits each of its
+    /// millions of entries otherwise).
     pub fn next_set(&self, range: std::ops::Range<usize>) -> Option<usize> {
         const STRIDE: usize = 64;
-        let raw = &self.raw[range.clone()];
-        if raw.first().is_some_and(|&r| r != 0) {
+        let end = range.end.min(self.raw.len());
+        let mut at = range.start;
+        if at < end && self.raw[at] != 0 {
             // Dense tables answer at once.
-            return Some(range.start);
+            return Some(at);
         }
-        let mut at = 0;
-        while at < raw.len() {
-            let end = (at + STRIDE).min(raw.len());
-            // An OR over whole stretches vectorizes; the search inside one does not.
-            if raw[at..end].iter().fold(0, |any, &r| any | r) != 0 {
-                let inside = raw[at..end].iter().position(|&r| r != 0);
-                return inside.map(|i| range.start + at + i);
+        while at < end {
+            let page_end = ((at / LAZY_PAGE_ENTRIES + 1) * LAZY_PAGE_ENTRIES).min(end);
+            if !self.page_written(at / LAZY_PAGE_ENTRIES) {
+                at = page_end;
+                continue;
             }
-            at = end;
+            while at < page_end {
+                let stop = (at + STRIDE).min(page_end);
+                let raw = &self.raw[at..stop];
+                // An OR over whole stretches vectorizes; the search inside one does not.
+                if raw.iter().fold(0, |any, &r| any | r) != 0 {
+                    return raw.iter().position(|&r| r != 0).map(|i| at + i);
+                }
+                at = stop;
+            }
         }
         None
     }
@@ -466,6 +506,10 @@ mod tests {
         assert_eq!(t.next_set(6..3 << 20), Some(7));
         assert_eq!(t.next_set(8..3 << 20), None);
         assert_eq!(t.next_set(6..7), None);
+        assert_eq!(t.next_set(5..5), None);
+        t.set(5000, 3);
+        t.set(5000, u32::MAX);
+        assert_eq!(t.next_set(8..3 << 20), None);
         t.set((3 << 20) - 1, 9);
         assert_eq!(t.next_set(100..3 << 20), Some((3 << 20) - 1));
         for start in 0..130 {
@@ -502,6 +546,35 @@ mod tests {
                 expected.extend_from_slice(&src[5..5 + len]);
                 assert_eq!(appended, expected, "len {len} start {start}");
             }
+        }
+    }
+
+    #[test]
+    fn fresh_zeroed_tables_keep_contents_through_realloc() {
+        use super::{FreshZeroedTables, FRESH_ZEROED_MIN_BYTES};
+        use std::alloc::{GlobalAlloc, Layout};
+        let a = FreshZeroedTables;
+        let big = 2 * FRESH_ZEROED_MIN_BYTES;
+        // SAFETY: sizes are non-zero; every block is freed once with its layout.
+        unsafe {
+            let layout = Layout::from_size_align(big, 8).unwrap();
+            let p = a.alloc_zeroed(layout);
+            assert!(!p.is_null());
+            let block = std::slice::from_raw_parts_mut(p, big);
+            assert!(block.iter().step_by(4093).all(|&b| b == 0));
+            block[0] = 7;
+            block[big - 1] = 9;
+            let p = a.realloc(p, layout, 2 * big);
+            let grown = std::slice::from_raw_parts_mut(p, 2 * big);
+            assert_eq!((grown[0], grown[big - 1]), (7, 9));
+            grown[2 * big - 1] = 11;
+            let p = a.realloc(p, Layout::from_size_align(2 * big, 8).unwrap(), 4096);
+            assert_eq!(*p, 7);
+            a.dealloc(p, Layout::from_size_align(4096, 8).unwrap());
+            let small = Layout::from_size_align(4096, 8).unwrap();
+            let q = a.alloc_zeroed(small);
+            assert!(std::slice::from_raw_parts(q, 4096).iter().all(|&b| b == 0));
+            a.dealloc(q, small);
         }
     }
 }
