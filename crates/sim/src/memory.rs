@@ -424,28 +424,21 @@ pub fn copy_streaming(dst: &mut [u8], src: &[u8]) {
     }
 }
 
-/// Appends `src` to `dst` as [`copy_streaming`] copies, into capacity `dst` already has:
-/// the new bytes are written once, never zeroed first (a store's frames grow this way,
-/// so recycled heap memory costs no `memset`). Same result as `extend_from_slice`.
+/// Copies `src` into memory that may not hold initialized bytes yet (same length), as
+/// [`copy_streaming`] does: a store's frames are written this way into chunks that were
+/// never zeroed (after an earlier device is dropped its memory comes back from the heap,
+/// which `calloc` would have to clear). Afterwards `dst` holds `src`'s bytes.
 #[inline]
-pub fn extend_streaming(dst: &mut Vec<u8>, src: &[u8]) {
-    assert!(
-        dst.capacity() - dst.len() >= src.len(),
-        "extend_streaming: no room for {} bytes",
-        src.len()
-    );
-    let len = dst.len();
-    let spare = &mut dst.spare_capacity_mut()[..src.len()];
-    // SAFETY: the spare capacity is valid for writes of `src.len()` bytes (checked above)
-    // and cannot overlap `src`, which is borrowed shared while `dst` is borrowed mutably.
-    let streamed = unsafe { stream_lines(spare.as_mut_ptr().cast::<u8>(), src.as_ptr(), src.len()) };
+pub fn copy_streaming_uninit(dst: &mut [std::mem::MaybeUninit<u8>], src: &[u8]) {
+    assert_eq!(dst.len(), src.len(), "copy_streaming_uninit: lengths differ");
+    // SAFETY: `dst` is valid for writes and `src` for reads of `len` bytes, and they do
+    // not overlap (one is borrowed mutably).
+    let streamed = unsafe { stream_lines(dst.as_mut_ptr().cast::<u8>(), src.as_ptr(), src.len()) };
     if !streamed {
-        for (d, &s) in spare.iter_mut().zip(src) {
+        for (d, &s) in dst.iter_mut().zip(src) {
             d.write(s);
         }
     }
-    // SAFETY: the `src.len()` bytes after `len` were all written just above.
-    unsafe { dst.set_len(len + src.len()) };
 }
 
 /// Copies `len` bytes with non-temporal stores when the copy suits them (x86_64, at least
@@ -488,7 +481,7 @@ unsafe fn stream_lines(dst: *mut u8, src: *const u8, len: usize) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::{copy_streaming, extend_streaming, zeroed_table, LazyTable};
+    use super::{copy_streaming, copy_streaming_uninit, zeroed_table, LazyTable};
 
     #[test]
     fn lazy_table_reads_max_until_written() {
@@ -535,16 +528,17 @@ mod tests {
     }
 
     #[test]
-    fn streaming_append_equals_extend() {
+    fn streaming_copy_into_uninit_equals_plain_copy() {
         let src: Vec<u8> = (0..8192u32).map(|i| (i * 31 % 251) as u8).collect();
         for len in [0usize, 1, 63, 64, 256, 4096, 4160] {
-            for start in [0usize, 1, 16] {
-                let mut appended = Vec::with_capacity(start + len);
-                appended.extend_from_slice(&src[..start]);
-                extend_streaming(&mut appended, &src[5..5 + len]);
-                let mut expected = src[..start].to_vec();
-                expected.extend_from_slice(&src[5..5 + len]);
-                assert_eq!(appended, expected, "len {len} start {start}");
+            for offset in [0usize, 1, 16] {
+                let mut buffer = Box::<[u8]>::new_uninit_slice(8192 + 64);
+                copy_streaming_uninit(&mut buffer[offset..offset + len], &src[5..5 + len]);
+                // SAFETY: exactly these bytes were written above.
+                let written = unsafe {
+                    std::slice::from_raw_parts(buffer[offset..].as_ptr().cast::<u8>(), len)
+                };
+                assert_eq!(written, &src[5..5 + len], "len {len} offset {offset}");
             }
         }
     }
