@@ -430,7 +430,11 @@ pub fn copy_streaming(dst: &mut [u8], src: &[u8]) {
 /// which `calloc` would have to clear). Afterwards `dst` holds `src`'s bytes.
 #[inline]
 pub fn copy_streaming_uninit(dst: &mut [std::mem::MaybeUninit<u8>], src: &[u8]) {
-    assert_eq!(dst.len(), src.len(), "copy_streaming_uninit: lengths differ");
+    assert_eq!(
+        dst.len(),
+        src.len(),
+        "copy_streaming_uninit: lengths differ"
+    );
     // SAFETY: `dst` is valid for writes and `src` for reads of `len` bytes, and they do
     // not overlap (one is borrowed mutably).
     let streamed = unsafe { stream_lines(dst.as_mut_ptr().cast::<u8>(), src.as_ptr(), src.len()) };
