@@ -129,6 +129,12 @@ struct InspectArgs {
     json: bool,
 }
 
+/// Large zeroed tables as fresh mappings (a device's tables are mostly never written):
+/// see `FreshZeroedTables`.
+#[global_allocator]
+static ALLOCATOR: flashstack_sim::memory::FreshZeroedTables =
+    flashstack_sim::memory::FreshZeroedTables;
+
 fn main() {
     exit_quietly_on_closed_pipe();
     flashstack_sim::memory::tune_allocator();

@@ -314,10 +314,13 @@ impl Ftl {
             self.build_copies();
         }
         let mut trimmed = self.mapping_cache.is_some().then(Vec::new);
-        for lpn in lba as u32..lba as u32 + count {
-            if self.mapping.l2p.at(lpn as usize) == UNMAPPED {
-                continue;
-            }
+        let end = lba as usize + count as usize;
+        let mut from = lba as usize;
+        // Each mapped page in order, the next one looked up only after the previous one's
+        // work (which may move others) is done.
+        while let Some(next) = self.mapping.l2p.next_set(from..end) {
+            from = next + 1;
+            let lpn = next as u32;
             if let Some(t) = trimmed.as_mut() {
                 t.push(lpn);
             }

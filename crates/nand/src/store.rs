@@ -1,6 +1,7 @@
 //! Sparse storage of page bytes: only slots that were programmed with data hold memory.
 
 use std::collections::HashMap;
+use std::mem::MaybeUninit;
 
 use flashstack_sim::memory::LazyTable;
 
@@ -9,13 +10,24 @@ use flashstack_sim::memory::LazyTable;
 pub const FRAMES_PER_CHUNK: usize = 256;
 pub(crate) const NO_FRAME: u32 = u32::MAX;
 
+/// What a frame written with zeros reads as (frames are at most 4 KiB).
+static ZEROS: [u8; crate::SLOT_SIZE as usize] = [0; crate::SLOT_SIZE as usize];
+
 /// An arena of 4 KiB frames plus a map from physical slot to frame. Frames freed by an erase
 /// are reused before the arena grows, so memory tracks the bytes actually stored. A slot
 /// relocated by GC shares its source's frame (copy-on-write is never needed: programmed
 /// slots are immutable until erased), so relocation moves no bytes.
 #[derive(Debug, Default)]
 pub(crate) struct FrameStore {
-    chunks: Vec<Box<[u8]>>,
+    /// The frames' bytes, [`FRAMES_PER_CHUNK`] frames per chunk. Chunks are allocated
+    /// without being zeroed (after an earlier device is dropped its memory comes back
+    /// from the heap, which `calloc` would have to clear): a frame's bytes are
+    /// initialized when it is written with data that is not all zeros; a frame written
+    /// with zeros (`zero_frame`) is never read from here.
+    chunks: Vec<Box<[MaybeUninit<u8>]>>,
+    /// Per frame, whether it holds only zeros (its chunk bytes then unused): mkfs zeroes
+    /// tens of MiB of NAT and SIT blocks on a phone-sized device, which need no copy.
+    zero_frame: Vec<bool>,
     free: Vec<u32>,
     frame_count: u32,
     /// Frame of each slot (`NO_FRAME`: none); untouched entries take no memory.
@@ -58,29 +70,53 @@ impl FrameStore {
         }
     }
 
-    fn frame_mut(&mut self, frame: u32) -> &mut [u8] {
-        let chunk = frame as usize / FRAMES_PER_CHUNK;
-        let offset = (frame as usize % FRAMES_PER_CHUNK) * self.frame_bytes;
-        &mut self.chunks[chunk][offset..offset + self.frame_bytes]
-    }
-
     fn frame(&self, frame: u32) -> &[u8] {
+        if self.zero_frame[frame as usize] {
+            return &ZEROS[..self.frame_bytes];
+        }
         let chunk = frame as usize / FRAMES_PER_CHUNK;
         let offset = (frame as usize % FRAMES_PER_CHUNK) * self.frame_bytes;
-        &self.chunks[chunk][offset..offset + self.frame_bytes]
+        let bytes = &self.chunks[chunk][offset..offset + self.frame_bytes];
+        // SAFETY: a frame not marked zero was written in full (`write_frame`) or imported
+        // (initialized bytes), so these bytes are initialized.
+        unsafe { std::slice::from_raw_parts(bytes.as_ptr().cast::<u8>(), bytes.len()) }
     }
 
-    fn allocate(&mut self) -> u32 {
-        if let Some(frame) = self.free.pop() {
-            return frame;
+    /// Makes `frame` hold `data`.
+    fn write_frame(&mut self, frame: u32, data: &[u8]) {
+        // An OR over each 64 bytes vectorizes; most data differs from zero in the first.
+        let zero = data
+            .chunks(64)
+            .all(|line| line.iter().fold(0, |any, &b| any | b) == 0);
+        self.zero_frame[frame as usize] = zero;
+        if !zero {
+            let chunk = frame as usize / FRAMES_PER_CHUNK;
+            let offset = (frame as usize % FRAMES_PER_CHUNK) * self.frame_bytes;
+            // Stored bytes are rarely read back soon: keep them out of the cache.
+            flashstack_sim::memory::copy_streaming_uninit(
+                &mut self.chunks[chunk][offset..offset + self.frame_bytes],
+                data,
+            );
         }
-        let frame = self.frame_count;
-        if frame as usize / FRAMES_PER_CHUNK == self.chunks.len() {
-            let bytes = FRAMES_PER_CHUNK * self.frame_bytes;
-            self.chunks.push(vec![0u8; bytes].into_boxed_slice());
-        }
-        self.frame_count += 1;
-        self.refs.push(0);
+    }
+
+    /// A frame holding `data`: a freed one, else the next one of the arena.
+    fn allocate(&mut self, data: &[u8]) -> u32 {
+        let frame = match self.free.pop() {
+            Some(frame) => frame,
+            None => {
+                let frame = self.frame_count;
+                if frame as usize / FRAMES_PER_CHUNK == self.chunks.len() {
+                    let bytes = FRAMES_PER_CHUNK * self.frame_bytes;
+                    self.chunks.push(Box::new_uninit_slice(bytes));
+                }
+                self.frame_count += 1;
+                self.refs.push(0);
+                self.zero_frame.push(true);
+                frame
+            }
+        };
+        self.write_frame(frame, data);
         frame
     }
 
@@ -120,9 +156,7 @@ impl FrameStore {
         if self.dedup.is_some() {
             return self.put_dedup(slot, data);
         }
-        let frame = self.allocate();
-        // Stored bytes are rarely read back soon: keep them out of the cache.
-        flashstack_sim::memory::copy_streaming(self.frame_mut(frame), data);
+        let frame = self.allocate(data);
         self.frame_of_slot.set(slot as usize, frame);
         self.refs[frame as usize] = 1;
     }
@@ -134,8 +168,7 @@ impl FrameStore {
             self.frame_of_slot.set(slot as usize, frame);
             return;
         }
-        let frame = self.allocate();
-        self.frame_mut(frame).copy_from_slice(data);
+        let frame = self.allocate(data);
         self.frame_of_slot.set(slot as usize, frame);
         self.refs[frame as usize] = 1;
         let dedup = self.dedup.as_mut().expect("checked by the caller");
@@ -160,9 +193,8 @@ impl FrameStore {
         }
         if self.refs[frame as usize] == u16::MAX {
             // A frame shared by as many slots as its count can say: copy it.
-            let copy = self.allocate();
             let bytes = self.frame(frame).to_vec();
-            self.frame_mut(copy).copy_from_slice(&bytes);
+            let copy = self.allocate(&bytes);
             self.refs[copy as usize] = 1;
             self.frame_of_slot.set(slot as usize, copy);
             if let Some(dedup) = self.dedup.as_mut() {
@@ -303,7 +335,15 @@ impl FrameStore {
             return Err(format!("frame {unused} is stored but no slot refers to it"));
         }
         let mut store = FrameStore {
-            chunks,
+            chunks: chunks
+                .into_iter()
+                .map(|chunk| {
+                    // SAFETY: `[u8]` and `[MaybeUninit<u8>]` have the same layout, and
+                    // initialized bytes are valid `MaybeUninit<u8>`.
+                    unsafe { Box::from_raw(Box::into_raw(chunk) as *mut [MaybeUninit<u8>]) }
+                })
+                .collect(),
+            zero_frame: vec![false; frame_count as usize],
             free: Vec::new(),
             frame_count,
             frame_of_slot: LazyTable::from_values(&slot_frame),
@@ -342,4 +382,52 @@ pub struct StoredFrames {
     /// The frames' bytes in index order, [`FRAMES_PER_CHUNK`] frames per chunk (the last
     /// chunk padded with zeros).
     pub chunks: Vec<Box<[u8]>>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{FrameStore, FRAMES_PER_CHUNK};
+
+    fn read(store: &FrameStore, slot: u64) -> Vec<u8> {
+        let mut out = vec![7u8; 4096];
+        store.get(slot, &mut out);
+        out
+    }
+
+    /// Frames written with zeros keep no bytes but read, share, free, reuse, export and
+    /// import as any other frame.
+    #[test]
+    fn zero_frames_behave_as_stored_frames() {
+        let slots = (FRAMES_PER_CHUNK * 3) as u64;
+        let mut store = FrameStore::new(slots, 4096);
+        let zeros = vec![0u8; 4096];
+        let mut last_byte = vec![0u8; 4096];
+        last_byte[4095] = 1;
+        for slot in 0..slots / 2 {
+            let data = if slot % 3 == 0 { &zeros } else { &last_byte };
+            store.put(slot, data);
+        }
+        assert_eq!(store.frames_in_use(), slots / 2);
+        assert_eq!(read(&store, 0), zeros);
+        assert_eq!(read(&store, 1), last_byte);
+        assert_eq!(read(&store, slots - 1), zeros, "never programmed");
+        store.share(slots - 1, 1);
+        assert_eq!(read(&store, slots - 1), last_byte);
+        // A freed zero frame reused for data, and a freed data frame for zeros.
+        store.release(0);
+        store.release(2);
+        store.put(slots - 2, &last_byte);
+        store.put(slots - 3, &zeros);
+        assert_eq!(read(&store, slots - 2), last_byte);
+        assert_eq!(read(&store, slots - 3), zeros);
+        let exported = store.export();
+        let back = FrameStore::import(exported.clone(), 4096, false).unwrap();
+        assert_eq!(back.export(), exported);
+        for slot in 0..slots {
+            assert_eq!(read(&back, slot), read(&store, slot), "slot {slot}");
+        }
+        let mut deduped = FrameStore::import(exported, 4096, true).unwrap();
+        deduped.put(slots - 4, &zeros);
+        assert_eq!(read(&deduped, slots - 4), zeros);
+    }
 }

@@ -11,7 +11,10 @@ const HIGHEST_TRACKABLE_NS: u64 = 3_600 * crate::NS_PER_SEC;
 /// `clamped_count`) rather than dropped, so no request disappears from the figures.
 #[derive(Clone, Debug)]
 pub struct LatencyHistogram {
-    histogram: Histogram<u64>,
+    /// Built at the first value: its counts take about 340 KiB, zeroed when allocated,
+    /// and a stack makes many histograms that never see a value (per operation kind,
+    /// per measurement).
+    histogram: Option<Box<Histogram<u64>>>,
     clamped_count: u64,
     sum_ns: u128,
 }
@@ -47,13 +50,20 @@ impl Default for LatencyHistogram {
 
 impl LatencyHistogram {
     pub fn new() -> Self {
-        let histogram = Histogram::new_with_bounds(1, HIGHEST_TRACKABLE_NS, 3)
-            .expect("static histogram bounds are valid");
         LatencyHistogram {
-            histogram,
+            histogram: None,
             clamped_count: 0,
             sum_ns: 0,
         }
+    }
+
+    fn histogram_mut(&mut self) -> &mut Histogram<u64> {
+        self.histogram.get_or_insert_with(|| {
+            Box::new(
+                Histogram::new_with_bounds(1, HIGHEST_TRACKABLE_NS, 3)
+                    .expect("static histogram bounds are valid"),
+            )
+        })
     }
 
     #[inline]
@@ -65,13 +75,13 @@ impl LatencyHistogram {
             self.clamped_count += 1;
         }
         self.sum_ns += latency_ns as u128;
-        self.histogram
+        self.histogram_mut()
             .record(value)
             .expect("value is clamped into the trackable range");
     }
 
     pub fn count(&self) -> u64 {
-        self.histogram.len()
+        self.histogram.as_ref().map_or(0, |h| h.len())
     }
 
     pub fn clamped_count(&self) -> u64 {
@@ -79,19 +89,24 @@ impl LatencyHistogram {
     }
 
     pub fn merge(&mut self, other: &LatencyHistogram) {
-        self.histogram
-            .add(&other.histogram)
-            .expect("histograms share bounds");
+        if let Some(theirs) = other.histogram.as_deref() {
+            self.histogram_mut()
+                .add(theirs)
+                .expect("histograms share bounds");
+        }
         self.clamped_count += other.clamped_count;
         self.sum_ns += other.sum_ns;
     }
 
     pub fn summary(&self) -> LatencySummary {
-        let count = self.histogram.len();
+        let Some(histogram) = self.histogram.as_deref() else {
+            return LatencySummary::default();
+        };
+        let count = histogram.len();
         if count == 0 {
             return LatencySummary::default();
         }
-        let q = |quantile: f64| self.histogram.value_at_quantile(quantile);
+        let q = |quantile: f64| histogram.value_at_quantile(quantile);
         LatencySummary {
             count,
             latency_ns_mean: (self.sum_ns / count as u128) as u64,
@@ -99,7 +114,7 @@ impl LatencyHistogram {
             latency_ns_p90: q(0.90),
             latency_ns_p99: q(0.99),
             latency_ns_p999: q(0.999),
-            latency_ns_max: self.histogram.max(),
+            latency_ns_max: histogram.max(),
             cdf: CDF_QUANTILES.iter().map(|&p| (p, q(p))).collect(),
         }
     }
@@ -158,5 +173,20 @@ mod tests {
         h.record(u64::MAX / 4);
         assert_eq!(h.count(), 1);
         assert_eq!(h.clamped_count(), 1);
+    }
+
+    #[test]
+    fn merging_into_and_from_empty_histograms() {
+        let mut h = LatencyHistogram::new();
+        for v in 1..=100u64 {
+            h.record(v * 10);
+        }
+        let mut into_empty = LatencyHistogram::new();
+        into_empty.merge(&h);
+        assert_eq!(into_empty.summary(), h.summary());
+        let before = h.summary();
+        h.merge(&LatencyHistogram::new());
+        assert_eq!(h.summary(), before);
+        assert_eq!(LatencyHistogram::new().count(), 0);
     }
 }

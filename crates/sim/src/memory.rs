@@ -45,16 +45,33 @@ pub fn advise_dense<T>(table: &[T]) {
 /// memory. Device tables whose empty value is `u32::MAX` (the L2P table, a slot's stored
 /// frame) use it so a 512 GiB device starts at once and its memory follows the data
 /// written. The complement costs one instruction per access.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default)]
 pub struct LazyTable {
     raw: Vec<u32>,
+    /// One bit per [`LAZY_PAGE_ENTRIES`] entries: set once any of them was written, so
+    /// [`LazyTable::next_set`] passes over the rest without reading them (a first read
+    /// of a never-written page faults it in, even as zeros).
+    written: Vec<u64>,
 }
+
+/// Entries of a [`LazyTable`] per bit of its written map (4 KiB of entries).
+const LAZY_PAGE_ENTRIES: usize = 1024;
+
+impl PartialEq for LazyTable {
+    fn eq(&self, other: &LazyTable) -> bool {
+        // The written map is a hint: equal entries are equal tables.
+        self.raw == other.raw
+    }
+}
+
+impl Eq for LazyTable {}
 
 impl LazyTable {
     /// `len` entries, all `u32::MAX`.
     pub fn new(len: usize) -> LazyTable {
         LazyTable {
             raw: zeroed_table(len),
+            written: vec![0; len.div_ceil(LAZY_PAGE_ENTRIES * 64)],
         }
     }
 
@@ -64,7 +81,19 @@ impl LazyTable {
         for (raw, &v) in table.raw.iter_mut().zip(values) {
             *raw = !v;
         }
+        table.written.fill(u64::MAX);
         table
+    }
+
+    #[inline]
+    fn note_written(&mut self, i: usize) {
+        let page = i / LAZY_PAGE_ENTRIES;
+        self.written[page / 64] |= 1 << (page % 64);
+    }
+
+    #[inline]
+    fn page_written(&self, page: usize) -> bool {
+        self.written[page / 64] & (1 << (page % 64)) != 0
     }
 
     #[inline]
@@ -92,12 +121,15 @@ impl LazyTable {
     #[inline]
     pub fn set(&mut self, i: usize, value: u32) {
         self.raw[i] = !value;
+        self.note_written(i);
     }
 
     /// Sets entry `i` and returns what it held.
     #[inline]
     pub fn replace(&mut self, i: usize, value: u32) -> u32 {
-        !std::mem::replace(&mut self.raw[i], !value)
+        let old = !std::mem::replace(&mut self.raw[i], !value);
+        self.note_written(i);
+        old
     }
 
     /// Every entry back to `u32::MAX`, returning the memory to the kernel.
@@ -113,6 +145,37 @@ impl LazyTable {
     /// The entries of `range`.
     pub fn range(&self, range: std::ops::Range<usize>) -> impl ExactSizeIterator<Item = u32> + '_ {
         self.raw[range].iter().map(|&r| !r)
+    }
+
+    /// The first index of `range` whose entry is not `u32::MAX`, if any: a scan that
+    /// passes over never-written pages without reading them and over unwritten
+    /// stretches 64 entries at a time (trimming a whole empty device visits each of its
+    /// millions of entries otherwise).
+    pub fn next_set(&self, range: std::ops::Range<usize>) -> Option<usize> {
+        const STRIDE: usize = 64;
+        let end = range.end.min(self.raw.len());
+        let mut at = range.start;
+        if at < end && self.raw[at] != 0 {
+            // Dense tables answer at once.
+            return Some(at);
+        }
+        while at < end {
+            let page_end = ((at / LAZY_PAGE_ENTRIES + 1) * LAZY_PAGE_ENTRIES).min(end);
+            if !self.page_written(at / LAZY_PAGE_ENTRIES) {
+                at = page_end;
+                continue;
+            }
+            while at < page_end {
+                let stop = (at + STRIDE).min(page_end);
+                let raw = &self.raw[at..stop];
+                // An OR over whole stretches vectorizes; the search inside one does not.
+                if raw.iter().fold(0, |any, &r| any | r) != 0 {
+                    return raw.iter().position(|&r| r != 0).map(|i| at + i);
+                }
+                at = stop;
+            }
+        }
+        None
     }
 
     /// The entries as a plain vector.
@@ -175,6 +238,162 @@ pub fn tune_allocator() {
     }
 }
 
+/// Zeroed allocations of this many bytes or more are fresh mappings under
+/// [`FreshZeroedTables`] (every device table of a phone-sized device is larger).
+pub const FRESH_ZEROED_MIN_BYTES: usize = 4 << 20;
+
+/// Fresh mappings [`FreshZeroedTables`] tracks at once (a device holds about ten tables);
+/// beyond them zeroed allocations come from the C allocator as usual.
+const FRESH_MAPPINGS_MAX: usize = 1024;
+
+/// The addresses of the live fresh mappings (0: a free entry, 1: an entry being filled).
+static FRESH_MAPPINGS: [std::sync::atomic::AtomicUsize; FRESH_MAPPINGS_MAX] =
+    [const { std::sync::atomic::AtomicUsize::new(0) }; FRESH_MAPPINGS_MAX];
+
+/// A global allocator for processes that build and drop whole simulated devices one after
+/// another (`bench --personas`, sweeps): the system allocator, except that a zeroed
+/// allocation of [`FRESH_ZEROED_MIN_BYTES`] or more is always a fresh anonymous mapping.
+/// glibc serves a large `calloc` from free heap whenever it has room, whatever its mmap
+/// threshold, and must then clear it: after one device is dropped, the next device's
+/// tables (tens of MiB each on a 16 GiB device, mostly never written) were cleared in
+/// full. A fresh mapping reads as zeros for nothing and takes memory only where written,
+/// which is what [`zeroed_table`] and [`LazyTable`] promise. Allocation never changes
+/// results.
+pub struct FreshZeroedTables;
+
+#[cfg(target_os = "linux")]
+impl FreshZeroedTables {
+    /// The registry entry holding `ptr`, if it is a fresh mapping.
+    fn entry_of(ptr: *mut u8) -> Option<&'static std::sync::atomic::AtomicUsize> {
+        use std::sync::atomic::Ordering;
+        FRESH_MAPPINGS
+            .iter()
+            .find(|e| e.load(Ordering::Acquire) == ptr as usize)
+    }
+
+    /// A fresh zeroed mapping of `size` bytes, registered; `None` when the registry is
+    /// full or the kernel refuses.
+    fn map(size: usize) -> Option<*mut u8> {
+        use std::sync::atomic::Ordering;
+        let entry = FRESH_MAPPINGS.iter().find(|e| {
+            e.compare_exchange(0, 1, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+        })?;
+        // SAFETY: an anonymous private mapping of `size` bytes at an address the kernel
+        // chooses touches no existing memory.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                size,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if ptr == libc::MAP_FAILED {
+            entry.store(0, Ordering::Release);
+            return None;
+        }
+        entry.store(ptr as usize, Ordering::Release);
+        Some(ptr.cast())
+    }
+}
+
+// SAFETY: every block comes either from `System`, and goes back to it, or from a fresh
+// mapping of at least `layout.size()` bytes, page aligned (so any alignment up to a page
+// holds), which is registered while it lives and unmapped when freed; the registry tells
+// the two apart by address.
+#[cfg(target_os = "linux")]
+unsafe impl std::alloc::GlobalAlloc for FreshZeroedTables {
+    unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
+        // SAFETY: forwarded under the caller's contract.
+        unsafe { std::alloc::System.alloc(layout) }
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: std::alloc::Layout) -> *mut u8 {
+        if layout.size() >= FRESH_ZEROED_MIN_BYTES && layout.align() <= 4096 {
+            if let Some(ptr) = Self::map(layout.size()) {
+                return ptr;
+            }
+        }
+        // SAFETY: forwarded under the caller's contract.
+        unsafe { std::alloc::System.alloc_zeroed(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
+        if layout.size() >= FRESH_ZEROED_MIN_BYTES {
+            if let Some(entry) = Self::entry_of(ptr) {
+                // SAFETY: `ptr` is a live fresh mapping of `layout.size()` bytes (the
+                // registry says so), and the caller gives it up.
+                unsafe { libc::munmap(ptr.cast(), layout.size()) };
+                entry.store(0, std::sync::atomic::Ordering::Release);
+                return;
+            }
+        }
+        // SAFETY: not a fresh mapping, so `System` allocated it.
+        unsafe { std::alloc::System.dealloc(ptr, layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: std::alloc::Layout, new_size: usize) -> *mut u8 {
+        if layout.size() >= FRESH_ZEROED_MIN_BYTES {
+            if let Some(entry) = Self::entry_of(ptr) {
+                if new_size < FRESH_ZEROED_MIN_BYTES {
+                    // Registered mappings are all large (`dealloc` looks only at those):
+                    // a small one goes back to `System`.
+                    // SAFETY: a non-zero size with the block's alignment.
+                    let small = unsafe {
+                        std::alloc::System.alloc(std::alloc::Layout::from_size_align_unchecked(
+                            new_size,
+                            layout.align(),
+                        ))
+                    };
+                    if small.is_null() {
+                        return small;
+                    }
+                    // SAFETY: both blocks hold at least `new_size` bytes and are distinct;
+                    // the mapping is then given up, as `realloc` frees the old block.
+                    unsafe {
+                        std::ptr::copy_nonoverlapping(ptr, small, new_size);
+                        libc::munmap(ptr.cast(), layout.size());
+                    }
+                    entry.store(0, std::sync::atomic::Ordering::Release);
+                    return small;
+                }
+                // SAFETY: `ptr` is a live fresh mapping of `layout.size()` bytes; the kernel
+                // keeps its contents, moving it if it must, and `new_size` is not zero.
+                let moved = unsafe {
+                    libc::mremap(ptr.cast(), layout.size(), new_size, libc::MREMAP_MAYMOVE)
+                };
+                if moved == libc::MAP_FAILED {
+                    return std::ptr::null_mut();
+                }
+                entry.store(moved as usize, std::sync::atomic::Ordering::Release);
+                return moved.cast();
+            }
+        }
+        // SAFETY: not a fresh mapping, so `System` allocated it.
+        unsafe { std::alloc::System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+// SAFETY: `System`'s, forwarded.
+unsafe impl std::alloc::GlobalAlloc for FreshZeroedTables {
+    unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
+        unsafe { std::alloc::System.alloc(layout) }
+    }
+    unsafe fn alloc_zeroed(&self, layout: std::alloc::Layout) -> *mut u8 {
+        unsafe { std::alloc::System.alloc_zeroed(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
+        unsafe { std::alloc::System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: std::alloc::Layout, new_size: usize) -> *mut u8 {
+        unsafe { std::alloc::System.realloc(ptr, layout, new_size) }
+    }
+}
+
 #[cfg(not(target_os = "linux"))]
 fn advise_huge_pages(_start: usize, _bytes: usize) {}
 
@@ -198,21 +417,54 @@ pub fn prefetch<T>(value: &T) {
 #[inline]
 pub fn copy_streaming(dst: &mut [u8], src: &[u8]) {
     assert_eq!(dst.len(), src.len(), "copy_streaming: lengths differ");
+    // SAFETY: `dst` is valid for writes and `src` for reads of `len` bytes, and they do
+    // not overlap (one is borrowed mutably).
+    if !unsafe { stream_lines(dst.as_mut_ptr(), src.as_ptr(), src.len()) } {
+        dst.copy_from_slice(src);
+    }
+}
+
+/// Copies `src` into memory that may not hold initialized bytes yet (same length), as
+/// [`copy_streaming`] does: a store's frames are written this way into chunks that were
+/// never zeroed (after an earlier device is dropped its memory comes back from the heap,
+/// which `calloc` would have to clear). Afterwards `dst` holds `src`'s bytes.
+#[inline]
+pub fn copy_streaming_uninit(dst: &mut [std::mem::MaybeUninit<u8>], src: &[u8]) {
+    assert_eq!(
+        dst.len(),
+        src.len(),
+        "copy_streaming_uninit: lengths differ"
+    );
+    // SAFETY: `dst` is valid for writes and `src` for reads of `len` bytes, and they do
+    // not overlap (one is borrowed mutably).
+    let streamed = unsafe { stream_lines(dst.as_mut_ptr().cast::<u8>(), src.as_ptr(), src.len()) };
+    if !streamed {
+        for (d, &s) in dst.iter_mut().zip(src) {
+            d.write(s);
+        }
+    }
+}
+
+/// Copies `len` bytes with non-temporal stores when the copy suits them (x86_64, at least
+/// 256 bytes, whole 64-byte lines, `dst` 16-byte aligned) and says whether it did; the
+/// caller copies otherwise.
+///
+/// # Safety
+/// `dst` must be valid for writes and `src` for reads of `len` bytes, not overlapping.
+#[inline]
+unsafe fn stream_lines(dst: *mut u8, src: *const u8, len: usize) -> bool {
     #[cfg(target_arch = "x86_64")]
     {
-        if dst.len() >= 256
-            && dst.len().is_multiple_of(64)
-            && (dst.as_ptr() as usize).is_multiple_of(16)
-        {
-            // SAFETY: both slices are valid for `len` bytes and do not overlap (one is
-            // borrowed mutably); `dst` is 16-byte aligned as `_mm_stream_si128` requires, and
-            // `_mm_loadu_si128` accepts any alignment. SSE2 is part of the x86_64 baseline.
-            // The fence orders the streaming stores before any later store.
+        if len >= 256 && len.is_multiple_of(64) && (dst as usize).is_multiple_of(16) {
+            // SAFETY: the caller's contract covers `len` bytes of both; `dst` is 16-byte
+            // aligned as `_mm_stream_si128` requires, and `_mm_loadu_si128` accepts any
+            // alignment. SSE2 is part of the x86_64 baseline. The fence orders the
+            // streaming stores before any later store.
             unsafe {
                 use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_sfence, _mm_stream_si128};
-                let s = src.as_ptr() as *const __m128i;
-                let d = dst.as_mut_ptr() as *mut __m128i;
-                for i in (0..dst.len() / 16).step_by(4) {
+                let s = src as *const __m128i;
+                let d = dst as *mut __m128i;
+                for i in (0..len / 16).step_by(4) {
                     let a = _mm_loadu_si128(s.add(i));
                     let b = _mm_loadu_si128(s.add(i + 1));
                     let c = _mm_loadu_si128(s.add(i + 2));
@@ -224,15 +476,16 @@ pub fn copy_streaming(dst: &mut [u8], src: &[u8]) {
                 }
                 _mm_sfence();
             }
-            return;
+            return true;
         }
     }
-    dst.copy_from_slice(src);
+    let _ = (dst, src, len);
+    false
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{copy_streaming, zeroed_table, LazyTable};
+    use super::{copy_streaming, copy_streaming_uninit, zeroed_table, LazyTable};
 
     #[test]
     fn lazy_table_reads_max_until_written() {
@@ -246,6 +499,20 @@ mod tests {
         assert_eq!(t.iter().filter(|&v| v != u32::MAX).count(), 2);
         let back = LazyTable::from_values(&t.range(4..8).collect::<Vec<_>>());
         assert_eq!(back.to_vec(), vec![u32::MAX, 0, u32::MAX, 1]);
+        assert_eq!(t.next_set(0..3 << 20), Some(5));
+        assert_eq!(t.next_set(6..3 << 20), Some(7));
+        assert_eq!(t.next_set(8..3 << 20), None);
+        assert_eq!(t.next_set(6..7), None);
+        assert_eq!(t.next_set(5..5), None);
+        t.set(5000, 3);
+        t.set(5000, u32::MAX);
+        assert_eq!(t.next_set(8..3 << 20), None);
+        t.set((3 << 20) - 1, 9);
+        assert_eq!(t.next_set(100..3 << 20), Some((3 << 20) - 1));
+        for start in 0..130 {
+            let expected = (start..3 << 20).find(|&i| t.at(i) != u32::MAX);
+            assert_eq!(t.next_set(start..3 << 20), expected, "from {start}");
+        }
         t.clear();
         assert!(t.iter().all(|v| v == u32::MAX));
         assert!(zeroed_table::<u64>(1 << 20).iter().all(|&v| v == 0));
@@ -261,6 +528,51 @@ mod tests {
                 copy_streaming(dst, &src[3..3 + len]);
                 assert_eq!(dst, &src[3..3 + len], "len {len} offset {offset}");
             }
+        }
+    }
+
+    #[test]
+    fn streaming_copy_into_uninit_equals_plain_copy() {
+        let src: Vec<u8> = (0..8192u32).map(|i| (i * 31 % 251) as u8).collect();
+        for len in [0usize, 1, 63, 64, 256, 4096, 4160] {
+            for offset in [0usize, 1, 16] {
+                let mut buffer = Box::<[u8]>::new_uninit_slice(8192 + 64);
+                copy_streaming_uninit(&mut buffer[offset..offset + len], &src[5..5 + len]);
+                // SAFETY: exactly these bytes were written above.
+                let written = unsafe {
+                    std::slice::from_raw_parts(buffer[offset..].as_ptr().cast::<u8>(), len)
+                };
+                assert_eq!(written, &src[5..5 + len], "len {len} offset {offset}");
+            }
+        }
+    }
+
+    #[test]
+    fn fresh_zeroed_tables_keep_contents_through_realloc() {
+        use super::{FreshZeroedTables, FRESH_ZEROED_MIN_BYTES};
+        use std::alloc::{GlobalAlloc, Layout};
+        let a = FreshZeroedTables;
+        let big = 2 * FRESH_ZEROED_MIN_BYTES;
+        // SAFETY: sizes are non-zero; every block is freed once with its layout.
+        unsafe {
+            let layout = Layout::from_size_align(big, 8).unwrap();
+            let p = a.alloc_zeroed(layout);
+            assert!(!p.is_null());
+            let block = std::slice::from_raw_parts_mut(p, big);
+            assert!(block.iter().step_by(4093).all(|&b| b == 0));
+            block[0] = 7;
+            block[big - 1] = 9;
+            let p = a.realloc(p, layout, 2 * big);
+            let grown = std::slice::from_raw_parts_mut(p, 2 * big);
+            assert_eq!((grown[0], grown[big - 1]), (7, 9));
+            grown[2 * big - 1] = 11;
+            let p = a.realloc(p, Layout::from_size_align(2 * big, 8).unwrap(), 4096);
+            assert_eq!(*p, 7);
+            a.dealloc(p, Layout::from_size_align(4096, 8).unwrap());
+            let small = Layout::from_size_align(4096, 8).unwrap();
+            let q = a.alloc_zeroed(small);
+            assert!(std::slice::from_raw_parts(q, 4096).iter().all(|&b| b == 0));
+            a.dealloc(q, small);
         }
     }
 }

@@ -109,7 +109,7 @@ impl<D: BlockDevice> Backing for F2fsBacking<D> {
                 fs.write_page(i, index, page, valid as usize)?;
             }
             // The cache's size is the truth: a hole past the last page grows the file.
-            if fs.stat_ino(i)?.size_bytes != file_size_bytes {
+            if fs.size_of_ino(i)? != file_size_bytes {
                 fs.writeback_size(i, file_size_bytes)?;
             }
             Ok(())
@@ -137,7 +137,7 @@ impl<D: BlockDevice> Backing for F2fsBacking<D> {
             fs.write_pages_hinted(i, first_page_index, pages, file_size_bytes, fs_hint)?;
             // The cache's size is the truth: F2FS only grows to the end of the last page
             // written, so a size inside a hole past it (or a smaller one) is set here.
-            if fs.stat_ino(i)?.size_bytes != file_size_bytes {
+            if fs.size_of_ino(i)? != file_size_bytes {
                 fs.writeback_size(i, file_size_bytes)?;
             }
             Ok(())

@@ -405,6 +405,13 @@ impl<D: BlockDevice> F2fs<D> {
         self.stat_ino(ino)
     }
 
+    /// The inode's size in bytes: `stat_ino(ino)?.size_bytes` without decoding the rest
+    /// of the inode (its address vectors), for callers that check the size after every
+    /// writeback.
+    pub fn size_of_ino(&mut self, ino: u32) -> Result<u64, FsError> {
+        self.inode_u64(ino, super::data::OFF_SIZE)
+    }
+
     pub fn stat_ino(&mut self, ino: u32) -> Result<Stat, FsError> {
         let inode = Inode::decode(self.inode_node(ino)?);
         let [atime, mtime, ctime] = attr::times_of(self.inode_node(ino)?);
