@@ -6,12 +6,13 @@ use std::time::Instant;
 use anyhow::{anyhow, Result};
 use clap::Args;
 use flashstack_content::ContentConfig;
-use flashstack_replay::{NoProgress, OutOfRange, Precondition, Replayer, RunConfig};
+use flashstack_replay::{NoProgress, OutOfRange, Precondition, Progress, Replayer, RunConfig};
 use flashstack_report::ReportOptions;
 use flashstack_sim::units::format_bytes;
 use flashstack_trace::{synthetic, Interarrival, Pattern, SizeDistribution, SyntheticSpec};
 
 use crate::device;
+use crate::progress::Bar;
 
 #[derive(Args, Debug)]
 pub struct BenchArgs {
@@ -97,17 +98,23 @@ pub fn bench(args: BenchArgs) -> Result<()> {
         ..Precondition::default()
     };
     let mut replayer = Replayer::new(config(&args, args.contents, Some(precondition))?)?;
+    let mut bar = Bar::new(false);
     let started = Instant::now();
-    replayer.prepare(&mut NoProgress)?;
+    replayer.prepare(&mut bar)?;
+    bar.finish();
     let precondition_s = started.elapsed().as_secs_f64();
     let footprint = (replayer.capacity_bytes() as f64 * args.utilization) as u64;
     let spec = random_writes(args.requests, footprint);
     let source =
         synthetic(&spec, replayer.capacity_bytes(), args.seed).map_err(|e| anyhow!("{e}"))?;
     let requests: Vec<_> = source.collect();
+    // The timed replay reports nothing while it runs (no progress calls in the measured
+    // loop), only its line when done.
+    bar.phase("timed replay", None);
     let started = Instant::now();
     replayer.replay(requests.into_iter(), None, &mut NoProgress)?;
     let replay_s = started.elapsed().as_secs_f64();
+    bar.finish();
     let report = replayer.report();
     println!("device                {}", args.device);
     println!("contents stored       {}", args.contents);
@@ -197,6 +204,7 @@ fn device_path_with_contents(
 fn memory(args: &BenchArgs, bytes: u64) -> Result<()> {
     let mut replayer = Replayer::new(config(args, true, None)?)?;
     replayer.prepare(&mut NoProgress)?;
+    let mut bar = Bar::new(false);
     let spec = SyntheticSpec {
         pattern: Pattern::Sequential,
         sizes: SizeDistribution::fixed(128 * 1024),
@@ -204,9 +212,11 @@ fn memory(args: &BenchArgs, bytes: u64) -> Result<()> {
     };
     let source =
         synthetic(&spec, replayer.capacity_bytes(), args.seed).map_err(|e| anyhow!("{e}"))?;
+    bar.phase("timed writes", None);
     let started = Instant::now();
     replayer.replay(source, None, &mut NoProgress)?;
     let wall_s = started.elapsed().as_secs_f64();
+    bar.finish();
     let stored = replayer.ftl.nand().stored_slots() * 4096;
     let pages = replayer.ftl.config().nand.geometry.pages();
     let bound = stored as f64 * 1.1 + 16.0 * pages as f64;
@@ -237,11 +247,15 @@ fn personas(seed: u64) -> Result<()> {
         .into_iter()
         .map(|e| e.name)
         .collect();
+    let mut bar = Bar::new(false);
     for target in ["memfs", "stack"] {
         let (mut ops, mut simulated_ns) = (0u64, 0u64);
+        // One progress call per persona: nothing that weighs on the timing.
+        bar.phase(&format!("personas on {target}"), Some(names.len() as u64));
         let started = Instant::now();
         let cpu_started_s = process_cpu_s();
-        for name in &names {
+        for (done, name) in names.iter().enumerate() {
+            bar.advance(done as u64);
             let persona = flashstack_apps::persona(name)?;
             let report = if target == "memfs" {
                 let fs = flashstack_sqlvfs::MemFs::new(seed, Default::default());
@@ -264,6 +278,7 @@ fn personas(seed: u64) -> Result<()> {
         }
         let wall_s = started.elapsed().as_secs_f64();
         let cpu_s = process_cpu_s() - cpu_started_s;
+        bar.finish();
         let app_hours = simulated_ns as f64 / 3.6e12;
         println!(
             "{target:>5}: {} personas, {ops} user operations, {app_hours:.2} simulated app-hours \
