@@ -98,11 +98,12 @@ pub use fs::{
     facs_decide, fpc_extents, fpc_repack_decision, ondemand_user_blocks, op_bytes,
     sample_ratio_permille, BatchFile, BlockUsage, CompressAlgorithm, CompressConfig,
     CompressMetrics, CompressMode, CompressSide, CopyDefragOutcome, DeltaConfig, DeltaMetrics,
-    DeltaMode, DirEntryInfo, F2fs, F2fsConfig, FacsConfig, FallocMode, FileKind, Finding, FpcClass,
-    FpcConfig, FpcMetrics, FpcRepackDecision, FpcRepackMetrics, FpcRepackView, FsError, InodeClock,
-    IpuPolicy, Metrics, MountOptions, NewInode, OnDemandConfig, OnDemandMetrics, RemapDefragReport,
-    SetAttr, SpaceState, Stat, TimeSet, Timestamp, Verify, VirtualClock, WriteHint, XattrMode,
-    MEDFS_DCM_FL, MEDFS_DELTA_FL, MEDFS_PSEUDO_FL, SIMULATION_EPOCH_SECS, SYMLINK_TARGET_MAX,
+    DeltaMode, DirEntryInfo, F2fs, F2fsConfig, FacsConfig, FacsHotList, FallocMode, FileKind,
+    Finding, FpcClass, FpcConfig, FpcMetrics, FpcRepackDecision, FpcRepackMetrics, FpcRepackView,
+    FsError, InodeClock, IpuPolicy, Metrics, MountOptions, NewInode, OnDemandConfig,
+    OnDemandMetrics, RemapDefragReport, SetAttr, SpaceState, Stat, TimeSet, Timestamp, Verify,
+    VirtualClock, WriteHint, XattrMode, MEDFS_DCM_FL, MEDFS_DELTA_FL, MEDFS_PSEUDO_FL,
+    SIMULATION_EPOCH_SECS, SYMLINK_TARGET_MAX,
 };
 pub use layout::Layout;
 pub use memdev::MemDevice;

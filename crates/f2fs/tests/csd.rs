@@ -8,7 +8,8 @@ mod common;
 
 use flashstack_block::{BlockDevice, LBA_SIZE};
 use flashstack_f2fs::{
-    mkfs_timed, CompressConfig, CompressSide, F2fs, F2fsConfig, FacsConfig, MkfsOptions,
+    mkfs_timed, CompressConfig, CompressSide, F2fs, F2fsConfig, FacsConfig, FacsHotList,
+    MkfsOptions, WriteHint,
 };
 use flashstack_ftl::compression::CompressionPolicyKind;
 use flashstack_ftl::{presets, Ftl};
@@ -233,4 +234,76 @@ fn facs_compresses_hot_databases_that_the_creation_rule_leaves_alone() {
     }
     assert_eq!(compressed[0], 0, "host-only: the hot .db is not compressed");
     assert!(compressed[1] > 0, "FACS: the host compresses it");
+}
+
+/// FACS with `hot_list = "honour"` keeps the hot `.db` uncompressed, as F2FS's creation
+/// rule does, so a page-sized fsync'd update of it goes in place with roll-forward and
+/// no checkpoint; with the seed's rule (`ignore`) the same update rewrites the cluster
+/// out of place and the fsync checkpoints (docs/coco-reproduction.md).
+#[test]
+fn facs_honouring_the_hot_list_leaves_hot_databases_uncompressed_and_in_place() {
+    let pages: Vec<Box<[u8; 4096]>> = (0..16)
+        .map(|i| {
+            let p = third_random(20 + i, 4096);
+            Box::new(std::array::from_fn(|j| p[j]))
+        })
+        .collect();
+    let update: Box<[u8; 4096]> = Box::new(std::array::from_fn(|j| third_random(99, 4096)[j]));
+    for hot_list in [FacsHotList::Ignore, FacsHotList::Honour] {
+        let cfg = F2fsConfig {
+            compress: CompressConfig {
+                enabled: true,
+                ..CompressConfig::default()
+            },
+            facs: FacsConfig {
+                enabled: true,
+                hot_list,
+                ..FacsConfig::default()
+            },
+            ..F2fsConfig::default()
+        };
+        let mut fs = mount_on_hinted_csd(cfg);
+        let ino = fs.create("/app.db").unwrap();
+        let refs: Vec<&[u8; 4096]> = pages.iter().map(|p| &**p).collect();
+        let hint = |dirty, fsync| WriteHint {
+            inode_dirty_pages: dirty,
+            fsync,
+        };
+        fs.write_pages_hinted(ino, 0, &refs, 16 * 4096, hint(16, true))
+            .unwrap();
+        fs.fsync(ino).unwrap();
+        let before = fs.metrics().clone();
+        fs.write_pages_hinted(ino, 2, &[&*update], 16 * 4096, hint(1, true))
+            .unwrap();
+        fs.fsync(ino).unwrap();
+        let m = fs.metrics().clone();
+        let in_place = m.ipu_data_blocks - before.ipu_data_blocks;
+        let out_of_place = m.data_blocks - before.data_blocks;
+        let checkpoints = m.checkpoints - before.checkpoints;
+        let mut expected = pages
+            .iter()
+            .flat_map(|p| p.iter().copied())
+            .collect::<Vec<u8>>();
+        expected[2 * 4096..3 * 4096].copy_from_slice(&update[..]);
+        assert!(
+            fs.read(ino, 0, 16 * 4096).unwrap() == expected,
+            "{hot_list:?}"
+        );
+        match hot_list {
+            FacsHotList::Honour => {
+                assert_eq!(fs.facs_side(ino), Some(CompressSide::None));
+                assert_eq!(fs.compr_blocks(ino).unwrap(), 0, "stays uncompressed");
+                assert_eq!(in_place, 1, "the update goes in place");
+                assert_eq!(out_of_place, 0, "nothing out of place");
+                assert_eq!(checkpoints, 0, "roll-forward, no checkpoint");
+            }
+            FacsHotList::Ignore => {
+                assert_eq!(fs.facs_side(ino), Some(CompressSide::Host));
+                assert!(fs.compr_blocks(ino).unwrap() > 0, "the host compresses it");
+                assert_eq!(in_place, 0, "a compressed file never updates in place");
+                assert!(out_of_place > 0, "the cluster is rewritten out of place");
+                assert!(checkpoints >= 1, "a compressed file's fsync checkpoints");
+            }
+        }
+    }
 }

@@ -10,6 +10,13 @@
 //! LBA; flashstack's block interface carries it beside the LBA as
 //! `Hints::compress_on_device`, set on every data write of a device-side file.
 //!
+//! F2FS's creation rule never compresses a file of the hot extension list (`.db`:
+//! `set_compress_new_inode`), but the seed's rule knows no such list, so a compressible
+//! SQLite database becomes a compressed file that never updates in place and checkpoints
+//! on every fsync (docs/coco-reproduction.md). `hot_list = "honour"` is the variant
+//! beside the seed's rule: a hot-list file the seed's rule would give the host is
+//! compressed by nobody; `"ignore"` (the default) is the seed's rule.
+//!
 //! The decision is made once, at the first write that starts at the file's beginning
 //! (the only time the first blocks are at hand and, for F2FSC, the file is still empty,
 //! as `chattr +c` requires), and kept per inode for the mount.
@@ -32,6 +39,21 @@ pub struct FacsConfig {
     pub incompressible_ratio_max_permille: u32,
     /// Data blocks sampled from the file's start (the seed: three).
     pub sample_blocks: u32,
+    /// Whether the host side respects F2FS's hot extension list (not in the seed).
+    pub hot_list: FacsHotList,
+}
+
+/// What FACS makes of a file on F2FS's hot extension list (`FADVISE_HOT`, `.db`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FacsHotList {
+    /// The seed's rule: the list plays no part, a compressible hot-list file goes to
+    /// the host like any other file that is not cold.
+    #[default]
+    Ignore,
+    /// As F2FS's creation rule: the host never compresses a hot-list file (nobody does;
+    /// the device side takes cold files only, and a hot-list file is never cold).
+    Honour,
 }
 
 impl Default for FacsConfig {
@@ -41,6 +63,7 @@ impl Default for FacsConfig {
             ratio_threshold_permille: 2_000,
             incompressible_ratio_max_permille: 1_100,
             sample_blocks: 3,
+            hot_list: FacsHotList::Ignore,
         }
     }
 }
@@ -57,12 +80,19 @@ pub enum CompressSide {
 }
 
 /// FACS: the side that compresses a file of temperature `temp` whose sample compresses
-/// `ratio_permille`.
-pub fn facs_decide(config: &FacsConfig, temp: Temperature, ratio_permille: u32) -> CompressSide {
+/// `ratio_permille`; `hot_listed` when its name is on F2FS's hot extension list.
+pub fn facs_decide(
+    config: &FacsConfig,
+    temp: Temperature,
+    ratio_permille: u32,
+    hot_listed: bool,
+) -> CompressSide {
     if ratio_permille <= config.incompressible_ratio_max_permille {
         CompressSide::None
     } else if temp == Temperature::Cold && ratio_permille > config.ratio_threshold_permille {
         CompressSide::Device
+    } else if hot_listed && config.hot_list == FacsHotList::Honour {
+        CompressSide::None
     } else {
         CompressSide::Host
     }
@@ -100,7 +130,9 @@ impl<D: BlockDevice> F2fs<D> {
         let ratio = sample_ratio_permille(sample);
         let log = self.data_log(ino)?;
         let temp = super::log_temperature(log);
-        let mut side = facs_decide(&self.cfg.facs, temp, ratio);
+        let hot_listed =
+            self.inode_byte(ino, super::data::OFF_ADVISE)? & super::data::FADVISE_HOT != 0;
+        let mut side = facs_decide(&self.cfg.facs, temp, ratio, hot_listed);
         if side == CompressSide::Host && self.set_compressed(ino).is_err() {
             // F2FSC off, or the file already has data: nobody compresses.
             side = CompressSide::None;
@@ -133,23 +165,63 @@ mod tests {
     fn cold_and_compressible_goes_to_the_device() {
         let c = FacsConfig::default();
         assert_eq!(
-            facs_decide(&c, Temperature::Cold, 2_500),
+            facs_decide(&c, Temperature::Cold, 2_500, false),
             CompressSide::Device
         );
         assert_eq!(
-            facs_decide(&c, Temperature::Cold, 2_000),
+            facs_decide(&c, Temperature::Cold, 2_000, false),
             CompressSide::Host
         );
         assert_eq!(
-            facs_decide(&c, Temperature::Warm, 3_000),
+            facs_decide(&c, Temperature::Warm, 3_000, false),
             CompressSide::Host
         );
-        assert_eq!(facs_decide(&c, Temperature::Hot, 3_000), CompressSide::Host);
         assert_eq!(
-            facs_decide(&c, Temperature::Cold, 1_100),
+            facs_decide(&c, Temperature::Hot, 3_000, false),
+            CompressSide::Host
+        );
+        assert_eq!(
+            facs_decide(&c, Temperature::Cold, 1_100, false),
             CompressSide::None
         );
         assert!(sample_ratio_permille(&[0u8; 3 * 4096]) > 50_000);
+    }
+
+    #[test]
+    fn honouring_the_hot_list_keeps_hot_listed_files_from_the_host_only() {
+        let ignore = FacsConfig::default();
+        let honour = FacsConfig {
+            hot_list: FacsHotList::Honour,
+            ..FacsConfig::default()
+        };
+        // The seed's rule: the list changes nothing.
+        assert_eq!(
+            facs_decide(&ignore, Temperature::Hot, 3_000, true),
+            CompressSide::Host
+        );
+        assert_eq!(
+            facs_decide(&honour, Temperature::Hot, 3_000, true),
+            CompressSide::None
+        );
+        // Files off the list, and the other sides, are as before.
+        for (temp, ratio, side) in [
+            (Temperature::Hot, 3_000, CompressSide::Host),
+            (Temperature::Warm, 3_000, CompressSide::Host),
+            (Temperature::Cold, 2_500, CompressSide::Device),
+            (Temperature::Cold, 1_000, CompressSide::None),
+        ] {
+            assert_eq!(facs_decide(&honour, temp, ratio, false), side);
+            assert_eq!(facs_decide(&ignore, temp, ratio, false), side);
+        }
+        let parsed: FacsConfig = serde_json::from_str(r#"{"hot_list": "honour"}"#).unwrap();
+        assert_eq!(parsed, honour);
+        let absent: FacsConfig = serde_json::from_str("{}").unwrap();
+        assert_eq!(
+            absent.hot_list,
+            FacsHotList::Ignore,
+            "the seed's rule by default"
+        );
+        assert!(serde_json::from_str::<FacsConfig>(r#"{"hot_list": "sometimes"}"#).is_err());
         let mut x = 1u64;
         let noise: Vec<u8> = (0..12_288)
             .map(|_| {

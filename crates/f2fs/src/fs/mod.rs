@@ -56,7 +56,7 @@ pub use delta::policy::{DeltaConfig, DeltaMode};
 pub use delta::{DeltaMetrics, MEDFS_DCM_FL, MEDFS_DELTA_FL, MEDFS_PSEUDO_FL};
 pub use error::FsError;
 pub use extents::BlockUsage;
-pub use facs::{facs_decide, sample_ratio_permille, CompressSide, FacsConfig};
+pub use facs::{facs_decide, sample_ratio_permille, CompressSide, FacsConfig, FacsHotList};
 pub use falloc::FallocMode;
 pub use fpc::{
     extents_of as fpc_extents, repack_decision as fpc_repack_decision, FpcClass, FpcConfig,
