@@ -49,6 +49,8 @@ use zone::{Record, Zone, ZONE_HEADER_BYTES};
 
 /// Byte offset of `i_flags` in an inode block.
 pub(crate) const OFF_FLAGS: usize = 80;
+/// Byte offset of `i_pino` in an inode block.
+pub(crate) const OFF_PINO: usize = 84;
 /// Byte offsets of `i_namelen` and `i_name` in an inode block.
 const OFF_NAMELEN: usize = 88;
 const OFF_NAME: usize = 92;
