@@ -124,6 +124,9 @@ impl DeltaMetrics {
 #[derive(Default)]
 pub(crate) struct DeltaState {
     lzo: Option<Lzo1x1>,
+    /// `make_delta`'s XOR of a page and its base (kept: one allocation per mount).
+    xor: Option<Box<Block>>,
+    lzo_out: Vec<u8>,
     pub replay_zones: std::collections::BTreeMap<u32, Zone>,
     bases: BaseCache,
     pub dcm: dcm::DcmState,
@@ -161,11 +164,23 @@ struct BaseCache {
 
 impl BaseCache {
     fn put(&mut self, addr: u32, block: &[u8], cap: usize) {
-        self.forget(addr);
+        let replaced = self.take(addr);
         if cap == 0 {
             return;
         }
-        let mut copy = zero_block();
+        // The block's old entry, else (when full) the oldest entry, lends its buffer: the
+        // same entry goes as when the oldest is dropped after the insertion, without a
+        // new 4 KiB allocation per written block (most of this function's cost).
+        let reused = match replaced {
+            Some(b) => Some(b),
+            None if self.by_addr.len() >= cap => self
+                .by_age
+                .pop_first()
+                .and_then(|(_, old)| self.by_addr.remove(&old))
+                .map(|(_, b)| b),
+            None => None,
+        };
+        let mut copy = reused.unwrap_or_else(zero_block);
         copy.copy_from_slice(block);
         self.by_addr.insert(addr, (self.next, copy));
         self.by_age.insert(self.next, addr);
@@ -178,10 +193,15 @@ impl BaseCache {
         }
     }
 
+    /// Removes `addr`'s entry, returning its buffer.
+    fn take(&mut self, addr: u32) -> Option<Box<Block>> {
+        let (age, block) = self.by_addr.remove(&addr)?;
+        self.by_age.remove(&age);
+        Some(block)
+    }
+
     fn forget(&mut self, addr: u32) {
-        if let Some((age, _)) = self.by_addr.remove(&addr) {
-            self.by_age.remove(&age);
-        }
+        self.take(addr);
     }
 
     fn get(&self, addr: u32) -> Option<&Block> {
@@ -503,24 +523,32 @@ impl<D: BlockDevice> F2fs<D> {
 
     /// `LZO1X-1(new ⊕ base)`, charging the host CPU time.
     fn make_delta(&mut self, base_addr: u32, page: &Block) -> Result<Vec<u8>, FsError> {
-        let base = match self.delta_state.bases.get(base_addr) {
-            Some(b) => Box::new(*b),
+        // The base is used where it lies (the base cache, else the block read), and the
+        // XOR goes to a buffer kept for it: no 4 KiB copy or allocation per delta.
+        let read = match self.delta_state.bases.get(base_addr) {
+            Some(_) => None,
             None => {
                 self.metrics.delta.base_reads += 1;
                 let b = self.read_block(base_addr as u64)?;
                 self.note_block_read(base_addr, &b);
-                b
+                Some(b)
             }
         };
-        let mut xor = zero_block();
+        let st = &mut self.delta_state;
+        let base: &Block = match &read {
+            Some(b) => b,
+            None => st.bases.get(base_addr).expect("cached: looked up above"),
+        };
+        let xor = st.xor.get_or_insert_with(zero_block);
         for ((x, a), b) in xor.iter_mut().zip(page.iter()).zip(base.iter()) {
             *x = a ^ b;
         }
-        let mut out = Vec::with_capacity(256);
-        self.delta_state
-            .lzo
+        // Compressed into a kept buffer (the encoder reserves its worst case, about
+        // 4.4 KiB), then copied out at its length: the delta is kept, often for long.
+        st.lzo
             .get_or_insert_with(Lzo1x1::new)
-            .compress_into(&xor[..], &mut out);
+            .compress_into(&xor[..], &mut st.lzo_out);
+        let out = st.lzo_out.clone();
         self.now_ns += self.cfg.delta.create_ns;
         self.metrics.delta.record_size(out.len());
         Ok(out)
