@@ -154,11 +154,14 @@ fn last_nonzero_byte(bytes: &[u8]) -> Option<usize> {
 /// The content of recently written or read data blocks by address (see
 /// [`policy::DeltaConfig::base_cache_pages`]): every write of a block replaces its entry
 /// ([`F2fs::note_block_written`]), so an entry is always what the block holds. Oldest
-/// entries go first.
+/// entries go first. A block DCM writes for a pseudo file keeps its place in the age order
+/// but not its bytes ([`BaseCache::strip`]): no delta is made against a pseudo file's
+/// page, and those pages were a third of the blocks written (memory the process had to
+/// fault in).
 #[derive(Default)]
 struct BaseCache {
-    /// Block address → (age of its last put, content).
-    by_addr: std::collections::BTreeMap<u32, (u64, Box<Block>)>,
+    /// Block address → (age of its last put, content unless stripped).
+    by_addr: std::collections::BTreeMap<u32, (u64, Option<Box<Block>>)>,
     /// (age, address) of every put, oldest first; an entry whose address has since been
     /// put again or forgotten is stale (its age is not the address's now) and skipped.
     /// The oldest live entry is the one to drop, as with an age-ordered map, at a
@@ -179,19 +182,22 @@ impl BaseCache {
             // Replaced in place: its old queue entry goes stale.
             Some(entry) => {
                 entry.0 = age;
-                entry.1.copy_from_slice(block);
+                entry
+                    .1
+                    .get_or_insert_with(zero_block)
+                    .copy_from_slice(block);
             }
             None => {
                 // When full, the oldest entry goes first and lends its buffer: the same
                 // entry goes as when it is dropped after the insertion, without a new
                 // 4 KiB allocation per written block.
                 let reused = match self.by_addr.len() >= cap {
-                    true => self.pop_oldest(),
+                    true => self.pop_oldest().flatten(),
                     false => None,
                 };
                 let mut copy = reused.unwrap_or_else(zero_block);
                 copy.copy_from_slice(block);
-                self.by_addr.insert(addr, (age, copy));
+                self.by_addr.insert(addr, (age, Some(copy)));
             }
         }
         self.by_age.push_back((age, addr));
@@ -208,8 +214,8 @@ impl BaseCache {
         }
     }
 
-    /// Drops the oldest live entry, returning its buffer.
-    fn pop_oldest(&mut self) -> Option<Box<Block>> {
+    /// Drops the oldest live entry, returning its buffer (`Some(None)`: it was stripped).
+    fn pop_oldest(&mut self) -> Option<Option<Box<Block>>> {
         while let Some((age, addr)) = self.by_age.pop_front() {
             if let std::collections::btree_map::Entry::Occupied(e) = self.by_addr.entry(addr) {
                 if e.get().0 == age {
@@ -224,8 +230,16 @@ impl BaseCache {
         self.by_addr.remove(&addr);
     }
 
+    /// Drops the bytes of `addr`'s entry, keeping its place: a miss from now on, which
+    /// only a request for a base that is never made can notice.
+    fn strip(&mut self, addr: u32) {
+        if let Some(entry) = self.by_addr.get_mut(&addr) {
+            entry.1 = None;
+        }
+    }
+
     fn get(&self, addr: u32) -> Option<&Block> {
-        self.by_addr.get(&addr).map(|(_, b)| &**b)
+        self.by_addr.get(&addr).and_then(|(_, b)| b.as_deref())
     }
 }
 
@@ -402,6 +416,13 @@ impl<D: BlockDevice> F2fs<D> {
         }
     }
 
+    /// Block `addr` was just written with a pseudo-file page (DCM's writeback): never a
+    /// delta's base (`delta_base` refuses pseudo files), so its bytes need not be
+    /// kept (see [`BaseCache`]).
+    pub(crate) fn note_pseudo_block(&mut self, addr: u32) {
+        self.delta_state.bases.strip(addr);
+    }
+
     /// Block `addr` now holds other data without a write through this layer (a device
     /// REMAP onto it): any base cached for it is stale.
     pub(crate) fn forget_base(&mut self, addr: u32) {
@@ -487,6 +508,8 @@ impl<D: BlockDevice> F2fs<D> {
         if !self.cfg.delta.enabled()
             || self.is_dir_inode(ino)?
             || self.has_inline(ino, F2FS_INLINE_DATA | F2FS_INLINE_DENTRY)?
+            // A DCM pseudo file's pages are written only by DCM (no delta of a delta).
+            || le32_at(&self.node(ino)?[..], OFF_FLAGS) & MEDFS_PSEUDO_FL != 0
         {
             return Ok(None);
         }
@@ -853,12 +876,13 @@ impl<D: BlockDevice> F2fs<D> {
 #[cfg(test)]
 mod tests {
     /// The base cache against the simplest model of it (a list in put order, the oldest
-    /// dropped past the bound): the same addresses cached with the same bytes after
-    /// every step of a random mix of puts, forgets and bound changes.
+    /// dropped past the bound, a stripped entry keeping its place without bytes): the
+    /// same addresses cached with the same bytes after every step of a random mix of
+    /// puts, forgets, strips and bound changes.
     #[test]
     fn the_base_cache_keeps_what_an_ordered_list_keeps() {
         let mut cache = super::BaseCache::default();
-        let mut model: Vec<(u32, u8)> = Vec::new();
+        let mut model: Vec<(u32, Option<u8>)> = Vec::new();
         let mut x = 0x2545_F491_4F6C_DD1Du64;
         for step in 0..20_000u32 {
             x ^= x << 13;
@@ -874,19 +898,24 @@ mod tests {
             if x % 7 == 0 {
                 cache.forget(addr);
                 model.retain(|e| e.0 != addr);
+            } else if x % 11 == 0 {
+                cache.strip(addr);
+                if let Some(e) = model.iter_mut().find(|e| e.0 == addr) {
+                    e.1 = None;
+                }
             } else {
                 cache.put(addr, &[fill; super::BLOCK_SIZE], cap);
                 model.retain(|e| e.0 != addr);
                 // A bound of 0 caches nothing new and drops only this address.
                 if cap > 0 {
-                    model.push((addr, fill));
+                    model.push((addr, Some(fill)));
                     while model.len() > cap {
                         model.remove(0);
                     }
                 }
             }
             for a in 0..61u32 {
-                let want = model.iter().find(|e| e.0 == a).map(|e| e.1);
+                let want = model.iter().find(|e| e.0 == a).and_then(|e| e.1);
                 let got = cache.get(a).map(|b| {
                     assert!(b.iter().all(|&v| v == b[0]), "step {step}");
                     b[0]
