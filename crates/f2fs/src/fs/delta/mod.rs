@@ -168,7 +168,13 @@ struct BaseCache {
     /// fraction of the cost (a put was six map operations, most of its time).
     by_age: std::collections::VecDeque<(u64, u32)>,
     next: u64,
+    /// Buffers of stripped and forgotten entries, for the next new ones (at most
+    /// `SPARE_BUFFERS`): a new 4 KiB allocation is zeroed, and fresh memory faulted in.
+    spare: Vec<Box<Block>>,
 }
+
+/// Bound of [`BaseCache::spare`].
+const SPARE_BUFFERS: usize = 64;
 
 impl BaseCache {
     fn put(&mut self, addr: u32, block: &[u8], cap: usize) {
@@ -182,10 +188,14 @@ impl BaseCache {
             // Replaced in place: its old queue entry goes stale.
             Some(entry) => {
                 entry.0 = age;
-                entry
-                    .1
-                    .get_or_insert_with(zero_block)
-                    .copy_from_slice(block);
+                match &mut entry.1 {
+                    Some(buf) => buf.copy_from_slice(block),
+                    None => {
+                        let mut buf = self.spare.pop().unwrap_or_else(zero_block);
+                        buf.copy_from_slice(block);
+                        entry.1 = Some(buf);
+                    }
+                }
             }
             None => {
                 // When full, the oldest entry goes first and lends its buffer: the same
@@ -195,15 +205,18 @@ impl BaseCache {
                     true => self.pop_oldest().flatten(),
                     false => None,
                 };
-                let mut copy = reused.unwrap_or_else(zero_block);
+                let mut copy = reused
+                    .or_else(|| self.spare.pop())
+                    .unwrap_or_else(zero_block);
                 copy.copy_from_slice(block);
                 self.by_addr.insert(addr, (age, Some(copy)));
             }
         }
         self.by_age.push_back((age, addr));
         while self.by_addr.len() > cap {
-            if self.pop_oldest().is_none() {
-                break;
+            match self.pop_oldest() {
+                Some(buf) => self.keep_spare(buf),
+                None => break,
             }
         }
         // Stale entries are bounded: past twice the live ones, only live ones stay.
@@ -227,14 +240,25 @@ impl BaseCache {
     }
 
     fn forget(&mut self, addr: u32) {
-        self.by_addr.remove(&addr);
+        if let Some((_, buf)) = self.by_addr.remove(&addr) {
+            self.keep_spare(buf);
+        }
+    }
+
+    fn keep_spare(&mut self, buf: Option<Box<Block>>) {
+        if let Some(buf) = buf {
+            if self.spare.len() < SPARE_BUFFERS {
+                self.spare.push(buf);
+            }
+        }
     }
 
     /// Drops the bytes of `addr`'s entry, keeping its place: a miss from now on, which
     /// only a request for a base that is never made can notice.
     fn strip(&mut self, addr: u32) {
         if let Some(entry) = self.by_addr.get_mut(&addr) {
-            entry.1 = None;
+            let buf = entry.1.take();
+            self.keep_spare(buf);
         }
     }
 
