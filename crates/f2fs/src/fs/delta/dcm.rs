@@ -206,6 +206,7 @@ pub fn encode_compact(records: &[Vec<u8>]) -> (Box<Block>, u16) {
 }
 
 /// A pseudo-file page in DCM's page cache.
+#[derive(Clone)]
 struct CachedPage {
     age: u64,
     dirty: bool,
@@ -906,16 +907,17 @@ impl<D: BlockDevice> F2fs<D> {
     /// flash by design). Returns the pages checked. For tests: the reads are charged
     /// like any other.
     pub fn check_dcm_cache(&mut self) -> Result<usize, FsError> {
-        let pages: Vec<((u32, u32), bool, Box<Block>, Option<DecodedMeta>)> = self
+        let pages: Vec<((u32, u32), CachedPage)> = self
             .delta_state
             .dcm
             .cache
             .iter()
-            .map(|(k, v)| (*k, v.dirty, v.bytes.clone(), v.decoded.clone()))
+            .map(|(k, v)| (*k, v.clone()))
             .collect();
         let bad = |what: String| corrupt(format!("DCM page cache: {what}"));
-        for ((pseudo, page), dirty, bytes, decoded) in &pages {
-            if let Some(d) = decoded {
+        for ((pseudo, page), cached) in &pages {
+            let (bytes, dirty) = (&cached.bytes, cached.dirty);
+            if let Some(d) = &cached.decoded {
                 if *page != 0 {
                     return Err(bad(format!("page {page} of {pseudo} has a meta decoding")));
                 }

@@ -919,10 +919,10 @@ mod tests {
                 (x >> 40) as usize % 20
             };
             let fill = (step % 251) as u8;
-            if x % 7 == 0 {
+            if x.is_multiple_of(7) {
                 cache.forget(addr);
                 model.retain(|e| e.0 != addr);
-            } else if x % 11 == 0 {
+            } else if x.is_multiple_of(11) {
                 cache.strip(addr);
                 if let Some(e) = model.iter_mut().find(|e| e.0 == addr) {
                     e.1 = None;
