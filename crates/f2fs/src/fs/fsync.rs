@@ -155,10 +155,12 @@ impl<D: BlockDevice> F2fs<D> {
         // only dirties pages while it replays and writes them at its closing checkpoint,
         // after `f2fs_allocate_new_segments`. Here dentry blocks are written at once, so
         // the new files' dentries are added after the move.
+        self.dcm_forget_for_replay()?;
         self.rolling_forward = true;
         let replay = self.replay_addresses(&replayed);
         self.rolling_forward = false;
         let dentries = replay?;
+        self.dcm_forget_for_replay()?;
         for (ino, zone) in std::mem::take(&mut self.delta_state.replay_zones) {
             self.install_zone(ino, &zone)?;
         }

@@ -216,6 +216,7 @@ impl<D: BlockDevice> F2fs<D> {
         if self.cfg.fpc.enabled {
             self.fpc_first_write(ino, index, &page[..])?;
         }
+        self.dcm_note_page_write(ino, index);
         if self.encoding(ino)? == Encoding::Compressed {
             self.stage_cluster_page(ino, index, page)?;
             return Ok(NEW_ADDR);

@@ -29,19 +29,20 @@
 //! bases: base < delta < inode.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use flashstack_block::BlockDevice;
 use flashstack_codec::lzo1x::decompress_into;
 
 use super::hcluster::{self, Point};
 use super::policy::{self, DcmPlace, DcmQuery};
-use super::OFF_FLAGS;
+use super::{OFF_FLAGS, OFF_PINO};
 use crate::codec::{le32_at, put_le32_at, zero_block, Block};
 use crate::consts::*;
 use crate::fs::attr::NewInode;
 use crate::fs::data::{OFF_BLOCKS, OFF_DEPTH, OFF_INLINE, OFF_SIZE};
 use crate::fs::pagemap::Stored;
-use crate::fs::{BlockKind, F2fs, FsError};
+use crate::fs::{corrupt, BlockKind, F2fs, FsError};
 
 /// `i_flags` bit of a file whose pages have deltas in a DCM pseudo file (ours).
 pub const MEDFS_DCM_FL: u32 = 0x0200_0000;
@@ -204,12 +205,43 @@ pub fn encode_compact(records: &[Vec<u8>]) -> (Box<Block>, u16) {
     (b, (BLOCK_SIZE - p) as u16)
 }
 
-/// DCM's memory: the pseudo-file page cache, the files holding DCM deltas this session,
-/// the per-inode call counts HCluster clusters, and the current centroids.
+/// A pseudo-file page in DCM's page cache.
+#[derive(Clone)]
+struct CachedPage {
+    age: u64,
+    dirty: bool,
+    bytes: Box<Block>,
+    /// Page 0 only: `bytes` decoded by [`Meta::decode`], with the arguments it was
+    /// checked against. It lives in the same entry as the bytes and is set only together
+    /// with them (from the bytes read, or from the [`Meta`] the bytes were encoded from),
+    /// so it is never older than the page it decodes: every change to a cached meta page
+    /// goes through [`DcmState::touch`], which replaces both.
+    decoded: Option<DecodedMeta>,
+}
+
+/// A decoded meta page and the pseudo file's size and page bound it was checked against
+/// (a size or bound other than these is decoded again from the cached bytes).
+#[derive(Clone)]
+struct DecodedMeta {
+    meta: Arc<Meta>,
+    file_pages: u64,
+    max_pages: usize,
+}
+
+impl DecodedMeta {
+    fn fits(&self, file_pages: u64, max_pages: usize) -> bool {
+        self.file_pages == file_pages && self.max_pages == max_pages
+    }
+}
+
+/// DCM's memory: the pseudo-file page cache (with each cached meta page's decoding), the
+/// files holding DCM deltas this session, the per-inode call counts HCluster clusters, and
+/// the current centroids. It belongs to one mount ([`F2fs`] builds it empty): a remount
+/// or the mount after a power cut starts from flash.
 #[derive(Default)]
 pub(crate) struct DcmState {
-    /// (pseudo ino, page) → (age, dirty, bytes).
-    cache: BTreeMap<(u32, u32), (u64, bool, Box<Block>)>,
+    /// (pseudo ino, page) → the page.
+    cache: BTreeMap<(u32, u32), CachedPage>,
     ages: BTreeMap<u64, (u32, u32)>,
     next_age: u64,
     /// Owners with a pseudo file met this session (BGRes visits these).
@@ -221,49 +253,69 @@ pub(crate) struct DcmState {
 }
 
 impl DcmState {
-    fn touch(&mut self, key: (u32, u32), dirty: bool, block: Box<Block>) {
+    /// Puts `bytes` in the cache as page `key` (its decoding, for a meta page, is
+    /// `decoded` or none), made the newest; a dirty page stays dirty.
+    fn touch(
+        &mut self,
+        key: (u32, u32),
+        dirty: bool,
+        bytes: Box<Block>,
+        decoded: Option<DecodedMeta>,
+    ) {
         let age = self.next_age;
         self.next_age += 1;
         let was_dirty = match self.cache.remove(&key) {
-            Some((old, d, _)) => {
-                self.ages.remove(&old);
-                d
+            Some(old) => {
+                self.ages.remove(&old.age);
+                old.dirty
             }
             None => false,
         };
-        self.cache.insert(key, (age, dirty || was_dirty, block));
+        let page = CachedPage {
+            age,
+            dirty: dirty || was_dirty,
+            bytes,
+            decoded,
+        };
+        self.cache.insert(key, page);
         self.ages.insert(age, key);
     }
 
     /// A cached page made the newest, its bytes and dirtiness kept: what `touch` with
     /// the page's own bytes does, without re-inserting them (a hit is the common case).
-    fn refresh(&mut self, key: (u32, u32)) -> Option<Box<Block>> {
+    fn refresh(&mut self, key: (u32, u32)) -> Option<&mut CachedPage> {
         let age = self.next_age;
         let entry = self.cache.get_mut(&key)?;
-        self.ages.remove(&entry.0);
-        entry.0 = age;
+        self.ages.remove(&entry.age);
+        entry.age = age;
         self.next_age += 1;
         self.ages.insert(age, key);
-        Some(entry.2.clone())
+        Some(entry)
     }
 
-    fn forget_file(&mut self, pseudo: u32) {
+    /// Drops every cached page of `pseudo` from page `from` on (its meta page too when
+    /// `from` is 0), dirty or not.
+    fn forget_from(&mut self, pseudo: u32, from: u32) {
         let keys: Vec<(u32, u32)> = self
             .cache
-            .range((pseudo, 0)..=(pseudo, u32::MAX))
+            .range((pseudo, from)..=(pseudo, u32::MAX))
             .map(|(k, _)| *k)
             .collect();
         for k in keys {
-            if let Some((age, _, _)) = self.cache.remove(&k) {
-                self.ages.remove(&age);
+            if let Some(page) = self.cache.remove(&k) {
+                self.ages.remove(&page.age);
             }
         }
+    }
+
+    fn forget_file(&mut self, pseudo: u32) {
+        self.forget_from(pseudo, 0);
     }
 
     fn dirty_pages(&self, pseudo: u32) -> Vec<u32> {
         self.cache
             .range((pseudo, 0)..=(pseudo, u32::MAX))
-            .filter(|(_, v)| v.1)
+            .filter(|(_, v)| v.dirty)
             .map(|(k, _)| k.1)
             .collect()
     }
@@ -324,10 +376,11 @@ impl<D: BlockDevice> F2fs<D> {
     /// The owner's pseudo file (checked: an inode in use, flagged as a pseudo file of
     /// this owner), if it has one.
     fn dcm_pseudo_of(&mut self, owner: u32) -> Result<Option<u32>, FsError> {
-        if !self.has_dcm(owner)? {
+        let node = self.node(owner)?;
+        if le32_at(&node[..], OFF_FLAGS) & MEDFS_DCM_FL == 0 {
             return Ok(None);
         }
-        let id = le32_at(&self.node(owner)?[..], OFF_DEPTH);
+        let id = le32_at(&node[..], OFF_DEPTH);
         let in_use = id != 0
             && id != owner
             && id < self.max_nid()
@@ -337,8 +390,10 @@ impl<D: BlockDevice> F2fs<D> {
             return Err(self.dcm_corruption(owner, u64::from(id), rule));
         }
         let node = self.node(id)?;
+        // `i_pino` read in place: decoding the whole inode (its 923 address slots) for
+        // one word was most of this function's cost.
         let ok = le32_at(&node[..], OFF_FLAGS) & MEDFS_PSEUDO_FL != 0
-            && crate::node::Inode::decode(node).pino == owner
+            && le32_at(&node[..], OFF_PINO) == owner
             && crate::node::NodeFooter::decode(node).ino == id;
         if !ok {
             let rule = format!("inode {id} is not this file's pseudo file");
@@ -350,18 +405,54 @@ impl<D: BlockDevice> F2fs<D> {
 
     /// Page `page` of a pseudo file, from the cache or read (charged, counted).
     fn dcm_read_page(&mut self, pseudo: u32, page: u32) -> Result<Box<Block>, FsError> {
-        if let Some(b) = self.delta_state.dcm.refresh((pseudo, page)) {
-            return Ok(b);
+        if let Some(entry) = self.delta_state.dcm.refresh((pseudo, page)) {
+            return Ok(entry.bytes.clone());
         }
         self.metrics.delta.dcm_page_reads += 1;
         let b = self.load_page(pseudo, u64::from(page))?;
-        self.delta_state.dcm.touch((pseudo, page), false, b.clone());
+        self.delta_state
+            .dcm
+            .touch((pseudo, page), false, b.clone(), None);
         self.dcm_trim()?;
         Ok(b)
     }
 
+    /// Writes compact page `page` (not the meta page: [`F2fs::dcm_write_meta`]) to the
+    /// cache, dirty.
     fn dcm_write_page(&mut self, pseudo: u32, page: u32, b: Box<Block>) -> Result<(), FsError> {
-        self.delta_state.dcm.touch((pseudo, page), true, b);
+        debug_assert_ne!(page, 0, "the meta page is written by dcm_write_meta");
+        self.delta_state.dcm.touch((pseudo, page), true, b, None);
+        self.dcm_trim()
+    }
+
+    /// The pseudo file's size in pages and the bound on compact pages: what a meta page
+    /// is checked against.
+    fn dcm_meta_bounds(&mut self, pseudo: u32) -> Result<(u64, usize), FsError> {
+        let size_pages = self
+            .inode_u64(pseudo, OFF_SIZE)?
+            .div_ceil(BLOCK_SIZE as u64);
+        Ok((size_pages, self.cfg.delta.dcm_max_compact_pages.max(255)))
+    }
+
+    /// Writes the meta page (encoded from `meta`) to the cache, dirty, with `meta` as its
+    /// decoding: the cache owns the decoded page from here on, and the next load uses it
+    /// without decoding the bytes again.
+    fn dcm_write_meta(&mut self, pseudo: u32, meta: Meta) -> Result<(), FsError> {
+        let (file_pages, max_pages) = self.dcm_meta_bounds(pseudo)?;
+        let bytes = meta.encode();
+        debug_assert_eq!(
+            Meta::decode(&bytes[..], max_pages, file_pages).as_ref(),
+            Ok(&meta),
+            "a meta page DCM writes decodes to what it was encoded from"
+        );
+        let decoded = DecodedMeta {
+            meta: Arc::new(meta),
+            file_pages,
+            max_pages,
+        };
+        self.delta_state
+            .dcm
+            .touch((pseudo, 0), true, bytes, Some(decoded));
         self.dcm_trim()
     }
 
@@ -373,7 +464,13 @@ impl<D: BlockDevice> F2fs<D> {
             let Some((&age, &key)) = self.delta_state.dcm.ages.iter().next() else {
                 break;
             };
-            if self.delta_state.dcm.cache.get(&key).is_some_and(|v| v.1) {
+            if self
+                .delta_state
+                .dcm
+                .cache
+                .get(&key)
+                .is_some_and(|v| v.dirty)
+            {
                 self.dcm_flush(key.0)?;
             }
             self.delta_state.dcm.ages.remove(&age);
@@ -382,18 +479,42 @@ impl<D: BlockDevice> F2fs<D> {
         Ok(())
     }
 
-    /// The owner's pseudo file and its meta page, decoded and checked.
-    fn dcm_load(&mut self, owner: u32) -> Result<Option<(u32, Meta)>, FsError> {
+    /// The owner's pseudo file and its meta page, decoded and checked. The decoding is
+    /// kept with the cached meta page: a hit costs no decode, and a changed pseudo-file
+    /// size or compact-page bound decodes the cached bytes again.
+    fn dcm_load(&mut self, owner: u32) -> Result<Option<(u32, Arc<Meta>)>, FsError> {
         let Some(pseudo) = self.dcm_pseudo_of(owner)? else {
             return Ok(None);
         };
-        let size_pages = self
-            .inode_u64(pseudo, OFF_SIZE)?
-            .div_ceil(BLOCK_SIZE as u64);
-        let page = self.dcm_read_page(pseudo, 0)?;
-        let max = self.cfg.delta.dcm_max_compact_pages.max(255);
-        match Meta::decode(&page[..], max, size_pages) {
-            Ok(meta) => Ok(Some((pseudo, meta))),
+        let (file_pages, max_pages) = self.dcm_meta_bounds(pseudo)?;
+        let decoded = |bytes: &Block| {
+            Meta::decode(&bytes[..], max_pages, file_pages).map(|meta| DecodedMeta {
+                meta: Arc::new(meta),
+                file_pages,
+                max_pages,
+            })
+        };
+        let result = match self.delta_state.dcm.refresh((pseudo, 0)) {
+            Some(entry) => match &entry.decoded {
+                Some(d) if d.fits(file_pages, max_pages) => Ok(d.clone()),
+                _ => {
+                    let d = decoded(&entry.bytes);
+                    entry.decoded = d.as_ref().ok().cloned();
+                    d
+                }
+            },
+            None => {
+                self.metrics.delta.dcm_page_reads += 1;
+                let bytes = self.load_page(pseudo, 0)?;
+                let d = decoded(&bytes);
+                let keep = d.as_ref().ok().cloned();
+                self.delta_state.dcm.touch((pseudo, 0), false, bytes, keep);
+                self.dcm_trim()?;
+                d
+            }
+        };
+        match result {
+            Ok(d) => Ok(Some((pseudo, d.meta))),
             Err(rule) => Err(self.dcm_corruption(owner, u64::from(pseudo), rule)),
         }
     }
@@ -435,7 +556,7 @@ impl<D: BlockDevice> F2fs<D> {
     /// Removes page `index`'s DCM delta (the compact page compacted); returns whether
     /// there was one.
     pub(crate) fn dcm_remove(&mut self, owner: u32, index: u64) -> Result<bool, FsError> {
-        let Some((pseudo, mut meta)) = self.dcm_load(owner)? else {
+        let Some((pseudo, meta)) = self.dcm_load(owner)? else {
             return Ok(false);
         };
         let Some((i, pos)) = meta.find(index) else {
@@ -444,12 +565,13 @@ impl<D: BlockDevice> F2fs<D> {
         let mut records = self.dcm_records(owner, pseudo, &meta.pages[i])?;
         records.remove(pos);
         let (page, free) = encode_compact(&records);
+        let mut meta = Meta::clone(&meta);
         let e = &mut meta.pages[i];
         e.indices.remove(pos);
         e.free = free;
         let pi = e.pi;
         self.dcm_write_page(pseudo, pi, page)?;
-        self.dcm_write_page(pseudo, 0, meta.encode())?;
+        self.dcm_write_meta(pseudo, meta)?;
         Ok(true)
     }
 
@@ -457,6 +579,10 @@ impl<D: BlockDevice> F2fs<D> {
     /// forward: the pseudo file may not be replayed yet, and a delta past the end of a
     /// file is never applied (a page written there later drops it).
     pub(crate) fn dcm_drop_from(&mut self, owner: u32, from: u64) -> Result<u64, FsError> {
+        // A truncated pseudo file (only eviction truncates one) keeps no cached page past
+        // its new end.
+        let cut = u32::try_from(from).unwrap_or(u32::MAX);
+        self.delta_state.dcm.forget_from(owner, cut);
         if self.rolling_forward || !self.has_dcm(owner)? {
             return Ok(0);
         }
@@ -502,7 +628,10 @@ impl<D: BlockDevice> F2fs<D> {
         }
         self.dcm_remove(owner, index)?;
         let loaded = self.dcm_load(owner)?;
-        let mut meta = loaded.as_ref().map(|(_, m)| m.clone()).unwrap_or_default();
+        let mut meta = loaded
+            .as_ref()
+            .map(|(_, m)| Meta::clone(m))
+            .unwrap_or_default();
         let frees: Vec<usize> = meta.pages.iter().map(|e| usize::from(e.free)).collect();
         let place = policy::dcm_place(&frees, SIZE_FIELD_BYTES + delta.len(), &self.cfg.delta);
         let meta_grows = 4 + if place == DcmPlace::NewPage {
@@ -542,7 +671,7 @@ impl<D: BlockDevice> F2fs<D> {
         e.free = free;
         let pi = e.pi;
         self.dcm_write_page(pseudo, pi, page)?;
-        self.dcm_write_page(pseudo, 0, meta.encode())?;
+        self.dcm_write_meta(pseudo, meta)?;
         self.metrics.delta.dcm_stores += 1;
         Ok(true)
     }
@@ -551,6 +680,8 @@ impl<D: BlockDevice> F2fs<D> {
     /// an empty meta page (in the cache, dirty), the owner pointing at it.
     fn dcm_create(&mut self, owner: u32) -> Result<u32, FsError> {
         let pseudo = self.new_inode_as(owner, PSEUDO_NAME, &NewInode::root_owned(S_IFREG))?;
+        // Nothing cached under a new inode's number (eviction forgets; this makes sure).
+        self.delta_state.dcm.forget_file(pseudo);
         let node = self.node(pseudo)?;
         node[OFF_INLINE] &= !F2FS_INLINE_DATA;
         let flags = le32_at(&node[..], OFF_FLAGS);
@@ -562,7 +693,7 @@ impl<D: BlockDevice> F2fs<D> {
         put_le32_at(&mut node[..], OFF_DEPTH, pseudo);
         self.dirty_nodes.insert(owner);
         self.dirty_nodes.insert(pseudo);
-        self.dcm_write_page(pseudo, 0, Meta::default().encode())?;
+        self.dcm_write_meta(pseudo, Meta::default())?;
         self.delta_state.dcm.owners.insert(owner);
         self.metrics.delta.dcm_files_created += 1;
         Ok(pseudo)
@@ -618,9 +749,11 @@ impl<D: BlockDevice> F2fs<D> {
         Ok(folded)
     }
 
-    /// An inode is being freed: its pseudo file goes with it.
+    /// An inode is being freed: its pseudo file goes with it, and if it is a pseudo file,
+    /// its cached pages (an inode later given the same number starts with none).
     pub(crate) fn dcm_on_evict(&mut self, ino: u32) -> Result<(), FsError> {
         self.delta_state.dcm.counts.remove(&ino);
+        self.delta_state.dcm.forget_file(ino);
         if self.has_dcm(ino)? {
             self.dcm_destroy(ino)?;
         }
@@ -630,17 +763,51 @@ impl<D: BlockDevice> F2fs<D> {
     /// Writes a pseudo file's dirty pages (out of place, as a file's writeback).
     fn dcm_flush(&mut self, pseudo: u32) -> Result<(), FsError> {
         for page in self.delta_state.dcm.dirty_pages(pseudo) {
-            let Some((_, _, b)) = self.delta_state.dcm.cache.get(&(pseudo, page)) else {
+            let Some(cached) = self.delta_state.dcm.cache.get(&(pseudo, page)) else {
                 continue;
             };
-            let b = Box::new(**b);
+            let b = cached.bytes.clone();
             let log = self.data_log(pseudo)?;
-            self.store_page_out_of_place(pseudo, u64::from(page), &b, log)?;
+            let addr = self.store_page_out_of_place(pseudo, u64::from(page), &b, log)?;
+            self.note_pseudo_block(addr);
             self.metrics.delta.dcm_page_writes += 1;
             if let Some(v) = self.delta_state.dcm.cache.get_mut(&(pseudo, page)) {
-                v.1 = false;
+                v.dirty = false;
             }
         }
+        Ok(())
+    }
+
+    /// Page `index` of `ino` is being written by a path other than DCM's own writeback
+    /// (a pseudo file is written only by [`F2fs::dcm_flush`], but its inode number is
+    /// open to the by-inode calls): a cached copy of it, and with page 0 its decoding,
+    /// would be older than flash, so it goes.
+    pub(crate) fn dcm_note_page_write(&mut self, ino: u32, index: u64) {
+        let st = &mut self.delta_state.dcm;
+        if st.cache.is_empty() {
+            return;
+        }
+        if let Ok(page) = u32::try_from(index) {
+            if let Some(old) = st.cache.remove(&(ino, page)) {
+                st.ages.remove(&old.age);
+            }
+        }
+    }
+
+    /// Roll-forward is about to replay (or has replayed) the fsync'd nodes, which may
+    /// give a pseudo file's pages other blocks than the ones cached pages were read from
+    /// (the full verification at mount reads them before recovery): every cached page
+    /// goes. None can be dirty here (nothing writes DCM before recovery); one that were
+    /// would be lost, so that is refused.
+    pub(crate) fn dcm_forget_for_replay(&mut self) -> Result<(), FsError> {
+        let st = &mut self.delta_state.dcm;
+        if let Some((&(pseudo, page), _)) = st.cache.iter().find(|(_, v)| v.dirty) {
+            return Err(corrupt(format!(
+                "roll-forward: DCM page {page} of pseudo file {pseudo} is dirty before recovery"
+            )));
+        }
+        st.cache.clear();
+        st.ages.clear();
         Ok(())
     }
 
@@ -651,7 +818,7 @@ impl<D: BlockDevice> F2fs<D> {
             .dcm
             .cache
             .iter()
-            .filter(|(_, v)| v.1)
+            .filter(|(_, v)| v.dirty)
             .map(|(k, _)| k.0)
             .collect();
         for p in pseudos {
@@ -732,6 +899,46 @@ impl<D: BlockDevice> F2fs<D> {
             );
         }
         Ok(out)
+    }
+
+    /// Checks DCM's page cache against what it caches: every cached meta page's decoding
+    /// equals a fresh decode of its bytes (against the same size and bound), and every
+    /// clean cached page equals the page read from flash now (a dirty one is newer than
+    /// flash by design). Returns the pages checked. For tests: the reads are charged
+    /// like any other.
+    pub fn check_dcm_cache(&mut self) -> Result<usize, FsError> {
+        let pages: Vec<((u32, u32), CachedPage)> = self
+            .delta_state
+            .dcm
+            .cache
+            .iter()
+            .map(|(k, v)| (*k, v.clone()))
+            .collect();
+        let bad = |what: String| corrupt(format!("DCM page cache: {what}"));
+        for ((pseudo, page), cached) in &pages {
+            let (bytes, dirty) = (&cached.bytes, cached.dirty);
+            if let Some(d) = &cached.decoded {
+                if *page != 0 {
+                    return Err(bad(format!("page {page} of {pseudo} has a meta decoding")));
+                }
+                let fresh = Meta::decode(&bytes[..], d.max_pages, d.file_pages);
+                if fresh.as_ref() != Ok(&*d.meta) {
+                    return Err(bad(format!(
+                        "the meta page of {pseudo} decodes to {fresh:?}, cached {:?}",
+                        d.meta
+                    )));
+                }
+            }
+            if !dirty {
+                let flash = self.load_page(*pseudo, u64::from(*page))?;
+                if flash[..] != bytes[..] {
+                    return Err(bad(format!(
+                        "clean page {page} of {pseudo} differs from flash"
+                    )));
+                }
+            }
+        }
+        Ok(pages.len())
     }
 
     /// The owner's pseudo-file inode number, if it has one.

@@ -49,6 +49,8 @@ use zone::{Record, Zone, ZONE_HEADER_BYTES};
 
 /// Byte offset of `i_flags` in an inode block.
 pub(crate) const OFF_FLAGS: usize = 80;
+/// Byte offset of `i_pino` in an inode block.
+pub(crate) const OFF_PINO: usize = 84;
 /// Byte offsets of `i_namelen` and `i_name` in an inode block.
 const OFF_NAMELEN: usize = 88;
 const OFF_NAME: usize = 92;
@@ -122,6 +124,9 @@ impl DeltaMetrics {
 #[derive(Default)]
 pub(crate) struct DeltaState {
     lzo: Option<Lzo1x1>,
+    /// `make_delta`'s XOR of a page and its base (kept: one allocation per mount).
+    xor: Option<Box<Block>>,
+    lzo_out: Vec<u8>,
     pub replay_zones: std::collections::BTreeMap<u32, Zone>,
     bases: BaseCache,
     pub dcm: dcm::DcmState,
@@ -149,41 +154,116 @@ fn last_nonzero_byte(bytes: &[u8]) -> Option<usize> {
 /// The content of recently written or read data blocks by address (see
 /// [`policy::DeltaConfig::base_cache_pages`]): every write of a block replaces its entry
 /// ([`F2fs::note_block_written`]), so an entry is always what the block holds. Oldest
-/// entries go first.
+/// entries go first. A block DCM writes for a pseudo file keeps its place in the age order
+/// but not its bytes ([`BaseCache::strip`]): no delta is made against a pseudo file's
+/// page, and those pages were a third of the blocks written (memory the process had to
+/// fault in).
 #[derive(Default)]
 struct BaseCache {
-    by_addr: std::collections::BTreeMap<u32, (u64, Box<Block>)>,
-    by_age: std::collections::BTreeMap<u64, u32>,
+    /// Block address → (age of its last put, content unless stripped).
+    by_addr: std::collections::BTreeMap<u32, (u64, Option<Box<Block>>)>,
+    /// (age, address) of every put, oldest first; an entry whose address has since been
+    /// put again or forgotten is stale (its age is not the address's now) and skipped.
+    /// The oldest live entry is the one to drop, as with an age-ordered map, at a
+    /// fraction of the cost (a put was six map operations, most of its time).
+    by_age: std::collections::VecDeque<(u64, u32)>,
     next: u64,
+    /// Buffers of stripped and forgotten entries, for the next new ones (at most
+    /// `SPARE_BUFFERS`): a new 4 KiB allocation is zeroed, and fresh memory faulted in.
+    spare: Vec<Box<Block>>,
 }
+
+/// Bound of [`BaseCache::spare`].
+const SPARE_BUFFERS: usize = 64;
 
 impl BaseCache {
     fn put(&mut self, addr: u32, block: &[u8], cap: usize) {
-        self.forget(addr);
         if cap == 0 {
+            self.forget(addr);
             return;
         }
-        let mut copy = zero_block();
-        copy.copy_from_slice(block);
-        self.by_addr.insert(addr, (self.next, copy));
-        self.by_age.insert(self.next, addr);
+        let age = self.next;
         self.next += 1;
+        match self.by_addr.get_mut(&addr) {
+            // Replaced in place: its old queue entry goes stale.
+            Some(entry) => {
+                entry.0 = age;
+                match &mut entry.1 {
+                    Some(buf) => buf.copy_from_slice(block),
+                    None => {
+                        let mut buf = self.spare.pop().unwrap_or_else(zero_block);
+                        buf.copy_from_slice(block);
+                        entry.1 = Some(buf);
+                    }
+                }
+            }
+            None => {
+                // When full, the oldest entry goes first and lends its buffer: the same
+                // entry goes as when it is dropped after the insertion, without a new
+                // 4 KiB allocation per written block.
+                let reused = match self.by_addr.len() >= cap {
+                    true => self.pop_oldest().flatten(),
+                    false => None,
+                };
+                let mut copy = reused
+                    .or_else(|| self.spare.pop())
+                    .unwrap_or_else(zero_block);
+                copy.copy_from_slice(block);
+                self.by_addr.insert(addr, (age, Some(copy)));
+            }
+        }
+        self.by_age.push_back((age, addr));
         while self.by_addr.len() > cap {
-            let Some((_, old)) = self.by_age.pop_first() else {
-                break;
-            };
-            self.by_addr.remove(&old);
+            match self.pop_oldest() {
+                Some(buf) => self.keep_spare(buf),
+                None => break,
+            }
+        }
+        // Stale entries are bounded: past twice the live ones, only live ones stay.
+        if self.by_age.len() > 2 * self.by_addr.len() + 64 {
+            let live = &self.by_addr;
+            self.by_age
+                .retain(|&(age, addr)| live.get(&addr).is_some_and(|e| e.0 == age));
         }
     }
 
+    /// Drops the oldest live entry, returning its buffer (`Some(None)`: it was stripped).
+    fn pop_oldest(&mut self) -> Option<Option<Box<Block>>> {
+        while let Some((age, addr)) = self.by_age.pop_front() {
+            if let std::collections::btree_map::Entry::Occupied(e) = self.by_addr.entry(addr) {
+                if e.get().0 == age {
+                    return Some(e.remove().1);
+                }
+            }
+        }
+        None
+    }
+
     fn forget(&mut self, addr: u32) {
-        if let Some((age, _)) = self.by_addr.remove(&addr) {
-            self.by_age.remove(&age);
+        if let Some((_, buf)) = self.by_addr.remove(&addr) {
+            self.keep_spare(buf);
+        }
+    }
+
+    fn keep_spare(&mut self, buf: Option<Box<Block>>) {
+        if let Some(buf) = buf {
+            if self.spare.len() < SPARE_BUFFERS {
+                self.spare.push(buf);
+            }
+        }
+    }
+
+    /// Drops the bytes of `addr`'s entry, keeping its place: a miss from now on, which
+    /// only a request for a base that is never made can notice.
+    fn strip(&mut self, addr: u32) {
+        if let Some(entry) = self.by_addr.get_mut(&addr) {
+            let buf = entry.1.take();
+            self.keep_spare(buf);
         }
     }
 
     fn get(&self, addr: u32) -> Option<&Block> {
-        self.by_addr.get(&addr).map(|(_, b)| &**b)
+        self.by_addr.get(&addr).and_then(|(_, b)| b.as_deref())
     }
 }
 
@@ -360,6 +440,13 @@ impl<D: BlockDevice> F2fs<D> {
         }
     }
 
+    /// Block `addr` was just written with a pseudo-file page (DCM's writeback): never a
+    /// delta's base (`delta_base` refuses pseudo files), so its bytes need not be
+    /// kept (see [`BaseCache`]).
+    pub(crate) fn note_pseudo_block(&mut self, addr: u32) {
+        self.delta_state.bases.strip(addr);
+    }
+
     /// Block `addr` now holds other data without a write through this layer (a device
     /// REMAP onto it): any base cached for it is stale.
     pub(crate) fn forget_base(&mut self, addr: u32) {
@@ -445,6 +532,8 @@ impl<D: BlockDevice> F2fs<D> {
         if !self.cfg.delta.enabled()
             || self.is_dir_inode(ino)?
             || self.has_inline(ino, F2FS_INLINE_DATA | F2FS_INLINE_DENTRY)?
+            // A DCM pseudo file's pages are written only by DCM (no delta of a delta).
+            || le32_at(&self.node(ino)?[..], OFF_FLAGS) & MEDFS_PSEUDO_FL != 0
         {
             return Ok(None);
         }
@@ -501,24 +590,32 @@ impl<D: BlockDevice> F2fs<D> {
 
     /// `LZO1X-1(new ⊕ base)`, charging the host CPU time.
     fn make_delta(&mut self, base_addr: u32, page: &Block) -> Result<Vec<u8>, FsError> {
-        let base = match self.delta_state.bases.get(base_addr) {
-            Some(b) => Box::new(*b),
+        // The base is used where it lies (the base cache, else the block read), and the
+        // XOR goes to a buffer kept for it: no 4 KiB copy or allocation per delta.
+        let read = match self.delta_state.bases.get(base_addr) {
+            Some(_) => None,
             None => {
                 self.metrics.delta.base_reads += 1;
                 let b = self.read_block(base_addr as u64)?;
                 self.note_block_read(base_addr, &b);
-                b
+                Some(b)
             }
         };
-        let mut xor = zero_block();
+        let st = &mut self.delta_state;
+        let base: &Block = match &read {
+            Some(b) => b,
+            None => st.bases.get(base_addr).expect("cached: looked up above"),
+        };
+        let xor = st.xor.get_or_insert_with(zero_block);
         for ((x, a), b) in xor.iter_mut().zip(page.iter()).zip(base.iter()) {
             *x = a ^ b;
         }
-        let mut out = Vec::with_capacity(256);
-        self.delta_state
-            .lzo
+        // Compressed into a kept buffer (the encoder reserves its worst case, about
+        // 4.4 KiB), then copied out at its length: the delta is kept, often for long.
+        st.lzo
             .get_or_insert_with(Lzo1x1::new)
-            .compress_into(&xor[..], &mut out);
+            .compress_into(&xor[..], &mut st.lzo_out);
+        let out = st.lzo_out.clone();
         self.now_ns += self.cfg.delta.create_ns;
         self.metrics.delta.record_size(out.len());
         Ok(out)
@@ -802,6 +899,60 @@ impl<D: BlockDevice> F2fs<D> {
 
 #[cfg(test)]
 mod tests {
+    /// The base cache against the simplest model of it (a list in put order, the oldest
+    /// dropped past the bound, a stripped entry keeping its place without bytes): the
+    /// same addresses cached with the same bytes after every step of a random mix of
+    /// puts, forgets, strips and bound changes.
+    #[test]
+    fn the_base_cache_keeps_what_an_ordered_list_keeps() {
+        let mut cache = super::BaseCache::default();
+        let mut model: Vec<(u32, Option<u8>)> = Vec::new();
+        let mut x = 0x2545_F491_4F6C_DD1Du64;
+        for step in 0..20_000u32 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let addr = (x % 61) as u32;
+            let cap = if step < 15_000 {
+                16
+            } else {
+                (x >> 40) as usize % 20
+            };
+            let fill = (step % 251) as u8;
+            if x.is_multiple_of(7) {
+                cache.forget(addr);
+                model.retain(|e| e.0 != addr);
+            } else if x.is_multiple_of(11) {
+                cache.strip(addr);
+                if let Some(e) = model.iter_mut().find(|e| e.0 == addr) {
+                    e.1 = None;
+                }
+            } else {
+                cache.put(addr, &[fill; super::BLOCK_SIZE], cap);
+                model.retain(|e| e.0 != addr);
+                // A bound of 0 caches nothing new and drops only this address.
+                if cap > 0 {
+                    model.push((addr, Some(fill)));
+                    while model.len() > cap {
+                        model.remove(0);
+                    }
+                }
+            }
+            for a in 0..61u32 {
+                let want = model.iter().find(|e| e.0 == a).and_then(|e| e.1);
+                let got = cache.get(a).map(|b| {
+                    assert!(b.iter().all(|&v| v == b[0]), "step {step}");
+                    b[0]
+                });
+                assert_eq!(got, want, "step {step}, address {a}");
+            }
+            assert!(
+                cache.by_age.len() <= 2 * cache.by_addr.len() + 65,
+                "step {step}"
+            );
+        }
+    }
+
     #[test]
     fn last_nonzero_byte_matches_a_byte_scan() {
         for len in 0..40usize {
