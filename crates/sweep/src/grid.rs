@@ -226,21 +226,33 @@ impl Grid {
                 ));
             }
         }
-        for (key, vs) in &self.overrides {
-            for v in vs {
-                let entry = format!("{key}={v}");
-                for config in &configs {
-                    override_toml(config, &[entry.as_str()])
-                        .map_err(|e| err(format!("overrides.\"{key}\""), v, error_chain(&e)))?;
-                }
-            }
-        }
+        self.check_overrides(&configs, origin)?;
         for point in self.points() {
             point.config().map_err(|e| GridError {
                 origin: origin.to_string(),
                 key: format!("point {}", point.stack_spec()),
                 message: error_chain(&e),
             })?;
+        }
+        Ok(())
+    }
+
+    /// Every override value on each of `configs` (stacks or devices) on its own.
+    fn check_overrides<T>(&self, configs: &[T], origin: &str) -> Result<(), GridError>
+    where
+        T: serde::Serialize + serde::de::DeserializeOwned,
+    {
+        for (key, vs) in &self.overrides {
+            for v in vs {
+                let entry = format!("{key}={v}");
+                for config in configs {
+                    override_toml(config, &[entry.as_str()]).map_err(|e| GridError {
+                        origin: origin.to_string(),
+                        key: format!("overrides.\"{key}\" = \"{v}\""),
+                        message: error_chain(&e),
+                    })?;
+                }
+            }
         }
         Ok(())
     }
@@ -259,15 +271,7 @@ impl Grid {
         for d in &self.devices {
             configs.push(resolve(d).map_err(|e| err("device".into(), d, error_chain(&e)))?);
         }
-        for (key, vs) in &self.overrides {
-            for v in vs {
-                let entry = format!("{key}={v}");
-                for config in &configs {
-                    override_toml(config, &[entry.as_str()])
-                        .map_err(|e| err(format!("overrides.\"{key}\""), v, error_chain(&e)))?;
-                }
-            }
-        }
+        self.check_overrides(&configs, origin)?;
         for point in self.points() {
             let message = match point.device_config() {
                 Some(Err(e)) => error_chain(&e),
