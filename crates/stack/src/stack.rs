@@ -406,12 +406,26 @@ impl Stack {
         offset: u64,
         buf: &mut [u8],
     ) -> Result<(usize, Nanos), FileError> {
+        self.cached_read(now, file, offset, buf, true)
+    }
+
+    /// A read through the cache, as a `read` call or (`fault`) a page fault on a mapping.
+    fn cached_read(
+        &mut self,
+        now: Nanos,
+        file: FileId,
+        offset: u64,
+        buf: &mut [u8],
+        fault: bool,
+    ) -> Result<(usize, Nanos), FileError> {
         let start = self.enter(now)?;
         let ino = self.handle(file)?.ino;
-        let (n, end) = self
-            .cache()?
-            .fault(start, ino as u64, offset, buf)
-            .map_err(cache_err)?;
+        let cache = self.cache()?;
+        let (n, end) = match fault {
+            true => cache.fault(start, ino as u64, offset, buf),
+            false => cache.read(start, ino as u64, offset, buf),
+        }
+        .map_err(cache_err)?;
         let end = self.stamp_times(ino, start, false)?.max(end);
         Ok((n, self.done("read", start, end, n as u64)))
     }
@@ -761,14 +775,7 @@ impl FileApi for Stack {
         offset: u64,
         buf: &mut [u8],
     ) -> Result<(usize, Nanos), FileError> {
-        let start = self.enter(now)?;
-        let ino = self.handle(file)?.ino;
-        let (n, end) = self
-            .cache()?
-            .read(start, ino as u64, offset, buf)
-            .map_err(cache_err)?;
-        let end = self.stamp_times(ino, start, false)?.max(end);
-        Ok((n, self.done("read", start, end, n as u64)))
+        self.cached_read(now, file, offset, buf, false)
     }
 
     fn write_at(
