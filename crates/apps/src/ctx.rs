@@ -45,12 +45,18 @@ struct DbSlot {
     path: String,
 }
 
+/// An app [`Ctx::stop_app`] closed, to open again.
+pub struct ReopenApp(Vec<(String, String, SqliteConfig)>, Vec<String>);
+
 /// Everything a persona touches while it runs.
 pub struct Ctx {
     vfs: Rc<SimVfs>,
     fs: AppFs,
     db: Option<SimDb>,
     slots: Vec<DbSlot>,
+    /// What the open app was opened with (its databases and extra pragmas), so a cold
+    /// start can open it again as a freshly started process would.
+    opened: Option<(Vec<(String, String, SqliteConfig)>, Vec<String>)>,
     /// The persona's seeded PRNG (its own stream; SQLite's comes from the VFS).
     pub rng: Rng,
     content: ContentModel,
@@ -92,6 +98,7 @@ impl Ctx {
             fs,
             db: None,
             slots: Vec::new(),
+            opened: None,
             rng: rng.fork(1),
             content,
             latencies: BTreeMap::new(),
@@ -284,6 +291,8 @@ impl Ctx {
             }
         }
         self.db = Some(db);
+        let pragmas = extra_pragmas.iter().map(|p| p.to_string()).collect();
+        self.opened = Some((dbs.to_vec(), pragmas));
         Ok(())
     }
 
@@ -294,6 +303,26 @@ impl Ctx {
         }
         self.slots.clear();
         Ok(())
+    }
+
+    /// Closes the foreground app (as the process exits) and returns what reopens it:
+    /// a cold start closes the app before the caches are dropped and opens it again
+    /// ([`Ctx::reopen_app`]) as the launched process does, with SQLite's page cache empty.
+    pub fn stop_app(&mut self) -> Result<Option<ReopenApp>, AppError> {
+        let was_open = self.db.is_some();
+        self.close_app()?;
+        Ok(self
+            .opened
+            .clone()
+            .filter(|_| was_open)
+            .map(|(dbs, pragmas)| ReopenApp(dbs, pragmas)))
+    }
+
+    /// Opens the app [`Ctx::stop_app`] closed, with the same databases and pragmas.
+    pub fn reopen_app(&mut self, app: ReopenApp) -> Result<(), AppError> {
+        let ReopenApp(dbs, pragmas) = app;
+        let pragmas: Vec<&str> = pragmas.iter().map(String::as_str).collect();
+        self.open_app(&dbs, &pragmas)
     }
 
     /// The open connection.

@@ -32,6 +32,10 @@ pub struct RunOptions {
     /// First value of the run's counter of unique file names (media, temporary files), so
     /// that several runs on one installation create distinct files.
     pub seq_start: u64,
+    /// A cold start: the app's process is stopped after the setup (its databases closed)
+    /// and started again when the task begins, so the task opens them with SQLite's page
+    /// cache empty (`task_start` drops the file system's caches in between).
+    pub restart_app: bool,
 }
 
 impl Default for RunOptions {
@@ -44,6 +48,7 @@ impl Default for RunOptions {
             skip_setup: false,
             setup_only: false,
             seq_start: 0,
+            restart_app: false,
         }
     }
 }
@@ -196,6 +201,13 @@ fn phases(
     if options.setup_only {
         return (None, ctx.close_app().err());
     }
+    let stopped = match options.restart_app {
+        true => match ctx.stop_app() {
+            Ok(app) => app,
+            Err(e) => return (None, Some(e)),
+        },
+        false => None,
+    };
     match task_start(ctx.now()) {
         Ok(t) => ctx.think(t.saturating_sub(ctx.now())),
         Err(e) => return (None, Some(e)),
@@ -206,7 +218,11 @@ fn phases(
             return (None, Some(AppError::file("record", "-", e)));
         }
     }
-    let result = persona.run(ctx);
+    // The launched process opens its databases first, inside the measured task.
+    let result = match stopped {
+        Some(app) => ctx.reopen_app(app).and_then(|()| persona.run(ctx)),
+        None => persona.run(ctx),
+    };
     report.task_ns = ctx.now() - start;
     ctx.put_down();
     let trace = options.record.then(|| ctx.fs().with(|r| r.stop()));

@@ -341,6 +341,8 @@ fn run_persona(
     let run_options = RunOptions {
         record: options.record,
         skip_setup,
+        // A cold start is a cold app too: its process restarts and reopens its databases.
+        restart_app: options.cold_start,
         ..RunOptions::default()
     };
     let mut start_measuring = sync_and_restart(shared, options.cold_start);
