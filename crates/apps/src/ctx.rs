@@ -45,7 +45,8 @@ struct DbSlot {
     path: String,
 }
 
-/// An app [`Ctx::stop_app`] closed, to open again.
+/// An app [`Ctx::stop_app`] closed, to open again: its databases and extra pragmas.
+#[derive(Clone)]
 pub struct ReopenApp(Vec<(String, String, SqliteConfig)>, Vec<String>);
 
 /// Everything a persona touches while it runs.
@@ -56,7 +57,7 @@ pub struct Ctx {
     slots: Vec<DbSlot>,
     /// What the open app was opened with (its databases and extra pragmas), so a cold
     /// start can open it again as a freshly started process would.
-    opened: Option<(Vec<(String, String, SqliteConfig)>, Vec<String>)>,
+    opened: Option<ReopenApp>,
     /// The persona's seeded PRNG (its own stream; SQLite's comes from the VFS).
     pub rng: Rng,
     content: ContentModel,
@@ -292,7 +293,7 @@ impl Ctx {
         }
         self.db = Some(db);
         let pragmas = extra_pragmas.iter().map(|p| p.to_string()).collect();
-        self.opened = Some((dbs.to_vec(), pragmas));
+        self.opened = Some(ReopenApp(dbs.to_vec(), pragmas));
         Ok(())
     }
 
@@ -311,11 +312,7 @@ impl Ctx {
     pub fn stop_app(&mut self) -> Result<Option<ReopenApp>, AppError> {
         let was_open = self.db.is_some();
         self.close_app()?;
-        Ok(self
-            .opened
-            .clone()
-            .filter(|_| was_open)
-            .map(|(dbs, pragmas)| ReopenApp(dbs, pragmas)))
+        Ok(self.opened.clone().filter(|_| was_open))
     }
 
     /// Opens the app [`Ctx::stop_app`] closed, with the same databases and pragmas.
