@@ -72,6 +72,10 @@ pub struct LdcArgs {
     /// under test, so compressing policies start with it already compressed.
     #[arg(long, value_name = "MODE", default_value = "neutral", value_parser = parse_lay_down)]
     pub lay_down: flashstack_replay::LayDown,
+    /// Which host log the compressing policies' raw pages join: `by-ratio` (the paper's
+    /// grouping: SC and LDC keep one log per 0.1 of predicted ratio) or `one` (an ablation).
+    #[arg(long, value_name = "MODE", default_value = "by-ratio", value_parser = parse_raw_streams)]
+    pub raw_streams: flashstack_ftl::compression::RawStreams,
     /// Runs at once, one thread each (the figures are the same for any value). Default:
     /// every core with --quick (256 MiB per run); 1 for the full runs, each of which holds
     /// a 4 GiB device's contents in memory (about 4.5 GiB).
@@ -174,6 +178,7 @@ pub fn ldc(args: &LdcArgs) -> Result<Reproduction> {
                 "--lay-down",
                 args.lay_down != flashstack_replay::LayDown::Neutral,
             ),
+            ("--raw-streams", !args.raw_streams.is_default()),
             ("--jobs", args.jobs.is_some()),
         ];
         if let Some((flag, _)) = block_level.iter().find(|(_, given)| *given) {
@@ -189,6 +194,7 @@ pub fn ldc(args: &LdcArgs) -> Result<Reproduction> {
         seed: args.seed,
         aging: args.aging,
         lay_down: args.lay_down,
+        raw_streams: args.raw_streams,
         jobs: match args.jobs {
             Some(0) => anyhow::bail!("--jobs 0: must be at least 1"),
             Some(n) => n,
@@ -247,6 +253,15 @@ fn ldc_stack(args: &LdcArgs) -> Result<flashstack_experiments::ldc_stack::LdcSta
         eprintln!("reproduce ldc --stack: {policy} under the whole stack")
     })?;
     Ok(results)
+}
+
+fn parse_raw_streams(s: &str) -> Result<flashstack_ftl::compression::RawStreams, String> {
+    use flashstack_ftl::compression::RawStreams;
+    match s {
+        "by-ratio" => Ok(RawStreams::ByRatio),
+        "one" => Ok(RawStreams::One),
+        _ => Err(format!("`{s}`: expected `by-ratio` or `one`")),
+    }
 }
 
 fn parse_lay_down(s: &str) -> Result<flashstack_replay::LayDown, String> {

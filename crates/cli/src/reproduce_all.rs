@@ -105,6 +105,7 @@ fn one(paper: &str, args: &AllArgs) -> Result<Reproduction> {
             aging: flashstack_experiments::ldc::SNAPSHOT_AGING,
             fill: flashstack_experiments::ldc::SNAPSHOT_UTILIZATION,
             lay_down: flashstack_replay::LayDown::Neutral,
+            raw_streams: Default::default(),
             jobs: None,
             stack: false,
             stack_only: false,

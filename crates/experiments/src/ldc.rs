@@ -14,7 +14,7 @@
 
 use flashstack_codec::{Codec, Lzo1x1};
 use flashstack_content::{ContentConfig, ContentModel, PAGE_SIZE};
-use flashstack_ftl::compression::CompressionPolicyKind;
+use flashstack_ftl::compression::{CompressionPolicyKind, RawStreams};
 use flashstack_ftl::presets;
 use flashstack_replay::{
     content_zones, LayDown, NoProgress, OutOfRange, Progress, Replayer, RunConfig,
@@ -53,6 +53,9 @@ pub struct LdcOptions {
     /// and seeded alone, and results are kept in run order, so the figures are the same
     /// for any value; a full run holds its 4 GiB device's contents in memory.
     pub jobs: usize,
+    /// Which host log raw pages join on the compressing policies (`by-ratio` by default,
+    /// the paper's grouping; `one` is an ablation, `docs/ldc-reproduction.md`).
+    pub raw_streams: RawStreams,
 }
 
 #[derive(Debug, Error)]
@@ -109,6 +112,8 @@ pub struct LdcResults {
     /// Share of the user capacity the existing data takes.
     pub fill: f64,
     pub lay_down: LayDown,
+    #[serde(skip_serializing_if = "RawStreams::is_default")]
+    pub raw_streams: RawStreams,
     pub device_bytes: u64,
     /// LZO1X-1 ratios of a sample of the existing data and of each app's written pages
     /// (the paper's Fig. 2 and 3).
@@ -154,6 +159,7 @@ fn run_one(
     device.nand.geometry.blocks_per_plane = blocks_per_plane(options.quick);
     if let Some(c) = device.ftl.compression.as_mut() {
         c.controller.clock_mhz = clock_mhz;
+        c.raw_streams = options.raw_streams;
     }
     let capacity = device
         .user_capacity_bytes()
@@ -400,6 +406,7 @@ pub fn reproduce(
         aging: options.aging,
         fill: options.fill,
         lay_down: options.lay_down,
+        raw_streams: options.raw_streams,
         device_bytes,
         spectra,
         runs,
@@ -539,6 +546,9 @@ impl LdcResults {
             presets::LDC_IDLE_THRESHOLD_NS / 1_000_000,
             presets::LDC_BACKGROUND_FREE_BLOCKS,
         ));
+        if self.raw_streams == RawStreams::One {
+            out.push_str("raw pages: one host log for every policy (--raw-streams one)\n\n");
+        }
         out.push_str(&self.table(
             "Fig. 8(a) pages compressed, normalised to zFTL",
             &["SC", "LDC", "OPT"],
@@ -954,6 +964,7 @@ mod tests {
             lay_down: LayDown::default(),
             fill: SNAPSHOT_UTILIZATION,
             jobs: 1,
+            raw_streams: RawStreams::default(),
         }
     }
 
@@ -1004,6 +1015,7 @@ mod tests {
             aging: 0.5,
             fill: SNAPSHOT_UTILIZATION,
             lay_down: LayDown::Neutral,
+            raw_streams: RawStreams::default(),
             device_bytes: 1 << 28,
             spectra: Vec::new(),
             runs,
