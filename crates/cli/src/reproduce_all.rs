@@ -106,6 +106,7 @@ fn one(paper: &str, args: &AllArgs) -> Result<Reproduction> {
             fill: flashstack_experiments::ldc::SNAPSHOT_UTILIZATION,
             lay_down: flashstack_replay::LayDown::Neutral,
             raw_streams: Default::default(),
+            gc_straddle_scope: Default::default(),
             jobs: None,
             stack: false,
             stack_only: false,

@@ -12,6 +12,7 @@ fn main() {
         fill: SNAPSHOT_UTILIZATION,
         jobs: 1,
         raw_streams: Default::default(),
+        gc_straddle_scope: Default::default(),
     };
     let results = reproduce(&options, &mut NoProgress).expect("runs");
     print!("{}", results.render());

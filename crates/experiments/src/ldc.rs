@@ -14,7 +14,7 @@
 
 use flashstack_codec::{Codec, Lzo1x1};
 use flashstack_content::{ContentConfig, ContentModel, PAGE_SIZE};
-use flashstack_ftl::compression::{CompressionPolicyKind, RawStreams};
+use flashstack_ftl::compression::{CompressionPolicyKind, GcStraddleScope, RawStreams};
 use flashstack_ftl::presets;
 use flashstack_replay::{
     content_zones, LayDown, NoProgress, OutOfRange, Progress, Replayer, RunConfig,
@@ -56,6 +56,8 @@ pub struct LdcOptions {
     /// Which host log raw pages join on the compressing policies (`by-ratio` by default,
     /// the paper's grouping; `one` is an ablation, `docs/ldc-reproduction.md`).
     pub raw_streams: RawStreams,
+    /// Which policies' GC packs compressed fragments across pages (`ca-gc` by default).
+    pub gc_straddle_scope: GcStraddleScope,
 }
 
 #[derive(Debug, Error)]
@@ -114,6 +116,8 @@ pub struct LdcResults {
     pub lay_down: LayDown,
     #[serde(skip_serializing_if = "RawStreams::is_default")]
     pub raw_streams: RawStreams,
+    #[serde(skip_serializing_if = "GcStraddleScope::is_default")]
+    pub gc_straddle_scope: GcStraddleScope,
     pub device_bytes: u64,
     /// LZO1X-1 ratios of a sample of the existing data and of each app's written pages
     /// (the paper's Fig. 2 and 3).
@@ -160,6 +164,7 @@ fn run_one(
     if let Some(c) = device.ftl.compression.as_mut() {
         c.controller.clock_mhz = clock_mhz;
         c.raw_streams = options.raw_streams;
+        c.gc_straddle_scope = options.gc_straddle_scope;
     }
     let capacity = device
         .user_capacity_bytes()
@@ -407,6 +412,7 @@ pub fn reproduce(
         fill: options.fill,
         lay_down: options.lay_down,
         raw_streams: options.raw_streams,
+        gc_straddle_scope: options.gc_straddle_scope,
         device_bytes,
         spectra,
         runs,
@@ -548,6 +554,12 @@ impl LdcResults {
         ));
         if self.raw_streams == RawStreams::One {
             out.push_str("raw pages: one host log for every policy (--raw-streams one)\n\n");
+        }
+        if self.gc_straddle_scope == GcStraddleScope::EveryPolicy {
+            out.push_str(
+                "GC packing: every policy's GC lets compressed fragments straddle \
+                 (--gc-straddle-scope every-policy)\n\n",
+            );
         }
         out.push_str(&self.table(
             "Fig. 8(a) pages compressed, normalised to zFTL",
@@ -965,6 +977,7 @@ mod tests {
             fill: SNAPSHOT_UTILIZATION,
             jobs: 1,
             raw_streams: RawStreams::default(),
+            gc_straddle_scope: GcStraddleScope::default(),
         }
     }
 
@@ -1016,6 +1029,7 @@ mod tests {
             fill: SNAPSHOT_UTILIZATION,
             lay_down: LayDown::Neutral,
             raw_streams: RawStreams::default(),
+            gc_straddle_scope: GcStraddleScope::default(),
             device_bytes: 1 << 28,
             spectra: Vec::new(),
             runs,

@@ -218,6 +218,33 @@ pub fn cagc_score(valid_bytes: u64, block_ratio_permille: u64) -> u64 {
     valid_bytes * block_ratio_permille
 }
 
+/// Which policies' GC may let compressed fragments straddle a flash page boundary (under
+/// the `gc_straddle` rule). The paper credits packing on migration to caGC (§6.2.3); the
+/// other policies' GC copies each fragment page-aligned, its padding included.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum GcStraddleScope {
+    /// Only a GC that compresses while migrating (LDC's caGC).
+    #[default]
+    CaGc,
+    /// Every compressing policy's GC (an ablation).
+    EveryPolicy,
+}
+
+impl GcStraddleScope {
+    pub fn is_default(&self) -> bool {
+        *self == GcStraddleScope::default()
+    }
+}
+
+/// Whether `policy`'s GC packs compressed fragments across page boundaries.
+pub fn gc_packs_fragments(scope: GcStraddleScope, policy: CompressionPolicyKind) -> bool {
+    match scope {
+        GcStraddleScope::CaGc => policy.compresses_during_gc(),
+        GcStraddleScope::EveryPolicy => policy != CompressionPolicyKind::Pm,
+    }
+}
+
 /// Which host log a page stored raw on a compressing device joins. The paper groups raw
 /// pages into log blocks of similar predicted ratio (§5.2–5.3) so that caGC can read a
 /// block's ratio; each group is one more open block the device keeps.

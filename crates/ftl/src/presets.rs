@@ -215,6 +215,7 @@ pub fn ldc_emmc_with(policy: CompressionPolicyKind) -> DeviceConfig {
         controller: ControllerTiming::default(),
         gc_straddle: Default::default(),
         raw_streams: Default::default(),
+        gc_straddle_scope: Default::default(),
         predictor_sample: Default::default(),
     });
     if policy == CompressionPolicyKind::Ldc {
@@ -512,6 +513,7 @@ pub fn csd3000_with(policy: CompressionPolicyKind, flash_gib: u32) -> DeviceConf
                 },
                 gc_straddle: Default::default(),
                 raw_streams: Default::default(),
+                gc_straddle_scope: Default::default(),
                 predictor_sample: Default::default(),
             }),
             wear: WearConfig {

@@ -503,6 +503,7 @@ fn config_strategy() -> impl Strategy<Value = DeviceConfig> {
                     controller: ControllerTiming::default(),
                     gc_straddle: Default::default(),
                     raw_streams: Default::default(),
+                    gc_straddle_scope: Default::default(),
                     predictor_sample: Default::default(),
                 });
                 if policy == CompressionPolicyKind::Ldc {
@@ -887,6 +888,7 @@ fn long_random_run_with_compression() {
             controller: ControllerTiming::default(),
             gc_straddle: Default::default(),
             raw_streams: Default::default(),
+            gc_straddle_scope: Default::default(),
             predictor_sample: sample,
         });
         // One plane of 64 blocks, little spare: eleven open frontiers (compressed + ten
@@ -954,6 +956,7 @@ fn power_cut_at_every_point_of_straddling_gc() {
         controller: ControllerTiming::default(),
         gc_straddle: Default::default(),
         raw_streams: Default::default(),
+        gc_straddle_scope: Default::default(),
         predictor_sample: Default::default(),
     });
     config.nand.geometry.channels = 1;

@@ -59,6 +59,7 @@ fn remap_config_strategy() -> impl Strategy<Value = DeviceConfig> {
                     controller: ControllerTiming::default(),
                     gc_straddle: Default::default(),
                     raw_streams: Default::default(),
+                    gc_straddle_scope: Default::default(),
                     predictor_sample: Default::default(),
                 });
             }
@@ -327,6 +328,7 @@ fn bad_remaps_are_typed_errors_and_change_nothing() {
         controller: ControllerTiming::default(),
         gc_straddle: Default::default(),
         raw_streams: Default::default(),
+        gc_straddle_scope: Default::default(),
         predictor_sample: Default::default(),
     });
     let mut ftl = Ftl::new(config, true, 1).unwrap();
