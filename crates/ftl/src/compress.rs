@@ -586,10 +586,20 @@ mod tests {
         rule: crate::compression::GcStraddle,
         rounds: u64,
     ) -> crate::FtlCounters {
+        page_aligned_fragments_under(CompressionPolicyKind::Ldc, rule, Default::default(), rounds)
+    }
+
+    fn page_aligned_fragments_under(
+        policy: CompressionPolicyKind,
+        rule: crate::compression::GcStraddle,
+        scope: crate::compression::GcStraddleScope,
+        rounds: u64,
+    ) -> crate::FtlCounters {
         use flashstack_block::{BlockDevice, Hints, Payload};
-        let mut device = crate::presets::ldc_emmc_with(CompressionPolicyKind::Ldc);
+        let mut device = crate::presets::ldc_emmc_with(policy);
         device.nand.geometry.blocks_per_plane = 96;
         device.ftl.compression.as_mut().unwrap().gc_straddle = rule;
+        device.ftl.compression.as_mut().unwrap().gc_straddle_scope = scope;
         let mut ftl = Ftl::new(device, true, 1).unwrap();
         let lbas = ftl.capacity_lbas();
         let page = |lba: u64, round: u64| -> Vec<u8> {
@@ -657,6 +667,25 @@ mod tests {
         (1..COMPRESSION_HOST_STREAMS as usize)
             .filter(|&s| ftl.streams[s].active.iter().any(Option::is_some))
             .count()
+    }
+
+    /// zFTL's GC copies compressed fragments page-aligned unless the scope lets every
+    /// policy's GC straddle; then it packs them and erases less.
+    #[test]
+    fn gc_straddle_scope_reaches_the_other_policies() {
+        use crate::compression::{GcStraddle, GcStraddleScope};
+        let run = |scope| {
+            page_aligned_fragments_under(
+                CompressionPolicyKind::Zftl,
+                GcStraddle::AnyCompressed,
+                scope,
+                2,
+            )
+        };
+        let (ca_gc, every) = (run(GcStraddleScope::CaGc), run(GcStraddleScope::EveryPolicy));
+        assert_eq!(ca_gc.straddled_fragments, 0);
+        assert!(every.straddled_fragments > 1_000, "{every:?}");
+        assert!(every.erases_gc < ca_gc.erases_gc, "{every:?} {ca_gc:?}");
     }
 
     #[test]
