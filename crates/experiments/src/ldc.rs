@@ -153,7 +153,9 @@ fn abbrev(app: LdcApp) -> &'static str {
     }
 }
 
-fn run_one(
+/// One policy on one app at one controller clock, on the device `options` describe (the
+/// runs `reproduce` makes; public for ablations on a single app).
+pub fn run_one(
     policy: CompressionPolicyKind,
     app: LdcApp,
     clock_mhz: u32,
