@@ -30,15 +30,34 @@ fn main() {
         gc_straddle_scope: GcStraddleScope::CaGc,
     };
     let settings = [
-        ("by-ratio, ca-gc (default)", RawStreams::ByRatio, GcStraddleScope::CaGc),
+        (
+            "by-ratio, ca-gc (default)",
+            RawStreams::ByRatio,
+            GcStraddleScope::CaGc,
+        ),
         ("one, ca-gc", RawStreams::One, GcStraddleScope::CaGc),
-        ("by-ratio, every-policy", RawStreams::ByRatio, GcStraddleScope::EveryPolicy),
-        ("one, every-policy", RawStreams::One, GcStraddleScope::EveryPolicy),
+        (
+            "by-ratio, every-policy",
+            RawStreams::ByRatio,
+            GcStraddleScope::EveryPolicy,
+        ),
+        (
+            "one, every-policy",
+            RawStreams::One,
+            GcStraddleScope::EveryPolicy,
+        ),
     ];
     use CompressionPolicyKind::*;
     let pm = run_one(Pm, app, 200, &base).expect("PM runs");
-    println!("{app:?} ({}), PM erases {}", if quick { "quick" } else { "full" }, pm.block_erases);
-    println!("{:<28}{:>14}{:>14}{:>14}", "raw streams, GC scope", "zFTL", "SC", "OPT");
+    println!(
+        "{app:?} ({}), PM erases {}",
+        if quick { "quick" } else { "full" },
+        pm.block_erases
+    );
+    println!(
+        "{:<28}{:>14}{:>14}{:>14}",
+        "raw streams, GC scope", "zFTL", "SC", "OPT"
+    );
     for (name, raw_streams, gc_straddle_scope) in settings {
         let options = LdcOptions {
             raw_streams,

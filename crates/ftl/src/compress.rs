@@ -682,7 +682,10 @@ mod tests {
                 2,
             )
         };
-        let (ca_gc, every) = (run(GcStraddleScope::CaGc), run(GcStraddleScope::EveryPolicy));
+        let (ca_gc, every) = (
+            run(GcStraddleScope::CaGc),
+            run(GcStraddleScope::EveryPolicy),
+        );
         assert_eq!(ca_gc.straddled_fragments, 0);
         assert!(every.straddled_fragments > 1_000, "{every:?}");
         assert!(every.erases_gc < ca_gc.erases_gc, "{every:?} {ca_gc:?}");
