@@ -72,6 +72,14 @@ pub struct LdcArgs {
     /// under test, so compressing policies start with it already compressed.
     #[arg(long, value_name = "MODE", default_value = "neutral", value_parser = parse_lay_down)]
     pub lay_down: flashstack_replay::LayDown,
+    /// Which host log the compressing policies' raw pages join: `by-ratio` (the paper's
+    /// grouping: SC and LDC keep one log per 0.1 of predicted ratio) or `one` (an ablation).
+    #[arg(long, value_name = "MODE", default_value = "by-ratio", value_parser = parse_raw_streams)]
+    pub raw_streams: flashstack_ftl::compression::RawStreams,
+    /// Which policies' GC packs compressed fragments across flash pages: `ca-gc` (LDC's
+    /// only, the paper) or `every-policy` (an ablation).
+    #[arg(long, value_name = "SCOPE", default_value = "ca-gc", value_parser = parse_gc_straddle_scope)]
+    pub gc_straddle_scope: flashstack_ftl::compression::GcStraddleScope,
     /// Runs at once, one thread each (the figures are the same for any value). Default:
     /// every core with --quick (256 MiB per run); 1 for the full runs, each of which holds
     /// a 4 GiB device's contents in memory (about 4.5 GiB).
@@ -174,6 +182,8 @@ pub fn ldc(args: &LdcArgs) -> Result<Reproduction> {
                 "--lay-down",
                 args.lay_down != flashstack_replay::LayDown::Neutral,
             ),
+            ("--raw-streams", !args.raw_streams.is_default()),
+            ("--gc-straddle-scope", !args.gc_straddle_scope.is_default()),
             ("--jobs", args.jobs.is_some()),
         ];
         if let Some((flag, _)) = block_level.iter().find(|(_, given)| *given) {
@@ -189,6 +199,8 @@ pub fn ldc(args: &LdcArgs) -> Result<Reproduction> {
         seed: args.seed,
         aging: args.aging,
         lay_down: args.lay_down,
+        raw_streams: args.raw_streams,
+        gc_straddle_scope: args.gc_straddle_scope,
         jobs: match args.jobs {
             Some(0) => anyhow::bail!("--jobs 0: must be at least 1"),
             Some(n) => n,
@@ -247,6 +259,26 @@ fn ldc_stack(args: &LdcArgs) -> Result<flashstack_experiments::ldc_stack::LdcSta
         eprintln!("reproduce ldc --stack: {policy} under the whole stack")
     })?;
     Ok(results)
+}
+
+fn parse_raw_streams(s: &str) -> Result<flashstack_ftl::compression::RawStreams, String> {
+    use flashstack_ftl::compression::RawStreams;
+    match s {
+        "by-ratio" => Ok(RawStreams::ByRatio),
+        "one" => Ok(RawStreams::One),
+        _ => Err(format!("`{s}`: expected `by-ratio` or `one`")),
+    }
+}
+
+fn parse_gc_straddle_scope(
+    s: &str,
+) -> Result<flashstack_ftl::compression::GcStraddleScope, String> {
+    use flashstack_ftl::compression::GcStraddleScope;
+    match s {
+        "ca-gc" => Ok(GcStraddleScope::CaGc),
+        "every-policy" => Ok(GcStraddleScope::EveryPolicy),
+        _ => Err(format!("`{s}`: expected `ca-gc` or `every-policy`")),
+    }
 }
 
 fn parse_lay_down(s: &str) -> Result<flashstack_replay::LayDown, String> {

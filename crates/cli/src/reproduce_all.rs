@@ -105,6 +105,8 @@ fn one(paper: &str, args: &AllArgs) -> Result<Reproduction> {
             aging: flashstack_experiments::ldc::SNAPSHOT_AGING,
             fill: flashstack_experiments::ldc::SNAPSHOT_UTILIZATION,
             lay_down: flashstack_replay::LayDown::Neutral,
+            raw_streams: Default::default(),
+            gc_straddle_scope: Default::default(),
             jobs: None,
             stack: false,
             stack_only: false,

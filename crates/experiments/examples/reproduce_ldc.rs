@@ -11,6 +11,8 @@ fn main() {
         lay_down: LayDown::Neutral,
         fill: SNAPSHOT_UTILIZATION,
         jobs: 1,
+        raw_streams: Default::default(),
+        gc_straddle_scope: Default::default(),
     };
     let results = reproduce(&options, &mut NoProgress).expect("runs");
     print!("{}", results.render());

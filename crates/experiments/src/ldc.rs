@@ -14,7 +14,7 @@
 
 use flashstack_codec::{Codec, Lzo1x1};
 use flashstack_content::{ContentConfig, ContentModel, PAGE_SIZE};
-use flashstack_ftl::compression::CompressionPolicyKind;
+use flashstack_ftl::compression::{CompressionPolicyKind, GcStraddleScope, RawStreams};
 use flashstack_ftl::presets;
 use flashstack_replay::{
     content_zones, LayDown, NoProgress, OutOfRange, Progress, Replayer, RunConfig,
@@ -53,6 +53,11 @@ pub struct LdcOptions {
     /// and seeded alone, and results are kept in run order, so the figures are the same
     /// for any value; a full run holds its 4 GiB device's contents in memory.
     pub jobs: usize,
+    /// Which host log raw pages join on the compressing policies (`by-ratio` by default,
+    /// the paper's grouping; `one` is an ablation, `docs/ldc-reproduction.md`).
+    pub raw_streams: RawStreams,
+    /// Which policies' GC packs compressed fragments across pages (`ca-gc` by default).
+    pub gc_straddle_scope: GcStraddleScope,
 }
 
 #[derive(Debug, Error)]
@@ -109,6 +114,10 @@ pub struct LdcResults {
     /// Share of the user capacity the existing data takes.
     pub fill: f64,
     pub lay_down: LayDown,
+    #[serde(skip_serializing_if = "RawStreams::is_default")]
+    pub raw_streams: RawStreams,
+    #[serde(skip_serializing_if = "GcStraddleScope::is_default")]
+    pub gc_straddle_scope: GcStraddleScope,
     pub device_bytes: u64,
     /// LZO1X-1 ratios of a sample of the existing data and of each app's written pages
     /// (the paper's Fig. 2 and 3).
@@ -144,7 +153,9 @@ fn abbrev(app: LdcApp) -> &'static str {
     }
 }
 
-fn run_one(
+/// One policy on one app at one controller clock, on the device `options` describe (the
+/// runs `reproduce` makes; public for ablations on a single app).
+pub fn run_one(
     policy: CompressionPolicyKind,
     app: LdcApp,
     clock_mhz: u32,
@@ -154,6 +165,8 @@ fn run_one(
     device.nand.geometry.blocks_per_plane = blocks_per_plane(options.quick);
     if let Some(c) = device.ftl.compression.as_mut() {
         c.controller.clock_mhz = clock_mhz;
+        c.raw_streams = options.raw_streams;
+        c.gc_straddle_scope = options.gc_straddle_scope;
     }
     let capacity = device
         .user_capacity_bytes()
@@ -400,6 +413,8 @@ pub fn reproduce(
         aging: options.aging,
         fill: options.fill,
         lay_down: options.lay_down,
+        raw_streams: options.raw_streams,
+        gc_straddle_scope: options.gc_straddle_scope,
         device_bytes,
         spectra,
         runs,
@@ -539,6 +554,15 @@ impl LdcResults {
             presets::LDC_IDLE_THRESHOLD_NS / 1_000_000,
             presets::LDC_BACKGROUND_FREE_BLOCKS,
         ));
+        if self.raw_streams == RawStreams::One {
+            out.push_str("raw pages: one host log for every policy (--raw-streams one)\n\n");
+        }
+        if self.gc_straddle_scope == GcStraddleScope::EveryPolicy {
+            out.push_str(
+                "GC packing: every policy's GC lets compressed fragments straddle \
+                 (--gc-straddle-scope every-policy)\n\n",
+            );
+        }
         out.push_str(&self.table(
             "Fig. 8(a) pages compressed, normalised to zFTL",
             &["SC", "LDC", "OPT"],
@@ -954,6 +978,8 @@ mod tests {
             lay_down: LayDown::default(),
             fill: SNAPSHOT_UTILIZATION,
             jobs: 1,
+            raw_streams: RawStreams::default(),
+            gc_straddle_scope: GcStraddleScope::default(),
         }
     }
 
@@ -1004,6 +1030,8 @@ mod tests {
             aging: 0.5,
             fill: SNAPSHOT_UTILIZATION,
             lay_down: LayDown::Neutral,
+            raw_streams: RawStreams::default(),
+            gc_straddle_scope: GcStraddleScope::default(),
             device_bytes: 1 << 28,
             spectra: Vec::new(),
             runs,

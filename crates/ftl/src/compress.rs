@@ -12,14 +12,17 @@ use flashstack_nand::{FlashMedium, NO_SOURCE};
 use flashstack_sim::Nanos;
 
 use crate::compression::{
-    decide, ratio_group, reference_ratio_permille, CompressionPolicyKind, ControllerTiming,
+    decide, raw_host_stream, reference_ratio_permille, CompressionPolicyKind, ControllerTiming,
+    RawStreams,
 };
 use crate::{Cause, Ftl, FtlError};
 
 const PAGE_BYTES: usize = 4096;
 const HEADER_BYTES: usize = 2;
 /// Host stream of compressed fragments; raw pages use the ten after it, one per 0.1 of
-/// predicted ratio (§5.2–5.3: separate log blocks, raw pages grouped by ratio).
+/// predicted ratio (§5.2–5.3: separate log blocks, raw pages grouped by ratio), or only the
+/// first of them (`ftl.compression.raw_streams = "one"`; the count stays eleven so that
+/// the user capacity does not move with the option).
 pub(crate) const COMPRESSED_STREAM: usize = 0;
 pub(crate) const COMPRESSION_HOST_STREAMS: u32 = 11;
 
@@ -188,7 +191,7 @@ impl Ftl {
             self.counters.pages_compressed_host += 1;
             self.write_fragment(COMPRESSED_STREAM, lpn, fragment_slots, &fragment, 1000, t)
         } else {
-            let stream = raw_stream(policy, predicted);
+            let stream = raw_host_stream(self.raw_streams(), policy, predicted);
             let len = self.slots_per_lpn;
             self.write_fragment(stream, lpn, len, page, predicted as u32, t)
         };
@@ -207,9 +210,18 @@ impl Ftl {
     ) -> Result<Nanos, FtlError> {
         let predicted =
             crate::predictor::predict_permille_with(page, self.compressor.sample, lpn.into());
-        let stream = raw_stream(policy, predicted);
+        let stream = raw_host_stream(self.raw_streams(), policy, predicted);
         let len = self.slots_per_lpn;
         self.write_fragment(stream, lpn, len, page, predicted as u32, ready_ns)
+    }
+
+    /// The device's raw-page grouping (`ftl.compression.raw_streams`).
+    fn raw_streams(&self) -> RawStreams {
+        self.config
+            .ftl
+            .compression
+            .as_ref()
+            .map_or(RawStreams::default(), |c| c.raw_streams)
     }
 
     fn write_fragment(
@@ -465,17 +477,6 @@ impl Ftl {
     }
 }
 
-/// The log a raw host page joins: SC and LDC group raw pages by predicted ratio (§5.3's
-/// log blocks of similar Cr), the others keep one raw log.
-fn raw_stream(policy: CompressionPolicyKind, predicted_permille: u64) -> usize {
-    match policy {
-        CompressionPolicyKind::Sc | CompressionPolicyKind::Ldc => {
-            1 + ratio_group(predicted_permille) as usize
-        }
-        _ => 1,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -585,10 +586,20 @@ mod tests {
         rule: crate::compression::GcStraddle,
         rounds: u64,
     ) -> crate::FtlCounters {
+        page_aligned_fragments_under(CompressionPolicyKind::Ldc, rule, Default::default(), rounds)
+    }
+
+    fn page_aligned_fragments_under(
+        policy: CompressionPolicyKind,
+        rule: crate::compression::GcStraddle,
+        scope: crate::compression::GcStraddleScope,
+        rounds: u64,
+    ) -> crate::FtlCounters {
         use flashstack_block::{BlockDevice, Hints, Payload};
-        let mut device = crate::presets::ldc_emmc_with(CompressionPolicyKind::Ldc);
+        let mut device = crate::presets::ldc_emmc_with(policy);
         device.nand.geometry.blocks_per_plane = 96;
         device.ftl.compression.as_mut().unwrap().gc_straddle = rule;
+        device.ftl.compression.as_mut().unwrap().gc_straddle_scope = scope;
         let mut ftl = Ftl::new(device, true, 1).unwrap();
         let lbas = ftl.capacity_lbas();
         let page = |lba: u64, round: u64| -> Vec<u8> {
@@ -630,5 +641,59 @@ mod tests {
             (any.program_slots_padding, low.program_slots_padding),
             (62_873, 161_241)
         );
+    }
+
+    /// Host logs holding raw pages after laying down pages of every predicted ratio raw:
+    /// the paper's grouping opens one per 0.1 of ratio, `one` a single log.
+    fn raw_logs_opened(rule: RawStreams) -> usize {
+        use flashstack_block::{BlockDevice, Hints, Payload};
+        let mut device = crate::presets::ldc_emmc_with(CompressionPolicyKind::Ldc);
+        device.nand.geometry.blocks_per_plane = 96;
+        device.ftl.compression.as_mut().unwrap().raw_streams = rule;
+        let mut ftl = Ftl::new(device, true, 1).unwrap();
+        ftl.set_raw_host_writes(true);
+        let mut now = 0;
+        for lba in 0..40u64 {
+            // Random bytes in a growing share of the page: predicted ratios from 0 to 1.
+            let mut rng = flashstack_sim::Rng::new(lba);
+            let mut page = vec![0u8; PAGE_BYTES];
+            for b in &mut page[..(lba as usize * PAGE_BYTES / 39)] {
+                *b = rng.below(256) as u8;
+            }
+            let done = ftl.write(now, lba, Payload::Bytes(&page), Hints::default());
+            now = done.unwrap().complete_ns;
+        }
+        ftl.check_invariants().unwrap();
+        (1..COMPRESSION_HOST_STREAMS as usize)
+            .filter(|&s| ftl.streams[s].active.iter().any(Option::is_some))
+            .count()
+    }
+
+    /// zFTL's GC copies compressed fragments page-aligned unless the scope lets every
+    /// policy's GC straddle; then it packs them and erases less.
+    #[test]
+    fn gc_straddle_scope_reaches_the_other_policies() {
+        use crate::compression::{GcStraddle, GcStraddleScope};
+        let run = |scope| {
+            page_aligned_fragments_under(
+                CompressionPolicyKind::Zftl,
+                GcStraddle::AnyCompressed,
+                scope,
+                2,
+            )
+        };
+        let (ca_gc, every) = (
+            run(GcStraddleScope::CaGc),
+            run(GcStraddleScope::EveryPolicy),
+        );
+        assert_eq!(ca_gc.straddled_fragments, 0);
+        assert!(every.straddled_fragments > 1_000, "{every:?}");
+        assert!(every.erases_gc < ca_gc.erases_gc, "{every:?} {ca_gc:?}");
+    }
+
+    #[test]
+    fn raw_streams_one_keeps_a_single_raw_log() {
+        assert!(raw_logs_opened(RawStreams::ByRatio) >= 5);
+        assert_eq!(raw_logs_opened(RawStreams::One), 1);
     }
 }

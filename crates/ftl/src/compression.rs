@@ -218,6 +218,67 @@ pub fn cagc_score(valid_bytes: u64, block_ratio_permille: u64) -> u64 {
     valid_bytes * block_ratio_permille
 }
 
+/// Which policies' GC may let compressed fragments straddle a flash page boundary (under
+/// the `gc_straddle` rule). The paper credits packing on migration to caGC (§6.2.3); the
+/// other policies' GC copies each fragment page-aligned, its padding included.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum GcStraddleScope {
+    /// Only a GC that compresses while migrating (LDC's caGC).
+    #[default]
+    CaGc,
+    /// Every compressing policy's GC (an ablation).
+    EveryPolicy,
+}
+
+impl GcStraddleScope {
+    pub fn is_default(&self) -> bool {
+        *self == GcStraddleScope::default()
+    }
+}
+
+/// Whether `policy`'s GC packs compressed fragments across page boundaries.
+pub fn gc_packs_fragments(scope: GcStraddleScope, policy: CompressionPolicyKind) -> bool {
+    match scope {
+        GcStraddleScope::CaGc => policy.compresses_during_gc(),
+        GcStraddleScope::EveryPolicy => policy != CompressionPolicyKind::Pm,
+    }
+}
+
+/// Which host log a page stored raw on a compressing device joins. The paper groups raw
+/// pages into log blocks of similar predicted ratio (§5.2–5.3) so that caGC can read a
+/// block's ratio; each group is one more open block the device keeps.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RawStreams {
+    /// SC and LDC: ten raw logs, one per 0.1 of predicted ratio; the others one raw log.
+    #[default]
+    ByRatio,
+    /// One raw log for every policy (an ablation of the grouping).
+    One,
+}
+
+impl RawStreams {
+    pub fn is_default(&self) -> bool {
+        *self == RawStreams::default()
+    }
+}
+
+/// The host stream a raw page joins: 1 (the raw log) or, grouped by ratio, 1 + its group.
+/// Stream 0 is the log of compressed fragments.
+pub fn raw_host_stream(
+    rule: RawStreams,
+    policy: CompressionPolicyKind,
+    predicted_permille: u64,
+) -> usize {
+    match (rule, policy) {
+        (RawStreams::ByRatio, CompressionPolicyKind::Sc | CompressionPolicyKind::Ldc) => {
+            1 + ratio_group(predicted_permille) as usize
+        }
+        _ => 1,
+    }
+}
+
 /// Uncompressed pages are grouped into log blocks by predicted ratio (§5.3), so a block's
 /// ratio is meaningful to caGC: ten groups of 0.1.
 pub fn ratio_group(predicted_permille: u64) -> u8 {

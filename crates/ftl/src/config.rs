@@ -100,6 +100,19 @@ pub struct CompressionConfig {
     /// Which compressed fragments caGC may write across page boundaries (LDC only).
     #[serde(default)]
     pub gc_straddle: crate::compression::GcStraddle,
+    /// Which policies' GC may straddle: `ca-gc` (default: LDC's only) or `every-policy`.
+    #[serde(
+        default,
+        skip_serializing_if = "crate::compression::GcStraddleScope::is_default"
+    )]
+    pub gc_straddle_scope: crate::compression::GcStraddleScope,
+    /// Which host log raw pages join: `by-ratio` (default: SC and LDC keep ten, one per 0.1
+    /// of predicted ratio, §5.3) or `one` (a single raw log for every policy).
+    #[serde(
+        default,
+        skip_serializing_if = "crate::compression::RawStreams::is_default"
+    )]
+    pub raw_streams: crate::compression::RawStreams,
     /// Which 10% of a page the predictor samples: `fixed` offsets (default) or `per-page`
     /// offsets drawn for each LPN (`docs/predictor.md`).
     #[serde(default)]

@@ -5,7 +5,7 @@ use flashstack_nand::{oob_flags, FlashMedium, NandError};
 use flashstack_sim::memory::LazyTable;
 use flashstack_sim::Nanos;
 
-use crate::compression::{gc_may_straddle, GcStraddle};
+use crate::compression::{gc_may_straddle, gc_packs_fragments, GcStraddle};
 use crate::policy::{wear_level_needed, VictimCandidate, VictimPolicy};
 use crate::stream::is_start;
 use crate::{BlockState, Cause, Ftl, FtlError};
@@ -432,10 +432,16 @@ impl Ftl {
             true => self.compress_for_migration(old, ready_ns),
             false => None,
         };
+        let scope = self
+            .config
+            .ftl
+            .compression
+            .as_ref()
+            .map_or(Default::default(), |c| c.gc_straddle_scope);
         let straddle = self
             .compressor
             .policy
-            .is_some_and(|p| p.compresses_during_gc());
+            .is_some_and(|p| gc_packs_fragments(scope, p));
         match shrunk {
             Some((new_len, t)) => {
                 let slot = match straddle && self.gc_may_straddle(new_len) {

@@ -214,6 +214,8 @@ pub fn ldc_emmc_with(policy: CompressionPolicyKind) -> DeviceConfig {
         codec: Default::default(),
         controller: ControllerTiming::default(),
         gc_straddle: Default::default(),
+        raw_streams: Default::default(),
+        gc_straddle_scope: Default::default(),
         predictor_sample: Default::default(),
     });
     if policy == CompressionPolicyKind::Ldc {
@@ -510,6 +512,8 @@ pub fn csd3000_with(policy: CompressionPolicyKind, flash_gib: u32) -> DeviceConf
                     predict_ns_at_200mhz: 0,
                 },
                 gc_straddle: Default::default(),
+                raw_streams: Default::default(),
+                gc_straddle_scope: Default::default(),
                 predictor_sample: Default::default(),
             }),
             wear: WearConfig {

@@ -502,6 +502,8 @@ fn config_strategy() -> impl Strategy<Value = DeviceConfig> {
                     codec: Default::default(),
                     controller: ControllerTiming::default(),
                     gc_straddle: Default::default(),
+                    raw_streams: Default::default(),
+                    gc_straddle_scope: Default::default(),
                     predictor_sample: Default::default(),
                 });
                 if policy == CompressionPolicyKind::Ldc {
@@ -885,6 +887,8 @@ fn long_random_run_with_compression() {
             codec: Default::default(),
             controller: ControllerTiming::default(),
             gc_straddle: Default::default(),
+            raw_streams: Default::default(),
+            gc_straddle_scope: Default::default(),
             predictor_sample: sample,
         });
         // One plane of 64 blocks, little spare: eleven open frontiers (compressed + ten
@@ -951,6 +955,8 @@ fn power_cut_at_every_point_of_straddling_gc() {
         codec: Default::default(),
         controller: ControllerTiming::default(),
         gc_straddle: Default::default(),
+        raw_streams: Default::default(),
+        gc_straddle_scope: Default::default(),
         predictor_sample: Default::default(),
     });
     config.nand.geometry.channels = 1;

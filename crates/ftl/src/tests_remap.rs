@@ -58,6 +58,8 @@ fn remap_config_strategy() -> impl Strategy<Value = DeviceConfig> {
                     codec: Default::default(),
                     controller: ControllerTiming::default(),
                     gc_straddle: Default::default(),
+                    raw_streams: Default::default(),
+                    gc_straddle_scope: Default::default(),
                     predictor_sample: Default::default(),
                 });
             }
@@ -325,6 +327,8 @@ fn bad_remaps_are_typed_errors_and_change_nothing() {
         codec: Default::default(),
         controller: ControllerTiming::default(),
         gc_straddle: Default::default(),
+        raw_streams: Default::default(),
+        gc_straddle_scope: Default::default(),
         predictor_sample: Default::default(),
     });
     let mut ftl = Ftl::new(config, true, 1).unwrap();
