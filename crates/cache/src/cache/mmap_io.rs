@@ -13,7 +13,7 @@
 use flashstack_sim::Nanos;
 
 use super::{CacheError, CallKind, PageCache, PAGE_BYTES};
-use crate::readahead::{read_around_decision, Fault, MmapPolicy, Window};
+use crate::readahead::{read_around_decision, Fault, MmapPolicy};
 use crate::{Backing, Ino, WritebackPolicy};
 
 impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
@@ -60,9 +60,7 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
             self.touch(ino, page_index);
             let marker = self.ra_marks.remove(&(ino, page_index));
             let next_missing = if marker {
-                (page_index + 1..eof_page.min(page_index + 1 + ra_pages))
-                    .find(|&p| !self.pages.contains_key(&(ino, p)))
-                    .unwrap_or(eof_page.min(page_index + 1 + ra_pages))
+                self.next_missing(ino, page_index, eof_page, ra_pages)
             } else {
                 0
             };
@@ -120,42 +118,5 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
     #[cfg(test)]
     pub(crate) fn ra_state_mmap_miss(&self, ino: Ino) -> u32 {
         self.ra_states.get(&ino).map_or(0, |s| s.mmap_miss)
-    }
-
-    /// Reads `window`'s missing pages (up to the end of the file) as runs issued at
-    /// `now_ns`; every page but `waited` is read ahead. Returns when `waited`'s run is done
-    /// (`now_ns` if none is waited for).
-    fn read_window(
-        &mut self,
-        now_ns: Nanos,
-        ino: Ino,
-        window: Window,
-        eof_page: u64,
-        waited: Option<u64>,
-    ) -> Result<Nanos, CacheError> {
-        let end = window.end().min(eof_page);
-        let mut ready_ns = now_ns;
-        let mut page = window.start;
-        while page < end {
-            if self.pages.contains_key(&(ino, page)) {
-                page += 1;
-                continue;
-            }
-            let (done_ns, run_end) = self.load_run(now_ns, ino, page, end)?;
-            for p in page..run_end {
-                if Some(p) == waited {
-                    ready_ns = done_ns;
-                    continue;
-                }
-                self.ra_pending.insert((ino, p), done_ns);
-                self.metrics.readahead_pages += 1;
-                if waited.is_some() {
-                    self.metrics.mmap_window_pages += 1;
-                }
-            }
-            page = run_end;
-        }
-        self.ra_mark(ino, window, window.start, end);
-        Ok(ready_ns)
     }
 }

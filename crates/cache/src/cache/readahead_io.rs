@@ -96,9 +96,7 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
         }
         let max_pages = self.ra_max_pages();
         let eof_page = size_bytes.div_ceil(PAGE_BYTES);
-        let next_missing = (index + 1..eof_page.min(index + 1 + max_pages))
-            .find(|&p| !self.pages.contains_key(&(ino, p)))
-            .unwrap_or(eof_page.min(index + 1 + max_pages));
+        let next_missing = self.next_missing(ino, index, eof_page, max_pages);
         let state = self.ra_states.get(&ino).copied().unwrap_or_default();
         let req_pages = last_page.saturating_sub(index);
         let trigger = Trigger::Marker { next_missing };
@@ -107,23 +105,54 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
         };
         self.ra_state_mut(ino).window = Some(window);
         self.metrics.readahead_async_windows += 1;
+        // Issued at the reader's time; the reader does not wait for it.
+        self.read_window(now_ns, ino, window, eof_page, None)?;
+        Ok(now_ns)
+    }
+
+    /// The first uncached page after `index` within `max_pages`, or the end of that span.
+    pub(super) fn next_missing(&self, ino: Ino, index: u64, eof_page: u64, max_pages: u64) -> u64 {
+        let end = eof_page.min(index + 1 + max_pages);
+        (index + 1..end)
+            .find(|&p| !self.pages.contains_key(&(ino, p)))
+            .unwrap_or(end)
+    }
+
+    /// Reads `window`'s missing pages (up to the end of the file) as runs issued at
+    /// `now_ns`; every page but `waited` is read ahead. Returns when `waited`'s run is done
+    /// (`now_ns` if none is waited for).
+    pub(super) fn read_window(
+        &mut self,
+        now_ns: Nanos,
+        ino: Ino,
+        window: Window,
+        eof_page: u64,
+        waited: Option<u64>,
+    ) -> Result<Nanos, CacheError> {
         let end = window.end().min(eof_page);
+        let mut ready_ns = now_ns;
         let mut page = window.start;
         while page < end {
             if self.pages.contains_key(&(ino, page)) {
                 page += 1;
                 continue;
             }
-            // Issued at the reader's time; the reader does not wait for it.
             let (done_ns, run_end) = self.load_run(now_ns, ino, page, end)?;
-            for ahead in page..run_end {
-                self.ra_pending.insert((ino, ahead), done_ns);
+            for p in page..run_end {
+                if Some(p) == waited {
+                    ready_ns = done_ns;
+                    continue;
+                }
+                self.ra_pending.insert((ino, p), done_ns);
                 self.metrics.readahead_pages += 1;
+                if waited.is_some() {
+                    self.metrics.mmap_window_pages += 1;
+                }
             }
             page = run_end;
         }
         self.ra_mark(ino, window, window.start, end);
-        Ok(now_ns)
+        Ok(ready_ns)
     }
 
     /// Puts the window's marker on its page if this window read it (`from..to`).
