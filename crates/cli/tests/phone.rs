@@ -257,6 +257,41 @@ fn wrong_and_conflicting_starting_states_are_clear_errors() {
     assert!(e.contains("fill") && e.contains("0.99"), "{e}");
 }
 
+/// A stack too small for the phone's apps, and a fill below what the installed apps
+/// alone take, are refused with what is wrong (not a writeback error, nor a phone fuller
+/// than asked).
+#[test]
+fn a_phone_too_small_for_its_apps_or_its_fill_is_refused_saying_so() {
+    let age = |stack: &str, fill: &str| {
+        flashstack(&[
+            "phone",
+            "age",
+            "--stack",
+            stack,
+            "--fill",
+            fill,
+            "--days",
+            "1",
+            "--quiet",
+            "-o",
+            temp("refused.phone").to_str().unwrap(),
+        ])
+    };
+    let e = err(
+        age("default+device.nand.geometry.blocks_per_plane=1200", "0.8"),
+        "tiny stack",
+    );
+    assert!(
+        e.contains("too small for the personas' apps") && e.contains("age a larger device"),
+        "{e}"
+    );
+    let e = err(age(SMALL, "0.1"), "fill below the apps");
+    assert!(
+        e.contains("the installed apps alone fill") && e.contains("above the target 10.0%"),
+        "{e}"
+    );
+}
+
 #[test]
 fn image_out_on_a_block_workload_says_it_stores_contents() {
     // 1 TiB of flash: preconditioning it with contents cannot fit in memory.

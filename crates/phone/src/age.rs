@@ -178,6 +178,9 @@ pub fn age_stack(
     aging.finish()
 }
 
+/// How close to the target fill aging lands, as a share of the user blocks.
+const LANDING_SLACK: f64 = 0.005;
+
 /// Aging under way, for callers that need the stack meanwhile (power-cut tests).
 pub struct Aging<'a> {
     world: World<'a>,
@@ -353,7 +356,8 @@ impl<'a> World<'a> {
                 .iter()
                 .position(|a| a.app.name == persona.app.name)
                 .unwrap_or(i % self.archetypes.len());
-            self.install(Some(persona.app), archetype)?;
+            self.install(Some(persona.app), archetype)
+                .map_err(|e| self.too_small(persona.app.name, e))?;
         }
         let user_bytes = self.stack_usage().user_blocks * PAGE;
         let per_app = self.mean_app_bytes();
@@ -365,7 +369,46 @@ impl<'a> World<'a> {
             let archetype = self.rng.below(self.archetypes.len() as u64) as usize;
             self.install(None, archetype)?;
         }
-        Ok(())
+        self.check_target_reachable()
+    }
+
+    /// A persona's app did not fit: the stack is too small for the phone's apps.
+    fn too_small(&self, app: &str, e: PhoneError) -> PhoneError {
+        if !e.to_string().contains("no space left") {
+            return e;
+        }
+        let u = self.stack_usage();
+        PhoneError::Spec {
+            field: "stack",
+            reason: format!(
+                "the file system ({} MiB of user blocks) is too small for the personas' apps: \
+                 installing {app} ran out of space with {} MiB in use ({e}); age a larger device",
+                u.user_blocks * PAGE >> 20,
+                u.valid_blocks * PAGE >> 20,
+            ),
+        }
+    }
+
+    /// What is installed on day 0 is never deleted (only media are), so a fill above the
+    /// target now could never come down to it: say so now rather than age a phone fuller
+    /// than asked.
+    fn check_target_reachable(&self) -> Result<(), PhoneError> {
+        let u = self.stack_usage();
+        let fill = u.valid_blocks as f64 / u.user_blocks as f64;
+        if fill <= self.spec.fill + LANDING_SLACK {
+            return Ok(());
+        }
+        Err(PhoneError::Spec {
+            field: "fill",
+            reason: format!(
+                "the installed apps alone fill {:.1}% of this file system ({} of {} MiB), \
+                 above the target {:.1}%: age a larger device or ask for a higher fill",
+                fill * 100.0,
+                u.valid_blocks * PAGE >> 20,
+                u.user_blocks * PAGE >> 20,
+                self.spec.fill * 100.0
+            ),
+        })
     }
 
     fn mean_app_bytes(&self) -> f64 {
@@ -1193,7 +1236,7 @@ impl<'a> World<'a> {
         self.wait_until(day as Nanos * DAY_NS + 8 * HOUR_NS)?;
         let user = self.stack_usage().user_blocks as f64;
         let target = self.spec.fill * user;
-        let slack = 0.005 * user;
+        let slack = LANDING_SLACK * user;
         self.sync()?;
         while (self.stack_usage().valid_blocks as f64) < target - slack {
             let deferred = self.counts.deferred;

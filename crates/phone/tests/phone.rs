@@ -306,7 +306,7 @@ fn the_phone_cache_keeps_one_phone_per_aging_spec() {
         build_id: "test".into(),
         max_bytes: None,
     };
-    let light = AgingSpec::new(0.1, 1, 1, Fidelity::Fast);
+    let light = AgingSpec::new(0.5, 1, 1, Fidelity::Fast);
     let get =
         |spec: &AgingSpec| cached_aged(&small_stack(), spec, &cache, &mut |_| {}, &mut |_, _| {});
     let (first, built) = get(&light).unwrap();
