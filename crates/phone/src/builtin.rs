@@ -55,24 +55,46 @@ pub struct CachedPhone {
 }
 
 /// Which phones to remove so the rest total at most `max_bytes`: least recently used
-/// first (ties by path, so the choice does not depend on directory order), never `keep`.
-pub fn choose_evictions(phones: &[CachedPhone], keep: &Path, max_bytes: u64) -> Vec<PathBuf> {
+/// first (ties by path, so the choice does not depend on directory order), never one of
+/// `keep`.
+pub fn choose_evictions(phones: &[CachedPhone], keep: &[PathBuf], max_bytes: u64) -> Vec<PathBuf> {
     let mut by_use: Vec<&CachedPhone> = phones.iter().collect();
     by_use.sort_by(|a, b| b.used_s.cmp(&a.used_s).then_with(|| a.path.cmp(&b.path)));
     let kept: u64 = by_use
         .iter()
-        .filter(|p| p.path == keep)
+        .filter(|p| keep.contains(&p.path))
         .map(|p| p.size_bytes)
         .sum();
     let mut total = kept;
     let mut evict = Vec::new();
-    for phone in by_use.into_iter().filter(|p| p.path != keep) {
+    for phone in by_use.into_iter().filter(|p| !keep.contains(&p.path)) {
         total += phone.size_bytes;
         if total > max_bytes {
             evict.push(phone.path.clone());
         }
     }
     evict
+}
+
+/// The cached phones this process has loaded or saved. They are never pruned while it
+/// runs: `reproduce all` uses about eight built-in phones (~1 GB each), more than the
+/// default budget, and pruning one it is about to use again would age it twice.
+static USED_BY_THIS_PROCESS: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+
+fn pin(path: &Path) {
+    let mut used = USED_BY_THIS_PROCESS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    if !used.iter().any(|p| p == path) {
+        used.push(path.to_path_buf());
+    }
+}
+
+fn pinned() -> Vec<PathBuf> {
+    USED_BY_THIS_PROCESS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone()
 }
 
 /// Whether `name` is one [`cache_path`] makes (`{device}-{16 hex digits}.phone`): a
@@ -124,7 +146,9 @@ fn cached_phones(dir: &Path) -> Vec<CachedPhone> {
 /// phone another process holds open stays readable to it (Unix), one we cannot remove
 /// stays.
 pub fn prune(dir: &Path, keep: &Path, max_bytes: u64) -> Vec<PathBuf> {
-    let evict = choose_evictions(&cached_phones(dir), keep, max_bytes);
+    let mut keep_all = pinned();
+    keep_all.push(keep.to_path_buf());
+    let evict = choose_evictions(&cached_phones(dir), &keep_all, max_bytes);
     evict
         .into_iter()
         .filter(|path| std::fs::remove_file(path).is_ok())
@@ -234,6 +258,7 @@ pub fn cached_aged(
     if let Some(path) = &path {
         if let Some(image) = cached(path) {
             mark_used(path);
+            pin(path);
             return Ok((image, Provenance::Loaded(path.clone())));
         }
     }
@@ -243,6 +268,7 @@ pub fn cached_aged(
             let _ = std::fs::create_dir_all(dir);
             let lock = BuildLock::acquire(path);
             if let Some(image) = cached(path) {
+                pin(path);
                 return Ok((image, Provenance::Loaded(path.clone())));
             }
             lock
@@ -257,6 +283,7 @@ pub fn cached_aged(
     };
     drop(lock);
     if let (Some(dir), Some(saved), Some(max)) = (&cache.dir, &saved, cache.max_bytes) {
+        pin(saved);
         prune(dir, saved, max);
     }
     Ok((image, Provenance::Built { saved }))
@@ -338,12 +365,20 @@ mod tests {
             phone("mid", 10, 200),
             phone("just-built", 10, 50),
         ];
-        let evict = |max| choose_evictions(&phones, Path::new("just-built"), max);
+        let keep = [PathBuf::from("just-built")];
+        let evict = |max| choose_evictions(&phones, &keep, max);
         assert_eq!(evict(40), Vec::<PathBuf>::new());
         assert_eq!(evict(30), vec![PathBuf::from("old")]);
         assert_eq!(evict(20), vec![PathBuf::from("mid"), PathBuf::from("old")]);
         // The phone just saved stays even when it alone is over the budget.
         assert_eq!(evict(5).len(), 3);
+        // So do the other phones the process uses (`reproduce all`'s working set).
+        let keep = [PathBuf::from("just-built"), PathBuf::from("old")];
+        assert_eq!(
+            choose_evictions(&phones, &keep, 30),
+            vec![PathBuf::from("mid")],
+            "the pinned old phone stays, the next least recently used goes"
+        );
     }
 
     #[test]
