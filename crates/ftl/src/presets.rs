@@ -168,6 +168,7 @@ pub fn ldc_emmc() -> DeviceConfig {
             exported_capacity_factor: 1.0,
             compression: None,
             mapping_cache: MappingCacheConfig::default(),
+            write_buffer: WriteBufferConfig::default(),
             wear: WearConfig {
                 dynamic: true,
                 static_threshold: None,
@@ -292,6 +293,7 @@ pub fn ufs31() -> DeviceConfig {
             exported_capacity_factor: 1.0,
             compression: None,
             mapping_cache: MappingCacheConfig::default(),
+            write_buffer: WriteBufferConfig::default(),
             wear: WearConfig {
                 dynamic: true,
                 static_threshold: Some(200),
@@ -403,6 +405,7 @@ pub fn mqsim_default() -> DeviceConfig {
             exported_capacity_factor: 1.0,
             compression: None,
             mapping_cache: MappingCacheConfig::default(),
+            write_buffer: WriteBufferConfig::default(),
             wear: WearConfig {
                 dynamic: true,
                 static_threshold: Some(100),
@@ -500,6 +503,7 @@ pub fn csd3000_with(policy: CompressionPolicyKind, flash_gib: u32) -> DeviceConf
                 2.0
             },
             mapping_cache: MappingCacheConfig::default(),
+            write_buffer: WriteBufferConfig::default(),
             compression: Some(CompressionConfig {
                 policy,
                 codec: flashstack_codec::CodecKind::Zlib {

@@ -69,6 +69,7 @@ pub(crate) fn tiny_config(
             exported_capacity_factor: 1.0,
             compression: None,
             mapping_cache: MappingCacheConfig::default(),
+            write_buffer: WriteBufferConfig::default(),
             wear: WearConfig {
                 dynamic: true,
                 static_threshold: Some(4),
