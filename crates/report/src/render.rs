@@ -246,7 +246,7 @@ fn write_buffer_rows(reports: &[RunReport]) -> Vec<(String, Vec<String>)> {
         }),
         ("  full waits / max wait", |b| {
             format!(
-                "{} / {:.1} µs",
+                "{} / {:.1} us",
                 count(b.full_waits),
                 b.wait_ns_max as f64 / 1e3
             )
