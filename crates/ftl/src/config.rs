@@ -467,7 +467,10 @@ impl DeviceConfig {
                     ),
                 ));
             }
-            if wb.capacity_bytes % flashstack_block::LBA_SIZE as u64 != 0 {
+            if !wb
+                .capacity_bytes
+                .is_multiple_of(flashstack_block::LBA_SIZE as u64)
+            {
                 return Err(ConfigError::new(
                     "ftl.write_buffer.capacity_bytes",
                     "must be a multiple of 4096 (the buffer holds 4 KiB logical pages)",

@@ -39,12 +39,12 @@ mod records;
 mod recovery;
 mod remap;
 mod stream;
-mod wbuf;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod tests_construct;
 pub mod thermal;
+mod wbuf;
 mod write;
 
 use std::collections::BTreeMap;
@@ -60,8 +60,8 @@ use stream::is_start;
 use blocks::{BlockState, BlockTable};
 pub use cmt::{choose_victim, demote_protected, place_on_hit, Segment};
 pub use config::{
-    CmtPolicyKind, DeviceConfig, FtlConfig, GcConfig, HostConfig, HpbConfig, MappingCacheConfig,
-    DestagePolicyKind, StreamMode, VictimPolicyKind, WearConfig, WriteBufferConfig,
+    CmtPolicyKind, DestagePolicyKind, DeviceConfig, FtlConfig, GcConfig, HostConfig, HpbConfig,
+    MappingCacheConfig, StreamMode, VictimPolicyKind, WearConfig, WriteBufferConfig,
 };
 pub use construct::ConstructedState;
 pub use counters::FtlCounters;

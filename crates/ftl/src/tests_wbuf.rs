@@ -112,10 +112,7 @@ fn protected_write_buffer_loses_nothing_at_a_cut() {
             *held.borrow_mut() += h.ftl.counters().write_buffer_hold_up_lbas;
         }
     );
-    assert!(
-        held.into_inner() > 100,
-        "cuts must find data in the buffer"
-    );
+    assert!(held.into_inner() > 100, "cuts must find data in the buffer");
 }
 
 /// The same cuts on an unprotected buffer do lose acknowledged writes: the strict check
@@ -148,8 +145,16 @@ fn unprotected_write_buffer_loses_what_it_held() {
         ..Hints::default()
     };
     ftl.write(30_000, 3, Payload::Bytes(&page(3)), fua).unwrap();
-    assert_eq!(ftl.write_buffer_lbas(), Some(1), "lba 3 went straight to flash");
-    assert_eq!(ftl.counters().write_buffer_destaged_lbas, 4, "the flush, a page, FUA");
+    assert_eq!(
+        ftl.write_buffer_lbas(),
+        Some(1),
+        "lba 3 went straight to flash"
+    );
+    assert_eq!(
+        ftl.counters().write_buffer_destaged_lbas,
+        4,
+        "the flush, a page, FUA"
+    );
     let mut out = vec![0u8; LBA_SIZE];
     ftl.read(40_000, 2, 1, Some(&mut out)).unwrap();
     assert_eq!(out, page(2));
@@ -174,14 +179,23 @@ fn a_host_outrunning_the_dies_waits_for_room() {
     );
     let mut ftl = Ftl::new(config, false, 1).unwrap();
     let write = |ftl: &mut Ftl, now: u64, lba: u64| {
-        ftl.write(now, lba, Payload::Unstored { lba_count: 1 }, Hints::default())
-            .unwrap()
+        ftl.write(
+            now,
+            lba,
+            Payload::Unstored { lba_count: 1 },
+            Hints::default(),
+        )
+        .unwrap()
     };
     // Paced well below the dies' rate (a program takes 200 µs + transfer): no waits.
     let mut now = 0;
     for lba in 0..64 {
         let done = write(&mut ftl, now, lba);
-        assert_eq!(done.complete_ns - now, 1_000 + 500 + 300, "overhead + link + DRAM");
+        assert_eq!(
+            done.complete_ns - now,
+            1_000 + 500 + 300,
+            "overhead + link + DRAM"
+        );
         now += 1_000_000;
     }
     assert_eq!(ftl.counters().write_buffer_full_waits, 0);

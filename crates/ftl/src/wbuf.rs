@@ -61,6 +61,9 @@ pub fn destage_group(
     }
 }
 
+/// A buffered LBA taken out at a power cut: (LBA, host stream, bytes).
+pub(crate) type Held = (u32, u32, Option<Box<[u8]>>);
+
 #[derive(Debug)]
 struct Entry {
     /// Arrival order; the `order` queue's stale pairs carry an older one.
@@ -291,7 +294,9 @@ impl Ftl {
         }
         self.wbuf_mut().release_until(now_ns);
         while let Some((stream, group)) = self.wbuf_next_group(false) {
-            let die_free_ns = self.nand.unit_busy_until_ns(self.next_unit(stream as usize));
+            let die_free_ns = self
+                .nand
+                .unit_busy_until_ns(self.next_unit(stream as usize));
             let newest_ns = group
                 .iter()
                 .map(|l| self.wbuf().entries[l].buffered_ns)
@@ -466,7 +471,7 @@ impl Ftl {
 
     /// At a power cut: what the buffer held, in arrival order, if it is protected (to be
     /// programmed after the scan); otherwise it is lost and counted.
-    pub(crate) fn wbuf_power_loss(&mut self) -> Vec<(u32, u32, Option<Box<[u8]>>)> {
+    pub(crate) fn wbuf_power_loss(&mut self) -> Vec<Held> {
         let Some(wb) = self.write_buffer.as_mut() else {
             return Vec::new();
         };
@@ -475,12 +480,12 @@ impl Ftl {
         wb.in_flight.clear();
         wb.in_flight_lbas = 0;
         wb.dram = Resource::default();
-        let held: Vec<(u32, u32, Option<Box<[u8]>>)> = order
+        let held: Vec<Held> = order
             .into_iter()
             .filter_map(|(order, lpn)| match entries.get(&lpn) {
-                Some(e) if e.order == order => entries
-                    .remove(&lpn)
-                    .map(|e| (lpn, e.stream, e.data)),
+                Some(e) if e.order == order => {
+                    entries.remove(&lpn).map(|e| (lpn, e.stream, e.data))
+                }
                 _ => None,
             })
             .collect();
@@ -496,7 +501,7 @@ impl Ftl {
     /// programmed (the hold-up destage, charged here) and made durable.
     pub(crate) fn wbuf_hold_up(
         &mut self,
-        held: Vec<(u32, u32, Option<Box<[u8]>>)>,
+        held: Vec<Held>,
         now_ns: Nanos,
     ) -> Result<Nanos, FtlError> {
         if held.is_empty() {

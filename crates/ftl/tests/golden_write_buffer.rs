@@ -32,13 +32,22 @@ fn run(device: DeviceConfig, spacing_ns: u64) -> Golden {
     for _ in 0..20_000 {
         now += spacing_ns;
         let lba = rng.below(span);
-        ftl.write(now, lba, Payload::Unstored { lba_count: 1 }, Hints::default())
-            .unwrap();
+        ftl.write(
+            now,
+            lba,
+            Payload::Unstored { lba_count: 1 },
+            Hints::default(),
+        )
+        .unwrap();
     }
     let buffered_at_end = ftl.write_buffer_lbas().unwrap_or(0);
     let w = ftl.latencies().write.summary();
     ftl.flush(now + 1).unwrap();
-    assert_eq!(ftl.write_buffer_lbas().unwrap_or(0), 0, "a flush empties it");
+    assert_eq!(
+        ftl.write_buffer_lbas().unwrap_or(0),
+        0,
+        "a flush empties it"
+    );
     ftl.check_invariants().unwrap();
     let c = ftl.counters();
     Golden {
