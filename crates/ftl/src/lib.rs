@@ -72,7 +72,7 @@ pub use parts::DeviceParts;
 use policy::{GcPolicy, VictimCandidate};
 use records::RecordPage;
 use stream::Stream;
-pub use wbuf::destage_group;
+pub use wbuf::{destage_group, StreamHead};
 
 /// Mapping-table value of an unmapped logical page.
 pub(crate) const UNMAPPED: u32 = u32::MAX;

@@ -34,29 +34,34 @@ use crate::config::{DestagePolicyKind, WriteBufferConfig};
 use crate::stream::NO_PAGE;
 use crate::{policy, Cause, Ftl, FtlError};
 
-/// The LBAs to destage next, oldest first, from `oldest_first` (buffered LBAs with their
-/// host stream, in arrival order): the oldest LBA and the next oldest of its stream, up to
-/// `page_lbas`. `None` when that is less than a page, unless `force` (a flush, a full
-/// buffer, FUA) takes what there is. A pure function.
+/// One host stream's buffered data as the destage policy sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StreamHead {
+    pub stream: u32,
+    /// Arrival order of its oldest buffered LBA (smaller = older).
+    pub oldest: u64,
+    /// LBAs it holds.
+    pub lbas: u64,
+}
+
+/// Which stream destages next and how many of its oldest LBAs: FIFO takes the stream
+/// holding the oldest buffered LBA, one flash page (`page_lbas`) of it. `None` when that is
+/// less than a page, unless `force` (a flush, a full buffer) takes what there is. A pure
+/// function of the streams' heads.
 pub fn destage_group(
     policy: DestagePolicyKind,
-    mut oldest_first: impl Iterator<Item = (u32, u32)>,
+    heads: &[StreamHead],
     page_lbas: u32,
     force: bool,
-) -> Option<(u32, Vec<u32>)> {
+) -> Option<(u32, u32)> {
     match policy {
         DestagePolicyKind::Fifo => {
-            let (first, stream) = oldest_first.next()?;
-            let mut group = vec![first];
-            for (lpn, s) in oldest_first {
-                if group.len() as u32 >= page_lbas {
-                    break;
-                }
-                if s == stream {
-                    group.push(lpn);
-                }
-            }
-            (force || group.len() as u32 >= page_lbas).then_some((stream, group))
+            let head = heads
+                .iter()
+                .filter(|h| h.lbas > 0)
+                .min_by_key(|h| h.oldest)?;
+            let count = head.lbas.min(page_lbas as u64) as u32;
+            (force || count >= page_lbas).then_some((head.stream, count))
         }
     }
 }
@@ -66,7 +71,7 @@ pub(crate) type Held = (u32, u32, Option<Box<[u8]>>);
 
 #[derive(Debug)]
 struct Entry {
-    /// Arrival order; the `order` queue's stale pairs carry an older one.
+    /// Arrival order; the stream queue's stale pairs carry an older one.
     order: u64,
     stream: u32,
     /// When the data was in the buffer.
@@ -80,7 +85,9 @@ pub(crate) struct WriteBuffer {
     config: WriteBufferConfig,
     capacity_lbas: u64,
     entries: BTreeMap<u32, Entry>,
-    order: VecDeque<(u64, u32)>,
+    /// Per host stream: (arrival order, LBA) oldest first, with stale pairs (the LBA
+    /// rewritten or trimmed since) skipped lazily, and the live LBAs it holds.
+    queues: BTreeMap<u32, (VecDeque<(u64, u32)>, u64)>,
     next_order: u64,
     /// Destaged LBAs whose programs have not ended: (end, LBAs), earliest first.
     in_flight: BinaryHeap<Reverse<(Nanos, u64)>>,
@@ -94,7 +101,7 @@ impl WriteBuffer {
             config: config.clone(),
             capacity_lbas: config.capacity_bytes / LBA_SIZE as u64,
             entries: BTreeMap::new(),
-            order: VecDeque::new(),
+            queues: BTreeMap::new(),
             next_order: 0,
             in_flight: BinaryHeap::new(),
             in_flight_lbas: 0,
@@ -115,50 +122,96 @@ impl WriteBuffer {
         self.entries.range(from..end).next().map(|(&l, _)| l)
     }
 
-    /// Buffered LBAs with their stream, oldest first (skipping superseded queue pairs).
-    fn oldest_first(&self) -> impl Iterator<Item = (u32, u32)> + '_ {
-        self.order.iter().filter_map(|&(order, lpn)| {
-            self.entries
-                .get(&lpn)
-                .filter(|e| e.order == order)
-                .map(|e| (lpn, e.stream))
-        })
+    fn is_live(&self, order: u64, lpn: u32) -> bool {
+        self.entries.get(&lpn).is_some_and(|e| e.order == order)
+    }
+
+    /// Every stream holding data, for the policy.
+    fn heads(&mut self) -> Vec<StreamHead> {
+        let streams: Vec<u32> = self.queues.keys().copied().collect();
+        streams
+            .into_iter()
+            .filter_map(|stream| {
+                self.compact(stream);
+                let (queue, lbas) = &self.queues[&stream];
+                let &(oldest, _) = queue.front()?;
+                Some(StreamHead {
+                    stream,
+                    oldest,
+                    lbas: *lbas,
+                })
+            })
+            .collect()
+    }
+
+    /// The `count` oldest LBAs of `stream`.
+    fn oldest_of(&self, stream: u32, count: u32) -> Vec<u32> {
+        self.queues[&stream]
+            .0
+            .iter()
+            .filter(|&&(order, lpn)| self.is_live(order, lpn))
+            .map(|&(_, lpn)| lpn)
+            .take(count as usize)
+            .collect()
     }
 
     fn insert(&mut self, lpn: u32, stream: u32, buffered_ns: Nanos, data: Option<Box<[u8]>>) {
         let order = self.next_order;
         self.next_order += 1;
-        self.entries.insert(
-            lpn,
-            Entry {
-                order,
-                stream,
-                buffered_ns,
-                data,
-            },
-        );
-        self.order.push_back((order, lpn));
-        self.compact_order();
+        self.insert_with(lpn, stream, order, buffered_ns, data, false);
+    }
+
+    /// Puts an entry back (`front`: into its queue's head, for a destage undone).
+    fn insert_with(
+        &mut self,
+        lpn: u32,
+        stream: u32,
+        order: u64,
+        buffered_ns: Nanos,
+        data: Option<Box<[u8]>>,
+        front: bool,
+    ) {
+        let entry = Entry {
+            order,
+            stream,
+            buffered_ns,
+            data,
+        };
+        if let Some(old) = self.entries.insert(lpn, entry) {
+            self.queues.get_mut(&old.stream).expect("queued").1 -= 1;
+            self.compact(old.stream);
+        }
+        let (queue, lbas) = self.queues.entry(stream).or_default();
+        match front {
+            true => queue.push_front((order, lpn)),
+            false => queue.push_back((order, lpn)),
+        }
+        *lbas += 1;
     }
 
     fn remove(&mut self, lpn: u32) -> Option<Entry> {
-        let entry = self.entries.remove(&lpn);
-        self.compact_order();
-        entry
+        let entry = self.entries.remove(&lpn)?;
+        self.queues.get_mut(&entry.stream).expect("queued").1 -= 1;
+        self.compact(entry.stream);
+        Some(entry)
     }
 
-    /// Drops stale pairs at the queue's head, and rebuilds it when stale pairs dominate.
-    fn compact_order(&mut self) {
-        while let Some(&(order, lpn)) = self.order.front() {
-            if self.entries.get(&lpn).is_some_and(|e| e.order == order) {
-                break;
-            }
-            self.order.pop_front();
+    /// Drops stale pairs at a queue's head, rebuilds it when stale pairs dominate, and
+    /// forgets an empty one.
+    fn compact(&mut self, stream: u32) {
+        let entries = &self.entries;
+        let live = |&(order, lpn): &(u64, u32)| entries.get(&lpn).is_some_and(|e| e.order == order);
+        let Some((queue, lbas)) = self.queues.get_mut(&stream) else {
+            return;
+        };
+        while queue.front().is_some_and(|p| !live(p)) {
+            queue.pop_front();
         }
-        if self.order.len() > 2 * self.entries.len() + 64 {
-            let entries = &self.entries;
-            self.order
-                .retain(|&(order, lpn)| entries.get(&lpn).is_some_and(|e| e.order == order));
+        if queue.len() as u64 > 2 * *lbas + 64 {
+            queue.retain(live);
+        }
+        if queue.is_empty() {
+            self.queues.remove(&stream);
         }
     }
 
@@ -322,14 +375,12 @@ impl Ftl {
             .unwrap_or(self.next_host_die)
     }
 
-    fn wbuf_next_group(&self, force: bool) -> Option<(u32, Vec<u32>)> {
-        let wb = self.wbuf();
-        destage_group(
-            wb.config.destage,
-            wb.oldest_first(),
-            self.page_lbas(),
-            force,
-        )
+    fn wbuf_next_group(&mut self, force: bool) -> Option<(u32, Vec<u32>)> {
+        let page_lbas = self.page_lbas();
+        let wb = self.wbuf_mut();
+        let heads = wb.heads();
+        let (stream, count) = destage_group(wb.config.destage, &heads, page_lbas, force)?;
+        Some((stream, wb.oldest_of(stream, count)))
     }
 
     /// Destages the group the policy picks (forced: even less than a page); returns when
@@ -401,10 +452,8 @@ impl Ftl {
                 Ok(done_ns)
             }
             Err(e) => {
-                for (lpn, entry) in entries.into_iter().rev() {
-                    let order = entry.order;
-                    wb.entries.insert(lpn, entry);
-                    wb.order.push_front((order, lpn));
+                for (lpn, e) in entries.into_iter().rev() {
+                    wb.insert_with(lpn, e.stream, e.order, e.buffered_ns, e.data, true);
                 }
                 Err(e)
             }
@@ -475,7 +524,11 @@ impl Ftl {
         let Some(wb) = self.write_buffer.as_mut() else {
             return Vec::new();
         };
-        let order: Vec<(u64, u32)> = std::mem::take(&mut wb.order).into();
+        let mut order: Vec<(u64, u32)> = std::mem::take(&mut wb.queues)
+            .into_values()
+            .flat_map(|(queue, _)| queue)
+            .collect();
+        order.sort_unstable();
         let mut entries = std::mem::take(&mut wb.entries);
         wb.in_flight.clear();
         wb.in_flight_lbas = 0;
@@ -533,10 +586,21 @@ impl Ftl {
                 return Err(format!("write buffer holds LBA {lpn} beyond the device"));
             }
         }
-        let live = wb.oldest_first().count();
-        if live != wb.entries.len() {
+        let mut listed = 0;
+        for (&stream, (queue, lbas)) in &wb.queues {
+            let live = queue.iter().filter(|&&(o, l)| wb.is_live(o, l)).count() as u64;
+            let of_stream = wb.entries.values().filter(|e| e.stream == stream).count() as u64;
+            if live != *lbas || live != of_stream {
+                return Err(format!(
+                    "write buffer stream {stream}: {live} queued, {lbas} counted, \
+                     {of_stream} held"
+                ));
+            }
+            listed += live;
+        }
+        if listed != wb.entries.len() as u64 {
             return Err(format!(
-                "write buffer order lists {live} of {} entries",
+                "write buffer queues list {listed} of {} entries",
                 wb.entries.len()
             ));
         }
@@ -549,22 +613,23 @@ mod tests {
     use super::*;
 
     #[test]
-    fn fifo_takes_the_oldest_and_its_stream_up_to_a_page() {
-        let buffered = [(7, 1), (3, 0), (9, 1), (4, 1), (5, 1)];
+    fn fifo_takes_the_stream_of_the_oldest_lba_a_page_at_a_time() {
+        let head = |stream, oldest, lbas| StreamHead {
+            stream,
+            oldest,
+            lbas,
+        };
         let fifo = DestagePolicyKind::Fifo;
+        let heads = [head(0, 5, 1), head(1, 2, 7), head(2, 9, 4)];
+        assert_eq!(destage_group(fifo, &heads, 3, false), Some((1, 3)));
+        let heads = [head(0, 5, 1), head(2, 9, 4)];
         assert_eq!(
-            destage_group(fifo, buffered.iter().copied(), 3, false),
-            Some((1, vec![7, 9, 4]))
-        );
-        assert_eq!(
-            destage_group(fifo, buffered[1..].iter().copied(), 2, false),
+            destage_group(fifo, &heads, 2, false),
             None,
             "stream 0 holds less than a page"
         );
-        assert_eq!(
-            destage_group(fifo, buffered[1..].iter().copied(), 2, true),
-            Some((0, vec![3]))
-        );
-        assert_eq!(destage_group(fifo, std::iter::empty(), 2, true), None);
+        assert_eq!(destage_group(fifo, &heads, 2, true), Some((0, 1)));
+        assert_eq!(destage_group(fifo, &[], 2, true), None);
+        assert_eq!(destage_group(fifo, &[head(3, 1, 0)], 2, true), None);
     }
 }
