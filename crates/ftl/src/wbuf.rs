@@ -346,7 +346,11 @@ impl Ftl {
             return Ok(());
         }
         self.wbuf_mut().release_until(now_ns);
-        while let Some((stream, group)) = self.wbuf_next_group(false) {
+        // Less than a page buffered: no group without force (the common case, cheaply).
+        while self.wbuf().buffered_lbas() >= self.page_lbas() as u64 {
+            let Some((stream, group)) = self.wbuf_next_group(false) else {
+                break;
+            };
             let die_free_ns = self
                 .nand
                 .unit_busy_until_ns(self.next_unit(stream as usize));
