@@ -33,6 +33,10 @@ pub struct Hints {
     pub stream_id: Option<u8>,
     /// Reserved for compressing devices: the host asks the device to compress this data.
     pub compress_on_device: bool,
+    /// Force unit access: the write is durable when it completes (it bypasses, or is
+    /// destaged from, any volatile write buffer of the device), as SCSI/UFS FUA.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub fua: bool,
 }
 
 /// The kinds of request the interface carries.

@@ -16,6 +16,7 @@ impl Ftl {
         self.check_fragments_on_flash()?;
         self.check_mapping_cache()?;
         self.check_hpb()?;
+        self.wbuf_check()?;
         self.check_counters()
     }
 

@@ -80,6 +80,10 @@ pub struct FtlConfig {
     /// translation pages on flash (`cmt.rs`). Off (the whole table in SRAM) by default.
     #[serde(default, skip_serializing_if = "MappingCacheConfig::is_off")]
     pub mapping_cache: MappingCacheConfig,
+    /// Controller write buffer (`wbuf.rs`): host writes acknowledged once in DRAM/SRAM,
+    /// destaged to flash later. Off (every write waits for its page) by default.
+    #[serde(default, skip_serializing_if = "WriteBufferConfig::is_off")]
+    pub write_buffer: WriteBufferConfig,
     /// In-device compression (LDC and its baselines); absent = none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compression: Option<CompressionConfig>,
@@ -117,6 +121,42 @@ pub struct CompressionConfig {
     /// offsets drawn for each LPN (`docs/predictor.md`).
     #[serde(default)]
     pub predictor_sample: crate::predictor::PredictorSample,
+}
+
+/// Which buffered writes go to flash next (`wbuf.rs`, `destage_group`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DestagePolicyKind {
+    /// Oldest first, a whole flash page at a time: the oldest buffered LBA and the next
+    /// oldest of its stream, up to one page.
+    #[default]
+    Fifo,
+}
+
+/// The controller write buffer: DRAM (or SRAM) holding host writes until they are
+/// programmed.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WriteBufferConfig {
+    /// Bytes of buffer (MQSim's `Data_Cache_Capacity`); 0 = off. At least one flash page.
+    #[serde(default)]
+    pub capacity_bytes: u64,
+    #[serde(default)]
+    pub destage: DestagePolicyKind,
+    /// Time to copy 4 KiB into the buffer once it has crossed the host link (one DRAM
+    /// channel, requests in turn); 0 = free.
+    #[serde(default)]
+    pub dram_ns_per_4k: u64,
+    /// Capacitor-backed (enterprise drives): a power cut destages the buffer during the
+    /// hold-up time and loses nothing. Otherwise a cut loses what is buffered.
+    #[serde(default)]
+    pub power_loss_protected: bool,
+}
+
+impl WriteBufferConfig {
+    pub fn is_off(&self) -> bool {
+        self.capacity_bytes == 0
+    }
 }
 
 /// Which cached mapping entry leaves SRAM first (`cmt.rs`, `choose_victim`).
@@ -411,6 +451,36 @@ impl DeviceConfig {
                     "ftl.mapping_cache",
                     "the mapping cache is implemented for plain 4 KiB page mapping only \
                      (no compression, ftl.slot_bytes = 4096)",
+                ));
+            }
+        }
+        let wb = &f.write_buffer;
+        if !wb.is_off() {
+            let page = self.nand.geometry.page_size_bytes as u64;
+            if wb.capacity_bytes < page {
+                return Err(ConfigError::new(
+                    "ftl.write_buffer.capacity_bytes",
+                    format!(
+                        "{} bytes is less than one flash page ({page} bytes): the buffer \
+                         destages whole pages (0 turns it off)",
+                        wb.capacity_bytes
+                    ),
+                ));
+            }
+            if !wb
+                .capacity_bytes
+                .is_multiple_of(flashstack_block::LBA_SIZE as u64)
+            {
+                return Err(ConfigError::new(
+                    "ftl.write_buffer.capacity_bytes",
+                    "must be a multiple of 4096 (the buffer holds 4 KiB logical pages)",
+                ));
+            }
+            if f.compression.is_some() {
+                return Err(ConfigError::new(
+                    "ftl.write_buffer",
+                    "the write buffer is implemented for uncompressed devices only \
+                     (no ftl.compression)",
                 ));
             }
         }

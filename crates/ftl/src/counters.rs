@@ -114,6 +114,24 @@ pub struct FtlCounters {
     pub hpb_region_drops: u64,
     #[serde(skip_serializing_if = "is_zero")]
     pub hpb_map_reads: u64,
+    /// Controller write buffer (`wbuf.rs`; zero and left out of JSON while off): writes
+    /// that waited for room (a full buffer), how long (summed over them, and the longest),
+    /// LBAs destaged to flash, FUA writes, LBAs a power cut lost from the buffer and LBAs a
+    /// protected buffer programmed in its hold-up time.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub write_buffer_full_waits: u64,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub write_buffer_wait_ns_total: u64,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub write_buffer_wait_ns_max: u64,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub write_buffer_destaged_lbas: u64,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub write_buffer_fua_writes: u64,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub write_buffer_lost_lbas: u64,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub write_buffer_hold_up_lbas: u64,
     pub power_cycles: u64,
     /// Virtual time the last recovery (mount) scan took.
     pub recovery_ns_last: u64,

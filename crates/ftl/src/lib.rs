@@ -44,6 +44,7 @@ mod tests;
 #[cfg(test)]
 mod tests_construct;
 pub mod thermal;
+mod wbuf;
 mod write;
 
 use std::collections::BTreeMap;
@@ -59,8 +60,8 @@ use stream::is_start;
 use blocks::{BlockState, BlockTable};
 pub use cmt::{choose_victim, demote_protected, place_on_hit, Segment};
 pub use config::{
-    CmtPolicyKind, DeviceConfig, FtlConfig, GcConfig, HostConfig, HpbConfig, MappingCacheConfig,
-    StreamMode, VictimPolicyKind, WearConfig,
+    CmtPolicyKind, DestagePolicyKind, DeviceConfig, FtlConfig, GcConfig, HostConfig, HpbConfig,
+    MappingCacheConfig, StreamMode, VictimPolicyKind, WearConfig, WriteBufferConfig,
 };
 pub use construct::ConstructedState;
 pub use counters::FtlCounters;
@@ -71,6 +72,7 @@ pub use parts::DeviceParts;
 use policy::{GcPolicy, VictimCandidate};
 use records::RecordPage;
 use stream::Stream;
+pub use wbuf::{destage_group, StreamHead};
 
 /// Mapping-table value of an unmapped logical page.
 pub(crate) const UNMAPPED: u32 = u32::MAX;
@@ -156,6 +158,9 @@ pub struct Ftl {
     /// The demand-based mapping-table cache (`cmt.rs`); `None` when the whole table is in
     /// SRAM (the default).
     mapping_cache: Option<cmt::MappingCache>,
+    /// The controller write buffer (`wbuf.rs`); `None` when writes wait for their page
+    /// (the default).
+    write_buffer: Option<wbuf::WriteBuffer>,
     /// Superseded fragments on flash (first slot, slots, the page's sequence number)
     /// whose bytes go at the next flush (`write.rs`, `note_dead`).
     dead_fragments: Vec<(u32, u32, u64)>,
@@ -287,6 +292,7 @@ impl Ftl {
                 g.pages_per_block,
                 g.units(),
             ),
+            write_buffer: wbuf::WriteBuffer::new(&config.ftl.write_buffer),
             measure_start_ns: 0,
             last_arrival_ns: 0,
             activity: flashstack_sim::ActivityLog::new(0),
@@ -328,6 +334,10 @@ impl Ftl {
             .l2p
             .get(lba as usize)
             .is_some_and(|slot| slot != UNMAPPED)
+    }
+    /// LBAs held in the controller write buffer, not yet destaged; `None` without one.
+    pub fn write_buffer_lbas(&self) -> Option<u64> {
+        self.write_buffer.as_ref().map(|wb| wb.buffered_lbas())
     }
     /// Free blocks on a die.
     pub fn free_blocks(&self, die: u32) -> u32 {
@@ -406,6 +416,7 @@ impl Ftl {
             return Err(BlockError::PowerLoss);
         }
         self.last_arrival_ns = self.last_arrival_ns.max(arrival_ns);
+        self.wbuf_drain(arrival_ns).map_err(|e| self.fail(e))?;
         self.background_gc(arrival_ns).map_err(|e| self.fail(e))
     }
 
@@ -562,7 +573,10 @@ impl BlockDevice for Ftl {
         }
         check_range(lba, payload.lba_count(), self.user_lbas)?;
         self.begin(arrival_ns)?;
-        let result = self.host_write(arrival_ns, lba, payload, hints);
+        let result = match self.write_buffer {
+            Some(_) => self.buffered_write(arrival_ns, lba, payload, hints),
+            None => self.host_write(arrival_ns, lba, payload, hints),
+        };
         let completion = result.map_err(|e| self.fail(e))?;
         self.latencies
             .write

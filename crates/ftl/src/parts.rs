@@ -28,7 +28,8 @@ impl Ftl {
     /// filled write buffer, trims not yet logged): flush first, as a clean shutdown does.
     pub fn to_parts(&self) -> Result<DeviceParts, ConfigError> {
         let pending = !self.pending_trims.is_empty() || !self.pending_binds.is_empty();
-        if self.streams.iter().any(|s| s.filled > 0) || pending {
+        let buffered = self.write_buffer_lbas().is_some_and(|n| n > 0);
+        if self.streams.iter().any(|s| s.filled > 0) || pending || buffered {
             return Err(ConfigError::new(
                 "state",
                 "the device holds data not yet on flash; flush it before saving",

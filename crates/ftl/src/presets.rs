@@ -11,7 +11,7 @@ use crate::compression::{CompressionPolicyKind, ControllerTiming};
 use crate::config::*;
 
 /// (name, one-line description) of every preset.
-pub const PRESETS: [(&str, &str); 12] = [
+pub const PRESETS: [(&str, &str); 13] = [
     (
         "ldc-emmc",
         "LDC seed Table 3: 16 GiB eMMC, 4 KiB pages, 64 pages/block, 1% OP, one request at a time",
@@ -61,6 +61,10 @@ pub const PRESETS: [(&str, &str); 12] = [
         "ufs31-hpb",
         "ufs31-dftl with UFS HPB 2.0: 2 MiB of host memory caching mapping entries (1 GiB covered)",
     ),
+    (
+        "mqsim-wb",
+        "mqsim-default with MQSim's 256 MiB DRAM write cache: writes acknowledged once buffered",
+    ),
 ];
 
 /// Looks a preset up by name.
@@ -78,6 +82,7 @@ pub fn preset(name: &str) -> Option<DeviceConfig> {
         "csd3000" => Some(csd3000()),
         "csd3000-hinted" => Some(csd3000_with(CompressionPolicyKind::Hinted, 32)),
         "ufs31-hpb" => Some(ufs31_hpb()),
+        "mqsim-wb" => Some(mqsim_wb()),
         _ => None,
     }
 }
@@ -168,6 +173,7 @@ pub fn ldc_emmc() -> DeviceConfig {
             exported_capacity_factor: 1.0,
             compression: None,
             mapping_cache: MappingCacheConfig::default(),
+            write_buffer: WriteBufferConfig::default(),
             wear: WearConfig {
                 dynamic: true,
                 static_threshold: None,
@@ -292,6 +298,7 @@ pub fn ufs31() -> DeviceConfig {
             exported_capacity_factor: 1.0,
             compression: None,
             mapping_cache: MappingCacheConfig::default(),
+            write_buffer: WriteBufferConfig::default(),
             wear: WearConfig {
                 dynamic: true,
                 static_threshold: Some(200),
@@ -403,6 +410,7 @@ pub fn mqsim_default() -> DeviceConfig {
             exported_capacity_factor: 1.0,
             compression: None,
             mapping_cache: MappingCacheConfig::default(),
+            write_buffer: WriteBufferConfig::default(),
             wear: WearConfig {
                 dynamic: true,
                 static_threshold: Some(100),
@@ -415,6 +423,25 @@ pub fn mqsim_default() -> DeviceConfig {
             link_ns_per_4k: 1_000,
         },
     }
+}
+
+/// `mqsim-default` with the write cache MQSim's shipped `ssdconfig.xml` turns on
+/// (`Caching_Mechanism` ADVANCED, write cache): `Data_Cache_Capacity` 268,435,456 bytes, and
+/// the DRAM time MQSim charges to copy 4 KiB in (its `estimate_dram_access_time`: tRCD +
+/// tCL + bytes ÷ burst size ÷ 2 × the DDR burst time, with tRCD = tCL = 13 ns, 1-byte
+/// bursts at 100 MT/s: 13 + 13 + 2,048 × 10 = 20,506 ns, on one DRAM channel). Destaging
+/// is oldest first in whole pages; MQSim's buffer is not capacitor-backed.
+pub fn mqsim_wb() -> DeviceConfig {
+    let mut d = mqsim_default();
+    d.name = "mqsim-wb".into();
+    d.description = PRESETS[12].1.into();
+    d.ftl.write_buffer = WriteBufferConfig {
+        capacity_bytes: 268_435_456,
+        destage: DestagePolicyKind::Fifo,
+        dram_ns_per_4k: 20_506,
+        power_loss_protected: false,
+    };
+    d
 }
 
 /// Gibibytes of flash in the `csd3000` preset: a slice of the 3.84 TB drive large enough
@@ -500,6 +527,7 @@ pub fn csd3000_with(policy: CompressionPolicyKind, flash_gib: u32) -> DeviceConf
                 2.0
             },
             mapping_cache: MappingCacheConfig::default(),
+            write_buffer: WriteBufferConfig::default(),
             compression: Some(CompressionConfig {
                 policy,
                 codec: flashstack_codec::CodecKind::Zlib {

@@ -22,6 +22,7 @@ impl Ftl {
     /// virtual time, the device's mount time.
     pub fn power_cycle(&mut self, now_ns: Nanos) -> Result<Completion, BlockError> {
         self.nand.power_on(now_ns);
+        let held = self.wbuf_power_loss();
         self.reset_volatile_state(now_ns);
         let mut seq_max = 0;
         let mut record_pages: Vec<(u64, u32)> = Vec::new();
@@ -56,6 +57,11 @@ impl Ftl {
             .cmt_recover(scan_end_ns)
             .map_err(|_| BlockError::PowerLoss)?;
         self.seq = seq_max + 1;
+        self.queue.reset(scan_end_ns);
+        // A capacitor-backed buffer was destaged during the hold-up time.
+        let scan_end_ns = self
+            .wbuf_hold_up(held, scan_end_ns)
+            .map_err(|_| BlockError::PowerLoss)?;
         self.counters.power_cycles += 1;
         self.counters.recovery_ns_last = scan_end_ns - now_ns;
         self.queue.reset(scan_end_ns);

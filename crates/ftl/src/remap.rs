@@ -35,7 +35,9 @@ impl Ftl {
         if self.copies.is_none() {
             self.build_copies();
         }
-        let durable_ns = self.make_durable(accepted_ns)?;
+        // The write buffer first (a remap names slots on flash), then the page buffers.
+        let destaged_ns = self.wbuf_destage_all(accepted_ns)?;
+        let durable_ns = self.make_durable(accepted_ns)?.max(destaged_ns);
         // Every source is read before any destination changes (they are disjoint anyway).
         let targets: Vec<(u32, u32)> = extents
             .iter()

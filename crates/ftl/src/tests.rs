@@ -3,6 +3,8 @@
 
 #[path = "tests_remap.rs"]
 mod remap;
+#[path = "tests_wbuf.rs"]
+mod wbuf;
 
 use std::cell::RefCell;
 
@@ -69,6 +71,7 @@ pub(crate) fn tiny_config(
             exported_capacity_factor: 1.0,
             compression: None,
             mapping_cache: MappingCacheConfig::default(),
+            write_buffer: WriteBufferConfig::default(),
             wear: WearConfig {
                 dynamic: true,
                 static_threshold: Some(4),
@@ -112,6 +115,12 @@ enum Op {
     },
     /// Several (src, dst, count) extents in one atomic remap.
     RemapExtents(Vec<(u64, u64, u32)>),
+    /// A write with force unit access: durable when it completes.
+    WriteFua {
+        lba: u64,
+        count: u32,
+        hot: bool,
+    },
 }
 
 fn op_strategy() -> impl Strategy<Value = Op> {
@@ -198,6 +207,9 @@ struct Harness {
     remap_in_flight: Option<Vec<(u64, u64, bool)>>,
     /// Remaps the device served (refused ones not counted).
     pub(crate) remaps_done: u64,
+    /// Cuts lose nothing acknowledged (a capacitor-backed write buffer, no trims, cuts
+    /// only between requests): after recovery every LBA reads its newest value.
+    strict_cuts: bool,
 }
 
 impl Harness {
@@ -214,6 +226,7 @@ impl Harness {
             tally: Exploration::new("ftl").durable_by("flushed"),
             remap_in_flight: None,
             remaps_done: 0,
+            strict_cuts: false,
         }
     }
 
@@ -227,7 +240,8 @@ impl Harness {
     fn step(&mut self, op: &Op) -> bool {
         self.now_ns += 20_000;
         let result = match *op {
-            Op::Write { lba, count, hot } => self.write(lba, count, hot),
+            Op::Write { lba, count, hot } => self.write(lba, count, hot, false),
+            Op::WriteFua { lba, count, hot } => self.write(lba, count, hot, true),
             Op::Read { lba, count } => self.read_and_compare(lba, count),
             Op::Trim { lba, count } => {
                 let (lba, count) = self.scale(lba, count);
@@ -299,7 +313,7 @@ impl Harness {
         }
     }
 
-    fn write(&mut self, lba: u64, count: u32, hot: bool) -> Result<(), BlockError> {
+    fn write(&mut self, lba: u64, count: u32, hot: bool, fua: bool) -> Result<(), BlockError> {
         let (lba, count) = self.scale(lba, count);
         let mut bytes = Vec::with_capacity(count as usize * LBA_SIZE);
         for l in lba..lba + count as u64 {
@@ -314,11 +328,18 @@ impl Harness {
             } else {
                 Temperature::Cold
             }),
+            fua,
             ..Hints::default()
         };
         self.ftl
-            .write(self.now_ns, lba, Payload::Bytes(&bytes), hints)
-            .map(|_| ())
+            .write(self.now_ns, lba, Payload::Bytes(&bytes), hints)?;
+        if fua {
+            // Durable now: a cut may lose only what is written after it.
+            for l in lba..lba + count as u64 {
+                self.model.possible[l as usize] = vec![self.model.current[l as usize]];
+            }
+        }
+        Ok(())
     }
 
     fn read_and_compare(&mut self, lba: u64, count: u32) -> Result<(), BlockError> {
@@ -424,7 +445,11 @@ impl Harness {
         for lba in 0..lbas {
             self.now_ns += 1_000;
             self.ftl.read(self.now_ns, lba, 1, Some(&mut out)).unwrap();
-            let allowed = &self.model.possible[lba as usize];
+            let newest = [self.model.current[lba as usize]];
+            let allowed = match self.strict_cuts {
+                true => &newest[..],
+                false => &self.model.possible[lba as usize],
+            };
             if allowed.len() == 1 {
                 // Flushed and not written since: must read back exactly (checked below).
                 self.tally.checked(LBA_SIZE as u64, 0);

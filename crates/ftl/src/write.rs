@@ -52,6 +52,10 @@ impl Ftl {
             };
             complete_ns = complete_ns.max(ready_ns).max(done);
         }
+        if hints.fua {
+            // Force unit access: the page buffers holding this request go to flash now.
+            complete_ns = complete_ns.max(self.make_durable(complete_ns)?);
+        }
         self.counters.host_write_requests += 1;
         self.counters.host_write_lbas += count as u64;
         self.queue.complete(queue_slot, complete_ns);
@@ -63,7 +67,7 @@ impl Ftl {
 
     /// Maps `lpn` to the next slot of `stream` and fills it; returns when it is durable
     /// or, if it waits in the buffer, when it was accepted.
-    fn write_lpn(
+    pub(crate) fn write_lpn(
         &mut self,
         stream: usize,
         lpn: u32,
@@ -186,7 +190,21 @@ impl Ftl {
         let mut i = 0;
         while i < count {
             let lpn = lba as u32 + i;
-            let run = self.mapped_run(lpn, count - i);
+            let bytes = out
+                .as_deref_mut()
+                .map(|o| &mut o[i as usize * LBA_SIZE..(i + 1) as usize * LBA_SIZE]);
+            if self.wbuf_read(lpn, bytes) {
+                ready.push((accepted_ns, 1));
+                i += 1;
+                continue;
+            }
+            let mut run = self.mapped_run(lpn, count - i);
+            if let Some(wb) = self.write_buffer.as_ref() {
+                // A run read from flash stops at the next LBA the buffer holds newer.
+                if let Some(next) = wb.next_buffered(lpn + 1, lpn + run) {
+                    run = next - lpn;
+                }
+            }
             let bytes = out
                 .as_deref_mut()
                 .map(|o| &mut o[i as usize * LBA_SIZE..(i + run) as usize * LBA_SIZE]);
@@ -313,6 +331,7 @@ impl Ftl {
         if self.copies.is_none() {
             self.build_copies();
         }
+        self.wbuf_discard(lba, count);
         let mut trimmed = self.mapping_cache.is_some().then(Vec::new);
         let end = lba as usize + count as usize;
         let mut from = lba as usize;
@@ -347,6 +366,8 @@ impl Ftl {
         let (_, accepted_ns) = self
             .controller
             .reserve(start_ns, self.config.host.controller_overhead_ns);
+        // The write buffer first: make_durable then pads what it left in page buffers.
+        self.wbuf_destage_all(accepted_ns)?;
         self.make_durable(accepted_ns)?;
         // Everything acknowledged earlier is on flash once the array drains.
         let complete_ns = accepted_ns.max(self.nand.idle_at_ns());

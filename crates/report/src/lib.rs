@@ -135,6 +135,28 @@ pub struct MappingCacheFigures {
     pub hpb_map_reads: u64,
 }
 
+/// The controller write buffer (`ftl.write_buffer`): present only when the device has one.
+#[derive(Clone, Debug, Serialize)]
+pub struct WriteBufferFigures {
+    pub capacity_bytes: u64,
+    pub destage: String,
+    pub power_loss_protected: bool,
+    /// Host LBAs read from the buffer (and from partly filled page buffers).
+    pub buffer_read_hits: u64,
+    /// Host LBAs destaged to flash.
+    pub destaged_lbas: u64,
+    /// Writes that waited for room, and how long: summed and the longest.
+    pub full_waits: u64,
+    pub wait_ns_total: u64,
+    pub wait_ns_max: u64,
+    pub fua_writes: u64,
+    /// LBAs power cuts took from the buffer, and LBAs a protected buffer saved.
+    pub lost_lbas: u64,
+    pub hold_up_lbas: u64,
+    /// LBAs still buffered when the report was taken (not yet on flash).
+    pub buffered_lbas: u64,
+}
+
 /// Per-block lifetime erase counts over the whole device (good blocks).
 #[derive(Clone, Debug, Serialize)]
 pub struct EraseDistribution {
@@ -207,6 +229,8 @@ pub struct RunReport {
     pub gc: GcFigures,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mapping_cache: Option<MappingCacheFigures>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub write_buffer: Option<WriteBufferFigures>,
     pub erase_distribution: EraseDistribution,
     pub latency: BTreeMap<String, LatencySummary>,
     pub compression: CompressionFigures,
@@ -323,6 +347,7 @@ impl RunReport {
                 relocation_page_reads: c.page_reads_relocation,
             },
             mapping_cache: mapping_cache(ftl),
+            write_buffer: write_buffer(ftl),
             write_amplification,
             erase_distribution: erase_distribution(ftl),
             latency: latency(ftl),
@@ -367,6 +392,29 @@ fn mapping_cache(ftl: &Ftl) -> Option<MappingCacheFigures> {
         hpb_loads: c.hpb_loads,
         hpb_region_drops: c.hpb_region_drops,
         hpb_map_reads: c.hpb_map_reads,
+    })
+}
+
+fn write_buffer(ftl: &Ftl) -> Option<WriteBufferFigures> {
+    let config = &ftl.config().ftl.write_buffer;
+    let buffered_lbas = ftl.write_buffer_lbas()?;
+    let c = ftl.counters();
+    Some(WriteBufferFigures {
+        capacity_bytes: config.capacity_bytes,
+        destage: serde_json::to_value(config.destage)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default(),
+        power_loss_protected: config.power_loss_protected,
+        buffer_read_hits: c.buffer_read_hits,
+        destaged_lbas: c.write_buffer_destaged_lbas,
+        full_waits: c.write_buffer_full_waits,
+        wait_ns_total: c.write_buffer_wait_ns_total,
+        wait_ns_max: c.write_buffer_wait_ns_max,
+        fua_writes: c.write_buffer_fua_writes,
+        lost_lbas: c.write_buffer_lost_lbas,
+        hold_up_lbas: c.write_buffer_hold_up_lbas,
+        buffered_lbas,
     })
 }
 

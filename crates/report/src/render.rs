@@ -231,6 +231,41 @@ fn mapping_cache_rows(reports: &[RunReport]) -> Vec<(String, Vec<String>)> {
         .collect()
 }
 
+type BufferCell = fn(&crate::WriteBufferFigures) -> String;
+
+/// Write-buffer rows, inserted after the host trims row when some device has a buffer.
+fn write_buffer_rows(reports: &[RunReport]) -> Vec<(String, Vec<String>)> {
+    let rows: [(&str, BufferCell); 3] = [
+        ("write buffer destaged", |b| {
+            format!(
+                "{} LBAs ({}, {})",
+                count(b.destaged_lbas),
+                format_bytes(b.capacity_bytes),
+                b.destage
+            )
+        }),
+        ("  full waits / max wait", |b| {
+            format!(
+                "{} / {:.1} us",
+                count(b.full_waits),
+                b.wait_ns_max as f64 / 1e3
+            )
+        }),
+        ("  read hits / lost at cuts", |b| {
+            format!("{} / {}", count(b.buffer_read_hits), count(b.lost_lbas))
+        }),
+    ];
+    rows.iter()
+        .map(|&(label, f)| {
+            let cells = reports
+                .iter()
+                .map(|r| r.write_buffer.as_ref().map_or("off".into(), f))
+                .collect();
+            (label.to_string(), cells)
+        })
+        .collect()
+}
+
 /// One column per run, headed by the device name; then, for block traces, the trace's
 /// notes and process table ([`crate::render_trace_notes`]).
 pub fn render_table(reports: &[RunReport]) -> String {
@@ -260,6 +295,16 @@ pub fn render_table(reports: &[RunReport]) -> String {
             .position(|(label, _)| label == "NAND block erases")
             .expect("the erases row");
         for (k, row) in mapping_cache_rows(reports).into_iter().enumerate() {
+            rows.insert(at + k, row);
+        }
+    }
+    // And the write-buffer rows, only when some device has a buffer.
+    if reports.iter().any(|r| r.write_buffer.is_some()) {
+        let at = 1 + rows
+            .iter()
+            .position(|(label, _)| label == "host trims / flushes")
+            .expect("the trims row");
+        for (k, row) in write_buffer_rows(reports).into_iter().enumerate() {
             rows.insert(at + k, row);
         }
     }

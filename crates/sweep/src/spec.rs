@@ -184,6 +184,12 @@ fn set_path(root: &mut toml::Value, key: &str, new: toml::Value) -> Result<(), S
                 .map_err(|e| e.to_string())?;
             table.insert(segment.to_string(), defaults);
         }
+        if *segment == "write_buffer" && !table.contains_key(*segment) {
+            // The FTL's write buffer is left out while off.
+            let defaults = toml::Value::try_from(flashstack_ftl::WriteBufferConfig::default())
+                .map_err(|e| e.to_string())?;
+            table.insert(segment.to_string(), defaults);
+        }
         if *segment == "hpb" && !table.contains_key(*segment) {
             // Likewise its HPB table (`ftl.mapping_cache.hpb`) while HPB is off.
             let defaults = toml::Value::try_from(flashstack_ftl::HpbConfig::default())
@@ -332,6 +338,18 @@ mod tests {
         assert_eq!(c.ftl.mapping_cache.hpb.host_map_bytes, 65536);
         let err = text(resolve("ufs31+ftl.mapping_cache.hpb.host_map_bytes=65536").unwrap_err());
         assert!(err.contains("ftl.mapping_cache.hpb"), "{err}");
+    }
+
+    /// The write buffer's table is left out while off: an override creates it; a buffer
+    /// smaller than a flash page is refused naming the field.
+    #[test]
+    fn write_buffer_overrides_reach_a_table_left_out() {
+        let c = resolve("mqsim-default+ftl.write_buffer.capacity_bytes=1048576").unwrap();
+        assert_eq!(c.ftl.write_buffer.capacity_bytes, 1 << 20);
+        let c = resolve("mqsim-wb+ftl.write_buffer.power_loss_protected=true").unwrap();
+        assert!(c.ftl.write_buffer.power_loss_protected);
+        let err = text(resolve("mqsim-default+ftl.write_buffer.capacity_bytes=4096").unwrap_err());
+        assert!(err.contains("ftl.write_buffer.capacity_bytes"), "{err}");
     }
 
     /// A bad value names the override, its field and what the field accepts, and no line
