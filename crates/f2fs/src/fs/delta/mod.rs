@@ -129,6 +129,11 @@ pub(crate) struct DeltaState {
     lzo_out: Vec<u8>,
     pub replay_zones: std::collections::BTreeMap<u32, Zone>,
     bases: BaseCache,
+    /// Set only across the device write of a pseudo file's page (DCM's writeback,
+    /// [`F2fs::store_page_out_of_place_as`]): the block is never a delta's base
+    /// (`delta_base` refuses pseudo files), so the base cache keeps its place in the age
+    /// order but not its bytes.
+    pub(crate) writing_pseudo: bool,
     pub dcm: dcm::DcmState,
 }
 
@@ -177,7 +182,10 @@ struct BaseCache {
 const SPARE_BUFFERS: usize = 64;
 
 impl BaseCache {
-    fn put(&mut self, addr: u32, block: &[u8], cap: usize) {
+    /// Makes `block` the content of `addr`'s entry, the youngest; `None`: an entry
+    /// without bytes (a pseudo file's page, see [`BaseCache::strip`]) that still takes
+    /// its place in the age order, exactly as a put followed by a strip would.
+    fn put(&mut self, addr: u32, block: Option<&[u8]>, cap: usize) {
         if cap == 0 {
             self.forget(addr);
             return;
@@ -188,12 +196,16 @@ impl BaseCache {
             // Replaced in place: its old queue entry goes stale.
             Some(entry) => {
                 entry.0 = age;
-                match &mut entry.1 {
-                    Some(buf) => buf.copy_from_slice(block),
-                    None => {
+                match (&mut entry.1, block) {
+                    (Some(buf), Some(block)) => buf.copy_from_slice(block),
+                    (slot @ None, Some(block)) => {
                         let mut buf = self.spare.pop().unwrap_or_else(zero_block);
                         buf.copy_from_slice(block);
-                        entry.1 = Some(buf);
+                        *slot = Some(buf);
+                    }
+                    (slot, None) => {
+                        let buf = slot.take();
+                        self.keep_spare(buf);
                     }
                 }
             }
@@ -205,11 +217,20 @@ impl BaseCache {
                     true => self.pop_oldest().flatten(),
                     false => None,
                 };
-                let mut copy = reused
-                    .or_else(|| self.spare.pop())
-                    .unwrap_or_else(zero_block);
-                copy.copy_from_slice(block);
-                self.by_addr.insert(addr, (age, Some(copy)));
+                let copy = match block {
+                    Some(block) => {
+                        let mut copy = reused
+                            .or_else(|| self.spare.pop())
+                            .unwrap_or_else(zero_block);
+                        copy.copy_from_slice(block);
+                        Some(copy)
+                    }
+                    None => {
+                        self.keep_spare(reused);
+                        None
+                    }
+                };
+                self.by_addr.insert(addr, (age, copy));
             }
         }
         self.by_age.push_back((age, addr));
@@ -431,20 +452,26 @@ impl<D: BlockDevice> F2fs<D> {
             return;
         }
         let cap = self.cfg.delta.base_cache_pages;
+        let pseudo = self.delta_state.writing_pseudo;
         for (k, chunk) in data.chunks(BLOCK_SIZE).enumerate() {
             let a = (addr + k as u64) as u32;
-            match data_block && chunk.len() == BLOCK_SIZE {
-                true => self.delta_state.bases.put(a, chunk, cap),
-                false => self.delta_state.bases.forget(a),
+            match (data_block && chunk.len() == BLOCK_SIZE, pseudo) {
+                (true, false) => self.delta_state.bases.put(a, Some(chunk), cap),
+                (true, true) => self.delta_state.bases.put(a, None, cap),
+                (false, _) => self.delta_state.bases.forget(a),
             }
         }
     }
 
-    /// Block `addr` was just written with a pseudo-file page (DCM's writeback): never a
-    /// delta's base (`delta_base` refuses pseudo files), so its bytes need not be
-    /// kept (see [`BaseCache`]).
-    pub(crate) fn note_pseudo_block(&mut self, addr: u32) {
-        self.delta_state.bases.strip(addr);
+    /// Block `addr` no longer holds a valid block (its page was rewritten elsewhere,
+    /// truncated or moved): it cannot be a delta's base until it is written again, and
+    /// that write replaces its entry, so its bytes need not be kept (see [`BaseCache`]).
+    /// Blocks become valid again without a write only in roll-forward recovery, which
+    /// revalidates blocks the mount never invalidated.
+    pub(crate) fn note_block_released(&mut self, addr: u32) {
+        if self.cfg.delta.enabled() {
+            self.delta_state.bases.strip(addr);
+        }
     }
 
     /// Block `addr` now holds other data without a write through this layer (a device
@@ -459,7 +486,7 @@ impl<D: BlockDevice> F2fs<D> {
     pub(crate) fn note_block_read(&mut self, addr: u32, block: &Block) {
         if self.cfg.delta.enabled() {
             let cap = self.cfg.delta.base_cache_pages;
-            self.delta_state.bases.put(addr, &block[..], cap);
+            self.delta_state.bases.put(addr, Some(&block[..]), cap);
         }
     }
 
@@ -902,7 +929,8 @@ mod tests {
     /// The base cache against the simplest model of it (a list in put order, the oldest
     /// dropped past the bound, a stripped entry keeping its place without bytes): the
     /// same addresses cached with the same bytes after every step of a random mix of
-    /// puts, forgets, strips and bound changes.
+    /// puts (with bytes, and without as for a pseudo file's page), forgets, strips and
+    /// bound changes.
     #[test]
     fn the_base_cache_keeps_what_an_ordered_list_keeps() {
         let mut cache = super::BaseCache::default();
@@ -928,11 +956,14 @@ mod tests {
                     e.1 = None;
                 }
             } else {
-                cache.put(addr, &[fill; super::BLOCK_SIZE], cap);
+                // One put in five is of a pseudo file's page (no bytes kept).
+                let bytes = !x.is_multiple_of(5);
+                let block = [fill; super::BLOCK_SIZE];
+                cache.put(addr, bytes.then_some(&block[..]), cap);
                 model.retain(|e| e.0 != addr);
                 // A bound of 0 caches nothing new and drops only this address.
                 if cap > 0 {
-                    model.push((addr, Some(fill)));
+                    model.push((addr, bytes.then_some(fill)));
                     while model.len() > cap {
                         model.remove(0);
                     }
