@@ -52,8 +52,8 @@ pub(crate) const OFF_FLAGS: usize = 80;
 /// Byte offset of `i_pino` in an inode block.
 pub(crate) const OFF_PINO: usize = 84;
 /// Byte offsets of `i_namelen` and `i_name` in an inode block.
-const OFF_NAMELEN: usize = 88;
-const OFF_NAME: usize = 92;
+pub(crate) const OFF_NAMELEN: usize = 88;
+pub(crate) const OFF_NAME: usize = 92;
 /// `i_flags` bit of an inode whose address slots end in a delta zone. Ours: the MedFS
 /// source's on-disk marker is not recorded; no F2FS or VFS flag uses this bit.
 pub const MEDFS_DELTA_FL: u32 = 0x0100_0000;
