@@ -572,8 +572,10 @@ fn volatile_cache_cuts_under_f2fsc() {
 /// compression flag inside the write that brings that page. Cuts land before, inside and
 /// after those writes, and inside the background re-packing of idle time (a file read
 /// once since its last write, here: the explorer reads every file after each cut, and
-/// the random writes scatter them), which rewrites raw files and recompresses compressed
-/// ones. Every fsync'd byte must come back, compressed, re-packed or not.
+/// the random writes scatter them), which rewrites raw files, recompresses compressed
+/// ones and converts raw files whose background trial passes to compressed (the flag
+/// set in place, a checkpoint, the clusters compressed). Every fsync'd byte must come
+/// back, compressed, re-packed, converted or not.
 #[test]
 fn volatile_cache_cuts_under_fpc() {
     let mut fs = F2fsConfig::default().with_fpc();
@@ -601,6 +603,7 @@ fn volatile_cache_cuts_under_fpc() {
     );
     assert!(n > 0, "FPC compressed nothing: its trials never passed");
     assert!(repacked > 20, "only {repacked} files re-packed");
+    assert!(converted > 0, "no raw file was converted: cuts never met a conversion");
 }
 
 /// Regression (found by the exploration above, shrunk by hand): an in-place write that
