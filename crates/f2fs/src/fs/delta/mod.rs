@@ -176,7 +176,7 @@ struct BaseCache {
     by_age: std::collections::VecDeque<(u64, u32)>,
     next: u64,
     /// The slots' bytes, [`ARENA_CHUNK_BLOCKS`] blocks a chunk.
-    arena: Vec<Box<[Block]>>,
+    arena: Vec<Box<[u8]>>,
     /// Slots handed out so far (the next new one is this).
     slots_made: u32,
     /// Slots of stripped and dropped entries, for the next new ones.
@@ -260,8 +260,9 @@ impl BaseCache {
         }
         let slot = self.slots_made;
         if slot as usize == self.arena.len() * ARENA_CHUNK_BLOCKS {
-            // Zeroed and untouched (a fresh mapping), advised before the first touch.
-            let chunk = vec![[0u8; BLOCK_SIZE]; ARENA_CHUNK_BLOCKS].into_boxed_slice();
+            // Zeroed and untouched (`vec![0u8; n]` is a zeroed allocation, a fresh
+            // mapping at this size), advised before the first touch.
+            let chunk = vec![0u8; ARENA_CHUNK_BLOCKS * BLOCK_SIZE].into_boxed_slice();
             flashstack_sim::memory::advise_dense(&chunk[..]);
             self.arena.push(chunk);
         }
@@ -271,12 +272,15 @@ impl BaseCache {
 
     fn bytes(&self, slot: u32) -> &Block {
         let s = slot as usize;
-        &self.arena[s / ARENA_CHUNK_BLOCKS][s % ARENA_CHUNK_BLOCKS]
+        let at = (s % ARENA_CHUNK_BLOCKS) * BLOCK_SIZE;
+        let bytes = &self.arena[s / ARENA_CHUNK_BLOCKS][at..at + BLOCK_SIZE];
+        bytes.try_into().expect("a slot is one block")
     }
 
-    fn bytes_mut(&mut self, slot: u32) -> &mut Block {
+    fn bytes_mut(&mut self, slot: u32) -> &mut [u8] {
         let s = slot as usize;
-        &mut self.arena[s / ARENA_CHUNK_BLOCKS][s % ARENA_CHUNK_BLOCKS]
+        let at = (s % ARENA_CHUNK_BLOCKS) * BLOCK_SIZE;
+        &mut self.arena[s / ARENA_CHUNK_BLOCKS][at..at + BLOCK_SIZE]
     }
 
     /// Drops the oldest live entry, returning its slot (`Some(None)`: it was stripped).
