@@ -603,7 +603,10 @@ fn volatile_cache_cuts_under_fpc() {
     );
     assert!(n > 0, "FPC compressed nothing: its trials never passed");
     assert!(repacked > 20, "only {repacked} files re-packed");
-    assert!(converted > 0, "no raw file was converted: cuts never met a conversion");
+    assert!(
+        converted > 0,
+        "no raw file was converted: cuts never met a conversion"
+    );
 }
 
 /// Regression (found by the exploration above, shrunk by hand): an in-place write that

@@ -165,7 +165,11 @@ fn fpc_converts_a_raw_compressible_file_read_since_its_last_write() {
             fs.write(other, k * 4096, &pattern(4096, k + 100)).unwrap();
             fs.fsync(other).unwrap();
         }
-        assert_eq!(fs.compr_blocks(lib).unwrap(), 0, "the setup must leave it raw");
+        assert_eq!(
+            fs.compr_blocks(lib).unwrap(),
+            0,
+            "the setup must leave it raw"
+        );
         for _ in 0..2 {
             fs.read(lib, 0, data.len()).unwrap();
         }
@@ -187,10 +191,16 @@ fn fpc_converts_a_raw_compressible_file_read_since_its_last_write() {
     assert_eq!(m.rewritten_files, 0, "{m:?}");
     assert!(m.clusters_compressed > 0 && compr > 0, "{m:?}, {compr}");
     let (m, compr) = run(false, &text);
-    assert_eq!((m.convert_trials, m.converted_files, m.rewritten_files), (0, 0, 1));
+    assert_eq!(
+        (m.convert_trials, m.converted_files, m.rewritten_files),
+        (0, 0, 1)
+    );
     assert_eq!(compr, 0);
     let (m, compr) = run(true, &pattern(16 * 4096, 3));
-    assert_eq!((m.convert_trials, m.converted_files, m.rewritten_files), (1, 0, 1));
+    assert_eq!(
+        (m.convert_trials, m.converted_files, m.rewritten_files),
+        (1, 0, 1)
+    );
     assert_eq!(compr, 0);
 }
 
@@ -205,7 +215,10 @@ fn fpc_conversion_refuses_a_file_past_the_compressed_inode_slots() {
     fs.write(big, 4096, &data[4096..]).unwrap();
     fs.write(big, 0, &data[..4096]).unwrap();
     let err = fs.fpc_convert(big).unwrap_err().to_string();
-    assert!(err.contains(&format!("inode {big}")) && err.contains("address slots"), "{err}");
+    assert!(
+        err.contains(&format!("inode {big}")) && err.contains("address slots"),
+        "{err}"
+    );
     assert_eq!(fs.compr_blocks(big).unwrap(), 0);
     assert!(fs.read(big, 0, data.len()).unwrap() == data);
     // The same data in a file that fits converts.

@@ -444,21 +444,26 @@ impl<D: BlockDevice> F2fs<D> {
         if !inode.is_reg() || self.encoding(ino)? != super::pagemap::Encoding::Plain {
             return Ok(Some("not a plain regular file"));
         }
-        if inode.inline & (crate::consts::F2FS_INLINE_DATA | crate::consts::F2FS_DATA_EXIST) != 0
-        {
+        if inode.inline & (crate::consts::F2FS_INLINE_DATA | crate::consts::F2FS_DATA_EXIST) != 0 {
             return Ok(Some("its data is inline"));
         }
         if flags & (MEDFS_DELTA_FL | MEDFS_DCM_FL | MEDFS_PSEUDO_FL) != 0 {
             return Ok(Some("it holds MedFS deltas"));
         }
         if inode.extra().is_none() {
-            return Ok(Some("its inode has no extra attributes for the compression context"));
+            return Ok(Some(
+                "its inode has no extra attributes for the compression context",
+            ));
         }
         let pages = inode.size.div_ceil(BLOCK_SIZE as u64);
         if pages >> self.cfg.compress.log_cluster_size == 0 {
             return Ok(Some("it holds no whole cluster"));
         }
-        if self.file_block_addrs(ino)?.iter().any(|&a| a == NEW_ADDR || a == COMPRESS_ADDR) {
+        if self
+            .file_block_addrs(ino)?
+            .iter()
+            .any(|&a| a == NEW_ADDR || a == COMPRESS_ADDR)
+        {
             return Ok(Some("it holds reserved blocks"));
         }
         let geo = self.geometry(ino)?;
@@ -470,7 +475,9 @@ impl<D: BlockDevice> F2fs<D> {
         let slots_past = (first + aligned..first + geo.addrs).any(|w| word(w) != NULL_ADDR);
         let nids = (0..crate::consts::INODE_NIDS).any(|k| word(super::data::NID_WORD + k) != 0);
         if pages > aligned as u64 || slots_past || nids {
-            return Ok(Some("it has blocks past the inode's compressed address slots"));
+            return Ok(Some(
+                "it has blocks past the inode's compressed address slots",
+            ));
         }
         Ok(None)
     }
@@ -590,7 +597,10 @@ mod tests {
             repack_convert: false,
             ..c.clone()
         };
-        assert_eq!(repack_decision(&no_convert, &passed), RepackDecision::Rewrite);
+        assert_eq!(
+            repack_decision(&no_convert, &passed),
+            RepackDecision::Rewrite
+        );
         let comp = RepackView {
             compressed: true,
             ..v

@@ -271,7 +271,8 @@ impl<D: BlockDevice> F2fs<D> {
         let temp = Some(super::log_temperature(log));
         let marked = self.facs_on_device(ino);
         self.delta_state.writing_pseudo = pseudo;
-        let written = self.write_blocks_marked(addr as u64, &page[..], temp, BlockKind::Data, marked);
+        let written =
+            self.write_blocks_marked(addr as u64, &page[..], temp, BlockKind::Data, marked);
         self.delta_state.writing_pseudo = false;
         written?;
         self.metrics.per_log_blocks[log] += 1;
