@@ -180,6 +180,8 @@ struct Explorer {
     clusters_compressed: u64,
     /// Files FPC's background re-packing rewrote or recompressed, over every mount.
     fpc_repacked: u64,
+    /// Of those, raw files converted to compressed (`repack_convert`).
+    fpc_converted: u64,
 }
 
 impl Explorer {
@@ -208,6 +210,7 @@ impl Explorer {
             bgres_restored: 0,
             clusters_compressed: 0,
             fpc_repacked: 0,
+            fpc_converted: 0,
         }
     }
 
@@ -332,7 +335,8 @@ impl Explorer {
         self.bgres_restored += fs.metrics().delta.bgres_restored_files;
         self.clusters_compressed += fs.compress_metrics().clusters_compressed;
         let m = fs.metrics().fpc_repack;
-        self.fpc_repacked += m.rewritten_files + m.recompressed_files;
+        self.fpc_repacked += m.rewritten_files + m.recompressed_files + m.converted_files;
+        self.fpc_converted += m.converted_files;
         if trace() {
             println!(
                 "metrics at the cut: {:?}; free segments {}",
@@ -568,8 +572,10 @@ fn volatile_cache_cuts_under_f2fsc() {
 /// compression flag inside the write that brings that page. Cuts land before, inside and
 /// after those writes, and inside the background re-packing of idle time (a file read
 /// once since its last write, here: the explorer reads every file after each cut, and
-/// the random writes scatter them), which rewrites raw files and recompresses compressed
-/// ones. Every fsync'd byte must come back, compressed, re-packed or not.
+/// the random writes scatter them), which rewrites raw files, recompresses compressed
+/// ones and converts raw files whose background trial passes to compressed (the flag
+/// set in place, a checkpoint, the clusters compressed). Every fsync'd byte must come
+/// back, compressed, re-packed, converted or not.
 #[test]
 fn volatile_cache_cuts_under_fpc() {
     let mut fs = F2fsConfig::default().with_fpc();
@@ -587,13 +593,20 @@ fn volatile_cache_cuts_under_fpc() {
     explorer.tally.report();
     assert_eq!(explorer.tally.lost_bytes(), 0);
     let n = explorer.clusters_compressed + explorer.fs().compress_metrics().clusters_compressed;
-    let repacked = explorer.fpc_repacked + {
-        let m = explorer.fs().metrics().fpc_repack;
-        m.rewritten_files + m.recompressed_files
-    };
-    println!("fpc: {n} clusters written compressed, {repacked} files re-packed in idle time");
+    let m = explorer.fs().metrics().fpc_repack;
+    let repacked = explorer.fpc_repacked + m.rewritten_files + m.recompressed_files;
+    let converted = explorer.fpc_converted + m.converted_files;
+    let repacked = repacked + m.converted_files;
+    println!(
+        "fpc: {n} clusters written compressed, {repacked} files re-packed in idle time, \
+         {converted} of them converted from raw to compressed"
+    );
     assert!(n > 0, "FPC compressed nothing: its trials never passed");
     assert!(repacked > 20, "only {repacked} files re-packed");
+    assert!(
+        converted > 0,
+        "no raw file was converted: cuts never met a conversion"
+    );
 }
 
 /// Regression (found by the exploration above, shrunk by hand): an in-place write that

@@ -142,3 +142,92 @@ fn fpc_repacks_scattered_files_read_since_their_last_write_in_idle_time() {
     let (_, after, _) = run(true, 1);
     assert_eq!(after, 16, "re-packed after a single read");
 }
+
+/// FPC's raw → compressed conversion (`fs/fpc.rs`, `repack_convert`): a compressible file
+/// FPC left raw (its first write landed past page 0, so its creation trial was skipped),
+/// scattered and then read twice, is converted in idle time (the compression context set
+/// in place, its raw clusters compressed) instead of rewritten raw; its bytes are
+/// unchanged across a remount and fsck.f2fs passes the image. With conversion off it is
+/// rewritten raw; an incompressible file's background trial fails and it stays raw.
+#[test]
+fn fpc_converts_a_raw_compressible_file_read_since_its_last_write() {
+    let run = |convert: bool, data: &[u8]| {
+        let mut c = F2fsConfig::default().with_fpc();
+        c.fpc.repack_convert = convert;
+        let mut fs = fresh(c.clone());
+        let lib = fs.create("/libapp.so").unwrap();
+        let other = fs.create("/other.bin").unwrap();
+        // Last page first: the creation trial is skipped, so the file stays raw.
+        for k in (0..16u64).rev() {
+            let at = (k * 4096) as usize;
+            fs.write(lib, k * 4096, &data[at..at + 4096]).unwrap();
+            fs.fsync(lib).unwrap();
+            fs.write(other, k * 4096, &pattern(4096, k + 100)).unwrap();
+            fs.fsync(other).unwrap();
+        }
+        assert_eq!(
+            fs.compr_blocks(lib).unwrap(),
+            0,
+            "the setup must leave it raw"
+        );
+        for _ in 0..2 {
+            fs.read(lib, 0, data.len()).unwrap();
+        }
+        let until = fs.now_ns() + 70 * 1_000_000_000;
+        fs.idle(until).unwrap();
+        let m = fs.metrics().fpc_repack;
+        let dev = fs.unmount().unwrap();
+        check_image(&dev, "fpc-convert");
+        let mut fs = F2fs::mount_with(dev, 0, c).unwrap();
+        let lib = fs.lookup("/libapp.so").unwrap();
+        let back = fs.read(lib, 0, data.len()).unwrap();
+        assert!(back == data, "conversion changed the file's bytes");
+        (m, fs.compr_blocks(lib).unwrap())
+    };
+    let text = records(16 * 4096);
+    let (m, compr) = run(true, &text);
+    println!("converted: {m:?}, i_compr_blocks {compr}");
+    assert_eq!((m.convert_trials, m.converted_files), (1, 1), "{m:?}");
+    assert_eq!(m.rewritten_files, 0, "{m:?}");
+    assert!(m.clusters_compressed > 0 && compr > 0, "{m:?}, {compr}");
+    let (m, compr) = run(false, &text);
+    assert_eq!(
+        (m.convert_trials, m.converted_files, m.rewritten_files),
+        (0, 0, 1)
+    );
+    assert_eq!(compr, 0);
+    let (m, compr) = run(true, &pattern(16 * 4096, 3));
+    assert_eq!(
+        (m.convert_trials, m.converted_files, m.rewritten_files),
+        (1, 0, 1)
+    );
+    assert_eq!(compr, 0);
+}
+
+/// The conversion refuses, before anything changes, a file whose pages would not keep
+/// their address slots under a compressed inode (past its first 912 slots), naming the
+/// inode and the reason; the file reads back unchanged.
+#[test]
+fn fpc_conversion_refuses_a_file_past_the_compressed_inode_slots() {
+    let mut fs = fresh(F2fsConfig::default().with_fpc());
+    let big = fs.create("/big.so").unwrap();
+    let data = records(920 * 4096);
+    fs.write(big, 4096, &data[4096..]).unwrap();
+    fs.write(big, 0, &data[..4096]).unwrap();
+    let err = fs.fpc_convert(big).unwrap_err().to_string();
+    assert!(
+        err.contains(&format!("inode {big}")) && err.contains("address slots"),
+        "{err}"
+    );
+    assert_eq!(fs.compr_blocks(big).unwrap(), 0);
+    assert!(fs.read(big, 0, data.len()).unwrap() == data);
+    // The same data in a file that fits converts.
+    let small = fs.create("/small.so").unwrap();
+    fs.write(small, 4096, &data[4096..64 * 4096]).unwrap();
+    fs.write(small, 0, &data[..4096]).unwrap();
+    fs.fpc_convert(small).unwrap();
+    assert!(fs.compr_blocks(small).unwrap() > 0);
+    assert!(fs.read(small, 0, 64 * 4096).unwrap() == data[..64 * 4096]);
+    let dev = fs.unmount().unwrap();
+    check_image(&dev, "fpc-convert-refusal");
+}

@@ -401,6 +401,17 @@ impl<D: BlockDevice> F2fs<D> {
         Ok(())
     }
 
+    /// FPC's conversion (`fpc.rs`, [`F2fs::fpc_convert`], which checks the file first):
+    /// the compression context set on a raw regular file that has blocks, which
+    /// `chattr +c` refuses. Its clusters are all raw then, which the format allows.
+    pub(crate) fn set_compress_context_in_place(&mut self, ino: u32) -> Result<(), FsError> {
+        let mut inode = Inode::decode(self.node(ino)?);
+        self.set_compress_context(&mut inode);
+        self.put_node(ino, inode.encode());
+        self.dirty_nodes.insert(ino);
+        Ok(())
+    }
+
     /// The cluster shape of a compressed regular file.
     pub(crate) fn cluster_shape(&mut self, ino: u32) -> Result<ClusterShape, FsError> {
         let node = self.inode_node(ino)?;

@@ -179,6 +179,7 @@ impl<D: BlockDevice> F2fs<D> {
             self.reserved_blocks = self.reserved_blocks.saturating_sub(1);
         } else if self.in_main(addr) {
             self.segs.invalidate(addr);
+            self.note_block_released(addr);
         }
     }
 

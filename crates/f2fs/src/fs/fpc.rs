@@ -19,9 +19,22 @@
 //! ([`F2fs::defrag_copy`]), a compressed file's raw clusters compressed
 //! ([`F2fs::compress_file`]). Both write out of place through the normal path, so the old
 //! blocks stay valid until a checkpoint or fsync names the new ones: a power cut inside
-//! loses nothing. Not built: converting a raw read-mostly file (an executable FPC's trial
-//! left raw) to compressed; F2FS refuses `chattr +c` on a file with data, and a
-//! crash-safe conversion needs a donor file swapped in (docs/medfs-reproduction.md, "FPC").
+//! loses nothing.
+//!
+//! Raw → compressed conversion (`repack_convert`, FPC's background compression of
+//! read-mostly files stored raw: executables it never saw created, files whose trial was
+//! skipped or whose first page did not compress): a raw file the re-packing would rewrite
+//! is first given a background trial (a page of it read and compressed, charged); if it
+//! passes, the file is converted in place ([`F2fs::fpc_convert`]) instead of rewritten raw.
+//! The conversion rests on a property of F2FS's format: a compressed file may hold raw
+//! clusters (a cluster whose first slot is a block address, not `COMPRESS_ADDR`, is read
+//! as plain pages), so a raw file whose inode gains the compression context is, byte for
+//! byte, a valid compressed file whose clusters are all raw. The kernel refuses
+//! `chattr +c` on a file with blocks for the sake of pages already in its page cache, not
+//! of its format; FPC converts inside the file system. Order: the inode's new flag is made
+//! durable by a checkpoint before any cluster is compressed, so no durable state ever
+//! holds a compressed cluster under an inode without the flag; then the raw clusters are
+//! compressed out of place as above ([`F2fs::compress_file`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -62,6 +75,10 @@ pub struct FpcConfig {
     /// Files whose reads are counted at most (a bounded table; a file first read while
     /// it is full is not counted).
     pub repack_tracked_files_max: usize,
+    /// Raw → compressed conversion (module doc): a raw file picked for re-packing whose
+    /// background trial passes is made compressed in place and its clusters compressed,
+    /// instead of being rewritten raw.
+    pub repack_convert: bool,
 }
 
 impl Default for FpcConfig {
@@ -77,6 +94,7 @@ impl Default for FpcConfig {
             repack_min_extents: 2,
             repack_files_per_wake: 4,
             repack_tracked_files_max: 4096,
+            repack_convert: false,
         }
     }
 }
@@ -95,6 +113,7 @@ impl FpcConfig {
                 "ogg", "opus", "aac", "m4a", "amr", "zip", "gz", "apk",
             ]),
             repack: true,
+            repack_convert: true,
             ..FpcConfig::default()
         }
     }
@@ -150,6 +169,10 @@ pub struct RepackView {
     pub extents: u64,
     /// Whether the file is compressed (clusters) or raw.
     pub compressed: bool,
+    /// A raw file only: the result of its background trial (a page of it compressed to
+    /// `trial_max_permille` of a page or less), `None` when no trial was run (conversion
+    /// off, the file cannot be converted, or its name says it is already compressed).
+    pub convert_trial: Option<bool>,
 }
 
 /// What the re-packing policy decides for one file.
@@ -161,6 +184,8 @@ pub enum RepackDecision {
     Rewrite,
     /// Compress its raw clusters (a compressed file).
     Recompress,
+    /// Make the raw file compressed in place, then compress its clusters.
+    Convert,
 }
 
 /// FPC's background re-packing policy (pure): a file read since its last write, whose
@@ -174,6 +199,8 @@ pub fn repack_decision(cfg: &FpcConfig, v: &RepackView) -> RepackDecision {
         RepackDecision::Keep
     } else if v.compressed {
         RepackDecision::Recompress
+    } else if cfg.repack_convert && v.convert_trial == Some(true) {
+        RepackDecision::Convert
     } else {
         RepackDecision::Rewrite
     }
@@ -218,6 +245,10 @@ pub struct RepackMetrics {
     /// Files rewritten (raw) or recompressed (compressed).
     pub rewritten_files: u64,
     pub recompressed_files: u64,
+    /// Raw files given a background trial, and those converted to compressed
+    /// (`repack_convert`; their clusters count in `clusters_compressed`).
+    pub convert_trials: u64,
+    pub converted_files: u64,
     /// Data pages rewritten, and clusters compressed, doing so.
     pub pages_written: u64,
     pub clusters_compressed: u64,
@@ -327,11 +358,18 @@ impl<D: BlockDevice> F2fs<D> {
             if done >= self.cfg.fpc.repack_files_per_wake {
                 break;
             }
-            let Some(view) = self.repack_view(ino, reads)? else {
+            let Some(mut view) = self.repack_view(ino, reads)? else {
                 self.fpc.reads.remove(&ino);
                 continue;
             };
-            match repack_decision(&self.cfg.fpc, &view) {
+            let mut decision = repack_decision(&self.cfg.fpc, &view);
+            // A raw file about to be rewritten raw: the trial that may convert it instead
+            // (run only now, as it costs a read and a compression).
+            if decision == RepackDecision::Rewrite && self.cfg.fpc.repack_convert {
+                view.convert_trial = self.convert_trial(ino)?;
+                decision = repack_decision(&self.cfg.fpc, &view);
+            }
+            match decision {
                 RepackDecision::Keep => continue,
                 RepackDecision::Rewrite => match self.defrag_copy(ino) {
                     Ok(out) => {
@@ -346,6 +384,13 @@ impl<D: BlockDevice> F2fs<D> {
                     self.compress_file(ino)?;
                     let packed = self.compress_metrics().clusters_compressed - before;
                     self.metrics.fpc_repack.recompressed_files += 1;
+                    self.metrics.fpc_repack.clusters_compressed += packed;
+                }
+                RepackDecision::Convert => {
+                    let before = self.compress_metrics().clusters_compressed;
+                    self.fpc_convert(ino)?;
+                    let packed = self.compress_metrics().clusters_compressed - before;
+                    self.metrics.fpc_repack.converted_files += 1;
                     self.metrics.fpc_repack.clusters_compressed += packed;
                 }
             }
@@ -372,7 +417,126 @@ impl<D: BlockDevice> F2fs<D> {
             written_pages,
             extents: extents_of(&addrs),
             compressed,
+            convert_trial: None,
         }))
+    }
+
+    /// Why raw file `ino` cannot be converted in place to compressed, if it cannot:
+    /// compression off, not a plain regular file, data inline, MedFS deltas or a DCM
+    /// pseudo file, reserved (fallocated) blocks, no room for the compression context in
+    /// the inode, less than one whole cluster (only whole clusters are compressed), or a
+    /// block past the inode's compressed address slots. A compressed file's inode holds
+    /// its addresses aligned down to a cluster (914 → 912 with 4-page clusters) and so do
+    /// its direct nodes (1018 → 1016), so a raw file's pages keep their slots only if all
+    /// of them lie in the inode's first aligned slots and it has no node blocks (files up
+    /// to 912 pages, 3.56 MiB); a larger one would need its addresses moved (not built:
+    /// it is rewritten raw, as without conversion).
+    pub(crate) fn convert_refusal(&mut self, ino: u32) -> Result<Option<&'static str>, FsError> {
+        use super::delta::{MEDFS_DCM_FL, MEDFS_DELTA_FL, MEDFS_PSEUDO_FL, OFF_FLAGS};
+        if !self.sb.feature.contains(crate::consts::FEATURE_COMPRESSION)
+            || !self.cfg.compress.enabled
+        {
+            return Ok(Some("compression is not on"));
+        }
+        let node = self.node(ino)?;
+        let inode = crate::node::Inode::decode(node);
+        let flags = crate::codec::le32_at(&node[..], OFF_FLAGS);
+        if !inode.is_reg() || self.encoding(ino)? != super::pagemap::Encoding::Plain {
+            return Ok(Some("not a plain regular file"));
+        }
+        if inode.inline & (crate::consts::F2FS_INLINE_DATA | crate::consts::F2FS_DATA_EXIST) != 0 {
+            return Ok(Some("its data is inline"));
+        }
+        if flags & (MEDFS_DELTA_FL | MEDFS_DCM_FL | MEDFS_PSEUDO_FL) != 0 {
+            return Ok(Some("it holds MedFS deltas"));
+        }
+        if inode.extra().is_none() {
+            return Ok(Some(
+                "its inode has no extra attributes for the compression context",
+            ));
+        }
+        let pages = inode.size.div_ceil(BLOCK_SIZE as u64);
+        if pages >> self.cfg.compress.log_cluster_size == 0 {
+            return Ok(Some("it holds no whole cluster"));
+        }
+        if self
+            .file_block_addrs(ino)?
+            .iter()
+            .any(|&a| a == NEW_ADDR || a == COMPRESS_ADDR)
+        {
+            return Ok(Some("it holds reserved blocks"));
+        }
+        let geo = self.geometry(ino)?;
+        let cluster = 1usize << self.cfg.compress.log_cluster_size;
+        let aligned = geo.addrs - geo.addrs % cluster;
+        let node = self.node(ino)?;
+        let word = |w: usize| crate::codec::le32_at(&node[..], 4 * w);
+        let first = super::data::ADDR_WORD + geo.extra;
+        let slots_past = (first + aligned..first + geo.addrs).any(|w| word(w) != NULL_ADDR);
+        let nids = (0..crate::consts::INODE_NIDS).any(|k| word(super::data::NID_WORD + k) != 0);
+        if pages > aligned as u64 || slots_past || nids {
+            return Ok(Some(
+                "it has blocks past the inode's compressed address slots",
+            ));
+        }
+        Ok(None)
+    }
+
+    /// The background trial of raw file `ino` (`None` when it cannot be converted or its
+    /// name says it is already compressed): its first written page, read from flash and
+    /// compressed with the mount's codec, each charged; passes as the creation trial does.
+    fn convert_trial(&mut self, ino: u32) -> Result<Option<bool>, FsError> {
+        if self.convert_refusal(ino)?.is_some() {
+            return Ok(None);
+        }
+        let node = self.node(ino)?;
+        let len = (crate::codec::le32_at(&node[..], super::delta::OFF_NAMELEN) as usize)
+            .min(crate::consts::NAME_LEN);
+        let name = String::from_utf8_lossy(&node[super::delta::OFF_NAME..][..len]).into_owned();
+        if classify(&self.cfg.fpc, &name) == FpcClass::Incompressible {
+            return Ok(None);
+        }
+        let Some(&addr) = self
+            .file_block_addrs(ino)?
+            .iter()
+            .find(|&&a| !matches!(a, NULL_ADDR | NEW_ADDR | COMPRESS_ADDR))
+        else {
+            return Ok(None);
+        };
+        let page = self.read_block(u64::from(addr))?;
+        let kind = self.cfg.compress.codec();
+        let (compress_ns, _) = self.cfg.compress.page_cost()?;
+        self.now_ns += compress_ns;
+        let mut codec = kind
+            .build()
+            .map_err(|e| FsError::Invalid(format!("fpc conversion trial: {e}")))?;
+        let mut out = Vec::new();
+        codec.compress(&page[..], &mut out);
+        self.metrics.fpc_repack.convert_trials += 1;
+        Ok(Some(trial_passes(&self.cfg.fpc, out.len())))
+    }
+
+    /// FPC's raw → compressed conversion of `ino` (module doc): the compression context
+    /// set on the inode in place (every cluster still raw, a valid compressed file), made
+    /// durable by a checkpoint, then the raw clusters compressed out of place. Refuses a
+    /// file [`F2fs::convert_refusal`] names, before anything changes.
+    pub fn fpc_convert(&mut self, ino: u32) -> Result<(), FsError> {
+        self.check_file(ino)?;
+        if let Some(why) = self.convert_refusal(ino)? {
+            return Err(FsError::Invalid(format!(
+                "inode {ino}: cannot be converted to compressed: {why}"
+            )));
+        }
+        self.writable("fpc_convert")?;
+        self.set_compress_context_in_place(ino)?;
+        if self.encoding(ino)? != super::pagemap::Encoding::Compressed {
+            return Err(super::corrupt(format!(
+                "inode {ino}: the compression context did not take"
+            )));
+        }
+        // The flag durable before any compressed cluster (module doc).
+        self.checkpoint(false)?;
+        self.compress_file(ino)
     }
 
     pub fn fpc_metrics(&self) -> FpcMetrics {
@@ -415,8 +579,28 @@ mod tests {
             written_pages: 8,
             extents: 3,
             compressed: false,
+            convert_trial: None,
         };
         assert_eq!(repack_decision(&c, &v), RepackDecision::Rewrite);
+        // A raw file converts only after a trial that passed, and only with conversion on.
+        let passed = RepackView {
+            convert_trial: Some(true),
+            ..v
+        };
+        assert_eq!(repack_decision(&c, &passed), RepackDecision::Convert);
+        let failed = RepackView {
+            convert_trial: Some(false),
+            ..v
+        };
+        assert_eq!(repack_decision(&c, &failed), RepackDecision::Rewrite);
+        let no_convert = FpcConfig {
+            repack_convert: false,
+            ..c.clone()
+        };
+        assert_eq!(
+            repack_decision(&no_convert, &passed),
+            RepackDecision::Rewrite
+        );
         let comp = RepackView {
             compressed: true,
             ..v

@@ -240,9 +240,24 @@ impl<D: BlockDevice> F2fs<D> {
         page: &Block,
         log: usize,
     ) -> Result<u32, FsError> {
+        self.store_page_out_of_place_as(ino, index, page, log, false)
+    }
+
+    /// [`F2fs::store_page_out_of_place`]; `pseudo`: the page is a DCM pseudo file's
+    /// (`dcm_flush`), which never has a delta to drop nor is one's base.
+    pub(crate) fn store_page_out_of_place_as(
+        &mut self,
+        ino: u32,
+        index: u64,
+        page: &Block,
+        log: usize,
+        pseudo: bool,
+    ) -> Result<u32, FsError> {
         self.ensure_space()?;
         // The new block is the page's base: a delta against the old one no longer holds.
-        self.drop_delta(ino, index)?;
+        if !pseudo {
+            self.drop_delta(ino, index)?;
+        }
         let d = self
             .dnode(ino, index, true)?
             .ok_or_else(|| corrupt("node path vanished"))?;
@@ -255,7 +270,11 @@ impl<D: BlockDevice> F2fs<D> {
         let addr = self.alloc_block(log, sum)?;
         let temp = Some(super::log_temperature(log));
         let marked = self.facs_on_device(ino);
-        self.write_blocks_marked(addr as u64, &page[..], temp, BlockKind::Data, marked)?;
+        self.delta_state.writing_pseudo = pseudo;
+        let written =
+            self.write_blocks_marked(addr as u64, &page[..], temp, BlockKind::Data, marked);
+        self.delta_state.writing_pseudo = false;
+        written?;
         self.metrics.per_log_blocks[log] += 1;
         // A written block is invalidated; a reservation is used up (still counted).
         self.set_addr(ino, d, addr)?;

@@ -768,8 +768,7 @@ impl<D: BlockDevice> F2fs<D> {
             };
             let b = cached.bytes.clone();
             let log = self.data_log(pseudo)?;
-            let addr = self.store_page_out_of_place(pseudo, u64::from(page), &b, log)?;
-            self.note_pseudo_block(addr);
+            self.store_page_out_of_place_as(pseudo, u64::from(page), &b, log, true)?;
             self.metrics.delta.dcm_page_writes += 1;
             if let Some(v) = self.delta_state.dcm.cache.get_mut(&(pseudo, page)) {
                 v.dirty = false;

@@ -52,8 +52,8 @@ pub(crate) const OFF_FLAGS: usize = 80;
 /// Byte offset of `i_pino` in an inode block.
 pub(crate) const OFF_PINO: usize = 84;
 /// Byte offsets of `i_namelen` and `i_name` in an inode block.
-const OFF_NAMELEN: usize = 88;
-const OFF_NAME: usize = 92;
+pub(crate) const OFF_NAMELEN: usize = 88;
+pub(crate) const OFF_NAME: usize = 92;
 /// `i_flags` bit of an inode whose address slots end in a delta zone. Ours: the MedFS
 /// source's on-disk marker is not recorded; no F2FS or VFS flag uses this bit.
 pub const MEDFS_DELTA_FL: u32 = 0x0100_0000;
@@ -129,93 +129,118 @@ pub(crate) struct DeltaState {
     lzo_out: Vec<u8>,
     pub replay_zones: std::collections::BTreeMap<u32, Zone>,
     bases: BaseCache,
+    /// Set only across the device write of a pseudo file's page (DCM's writeback,
+    /// [`F2fs::store_page_out_of_place_as`]): the block is never a delta's base
+    /// (`delta_base` refuses pseudo files), so the base cache keeps its place in the age
+    /// order but not its bytes.
+    pub(crate) writing_pseudo: bool,
     pub dcm: dcm::DcmState,
 }
 
-/// The offset of the last nonzero byte of `bytes`, eight bytes at a time from the end
-/// (a byte-at-a-time `rposition` was the largest cost of `used_slots`).
+/// The offset of the last nonzero byte of `bytes`, 64 bytes at a time from the end (an
+/// OR of the chunk, which the compiler vectorises; a byte-at-a-time `rposition` was the
+/// largest cost of `used_slots`, which scans mostly zeros at every delta decision).
 fn last_nonzero_byte(bytes: &[u8]) -> Option<usize> {
     let mut end = bytes.len();
-    while end > 0 {
-        let begin = end.saturating_sub(8);
-        let chunk = &bytes[begin..end];
-        let zero = match <[u8; 8]>::try_from(chunk) {
-            Ok(word) => u64::from_ne_bytes(word) == 0,
-            Err(_) => chunk.iter().all(|&b| b == 0),
-        };
-        if !zero {
-            return chunk.iter().rposition(|&b| b != 0).map(|at| begin + at);
+    while end >= 64 {
+        let chunk = &bytes[end - 64..end];
+        if chunk.iter().fold(0u8, |acc, &b| acc | b) != 0 {
+            break;
         }
-        end = begin;
+        end -= 64;
     }
-    None
+    bytes[..end].iter().rposition(|&b| b != 0)
 }
 
 /// The content of recently written or read data blocks by address (see
 /// [`policy::DeltaConfig::base_cache_pages`]): every write of a block replaces its entry
 /// ([`F2fs::note_block_written`]), so an entry is always what the block holds. Oldest
-/// entries go first. A block DCM writes for a pseudo file keeps its place in the age order
-/// but not its bytes ([`BaseCache::strip`]): no delta is made against a pseudo file's
-/// page, and those pages were a third of the blocks written (memory the process had to
-/// fault in).
+/// entries go first. An entry keeps its place in the age order but not its bytes
+/// ([`BaseCache::strip`]) when its block can no longer be a delta's base: a block DCM
+/// writes for a pseudo file (no delta is made against a pseudo file's page; a third of the
+/// blocks written) and a block released by the file that held it (rewritten elsewhere,
+/// truncated, moved) until it is written again.
+///
+/// The bytes live in slots of an arena of 8 MiB chunks advised to use huge pages: the
+/// cache fills its slots in order, so a chunk is faulted in 2 MiB at a time rather than as
+/// a zeroed 4 KiB allocation per block (thousands of page faults in a persona's run).
+/// A slot freed by a strip or a drop is reused first. Memory never changes results.
 #[derive(Default)]
 struct BaseCache {
-    /// Block address → (age of its last put, content unless stripped).
-    by_addr: std::collections::BTreeMap<u32, (u64, Option<Box<Block>>)>,
+    /// Block address → (age of its last put, slot of its content unless stripped).
+    by_addr: std::collections::BTreeMap<u32, (u64, Option<u32>)>,
     /// (age, address) of every put, oldest first; an entry whose address has since been
     /// put again or forgotten is stale (its age is not the address's now) and skipped.
     /// The oldest live entry is the one to drop, as with an age-ordered map, at a
     /// fraction of the cost (a put was six map operations, most of its time).
     by_age: std::collections::VecDeque<(u64, u32)>,
     next: u64,
-    /// Buffers of stripped and forgotten entries, for the next new ones (at most
-    /// `SPARE_BUFFERS`): a new 4 KiB allocation is zeroed, and fresh memory faulted in.
-    spare: Vec<Box<Block>>,
+    /// The slots' bytes, [`ARENA_CHUNK_BLOCKS`] blocks a chunk.
+    arena: Vec<Box<[u8]>>,
+    /// Slots handed out so far (the next new one is this).
+    slots_made: u32,
+    /// Slots of stripped and dropped entries, for the next new ones.
+    free: Vec<u32>,
 }
 
-/// Bound of [`BaseCache::spare`].
-const SPARE_BUFFERS: usize = 64;
+/// Blocks per chunk of [`BaseCache::arena`] (8 MiB: a fresh mapping the kernel can back
+/// with huge pages; `flashstack_sim::memory::advise_dense` needs 8 MiB).
+const ARENA_CHUNK_BLOCKS: usize = 2048;
 
 impl BaseCache {
-    fn put(&mut self, addr: u32, block: &[u8], cap: usize) {
+    /// Makes `block` the content of `addr`'s entry, the youngest; `None`: an entry
+    /// without bytes (a pseudo file's page, see [`BaseCache::strip`]) that still takes
+    /// its place in the age order, exactly as a put followed by a strip would.
+    fn put(&mut self, addr: u32, block: Option<&[u8]>, cap: usize) {
         if cap == 0 {
             self.forget(addr);
             return;
         }
         let age = self.next;
         self.next += 1;
-        match self.by_addr.get_mut(&addr) {
+        let old = match self.by_addr.get_mut(&addr) {
             // Replaced in place: its old queue entry goes stale.
             Some(entry) => {
                 entry.0 = age;
-                match &mut entry.1 {
-                    Some(buf) => buf.copy_from_slice(block),
-                    None => {
-                        let mut buf = self.spare.pop().unwrap_or_else(zero_block);
-                        buf.copy_from_slice(block);
-                        entry.1 = Some(buf);
-                    }
+                Some(entry.1)
+            }
+            None => None,
+        };
+        match old {
+            Some(Some(slot)) => match block {
+                Some(block) => self.bytes_mut(slot).copy_from_slice(block),
+                None => {
+                    self.by_addr.insert(addr, (age, None));
+                    self.free.push(slot);
+                }
+            },
+            Some(None) => {
+                if let Some(block) = block {
+                    let slot = self.new_slot();
+                    self.bytes_mut(slot).copy_from_slice(block);
+                    self.by_addr.insert(addr, (age, Some(slot)));
                 }
             }
             None => {
-                // When full, the oldest entry goes first and lends its buffer: the same
-                // entry goes as when it is dropped after the insertion, without a new
-                // 4 KiB allocation per written block.
-                let reused = match self.by_addr.len() >= cap {
-                    true => self.pop_oldest().flatten(),
-                    false => None,
-                };
-                let mut copy = reused
-                    .or_else(|| self.spare.pop())
-                    .unwrap_or_else(zero_block);
-                copy.copy_from_slice(block);
-                self.by_addr.insert(addr, (age, Some(copy)));
+                // When full, the oldest entry goes first and lends its slot: the same
+                // entry goes as when it is dropped after the insertion.
+                if self.by_addr.len() >= cap {
+                    if let Some(Some(slot)) = self.pop_oldest() {
+                        self.free.push(slot);
+                    }
+                }
+                let slot = block.map(|block| {
+                    let slot = self.new_slot();
+                    self.bytes_mut(slot).copy_from_slice(block);
+                    slot
+                });
+                self.by_addr.insert(addr, (age, slot));
             }
         }
         self.by_age.push_back((age, addr));
         while self.by_addr.len() > cap {
             match self.pop_oldest() {
-                Some(buf) => self.keep_spare(buf),
+                Some(slot) => self.keep_free(slot),
                 None => break,
             }
         }
@@ -227,8 +252,39 @@ impl BaseCache {
         }
     }
 
-    /// Drops the oldest live entry, returning its buffer (`Some(None)`: it was stripped).
-    fn pop_oldest(&mut self) -> Option<Option<Box<Block>>> {
+    /// A slot for new bytes: a freed one, else the next of the arena (a new chunk when
+    /// the last is full).
+    fn new_slot(&mut self) -> u32 {
+        if let Some(slot) = self.free.pop() {
+            return slot;
+        }
+        let slot = self.slots_made;
+        if slot as usize == self.arena.len() * ARENA_CHUNK_BLOCKS {
+            // Zeroed and untouched (`vec![0u8; n]` is a zeroed allocation, a fresh
+            // mapping at this size), advised before the first touch.
+            let chunk = vec![0u8; ARENA_CHUNK_BLOCKS * BLOCK_SIZE].into_boxed_slice();
+            flashstack_sim::memory::advise_dense(&chunk[..]);
+            self.arena.push(chunk);
+        }
+        self.slots_made += 1;
+        slot
+    }
+
+    fn bytes(&self, slot: u32) -> &Block {
+        let s = slot as usize;
+        let at = (s % ARENA_CHUNK_BLOCKS) * BLOCK_SIZE;
+        let bytes = &self.arena[s / ARENA_CHUNK_BLOCKS][at..at + BLOCK_SIZE];
+        bytes.try_into().expect("a slot is one block")
+    }
+
+    fn bytes_mut(&mut self, slot: u32) -> &mut [u8] {
+        let s = slot as usize;
+        let at = (s % ARENA_CHUNK_BLOCKS) * BLOCK_SIZE;
+        &mut self.arena[s / ARENA_CHUNK_BLOCKS][at..at + BLOCK_SIZE]
+    }
+
+    /// Drops the oldest live entry, returning its slot (`Some(None)`: it was stripped).
+    fn pop_oldest(&mut self) -> Option<Option<u32>> {
         while let Some((age, addr)) = self.by_age.pop_front() {
             if let std::collections::btree_map::Entry::Occupied(e) = self.by_addr.entry(addr) {
                 if e.get().0 == age {
@@ -240,16 +296,14 @@ impl BaseCache {
     }
 
     fn forget(&mut self, addr: u32) {
-        if let Some((_, buf)) = self.by_addr.remove(&addr) {
-            self.keep_spare(buf);
+        if let Some((_, slot)) = self.by_addr.remove(&addr) {
+            self.keep_free(slot);
         }
     }
 
-    fn keep_spare(&mut self, buf: Option<Box<Block>>) {
-        if let Some(buf) = buf {
-            if self.spare.len() < SPARE_BUFFERS {
-                self.spare.push(buf);
-            }
+    fn keep_free(&mut self, slot: Option<u32>) {
+        if let Some(slot) = slot {
+            self.free.push(slot);
         }
     }
 
@@ -257,13 +311,14 @@ impl BaseCache {
     /// only a request for a base that is never made can notice.
     fn strip(&mut self, addr: u32) {
         if let Some(entry) = self.by_addr.get_mut(&addr) {
-            let buf = entry.1.take();
-            self.keep_spare(buf);
+            let slot = entry.1.take();
+            self.keep_free(slot);
         }
     }
 
     fn get(&self, addr: u32) -> Option<&Block> {
-        self.by_addr.get(&addr).and_then(|(_, b)| b.as_deref())
+        let slot = self.by_addr.get(&addr)?.1?;
+        Some(self.bytes(slot))
     }
 }
 
@@ -431,20 +486,26 @@ impl<D: BlockDevice> F2fs<D> {
             return;
         }
         let cap = self.cfg.delta.base_cache_pages;
+        let pseudo = self.delta_state.writing_pseudo;
         for (k, chunk) in data.chunks(BLOCK_SIZE).enumerate() {
             let a = (addr + k as u64) as u32;
-            match data_block && chunk.len() == BLOCK_SIZE {
-                true => self.delta_state.bases.put(a, chunk, cap),
-                false => self.delta_state.bases.forget(a),
+            match (data_block && chunk.len() == BLOCK_SIZE, pseudo) {
+                (true, false) => self.delta_state.bases.put(a, Some(chunk), cap),
+                (true, true) => self.delta_state.bases.put(a, None, cap),
+                (false, _) => self.delta_state.bases.forget(a),
             }
         }
     }
 
-    /// Block `addr` was just written with a pseudo-file page (DCM's writeback): never a
-    /// delta's base (`delta_base` refuses pseudo files), so its bytes need not be
-    /// kept (see [`BaseCache`]).
-    pub(crate) fn note_pseudo_block(&mut self, addr: u32) {
-        self.delta_state.bases.strip(addr);
+    /// Block `addr` no longer holds a valid block (its page was rewritten elsewhere,
+    /// truncated or moved): it cannot be a delta's base until it is written again, and
+    /// that write replaces its entry, so its bytes need not be kept (see [`BaseCache`]).
+    /// Blocks become valid again without a write only in roll-forward recovery, which
+    /// revalidates blocks the mount never invalidated.
+    pub(crate) fn note_block_released(&mut self, addr: u32) {
+        if self.cfg.delta.enabled() {
+            self.delta_state.bases.strip(addr);
+        }
     }
 
     /// Block `addr` now holds other data without a write through this layer (a device
@@ -459,7 +520,7 @@ impl<D: BlockDevice> F2fs<D> {
     pub(crate) fn note_block_read(&mut self, addr: u32, block: &Block) {
         if self.cfg.delta.enabled() {
             let cap = self.cfg.delta.base_cache_pages;
-            self.delta_state.bases.put(addr, &block[..], cap);
+            self.delta_state.bases.put(addr, Some(&block[..]), cap);
         }
     }
 
@@ -902,7 +963,8 @@ mod tests {
     /// The base cache against the simplest model of it (a list in put order, the oldest
     /// dropped past the bound, a stripped entry keeping its place without bytes): the
     /// same addresses cached with the same bytes after every step of a random mix of
-    /// puts, forgets, strips and bound changes.
+    /// puts (with bytes, and without as for a pseudo file's page), forgets, strips and
+    /// bound changes.
     #[test]
     fn the_base_cache_keeps_what_an_ordered_list_keeps() {
         let mut cache = super::BaseCache::default();
@@ -928,11 +990,14 @@ mod tests {
                     e.1 = None;
                 }
             } else {
-                cache.put(addr, &[fill; super::BLOCK_SIZE], cap);
+                // One put in five is of a pseudo file's page (no bytes kept).
+                let bytes = !x.is_multiple_of(5);
+                let block = [fill; super::BLOCK_SIZE];
+                cache.put(addr, bytes.then_some(&block[..]), cap);
                 model.retain(|e| e.0 != addr);
                 // A bound of 0 caches nothing new and drops only this address.
                 if cap > 0 {
-                    model.push((addr, Some(fill)));
+                    model.push((addr, bytes.then_some(fill)));
                     while model.len() > cap {
                         model.remove(0);
                     }
@@ -955,7 +1020,7 @@ mod tests {
 
     #[test]
     fn last_nonzero_byte_matches_a_byte_scan() {
-        for len in 0..40usize {
+        for len in (0..40usize).chain([63, 64, 65, 127, 128, 129, 200, 3692]) {
             for at in 0..=len {
                 let mut b = vec![0u8; len];
                 if at < len {
