@@ -383,8 +383,8 @@ impl<'a> World<'a> {
             reason: format!(
                 "the file system ({} MiB of user blocks) is too small for the personas' apps: \
                  installing {app} ran out of space with {} MiB in use ({e}); age a larger device",
-                u.user_blocks * PAGE >> 20,
-                u.valid_blocks * PAGE >> 20,
+                (u.user_blocks * PAGE) >> 20,
+                (u.valid_blocks * PAGE) >> 20,
             ),
         }
     }
@@ -404,8 +404,8 @@ impl<'a> World<'a> {
                 "the installed apps alone fill {:.1}% of this file system ({} of {} MiB), \
                  above the target {:.1}%: age a larger device or ask for a higher fill",
                 fill * 100.0,
-                u.valid_blocks * PAGE >> 20,
-                u.user_blocks * PAGE >> 20,
+                (u.valid_blocks * PAGE) >> 20,
+                (u.user_blocks * PAGE) >> 20,
                 self.spec.fill * 100.0
             ),
         })
