@@ -67,6 +67,14 @@ pub const PRESETS: [(&str, &str); 13] = [
     ),
 ];
 
+/// The one-line description [`PRESETS`] gives `name` (empty for a name it lacks).
+fn description_of(name: &str) -> String {
+    PRESETS
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map_or(String::new(), |(_, d)| d.to_string())
+}
+
 /// Looks a preset up by name.
 pub fn preset(name: &str) -> Option<DeviceConfig> {
     match name {
@@ -138,7 +146,7 @@ pub fn ldc_emmc() -> DeviceConfig {
     };
     DeviceConfig {
         name: "ldc-emmc".into(),
-        description: PRESETS[0].1.into(),
+        description: description_of("ldc-emmc"),
         nand: NandConfig {
             geometry: Geometry {
                 channels: 1,
@@ -210,10 +218,7 @@ pub fn ldc_emmc_with(policy: CompressionPolicyKind) -> DeviceConfig {
     let mut config = ldc_emmc();
     config.ftl.gc.background_free_blocks = LDC_BACKGROUND_FREE_BLOCKS;
     config.name = format!("ldc-emmc-{}", policy.name().to_lowercase());
-    config.description = PRESETS
-        .iter()
-        .find(|(n, _)| *n == config.name)
-        .map_or(String::new(), |(_, d)| d.to_string());
+    config.description = description_of(&config.name);
     config.ftl.slot_bytes = 512;
     config.ftl.compression = Some(CompressionConfig {
         policy,
@@ -264,7 +269,7 @@ pub fn ufs31() -> DeviceConfig {
     };
     DeviceConfig {
         name: "ufs31".into(),
-        description: PRESETS[1].1.into(),
+        description: description_of("ufs31"),
         nand: NandConfig {
             geometry: Geometry {
                 channels: 2,
@@ -328,7 +333,7 @@ pub fn ufs31() -> DeviceConfig {
 pub fn ufs31_dftl() -> DeviceConfig {
     let mut d = ufs31();
     d.name = "ufs31-dftl".into();
-    d.description = PRESETS[2].1.into();
+    d.description = description_of("ufs31-dftl");
     d.ftl.mapping_cache = MappingCacheConfig {
         sram_bytes: 1 << 20,
         policy: CmtPolicyKind::SegmentedLru,
@@ -350,7 +355,7 @@ pub fn ufs31_dftl() -> DeviceConfig {
 pub fn ufs31_hpb() -> DeviceConfig {
     let mut d = ufs31_dftl();
     d.name = "ufs31-hpb".into();
-    d.description = PRESETS[11].1.into();
+    d.description = description_of("ufs31-hpb");
     d.ftl.mapping_cache.hpb = HpbConfig {
         host_map_bytes: 2 << 20,
         ..HpbConfig::default()
@@ -376,7 +381,7 @@ pub fn mqsim_default() -> DeviceConfig {
     };
     DeviceConfig {
         name: "mqsim-default".into(),
-        description: PRESETS[2].1.into(),
+        description: description_of("mqsim-default"),
         nand: NandConfig {
             geometry: Geometry {
                 channels: 8,
@@ -434,7 +439,7 @@ pub fn mqsim_default() -> DeviceConfig {
 pub fn mqsim_wb() -> DeviceConfig {
     let mut d = mqsim_default();
     d.name = "mqsim-wb".into();
-    d.description = PRESETS[12].1.into();
+    d.description = description_of("mqsim-wb");
     d.ftl.write_buffer = WriteBufferConfig {
         capacity_bytes: 268_435_456,
         destage: DestagePolicyKind::Fifo,
@@ -487,10 +492,7 @@ pub fn csd3000_with(policy: CompressionPolicyKind, flash_gib: u32) -> DeviceConf
     };
     DeviceConfig {
         name: name.into(),
-        description: PRESETS
-            .iter()
-            .find(|(n, _)| *n == name)
-            .map_or(String::new(), |(_, d)| d.to_string()),
+        description: description_of(name),
         nand: NandConfig {
             geometry: Geometry {
                 channels: 4,
@@ -564,9 +566,11 @@ mod tests {
 
     #[test]
     fn every_preset_is_valid_and_round_trips_through_toml() {
-        for (name, _) in PRESETS {
+        for (name, description) in PRESETS {
             let config = preset(name).unwrap();
             config.validate().unwrap();
+            assert_eq!(config.name, name);
+            assert_eq!(config.description, description, "{name}'s description");
             let text = config.to_toml();
             let back = DeviceConfig::from_toml(&text).unwrap();
             assert_eq!(back, config, "{name}");
