@@ -1577,7 +1577,12 @@ fn a_pseudo_file_fsynced_without_its_owner_is_not_rolled_forward() {
         // The cut falls after the pseudo inode's write, before the owner's nodes.
         Op::CutDuring(3, Box::new(Op::Fsync(1))),
     ];
-    let mut h = harness(false, 128 * MIB, delta_mode(DeltaMode::Dc, F2fsConfig::default())).unwrap();
+    let mut h = harness(
+        false,
+        128 * MIB,
+        delta_mode(DeltaMode::Dc, F2fsConfig::default()),
+    )
+    .unwrap();
     for op in &ops {
         h.apply(op).and_then(|_| h.check()).unwrap();
     }

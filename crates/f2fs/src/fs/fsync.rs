@@ -374,7 +374,7 @@ impl<D: BlockDevice> F2fs<D> {
 /// it: a cut between the two leaves the owner checkpointed, and its deltas must stay the
 /// checkpointed ones too (a delta made against a base written since the checkpoint does
 /// not rebuild the page from the checkpointed base, and the fsync did not complete).
-fn replayable_fsyncs(chain: &[(u32, Box<Block>)]) -> BTreeMap<u32, usize> {
+pub(super) fn replayable_fsyncs(chain: &[(u32, Box<Block>)]) -> BTreeMap<u32, usize> {
     use super::delta::{MEDFS_PSEUDO_FL, OFF_FLAGS, OFF_PINO};
     use crate::codec::le32_at;
     let mut last_fsync: BTreeMap<u32, usize> = BTreeMap::new();
@@ -385,8 +385,7 @@ fn replayable_fsyncs(chain: &[(u32, Box<Block>)]) -> BTreeMap<u32, usize> {
         if !f.is_fsync() {
             continue;
         }
-        if f.kind() == NodeKind::Inode && le32_at(&block[..], OFF_FLAGS) & MEDFS_PSEUDO_FL != 0
-        {
+        if f.kind() == NodeKind::Inode && le32_at(&block[..], OFF_FLAGS) & MEDFS_PSEUDO_FL != 0 {
             let owner = le32_at(&block[..], OFF_PINO);
             waiting.entry(owner).or_default().push((f.ino, i));
             continue;
