@@ -367,18 +367,17 @@ impl<D: BlockDevice> F2fs<D> {
     }
 }
 
-/// First file block a direct node at tree offset `offset` maps (`start_bidx_of_node`).
 /// For each inode with an fsync-marked node in `chain`, the index of the last such node
 /// to replay. A MedFS DCM pseudo file's copy (fsync-marked ahead of its owner's nodes by
 /// the owner's fsync, `dcm_before_fsync`) counts only if the owner's fsync mark follows
 /// it: a cut between the two leaves the owner checkpointed, and its deltas must stay the
-/// checkpointed ones too (a delta made against a base written since the checkpoint does
-/// not rebuild the page from the checkpointed base, and the fsync did not complete).
+/// checkpointed ones too (the fsync did not complete, and a delta may have been made
+/// against a base the checkpointed owner does not point at).
 pub(super) fn replayable_fsyncs(chain: &[(u32, Box<Block>)]) -> BTreeMap<u32, usize> {
     use super::delta::{MEDFS_PSEUDO_FL, OFF_FLAGS, OFF_PINO};
     use crate::codec::le32_at;
     let mut last_fsync: BTreeMap<u32, usize> = BTreeMap::new();
-    // Pseudo files' fsync'd copies waiting for their owner's mark: (pseudo, index).
+    // By owner: its pseudo file's fsync'd copies waiting for its mark (pseudo, index).
     let mut waiting: BTreeMap<u32, Vec<(u32, usize)>> = BTreeMap::new();
     for (i, (_, block)) in chain.iter().enumerate() {
         let f = NodeFooter::decode(block);
@@ -398,6 +397,7 @@ pub(super) fn replayable_fsyncs(chain: &[(u32, Box<Block>)]) -> BTreeMap<u32, us
     last_fsync
 }
 
+/// First file block a direct node at tree offset `offset` maps (`start_bidx_of_node`).
 fn start_block_of_node(offset: u32, addrs_per_inode: usize) -> u64 {
     let n = NIDS_PER_BLOCK as u64;
     let ofs = offset as u64;
