@@ -1553,3 +1553,41 @@ fn an_in_place_page_adopted_after_a_cut_is_zero_past_the_recovered_size() {
         h.apply(op).and_then(|_| h.check()).unwrap();
     }
 }
+
+/// Under F2FS-DC, a power cut inside an fsync after the pseudo file's fsync-marked inode
+/// reached the warm node chain but before the owner's nodes did: roll-forward replayed
+/// the pseudo file alone, so the owner came back checkpointed but read page 9 with the
+/// delta of an update the interrupted fsync had not made durable (neither the state
+/// before the fsync nor the one after). A pseudo file now rolls forward only with its
+/// owner (`replayable_fsyncs` in `fsync.rs`). Reduced from a
+/// `dcm_random_sequences_match_the_model` case (the regression seed of `/g.db` page 9).
+#[test]
+fn a_pseudo_file_fsynced_without_its_owner_is_not_rolled_forward() {
+    use flashstack_f2fs::DeltaMode;
+    DCM.with(|c| c.set([0; 3]));
+    let ops = [
+        Op::Create(1),
+        Op::WriteHinted(1, 0, 10, 1, false),
+        // A DCM delta of page 1, checkpointed with its pseudo file.
+        Op::SmallWrite(1, 1, 1714, 132, 208),
+        Op::Sync,
+        // A delta of page 9 into the same compact page, then growth past it.
+        Op::SmallWrite(1, 9, 246, 18, 200),
+        Op::SmallWrite(1, 825, 2504, 152, 185),
+        // The cut falls after the pseudo inode's write, before the owner's nodes.
+        Op::CutDuring(3, Box::new(Op::Fsync(1))),
+    ];
+    let mut h = harness(
+        false,
+        128 * MIB,
+        delta_mode(DeltaMode::Dc, F2fsConfig::default()),
+    )
+    .unwrap();
+    for op in &ops {
+        h.apply(op).and_then(|_| h.check()).unwrap();
+    }
+    assert!(
+        DCM.with(|c| c.get()[0]) >= 2,
+        "the case needs the two DCM deltas before the cut"
+    );
+}

@@ -133,13 +133,7 @@ impl<D: BlockDevice> F2fs<D> {
         // Also after an unmount checkpoint: a later session may have fsync'd and lost
         // power before checkpointing.
         let chain = self.read_chain()?;
-        let mut last_fsync: BTreeMap<u32, usize> = BTreeMap::new();
-        for (i, (_, block)) in chain.iter().enumerate() {
-            let f = NodeFooter::decode(block);
-            if f.is_fsync() {
-                last_fsync.insert(f.ino, i);
-            }
-        }
+        let last_fsync = replayable_fsyncs(&chain);
         if last_fsync.is_empty() {
             return Ok(0);
         }
@@ -371,6 +365,36 @@ impl<D: BlockDevice> F2fs<D> {
         let at = self.sb.ssa_blkaddr as u64 + segno as u64;
         self.write_blocks(at, &sum.encode()[..], None, BlockKind::Ssa)
     }
+}
+
+/// For each inode with an fsync-marked node in `chain`, the index of the last such node
+/// to replay. A MedFS DCM pseudo file's copy (fsync-marked ahead of its owner's nodes by
+/// the owner's fsync, `dcm_before_fsync`) counts only if the owner's fsync mark follows
+/// it: a cut between the two leaves the owner checkpointed, and its deltas must stay the
+/// checkpointed ones too (the fsync did not complete, and a delta may have been made
+/// against a base the checkpointed owner does not point at).
+pub(super) fn replayable_fsyncs(chain: &[(u32, Box<Block>)]) -> BTreeMap<u32, usize> {
+    use super::delta::{MEDFS_PSEUDO_FL, OFF_FLAGS, OFF_PINO};
+    use crate::codec::le32_at;
+    let mut last_fsync: BTreeMap<u32, usize> = BTreeMap::new();
+    // By owner: its pseudo file's fsync'd copies waiting for its mark (pseudo, index).
+    let mut waiting: BTreeMap<u32, Vec<(u32, usize)>> = BTreeMap::new();
+    for (i, (_, block)) in chain.iter().enumerate() {
+        let f = NodeFooter::decode(block);
+        if !f.is_fsync() {
+            continue;
+        }
+        if f.kind() == NodeKind::Inode && le32_at(&block[..], OFF_FLAGS) & MEDFS_PSEUDO_FL != 0 {
+            let owner = le32_at(&block[..], OFF_PINO);
+            waiting.entry(owner).or_default().push((f.ino, i));
+            continue;
+        }
+        last_fsync.insert(f.ino, i);
+        for (pseudo, at) in waiting.remove(&f.ino).unwrap_or_default() {
+            last_fsync.insert(pseudo, at);
+        }
+    }
+    last_fsync
 }
 
 /// First file block a direct node at tree offset `offset` maps (`start_bidx_of_node`).

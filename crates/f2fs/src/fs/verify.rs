@@ -675,13 +675,8 @@ impl<D: BlockDevice> F2fs<D> {
     /// inodes whose fsync'd data it leaves out ([`F2fs::skipped_recovery`]).
     pub(crate) fn note_skipped_recovery(&mut self) -> Result<(), FsError> {
         let chain = self.read_chain()?;
-        let inodes: std::collections::BTreeSet<u32> = chain
-            .iter()
-            .map(|(_, block)| NodeFooter::decode(block))
-            .filter(|f| f.is_fsync())
-            .map(|f| f.ino)
-            .collect();
-        self.skipped_recovery = inodes.len();
+        // The inodes roll-forward would replay (a DCM pseudo file only with its owner).
+        self.skipped_recovery = super::fsync::replayable_fsyncs(&chain).len();
         Ok(())
     }
 
