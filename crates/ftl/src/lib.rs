@@ -18,6 +18,7 @@
 //! is one part with its own invariants, [`mapping::Mapping`]; REMAP is `remap.rs`.
 
 mod blocks;
+mod byref;
 mod check;
 mod cmt;
 mod compress;
@@ -62,6 +63,7 @@ pub use config::{
     CmtPolicyKind, DeviceConfig, FtlConfig, GcConfig, HostConfig, HpbConfig, MappingCacheConfig,
     StreamMode, VictimPolicyKind, WearConfig,
 };
+pub use byref::PageSource;
 pub use construct::ConstructedState;
 pub use counters::FtlCounters;
 use host::HostQueue;
@@ -164,6 +166,8 @@ pub struct Ftl {
     /// When the device worked during the measurement (host requests from arrival until
     /// the array drained): the energy model's busy periods. Bookkeeping only.
     activity: flashstack_sim::ActivityLog,
+    /// Versions of the pages of the host write being served (pages by reference).
+    content_tags: byref::ContentTags,
 }
 
 impl Ftl {
@@ -290,6 +294,7 @@ impl Ftl {
             measure_start_ns: 0,
             last_arrival_ns: 0,
             activity: flashstack_sim::ActivityLog::new(0),
+            content_tags: Default::default(),
             nand,
             config,
         })
