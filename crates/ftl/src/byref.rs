@@ -122,9 +122,9 @@ impl Ftl {
         done
     }
 
-    /// Slots kept by reference now, and announced references whose bytes did not match
-    /// (verification on).
-    pub fn pages_by_reference(&self) -> (u64, u64) {
+    /// Slots kept by reference now, compressed fragments ever programmed as references,
+    /// and announced references whose bytes did not match (verification on).
+    pub fn pages_by_reference(&self) -> (u64, u64, u64) {
         self.nand.reference_counts()
     }
 

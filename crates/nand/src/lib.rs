@@ -719,12 +719,13 @@ impl Nand {
         self.store.as_ref()?.reference_at(slot as u64)
     }
 
-    /// Slots kept by reference now, and announced references that did not regenerate
-    /// their slot's bytes (with verification on).
-    pub fn reference_counts(&self) -> (u64, u64) {
+    /// Slots kept by reference now, compressed fragments ever programmed as references,
+    /// and announced references that did not regenerate their slot's bytes (with
+    /// verification on).
+    pub fn reference_counts(&self) -> (u64, u64, u64) {
         self.store
             .as_ref()
-            .map_or((0, 0), |store| store.reference_counts())
+            .map_or((0, 0, 0), |store| store.reference_counts())
     }
 
     /// 4 KiB frames holding stored bytes (for memory accounting).

@@ -54,6 +54,8 @@ struct References {
     verify: bool,
     /// Slots whose announced reference did not regenerate their bytes (stored as bytes).
     mismatches: u64,
+    /// Compressed fragments whose first slot was programmed as a reference, ever.
+    compressed_programmed: u64,
     scratch: RefCell<Vec<u8>>,
 }
 
@@ -152,6 +154,7 @@ impl FrameStore {
             pending: BTreeMap::new(),
             verify,
             mismatches: 0,
+            compressed_programmed: 0,
             scratch: RefCell::new(vec![0; self.frame_bytes]),
         });
     }
@@ -181,11 +184,13 @@ impl FrameStore {
         }
     }
 
-    /// Slots kept by reference, and announced references that did not match their bytes.
-    pub fn reference_counts(&self) -> (u64, u64) {
-        self.references.as_ref().map_or((0, 0), |r| {
+    /// Slots kept by reference now, compressed fragments ever programmed as references,
+    /// and announced references that did not match their bytes.
+    pub fn reference_counts(&self) -> (u64, u64, u64) {
+        self.references.as_ref().map_or((0, 0, 0), |r| {
             (
                 r.entries.len() as u64 - r.free.len() as u64,
+                r.compressed_programmed,
                 r.mismatches,
             )
         })
@@ -209,6 +214,7 @@ impl FrameStore {
                 return false;
             }
         }
+        r.compressed_programmed += (content.compressed && part == 0) as u64;
         let entry = RefEntry {
             lba: content.lba,
             version: content.version,

@@ -223,9 +223,10 @@ impl Replayer {
         Ok(())
     }
 
-    /// Slots the device keeps by reference, and references that did not regenerate their
-    /// bytes (with verification on; always 0 otherwise).
-    pub fn pages_by_reference(&self) -> (u64, u64) {
+    /// Slots the device keeps by reference, compressed fragments ever programmed as
+    /// references, and references that did not regenerate their bytes (with verification
+    /// on; always 0 otherwise).
+    pub fn pages_by_reference(&self) -> (u64, u64, u64) {
         self.ftl.pages_by_reference()
     }
 
