@@ -626,7 +626,76 @@ pub struct StoredFrames {
 
 #[cfg(test)]
 mod tests {
-    use super::{FrameStore, FRAMES_PER_CHUNK};
+    use super::{ContentRef, FrameStore, SlotOracle, FRAMES_PER_CHUNK};
+
+    /// Slot `part` of page (lba, version): a byte pattern; compressed fragments differ.
+    struct Pattern;
+
+    impl SlotOracle for Pattern {
+        fn regenerate(&self, c: ContentRef, part: u32, out: &mut [u8]) {
+            for (i, b) in out.iter_mut().enumerate() {
+                *b = (c.lba as usize * 7 + c.version as usize * 13 + part as usize * 31 + i)
+                    as u8
+                    ^ c.compressed as u8;
+            }
+        }
+    }
+
+    fn pattern(lba: u32, version: u32, part: u32) -> Vec<u8> {
+        let mut out = vec![0u8; 512];
+        let c = ContentRef {
+            lba,
+            version,
+            compressed: false,
+        };
+        Pattern.regenerate(c, part, &mut out);
+        out
+    }
+
+    /// Announced slots are kept as references and read back as programmed; shared,
+    /// released and exported like stored frames; a wrong announcement (checked with
+    /// verification) and an unannounced slot store bytes; announcements can be dropped.
+    #[test]
+    fn references_read_share_release_and_export_as_bytes() {
+        let mut store = FrameStore::new(64, 512);
+        store.keep_by_reference(Box::new(Pattern), true);
+        let c = |lba, version| ContentRef {
+            lba,
+            version,
+            compressed: false,
+        };
+        store.expect(0, 2, c(5, 3));
+        store.put(0, &pattern(5, 3, 0));
+        store.put(1, &pattern(5, 3, 1));
+        store.expect(2, 1, c(6, 1));
+        store.put(2, &pattern(6, 2, 0)); // another version: stored as bytes
+        store.put(3, &pattern(9, 9, 0)); // not announced
+        assert_eq!(store.reference_counts(), (2, 0, 1));
+        assert_eq!(store.frames_in_use(), 2);
+        let read = |store: &FrameStore, slot| {
+            let mut out = vec![0u8; 512];
+            store.get(slot, &mut out);
+            out
+        };
+        assert_eq!(read(&store, 1), pattern(5, 3, 1));
+        assert_eq!(read(&store, 2), pattern(6, 2, 0));
+        store.share(10, 1);
+        assert_eq!(read(&store, 10), pattern(5, 3, 1));
+        store.release(1);
+        assert_eq!(read(&store, 10), pattern(5, 3, 1));
+        assert_eq!(store.reference_counts().0, 2);
+        store.release(10);
+        assert_eq!(store.reference_counts().0, 1);
+        let exported = store.export();
+        let back = FrameStore::import(exported, 512, false).unwrap();
+        for slot in 0..64 {
+            assert_eq!(read(&back, slot), read(&store, slot), "slot {slot}");
+        }
+        store.expect(20, 1, c(1, 1));
+        store.forget_expected(16..32);
+        store.put(20, &pattern(1, 1, 0));
+        assert_eq!(store.reference_counts().0, 1, "announcement dropped");
+    }
 
     fn read(store: &FrameStore, slot: u64) -> Vec<u8> {
         let mut out = vec![7u8; 4096];
