@@ -44,7 +44,8 @@ fn main() {
             },
         }
     }
-    let app = app.expect("usage: ldc_one [--quick] [--device-gib N] [--by-reference] APP POLICY...");
+    let app =
+        app.expect("usage: ldc_one [--quick] [--device-gib N] [--by-reference] APP POLICY...");
     for policy in policies {
         let f = run_one(policy, app, 200, &options).expect("run");
         println!("{}", serde_json::to_string(&f).expect("json"));

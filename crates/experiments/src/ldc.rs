@@ -1031,7 +1031,10 @@ mod tests {
                 Pm => assert_eq!(fragments, 0),
                 Ldc => {
                     assert!(f_stored.pages_compressed_gc > 0, "caGC compressed nothing");
-                    assert!(fragments > host + f_stored.pages_compressed_gc, "{fragments}");
+                    assert!(
+                        fragments > host + f_stored.pages_compressed_gc,
+                        "{fragments}"
+                    );
                 }
                 _ => assert!(
                     fragments <= host && fragments * 100 >= host * 98,
@@ -1046,7 +1049,9 @@ mod tests {
                 let count = (lbas - lba).min(64) as u32;
                 let bytes = count as usize * 4096;
                 let done = stored.ftl.read(now, lba, count, Some(&mut a[..bytes]));
-                kept.ftl.read(now, lba, count, Some(&mut b[..bytes])).unwrap();
+                kept.ftl
+                    .read(now, lba, count, Some(&mut b[..bytes]))
+                    .unwrap();
                 now = done.unwrap().complete_ns;
                 assert!(a[..bytes] == b[..bytes], "{policy:?}: LBAs from {lba}");
             }

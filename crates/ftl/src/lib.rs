@@ -58,12 +58,12 @@ use flashstack_sim::{Divisor, LatencyHistogram, Nanos, Resource};
 use stream::is_start;
 
 use blocks::{BlockState, BlockTable};
+pub use byref::PageSource;
 pub use cmt::{choose_victim, demote_protected, place_on_hit, Segment};
 pub use config::{
     CmtPolicyKind, DeviceConfig, FtlConfig, GcConfig, HostConfig, HpbConfig, MappingCacheConfig,
     StreamMode, VictimPolicyKind, WearConfig,
 };
-pub use byref::PageSource;
 pub use construct::ConstructedState;
 pub use counters::FtlCounters;
 use host::HostQueue;

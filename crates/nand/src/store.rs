@@ -256,7 +256,10 @@ impl FrameStore {
 
     /// Regenerates the bytes of reference `index` into `out`, checking its fingerprint.
     fn regenerate(&self, index: u32, out: &mut [u8]) {
-        let r = self.references.as_ref().expect("a reference implies references");
+        let r = self
+            .references
+            .as_ref()
+            .expect("a reference implies references");
         let e = r.entries[index as usize];
         let content = ContentRef {
             lba: e.lba,
@@ -385,7 +388,10 @@ impl FrameStore {
             return;
         }
         if frame & REF_BIT != 0 {
-            let r = self.references.as_mut().expect("a reference implies references");
+            let r = self
+                .references
+                .as_mut()
+                .expect("a reference implies references");
             let index = (frame & !REF_BIT) as usize;
             if r.counts[index] == u16::MAX {
                 // Shared by as many slots as the count can say: a new reference.
@@ -452,7 +458,10 @@ impl FrameStore {
     pub fn release(&mut self, slot: u64) {
         let frame = self.frame_of_slot.replace(slot as usize, NO_FRAME);
         if frame != NO_FRAME && frame & REF_BIT != 0 {
-            let r = self.references.as_mut().expect("a reference implies references");
+            let r = self
+                .references
+                .as_mut()
+                .expect("a reference implies references");
             let index = frame & !REF_BIT;
             r.counts[index as usize] -= 1;
             if r.counts[index as usize] == 0 {
@@ -634,8 +643,7 @@ mod tests {
     impl SlotOracle for Pattern {
         fn regenerate(&self, c: ContentRef, part: u32, out: &mut [u8]) {
             for (i, b) in out.iter_mut().enumerate() {
-                *b = (c.lba as usize * 7 + c.version as usize * 13 + part as usize * 31 + i)
-                    as u8
+                *b = (c.lba as usize * 7 + c.version as usize * 13 + part as usize * 31 + i) as u8
                     ^ c.compressed as u8;
             }
         }
