@@ -82,7 +82,8 @@ pub struct LdcArgs {
     pub gc_straddle_scope: flashstack_ftl::compression::GcStraddleScope,
     /// Runs at once, one thread each (the figures are the same for any value). Default:
     /// every core with --quick (256 MiB per run); 1 for the full runs, each of which holds
-    /// a 4 GiB device's contents in memory (about 4.5 GiB).
+    /// a 4 GiB device's contents in memory (about 4.5 GiB; about 0.3 GiB with
+    /// --by-reference).
     #[arg(long, value_name = "N")]
     pub jobs: Option<usize>,
     /// The device's user capacity in GiB (default 4, with --quick 256 MiB; the paper's is

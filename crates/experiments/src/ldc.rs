@@ -51,7 +51,8 @@ pub struct LdcOptions {
     pub fill: f64,
     /// Runs executed at once, on their own threads (at least 1). Each run is independent
     /// and seeded alone, and results are kept in run order, so the figures are the same
-    /// for any value; a full run holds its 4 GiB device's contents in memory.
+    /// for any value; a full run holds its 4 GiB device's contents in memory (unless
+    /// `by_reference`).
     pub jobs: usize,
     /// Which host log raw pages join on the compressing policies (`by-ratio` by default,
     /// the paper's grouping; `one` is an ablation, `docs/ldc-reproduction.md`).
