@@ -108,6 +108,8 @@ fn one(paper: &str, args: &AllArgs) -> Result<Reproduction> {
             raw_streams: Default::default(),
             gc_straddle_scope: Default::default(),
             jobs: None,
+            device_gib: None,
+            by_reference: false,
             stack: false,
             stack_only: false,
         }),

@@ -28,6 +28,8 @@ fn main() {
         jobs: 1,
         raw_streams: RawStreams::ByRatio,
         gc_straddle_scope: GcStraddleScope::CaGc,
+        device_gib: None,
+        by_reference: false,
     };
     let settings = [
         (

@@ -13,6 +13,8 @@ fn main() {
         jobs: 1,
         raw_streams: Default::default(),
         gc_straddle_scope: Default::default(),
+        device_gib: None,
+        by_reference: false,
     };
     let results = reproduce(&options, &mut NoProgress).expect("runs");
     print!("{}", results.render());

@@ -51,13 +51,19 @@ pub struct LdcOptions {
     pub fill: f64,
     /// Runs executed at once, on their own threads (at least 1). Each run is independent
     /// and seeded alone, and results are kept in run order, so the figures are the same
-    /// for any value; a full run holds its 4 GiB device's contents in memory.
+    /// for any value; a full run holds its 4 GiB device's contents in memory (unless
+    /// `by_reference`).
     pub jobs: usize,
     /// Which host log raw pages join on the compressing policies (`by-ratio` by default,
     /// the paper's grouping; `one` is an ablation, `docs/ldc-reproduction.md`).
     pub raw_streams: RawStreams,
     /// Which policies' GC packs compressed fragments across pages (`ca-gc` by default).
     pub gc_straddle_scope: GcStraddleScope,
+    /// The device's user capacity in GiB (`None`: 4 GiB, quick 256 MiB; the paper's is 16).
+    pub device_gib: Option<u32>,
+    /// Keep written pages as references to the content model instead of their bytes
+    /// (same figures, a fraction of the memory: docs/ldc-reproduction.md).
+    pub by_reference: bool,
 }
 
 #[derive(Debug, Error)]
@@ -127,13 +133,14 @@ pub struct LdcResults {
     pub headlines: Vec<Headline>,
 }
 
-fn blocks_per_plane(quick: bool) -> u32 {
-    // 256 MiB quick, 4 GiB full; the paper's 16 GiB would hold 14 GiB of existing data in
-    // memory with contents stored.
-    if quick {
-        1_035
-    } else {
-        16_548
+fn blocks_per_plane(options: &LdcOptions) -> u32 {
+    // 256 MiB quick, 4 GiB full by default; the paper's 16 GiB holds 14 GiB of existing
+    // data, which fits in memory only with pages kept by reference. Each size is its user
+    // capacity plus the preset's 1% over-provisioning, in 256 KiB blocks.
+    match (options.device_gib, options.quick) {
+        (Some(gib), _) => (gib as u64 * 4096 * 101).div_ceil(100) as u32,
+        (None, true) => 1_035,
+        (None, false) => 16_548,
     }
 }
 
@@ -161,8 +168,20 @@ pub fn run_one(
     clock_mhz: u32,
     options: &LdcOptions,
 ) -> Result<Figures, LdcError> {
+    run_device(policy, app, clock_mhz, options, false).map(|(_, figures)| figures)
+}
+
+/// `run_one`, returning the device too; `verify`: with pages by reference, compare every
+/// referenced slot's bytes when programmed.
+fn run_device(
+    policy: CompressionPolicyKind,
+    app: LdcApp,
+    clock_mhz: u32,
+    options: &LdcOptions,
+    verify: bool,
+) -> Result<(Replayer, Figures), LdcError> {
     let mut device = presets::ldc_emmc_with(policy);
-    device.nand.geometry.blocks_per_plane = blocks_per_plane(options.quick);
+    device.nand.geometry.blocks_per_plane = blocks_per_plane(options);
     if let Some(c) = device.ftl.compression.as_mut() {
         c.controller.clock_mhz = clock_mhz;
         c.raw_streams = options.raw_streams;
@@ -188,6 +207,9 @@ pub fn run_one(
         workload_name: abbrev(app).to_string(),
     };
     let mut replayer = Replayer::new(config)?;
+    if options.by_reference {
+        replayer.keep_pages_by_reference(verify)?;
+    }
     replayer.set_snapshot_lay_down(options.lay_down);
     replayer.initialise_snapshot(&content_zones(&workload.snapshot)?, &mut NoProgress)?;
     replayer.age_snapshot(options.aging, &mut NoProgress)?;
@@ -204,7 +226,8 @@ pub fn run_one(
     let requests = back_to_back(pass.iter().copied(), LDC_PASSES, REPEAT_GAP_NS);
     replayer.replay(requests, Some(total), &mut NoProgress)?;
     let gc_time = GcTime::of(replayer.ftl.config());
-    Ok(figures(policy, app, clock_mhz, &replayer.report(), gc_time))
+    let figures = figures(policy, app, clock_mhz, &replayer.report(), gc_time);
+    Ok((replayer, figures))
 }
 
 /// The built-in workload with its existing data ending at `options.fill` of the capacity:
@@ -407,7 +430,7 @@ pub fn reproduce(
     for (&(policy, app, _), result) in jobs.iter().zip(results) {
         runs.push(result.map_err(|e| in_run(policy, app, e))?);
     }
-    let device_bytes = blocks_per_plane(options.quick) as u64 * 64 * 4096;
+    let device_bytes = blocks_per_plane(options) as u64 * 64 * 4096;
     let mut results = LdcResults {
         quick: options.quick,
         aging: options.aging,
@@ -868,7 +891,7 @@ fn content_model(workload: &BuiltinWorkload, seed: u64) -> Result<ContentModel, 
 /// each app's written pages (each page as written the first time in the run).
 pub fn spectra(options: &LdcOptions) -> Result<Vec<Spectrum>, LdcError> {
     let mut device = presets::ldc_emmc_with(CompressionPolicyKind::Pm);
-    device.nand.geometry.blocks_per_plane = blocks_per_plane(options.quick);
+    device.nand.geometry.blocks_per_plane = blocks_per_plane(options);
     let capacity = device
         .user_capacity_bytes()
         .map_err(|e| workload_error(LdcApp::Multiple, e))?;
@@ -970,6 +993,72 @@ mod tests {
         assert!(f.is_ok(), "{:?}", f.err());
     }
 
+    /// Pages kept by reference change nothing the device does: on the quick device every
+    /// policy's figures and FTL and NAND counters equal those of the run storing bytes,
+    /// every referenced slot regenerated its programmed bytes exactly (checked byte for
+    /// byte as it was programmed), and every LBA reads back the same bytes from both.
+    #[test]
+    fn pages_by_reference_change_no_figure() {
+        use flashstack_block::BlockDevice;
+        use CompressionPolicyKind::*;
+        let app = LdcApp::Messenger;
+        let by_reference = LdcOptions {
+            by_reference: true,
+            ..quick()
+        };
+        for policy in [Pm, Zftl, Sc, Ldc, Opt] {
+            let (mut stored, f_stored) = run_device(policy, app, 200, &quick(), false).unwrap();
+            let (mut kept, f_kept) = run_device(policy, app, 200, &by_reference, true).unwrap();
+            assert_eq!(format!("{f_kept:?}"), format!("{f_stored:?}"), "{policy:?}");
+            assert_eq!(kept.ftl.counters(), stored.ftl.counters(), "{policy:?}");
+            assert_eq!(
+                format!("{:?}", kept.ftl.nand().counters()),
+                format!("{:?}", stored.ftl.nand().counters()),
+                "{policy:?}"
+            );
+            // Program what the controller still buffers, on both devices alike.
+            let mut now = 1u64 << 50;
+            stored.ftl.flush(now).unwrap();
+            now = kept.ftl.flush(now).unwrap().complete_ns;
+            let (references, fragments, mismatches) = kept.pages_by_reference();
+            assert_eq!(mismatches, 0, "{policy:?}");
+            assert_eq!(stored.pages_by_reference(), (0, 0, 0));
+            // Compressed fragments are kept by reference: the host's (less the few
+            // superseded while still buffered, which are programmed as padding) and, on
+            // LDC, caGC's (also those it compressed in idle time while the existing data
+            // was aged, before the measurement's counters start).
+            let host = f_stored.pages_compressed_host;
+            match policy {
+                Pm => assert_eq!(fragments, 0),
+                Ldc => {
+                    assert!(f_stored.pages_compressed_gc > 0, "caGC compressed nothing");
+                    assert!(
+                        fragments > host + f_stored.pages_compressed_gc,
+                        "{fragments}"
+                    );
+                }
+                _ => assert!(
+                    fragments <= host && fragments * 100 >= host * 98,
+                    "{policy:?}: {fragments} of {host}"
+                ),
+            }
+            let lbas = kept.ftl.capacity_lbas();
+            // Most of the device's data is the content model's (the rest: zero pages).
+            assert!(references > lbas / 2, "{policy:?}: {references} of {lbas}");
+            let (mut a, mut b) = (vec![0u8; 64 * 4096], vec![1u8; 64 * 4096]);
+            for lba in (0..lbas).step_by(64) {
+                let count = (lbas - lba).min(64) as u32;
+                let bytes = count as usize * 4096;
+                let done = stored.ftl.read(now, lba, count, Some(&mut a[..bytes]));
+                kept.ftl
+                    .read(now, lba, count, Some(&mut b[..bytes]))
+                    .unwrap();
+                now = done.unwrap().complete_ns;
+                assert!(a[..bytes] == b[..bytes], "{policy:?}: LBAs from {lba}");
+            }
+        }
+    }
+
     fn quick() -> LdcOptions {
         LdcOptions {
             quick: true,
@@ -980,6 +1069,8 @@ mod tests {
             jobs: 1,
             raw_streams: RawStreams::default(),
             gc_straddle_scope: GcStraddleScope::default(),
+            device_gib: None,
+            by_reference: false,
         }
     }
 

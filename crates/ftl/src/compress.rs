@@ -79,7 +79,12 @@ impl Compressor {
     /// Compresses `page` into `fragment` (header + codec output, padded to `slot_bytes`);
     /// returns the compressed length without header or padding. Output too long for the
     /// header (never for a 4 KiB page) is reported as a full page, i.e. not worth storing.
-    fn encode(&mut self, page: &[u8], fragment: &mut Vec<u8>, slot_bytes: usize) -> usize {
+    pub(crate) fn encode(
+        &mut self,
+        page: &[u8],
+        fragment: &mut Vec<u8>,
+        slot_bytes: usize,
+    ) -> usize {
         let len = self.codec.compress(page, &mut self.scratch);
         let Ok(header) = u16::try_from(len) else {
             fragment.clear();
@@ -235,6 +240,7 @@ impl Ftl {
     ) -> Result<Nanos, FtlError> {
         let slot = self.reserve_fragment(stream, len, true, ready_ns)?;
         self.map(lpn, slot, len);
+        self.announce_host_content(lpn, slot, len);
         self.note_ratio(self.block_of_slot(slot), ratio_permille);
         let programmed = self.fill_fragment(
             stream,

@@ -449,6 +449,7 @@ impl Ftl {
                     false => self.reserve_fragment(stream, new_len, false, t)?,
                 };
                 self.map(lpn, slot, new_len);
+                self.announce_compressed_copy(old, slot, new_len);
                 self.note_ratio(self.block_of_slot(slot), 1000);
                 let fragment = self.compressor_fragment();
                 let r =

@@ -18,6 +18,7 @@
 //! is one part with its own invariants, [`mapping::Mapping`]; REMAP is `remap.rs`.
 
 mod blocks;
+mod byref;
 mod check;
 mod cmt;
 mod compress;
@@ -58,6 +59,7 @@ use flashstack_sim::{Divisor, LatencyHistogram, Nanos, Resource};
 use stream::is_start;
 
 use blocks::{BlockState, BlockTable};
+pub use byref::PageSource;
 pub use cmt::{choose_victim, demote_protected, place_on_hit, Segment};
 pub use config::{
     CmtPolicyKind, DestagePolicyKind, DeviceConfig, FtlConfig, GcConfig, HostConfig, HpbConfig,
@@ -169,6 +171,8 @@ pub struct Ftl {
     /// When the device worked during the measurement (host requests from arrival until
     /// the array drained): the energy model's busy periods. Bookkeeping only.
     activity: flashstack_sim::ActivityLog,
+    /// Versions of the pages of the host write being served (pages by reference).
+    content_tags: byref::ContentTags,
 }
 
 impl Ftl {
@@ -296,6 +300,7 @@ impl Ftl {
             measure_start_ns: 0,
             last_arrival_ns: 0,
             activity: flashstack_sim::ActivityLog::new(0),
+            content_tags: Default::default(),
             nand,
             config,
         })

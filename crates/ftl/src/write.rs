@@ -79,6 +79,9 @@ impl Ftl {
         let len = self.slots_per_lpn;
         let slot = self.reserve_fragment(stream, len, cause == Cause::Host, ready_ns)?;
         self.map(lpn, slot, len);
+        if cause == Cause::Host && data.is_some() {
+            self.announce_host_content(lpn, slot, len);
+        }
         let zero_page = data.is_none() && self.nand.stores_contents();
         if self.slots_per_page == 1 && !zero_page && self.nand.is_infallible() {
             return Ok(self.program_single_slot_page(stream, lpn, data, ready_ns, cause));

@@ -26,7 +26,7 @@ pub use config::{
 };
 pub use parts::NandParts;
 use store::FrameStore;
-pub use store::{StoredFrames, FRAMES_PER_CHUNK};
+pub use store::{ContentRef, SlotOracle, StoredFrames, FRAMES_PER_CHUNK};
 
 /// OOB value of a slot that holds no logical data (padding, or a metadata page).
 pub const NO_LPN: u32 = u32::MAX;
@@ -647,6 +647,10 @@ impl Nand {
 
     /// Restores power. Die and channel queues are empty: in-flight work died with the power.
     pub fn power_on(&mut self, now_ns: Nanos) {
+        // Announced contents of pages the controller had buffered died with it.
+        if let Some(store) = self.store.as_mut() {
+            store.forget_expected(0..u64::MAX);
+        }
         self.power = PowerState::default();
         for r in self.units.iter_mut().chain(self.channels.iter_mut()) {
             if r.busy_until_ns() > now_ns {
@@ -683,6 +687,45 @@ impl Nand {
     /// Sum of busy time over dies (for utilisation reports).
     pub fn unit_busy_total_ns(&self) -> Nanos {
         self.units.iter().map(Resource::busy_total_ns).sum()
+    }
+
+    /// Keeps slots whose contents the writer announces ([`Nand::expect_content`]) as
+    /// references that `oracle` regenerates when read, instead of their bytes (memory for
+    /// devices whose data is generated). `verify`: compare every byte when programmed
+    /// (a mismatch stores the bytes and is counted). Returns false, doing nothing, when
+    /// the array does not store contents.
+    pub fn keep_by_reference(&mut self, oracle: Box<dyn SlotOracle>, verify: bool) -> bool {
+        match self.store.as_mut() {
+            Some(store) => {
+                store.keep_by_reference(oracle, verify);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Announces that the `len` slots from `first_slot` will be programmed with the stored
+    /// form of `content` (no effect unless kept by reference). Timing and state are
+    /// untouched: only what the store keeps for those bytes changes.
+    #[inline]
+    pub fn expect_content(&mut self, first_slot: u32, len: u32, content: ContentRef) {
+        if let Some(store) = self.store.as_mut() {
+            store.expect(first_slot as u64, len, content);
+        }
+    }
+
+    /// The reference the fragment starting at `slot` is kept as, if it is.
+    pub fn content_of_page_at(&self, slot: u32) -> Option<ContentRef> {
+        self.store.as_ref()?.reference_at(slot as u64)
+    }
+
+    /// Slots kept by reference now, compressed fragments ever programmed as references,
+    /// and announced references that did not regenerate their slot's bytes (with
+    /// verification on).
+    pub fn reference_counts(&self) -> (u64, u64, u64) {
+        self.store
+            .as_ref()
+            .map_or((0, 0, 0), |store| store.reference_counts())
     }
 
     /// 4 KiB frames holding stored bytes (for memory accounting).
@@ -937,6 +980,7 @@ impl FlashMedium for Nand {
             for slot in first_slot..first_slot + slot_count {
                 store.release(slot as u64);
             }
+            store.forget_expected(first_slot as u64..(first_slot + slot_count) as u64);
         }
         let at_limit = self.config.endurance.retire_at_limit
             && self.erase_count[block as usize] > self.config.endurance.pe_cycles_max;

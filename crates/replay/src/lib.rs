@@ -164,6 +164,18 @@ pub struct Replayer {
     /// Data a trace reads without writing it, when planned
     /// ([`plan_existing_reads`](Self::plan_existing_reads)).
     existing_reads: Option<traced::ExistingReads>,
+    /// The device keeps written pages as references to the content model
+    /// ([`keep_pages_by_reference`](Self::keep_pages_by_reference)).
+    by_reference: bool,
+}
+
+/// The content model as the device's page source (pages by reference).
+struct ModelPages(ContentModel);
+
+impl flashstack_ftl::PageSource for ModelPages {
+    fn fill(&self, lba: u64, version: u32, out: &mut [u8]) {
+        self.0.fill(lba, version, out);
+    }
 }
 
 impl Replayer {
@@ -196,7 +208,26 @@ impl Replayer {
             content_workers: None,
             processes: None,
             existing_reads: None,
+            by_reference: false,
         })
+    }
+
+    /// Keeps the pages the run writes as references to the content model (their LBA,
+    /// version and form) instead of their bytes, which are regenerated when read: the
+    /// same results, with memory for a device's metadata only. `verify`: compare every
+    /// byte when programmed (slow; tests). Needs `store_contents`.
+    pub fn keep_pages_by_reference(&mut self, verify: bool) -> Result<(), ReplayError> {
+        let pages = Box::new(ModelPages(self.content.clone()));
+        self.ftl.set_page_source(pages, verify)?;
+        self.by_reference = true;
+        Ok(())
+    }
+
+    /// Slots the device keeps by reference, compressed fragments ever programmed as
+    /// references, and references that did not regenerate their bytes (with verification
+    /// on; always 0 otherwise).
+    pub fn pages_by_reference(&self) -> (u64, u64, u64) {
+        self.ftl.pages_by_reference()
     }
 
     /// Sets how many threads generate page contents ahead of the device (0: each page
@@ -502,6 +533,13 @@ impl Replayer {
             // (randomly placed) old version.
             self.versions[l] = version;
         }
+        if self.by_reference {
+            let versions = &self.versions[lba as usize..lba as usize + count as usize];
+            let done = self
+                .ftl
+                .write_versioned(arrival_ns, lba, bytes, versions, hints)?;
+            return Ok(done.complete_ns);
+        }
         let payload = Payload::Bytes(bytes);
         Ok(self.ftl.write(arrival_ns, lba, payload, hints)?.complete_ns)
     }
@@ -527,6 +565,17 @@ impl Replayer {
             self.versions[l] = prefill::next_version(self.versions[l]);
             let page = &mut self.write_buffer[i * LBA_SIZE..(i + 1) * LBA_SIZE];
             self.content.fill(l as u64, self.versions[l], page);
+        }
+        if self.by_reference {
+            let versions = &self.versions[lba as usize..lba as usize + count as usize];
+            let done = self.ftl.write_versioned(
+                arrival_ns,
+                lba,
+                &self.write_buffer[..bytes],
+                versions,
+                hints,
+            )?;
+            return Ok(done.complete_ns);
         }
         let payload = Payload::Bytes(&self.write_buffer[..bytes]);
         Ok(self.ftl.write(arrival_ns, lba, payload, hints)?.complete_ns)
