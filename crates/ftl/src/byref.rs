@@ -78,6 +78,15 @@ impl Ftl {
         pages: Box<dyn PageSource>,
         verify: bool,
     ) -> Result<(), ConfigError> {
+        // A buffered page is programmed after its write returns, when its version is no
+        // longer known here: it would be stored by reference under a later version.
+        if !self.config.ftl.write_buffer.is_off() {
+            return Err(ConfigError::new(
+                "ftl.write_buffer",
+                "pages by reference do not follow versions through the controller write \
+                 buffer: turn one of them off",
+            ));
+        }
         let codec = self
             .config
             .ftl
