@@ -32,7 +32,7 @@ use flashstack_sim::{Nanos, Resource};
 
 use crate::config::{DestagePolicyKind, WriteBufferConfig};
 use crate::stream::NO_PAGE;
-use crate::{policy, Cause, Ftl, FtlError};
+use crate::{Cause, Ftl, FtlError};
 
 /// One host stream's buffered data as the destage policy sees it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -254,12 +254,12 @@ impl Ftl {
         hints: Hints,
     ) -> Result<Completion, FtlError> {
         let count = payload.lba_count();
-        let (queue_slot, start_ns) = self.queue.admit(arrival_ns);
-        let (_, accepted_ns) = self
-            .controller
-            .reserve(start_ns, self.config.host.controller_overhead_ns);
-        let stream =
-            policy::stream_for(self.config.ftl.streams, self.config.ftl.streams_max, &hints);
+        let crate::write::Accepted {
+            queue_slot,
+            start_ns,
+            accepted_ns,
+            stream,
+        } = self.accept_write(arrival_ns, &hints);
         let stores = self.nand.stores_contents();
         let dram_ns = self.wbuf().config.dram_ns_per_4k;
         let mut complete_ns = accepted_ns;

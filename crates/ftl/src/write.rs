@@ -4,9 +4,35 @@ use flashstack_block::{Completion, Hints, Payload, LBA_SIZE};
 use flashstack_nand::{oob_flags, FlashMedium, NO_SOURCE};
 use flashstack_sim::Nanos;
 
+use crate::host::QueueSlot;
 use crate::{policy, BlockState, Cause, Ftl, FtlError, DEAD_FRAGMENTS_MAX, UNMAPPED};
 
+/// A host write as the controller accepted it ([`Ftl::accept_write`]).
+pub(crate) struct Accepted {
+    pub queue_slot: QueueSlot,
+    pub start_ns: Nanos,
+    pub accepted_ns: Nanos,
+    pub stream: u32,
+}
+
 impl Ftl {
+    /// A host write enters: its queue slot, when it started (after queueing), when the
+    /// controller accepted it (after the command overhead) and the stream its hints choose.
+    pub(crate) fn accept_write(&mut self, arrival_ns: Nanos, hints: &Hints) -> Accepted {
+        let (queue_slot, start_ns) = self.queue.admit(arrival_ns);
+        let (_, accepted_ns) = self
+            .controller
+            .reserve(start_ns, self.config.host.controller_overhead_ns);
+        let stream =
+            policy::stream_for(self.config.ftl.streams, self.config.ftl.streams_max, hints);
+        Accepted {
+            queue_slot,
+            start_ns,
+            accepted_ns,
+            stream,
+        }
+    }
+
     pub(crate) fn host_write(
         &mut self,
         arrival_ns: Nanos,
@@ -15,13 +41,13 @@ impl Ftl {
         hints: Hints,
     ) -> Result<Completion, FtlError> {
         let count = payload.lba_count();
-        let (queue_slot, start_ns) = self.queue.admit(arrival_ns);
-        let (_, accepted_ns) = self
-            .controller
-            .reserve(start_ns, self.config.host.controller_overhead_ns);
-        let stream =
-            policy::stream_for(self.config.ftl.streams, self.config.ftl.streams_max, &hints)
-                as usize;
+        let Accepted {
+            queue_slot,
+            start_ns,
+            accepted_ns,
+            stream,
+        } = self.accept_write(arrival_ns, &hints);
+        let stream = stream as usize;
         let mut complete_ns = accepted_ns;
         // The mapping entries must be in SRAM before the old copies can be invalidated.
         let mapped_ns = self.cmt_access(lba as u32, count, true, accepted_ns)?;
