@@ -59,6 +59,23 @@ struct References {
     scratch: RefCell<Vec<u8>>,
 }
 
+impl References {
+    /// A slot for `entry` (a freed one first), its count still 0.
+    fn add(&mut self, entry: RefEntry) -> u32 {
+        match self.free.pop() {
+            Some(i) => {
+                self.entries[i as usize] = entry;
+                i
+            }
+            None => {
+                self.entries.push(entry);
+                self.counts.push(0);
+                self.entries.len() as u32 - 1
+            }
+        }
+    }
+}
+
 impl std::fmt::Debug for References {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("References")
@@ -222,17 +239,7 @@ impl FrameStore {
             part: part as u8,
             compressed: content.compressed,
         };
-        let index = match r.free.pop() {
-            Some(i) => {
-                r.entries[i as usize] = entry;
-                i
-            }
-            None => {
-                r.entries.push(entry);
-                r.counts.push(0);
-                r.entries.len() as u32 - 1
-            }
-        };
+        let index = r.add(entry);
         assert!(index < REF_BIT - 1, "too many slots kept by reference");
         r.counts[index as usize] = 1;
         self.frame_of_slot.set(slot as usize, index | REF_BIT);
@@ -396,17 +403,7 @@ impl FrameStore {
             if r.counts[index] == u16::MAX {
                 // Shared by as many slots as the count can say: a new reference.
                 let entry = r.entries[index];
-                let copy = match r.free.pop() {
-                    Some(i) => {
-                        r.entries[i as usize] = entry;
-                        i
-                    }
-                    None => {
-                        r.entries.push(entry);
-                        r.counts.push(0);
-                        r.entries.len() as u32 - 1
-                    }
-                };
+                let copy = r.add(entry);
                 r.counts[copy as usize] = 1;
                 self.frame_of_slot.set(slot as usize, copy | REF_BIT);
             } else {
