@@ -82,18 +82,17 @@ pub struct LdcArgs {
     pub gc_straddle_scope: flashstack_ftl::compression::GcStraddleScope,
     /// Runs at once, one thread each (the figures are the same for any value). Default:
     /// every core with --quick (256 MiB per run); 1 for the full runs, each of which holds
-    /// a 4 GiB device's contents in memory (about 4.5 GiB; about 0.3 GiB with
-    /// --by-reference).
+    /// its 16 GiB device's state in memory (about 2 GB, pages kept by reference).
     #[arg(long, value_name = "N")]
     pub jobs: Option<usize>,
-    /// The device's user capacity in GiB (default 4, with --quick 256 MiB; the paper's is
-    /// 16). Above 4 it implies --by-reference: stored bytes would take about as much
-    /// memory as the existing data (85% of the device).
+    /// The device's user capacity in GiB (default 16, the paper's; with --quick 256 MiB).
+    /// Above 4 it implies --by-reference: stored bytes would take about as much memory as
+    /// the existing data (85% of the device).
     #[arg(long, value_name = "GIB", value_parser = clap::value_parser!(u32).range(1..=64))]
     pub device_gib: Option<u32>,
     /// Keep the pages a run writes as references to the content model (LBA, version,
     /// stored form) and regenerate their bytes when read, instead of storing them: the
-    /// same figures in a fraction of the memory, for the 16 GiB device.
+    /// same figures in a fraction of the memory (implied above 4 GiB).
     #[arg(long)]
     pub by_reference: bool,
     /// Also run the five policies under the whole stack (page cache, F2FS, the personas'
@@ -215,9 +214,8 @@ pub fn ldc(args: &LdcArgs) -> Result<Reproduction> {
         raw_streams: args.raw_streams,
         gc_straddle_scope: args.gc_straddle_scope,
         device_gib: args.device_gib,
-        // Above the default 4 GiB, stored bytes would take ~85 % of the device in memory;
-        // the figures are the same by reference (tested), so it is implied.
-        by_reference: args.by_reference || args.device_gib.is_some_and(|g| g > 4),
+        // Implied above 4 GiB (`keeps_pages_by_reference`).
+        by_reference: args.by_reference,
         jobs: match args.jobs {
             Some(0) => anyhow::bail!("--jobs 0: must be at least 1"),
             Some(n) => n,

@@ -51,18 +51,19 @@ pub struct LdcOptions {
     pub fill: f64,
     /// Runs executed at once, on their own threads (at least 1). Each run is independent
     /// and seeded alone, and results are kept in run order, so the figures are the same
-    /// for any value; a full run holds its 4 GiB device's contents in memory (unless
-    /// `by_reference`).
+    /// for any value; each run holds its device's contents in memory (the full run's
+    /// 16 GiB device keeps pages by reference, about 2 GB a run).
     pub jobs: usize,
     /// Which host log raw pages join on the compressing policies (`by-ratio` by default,
     /// the paper's grouping; `one` is an ablation, `docs/ldc-reproduction.md`).
     pub raw_streams: RawStreams,
     /// Which policies' GC packs compressed fragments across pages (`ca-gc` by default).
     pub gc_straddle_scope: GcStraddleScope,
-    /// The device's user capacity in GiB (`None`: 4 GiB, quick 256 MiB; the paper's is 16).
+    /// The device's user capacity in GiB (`None`: the paper's 16 GiB, quick 256 MiB).
     pub device_gib: Option<u32>,
     /// Keep written pages as references to the content model instead of their bytes
-    /// (same figures, a fraction of the memory: docs/ldc-reproduction.md).
+    /// (same figures, a fraction of the memory: docs/ldc-reproduction.md). Implied on a
+    /// device over 4 GiB ([`keeps_pages_by_reference`]).
     pub by_reference: bool,
 }
 
@@ -134,14 +135,29 @@ pub struct LdcResults {
 }
 
 fn blocks_per_plane(options: &LdcOptions) -> u32 {
-    // 256 MiB quick, 4 GiB full by default; the paper's 16 GiB holds 14 GiB of existing
-    // data, which fits in memory only with pages kept by reference. Each size is its user
-    // capacity plus the preset's 1% over-provisioning, in 256 KiB blocks.
+    // 256 MiB quick, the paper's 16 GiB full by default. Each size is its user capacity
+    // plus the preset's 1% over-provisioning, in 256 KiB blocks.
     match (options.device_gib, options.quick) {
         (Some(gib), _) => (gib as u64 * 4096 * 101).div_ceil(100) as u32,
         (None, true) => 1_035,
-        (None, false) => 16_548,
+        (None, false) => (FULL_DEVICE_GIB as u64 * 4096 * 101).div_ceil(100) as u32,
     }
+}
+
+/// The full run's device: the paper's capacity (§6.1, "the capacity of the simulated flash
+/// storage was 16GB").
+pub const FULL_DEVICE_GIB: u32 = 16;
+
+/// Whether a run keeps its pages by reference: when asked, and always on a device over
+/// 4 GiB, whose existing data (85% of it) would take as much memory as bytes. The figures
+/// are the same either way (`pages_by_reference_change_no_figure`).
+pub fn keeps_pages_by_reference(options: &LdcOptions) -> bool {
+    let user_gib = match (options.device_gib, options.quick) {
+        (Some(gib), _) => gib,
+        (None, true) => 0,
+        (None, false) => FULL_DEVICE_GIB,
+    };
+    options.by_reference || user_gib > 4
 }
 
 /// Share of the existing data overwritten at random before a run.
@@ -207,7 +223,7 @@ fn run_device(
         workload_name: abbrev(app).to_string(),
     };
     let mut replayer = Replayer::new(config)?;
-    if options.by_reference {
+    if keeps_pages_by_reference(options) {
         replayer.keep_pages_by_reference(verify)?;
     }
     replayer.set_snapshot_lay_down(options.lay_down);
@@ -979,7 +995,7 @@ mod tests {
     /// (docs/ldc-reproduction.md, "The full run once failed"). The small, fast check of
     /// the mechanism is `flashstack_ftl`'s
     /// `gc_packs_page_aligned_compressed_pages_without_internal_fragmentation`; this one is
-    /// ignored for its size (about 35 s in release): `cargo test --release -p
+    /// ignored for its size (the 4 GiB device it failed on, about 35 s in release): `cargo test --release -p
     /// flashstack-experiments --lib full_size_ldc_on_fb -- --ignored --nocapture`.
     #[test]
     #[ignore]
@@ -987,6 +1003,7 @@ mod tests {
         let options = LdcOptions {
             quick: false,
             seed: 1,
+            device_gib: Some(4),
             ..quick()
         };
         let f = run_one(CompressionPolicyKind::Ldc, LdcApp::Facebook, 200, &options);
@@ -1057,6 +1074,30 @@ mod tests {
                 assert!(a[..bytes] == b[..bytes], "{policy:?}: LBAs from {lba}");
             }
         }
+    }
+
+    /// The full run is the paper's 16 GiB device, which only fits in memory by reference;
+    /// smaller devices store bytes unless asked.
+    #[test]
+    fn the_full_device_is_the_papers_and_keeps_pages_by_reference() {
+        let full = LdcOptions {
+            quick: false,
+            ..quick()
+        };
+        assert_eq!(blocks_per_plane(&full), 66_192);
+        assert!(keeps_pages_by_reference(&full));
+        assert!(!keeps_pages_by_reference(&quick()));
+        let four = LdcOptions {
+            device_gib: Some(4),
+            ..full.clone()
+        };
+        assert_eq!(blocks_per_plane(&four), 16_548);
+        assert!(!keeps_pages_by_reference(&four));
+        let asked = LdcOptions {
+            by_reference: true,
+            ..four
+        };
+        assert!(keeps_pages_by_reference(&asked));
     }
 
     fn quick() -> LdcOptions {
