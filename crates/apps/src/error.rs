@@ -63,6 +63,18 @@ impl AppError {
         }
     }
 
+    /// Whether the file system below ran out of space (the persona's own call, or SQLite's
+    /// `SQLITE_FULL`, which the VFS reports for it).
+    pub fn is_no_space(&self) -> bool {
+        match self {
+            AppError::File { source, .. } => matches!(source, FileError::NoSpace(_)),
+            AppError::Sql(e) | AppError::Vfs(SqlVfsError::Sqlite(e)) => {
+                e.sqlite_error_code() == Some(rusqlite::ErrorCode::DiskFull)
+            }
+            _ => false,
+        }
+    }
+
     /// Whether the error is (or wraps) a power loss of the file system below.
     pub fn is_power_loss(&self) -> bool {
         match self {

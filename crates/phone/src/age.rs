@@ -374,7 +374,7 @@ impl<'a> World<'a> {
 
     /// A persona's app did not fit: the stack is too small for the phone's apps.
     fn too_small(&self, app: &str, e: PhoneError) -> PhoneError {
-        if !e.to_string().contains("no space left") {
+        if !e.is_no_space() {
             return e;
         }
         let u = self.stack_usage();
@@ -755,6 +755,7 @@ impl<'a> World<'a> {
             return Err(PhoneError::App {
                 app: persona.name(),
                 message: e.to_string(),
+                no_space: e.is_no_space(),
             });
         }
         Ok(())

@@ -5,15 +5,21 @@ use thiserror::Error;
 #[derive(Debug, Error)]
 pub enum PhoneError {
     /// A file call failed while the phone was being used.
-    #[error("{op} {path}: {message}")]
+    #[error("{op} {path}: {source}")]
     File {
         op: &'static str,
         path: String,
-        message: String,
+        #[source]
+        source: flashstack_sqlvfs::FileError,
     },
-    /// A persona (or an archetype's session) failed.
+    /// A persona (or an archetype's session) failed; `no_space`: because the file system
+    /// ran out of space.
     #[error("{app}: {message}")]
-    App { app: String, message: String },
+    App {
+        app: String,
+        message: String,
+        no_space: bool,
+    },
     #[error("stack: {0}")]
     Stack(String),
     /// The device could not be saved or rebuilt.
@@ -35,4 +41,17 @@ pub enum PhoneError {
     /// The phone was made for another device than the stack it is started on.
     #[error("{0}")]
     Incompatible(String),
+}
+
+impl PhoneError {
+    /// Whether the file system ran out of space (ENOSPC) under a file call or an app.
+    pub fn is_no_space(&self) -> bool {
+        match self {
+            PhoneError::File { source, .. } => {
+                matches!(source, flashstack_sqlvfs::FileError::NoSpace(_))
+            }
+            PhoneError::App { no_space, .. } => *no_space,
+            _ => false,
+        }
+    }
 }

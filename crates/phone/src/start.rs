@@ -52,7 +52,7 @@ pub fn remove_tree(stack: &mut Stack, dir: &str) -> Result<(), PhoneError> {
                     return Err(PhoneError::File {
                         op: "delete",
                         path,
-                        message: e.to_string(),
+                        source: e,
                     })
                 }
             }

@@ -106,7 +106,7 @@ fn file_err(op: &'static str, path: &str, e: FileError) -> PhoneError {
     PhoneError::File {
         op,
         path: path.to_string(),
-        message: e.to_string(),
+        source: e,
     }
 }
 

@@ -56,6 +56,12 @@ pub enum FileError {
         /// Its limit.
         limit: usize,
     },
+    /// ENOSPC (SQLite's `SQLITE_FULL`): the file system had no free block (or node) for
+    /// the call, or, from a sync, for an earlier writeback of the file, whose pages are
+    /// then lost (the kernel reports that failure to fsync with the same errno). The
+    /// text says which.
+    #[error("{0}: no space left on the file system")]
+    NoSpace(String),
     /// The power is off: every call fails until the device is powered on again.
     #[error("power lost")]
     PowerLost,

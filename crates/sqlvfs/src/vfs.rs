@@ -263,6 +263,7 @@ fn map_err(e: &FileError, io: c_int) -> c_int {
     match e {
         FileError::TooLarge { .. } => ffi::SQLITE_FULL,
         FileError::TableFull { .. } => ffi::SQLITE_FULL,
+        FileError::NoSpace(_) => ffi::SQLITE_FULL,
         FileError::ReadOnly(_) => ffi::SQLITE_READONLY,
         _ => io,
     }

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use flashstack_block::{BlockDevice, PowerLoss, VolatileCache, VolatileCacheConfig};
-use flashstack_cache::{AppId, CacheError, PageCache};
+use flashstack_cache::{AppId, BackingError, CacheError, PageCache};
 use flashstack_f2fs::{mkfs, F2fs, Features, FsError, MkfsOptions};
 use flashstack_ftl::Ftl;
 use flashstack_sim::{LatencyHistogram, Nanos};
@@ -116,16 +116,27 @@ fn fs_err(path: &str, e: FsError) -> FileError {
     match e {
         FsError::NotFound(_) => FileError::NotFound(path.to_string()),
         FsError::Exists(_) => FileError::AlreadyExists(path.to_string()),
+        e if e.is_no_space() => FileError::NoSpace(format!("'{path}'")),
         other => FileError::Io(format!("{path}: {other}")),
     }
 }
 
 fn cache_err(e: CacheError) -> FileError {
-    let text = e.to_string();
-    if text.contains("power") {
-        FileError::PowerLost
-    } else {
-        FileError::Io(text)
+    match e {
+        CacheError::Backing(BackingError::PoweredOff)
+        | CacheError::Writeback {
+            error: BackingError::PoweredOff,
+            ..
+        } => FileError::PowerLost,
+        CacheError::Backing(BackingError::NoSpace { ino }) => {
+            FileError::NoSpace(format!("inode {ino}"))
+        }
+        CacheError::Writeback {
+            ino,
+            error: BackingError::NoSpace { .. },
+            ..
+        } => FileError::NoSpace(format!("inode {ino}: an earlier writeback failed")),
+        other => FileError::Io(other.to_string()),
     }
 }
 

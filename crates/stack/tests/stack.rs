@@ -1,7 +1,7 @@
 //! The assembled stack end to end: round trips, fsync durability across a power cut,
 //! SQLite, determinism.
 
-use flashstack_sqlvfs::{FileApi, OpenFlags, SimDb, SimVfs, SqliteConfig};
+use flashstack_sqlvfs::{FileApi, FileError, OpenFlags, SimDb, SimVfs, SqliteConfig};
 use flashstack_stack::{SharedStack, Stack, StackConfig};
 
 const CREATE: OpenFlags = OpenFlags {
@@ -321,6 +321,8 @@ fn a_full_file_system_reports_the_writeback_error_at_the_next_sync_once() {
         }
         assert!(offset < 1 << 30, "the device is far smaller");
     };
+    // ENOSPC, typed (SQLite's SQLITE_FULL), as the kernel's fsync reports it.
+    assert!(matches!(error, FileError::NoSpace(_)), "{error}");
     assert!(error.to_string().contains("no space"), "{error}");
     let cache = s.metrics().unwrap().cache;
     assert!(cache.writeback_errors > 0 && cache.writeback_pages_lost > 0);
