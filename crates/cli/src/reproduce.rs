@@ -105,6 +105,11 @@ pub struct LdcArgs {
     /// Only the whole-stack table (--stack without the block-level runs).
     #[arg(long)]
     pub stack_only: bool,
+    /// The whole-stack runs with F2FS mounted `nodiscard`, the phone aged so too (its own
+    /// cached phone): freed segments are not trimmed, so the device's GC moves their stale
+    /// pages, where caGC's compression during GC has work.
+    #[arg(long)]
+    pub fs_nodiscard: bool,
 }
 
 pub fn run(command: ReproduceCommand) -> Result<()> {
@@ -183,6 +188,12 @@ pub fn ldc(args: &LdcArgs) -> Result<Reproduction> {
         anyhow::bail!("--aging {}: must be between 0 and 4", args.aging);
     }
     flashstack_experiments::ldc::check_fill(args.fill)?;
+    if args.fs_nodiscard && !(args.stack || args.stack_only) {
+        anyhow::bail!(
+            "--fs-nodiscard sets the whole-stack runs' F2FS (the block-level runs have no file \
+             system); add --stack or --stack-only"
+        );
+    }
     if args.stack_only {
         use flashstack_experiments::ldc::{SNAPSHOT_AGING, SNAPSHOT_UTILIZATION};
         let block_level = [
@@ -262,7 +273,7 @@ pub fn ldc(args: &LdcArgs) -> Result<Reproduction> {
 /// phone cache, or built now).
 fn ldc_stack(args: &LdcArgs) -> Result<flashstack_experiments::ldc_stack::LdcStackResults> {
     use flashstack_experiments::ldc_stack::{self, LdcStackOptions};
-    let config = ldc_stack::phone_stack(args.quick);
+    let config = ldc_stack::phone_stack(args.quick, !args.fs_nodiscard);
     let spec = ldc_stack::aging_spec(args.quick, args.seed);
     let phone = crate::phone::aged_phone(&config, &spec, false)
         .context("the aged phone of reproduce ldc --stack")?;

@@ -112,6 +112,7 @@ fn one(paper: &str, args: &AllArgs) -> Result<Reproduction> {
             by_reference: false,
             stack: false,
             stack_only: false,
+            fs_nodiscard: false,
         }),
         "janusd" => janusd_cmd::reproduction(&janusd_cmd::JanusdArgs {
             quick: args.quick,

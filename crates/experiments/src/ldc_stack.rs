@@ -84,9 +84,17 @@ fn device(policy: CompressionPolicyKind, quick: bool) -> DeviceConfig {
     device
 }
 
-/// The stack the shared phone is aged on: PM's (every page it writes stays raw).
-pub fn phone_stack(quick: bool) -> StackConfig {
-    stack_config(CompressionPolicyKind::Pm, quick)
+/// The stack the shared phone is aged on: PM's (every page it writes stays raw). With
+/// `discard` off F2FS is mounted `nodiscard` (for the aging and so for every run from the
+/// phone): segments it frees are not trimmed, so the device's blocks keep stale pages its
+/// GC must move, the state in which caGC's compression during GC has work.
+pub fn phone_stack(quick: bool, discard: bool) -> StackConfig {
+    let mut config = stack_config(CompressionPolicyKind::Pm, quick);
+    config.fs.mount.discard = discard;
+    if !discard {
+        config.name.push_str("+fs.mount.discard=false");
+    }
+    config
 }
 
 /// How the shared phone is aged: the built-in phone's specification (80% full after 90
@@ -179,6 +187,9 @@ pub struct LdcStackResults {
     /// The shared phone: what it holds and how it was made.
     pub start: String,
     pub device_user_bytes: u64,
+    /// F2FS's `discard` mount option (the phone's, which every run keeps).
+    #[serde(skip_serializing_if = "is_true")]
+    pub fs_discard: bool,
     pub runs: Vec<StackFigures>,
     /// The block-level table's comparisons on this run, the paper's figure beside each.
     pub headlines: Vec<Headline>,
@@ -277,6 +288,7 @@ pub fn run_with(
         workload: persona_name(persona),
         start,
         device_user_bytes,
+        fs_discard: phone.header.stack.fs.mount.discard,
         runs,
         headlines: Vec::new(),
     };
@@ -292,6 +304,10 @@ pub fn run_with(
         })
         .collect();
     Ok(results)
+}
+
+fn is_true(b: &bool) -> bool {
+    *b
 }
 
 /// `policy`'s device on the phone's geometry (the phone may be resized, e.g. quick).
@@ -343,12 +359,18 @@ impl LdcStackResults {
              start: {}\n\
              existing data: laid down policy-neutral: the same phone, aged under PM, so every \
              page it holds starts uncompressed under every policy; Cr(B) rebuilt from it on load\n\
+             F2FS: {}\n\
              GC: on demand at {} free blocks, in idle time (after {} ms) up to {}\n\n",
             if self.quick { "quick" } else { "full" },
             self.device_user_bytes >> 20,
             self.seed,
             self.workload,
             self.start,
+            if self.fs_discard {
+                "discard (segments a checkpoint frees are trimmed)"
+            } else {
+                "nodiscard (freed segments stay valid on the device until rewritten)"
+            },
             presets::LDC_FOREGROUND_FREE_BLOCKS,
             presets::LDC_IDLE_THRESHOLD_NS / 1_000_000,
             presets::LDC_BACKGROUND_FREE_BLOCKS,

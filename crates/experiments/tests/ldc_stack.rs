@@ -10,7 +10,7 @@ use flashstack_ftl::compression::CompressionPolicyKind;
 
 #[test]
 fn five_policies_from_one_phone_aged_under_pm() {
-    let config = ldc_stack::phone_stack(true);
+    let config = ldc_stack::phone_stack(true, true);
     let phone =
         flashstack_phone::build(&config, &ldc_stack::aging_spec(true, 1), &mut |_, _| {}).unwrap();
     let phone = Arc::new(phone);

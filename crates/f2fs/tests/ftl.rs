@@ -156,3 +156,58 @@ fn file_system_on_the_emulated_emmc() {
         );
     }
 }
+
+/// `discard` (the default) trims the segments a checkpoint frees; `nodiscard` leaves them
+/// for the device to find out about when their LBAs are written again: no trim reaches the
+/// FTL, its valid pages include the deleted file's, and the file system stays sound (the
+/// data written after reads back after a remount; fsck.f2fs passes the image).
+#[test]
+fn nodiscard_leaves_freed_segments_valid_on_the_device() {
+    let run = |discard: bool| {
+        let mut ftl = Ftl::new(presets::ldc_emmc(), true, 7).unwrap();
+        let capacity = ftl.capacity_lbas();
+        let (_, formatted_ns) = mkfs_timed(&mut ftl, &MkfsOptions::default()).unwrap();
+        let cfg = flashstack_f2fs::F2fsConfig {
+            discard,
+            ..Default::default()
+        };
+        let mut fs = F2fs::mount_with(ftl, formatted_ns, cfg).unwrap();
+        let big = fs.create("/big").unwrap();
+        let bytes: Vec<u8> = (0..8 << 20).map(|i: u32| (i % 253) as u8).collect();
+        fs.write(big, 0, &bytes).unwrap();
+        fs.sync().unwrap();
+        fs.unlink("/big").unwrap();
+        fs.sync().unwrap();
+        let kept = fs.create("/kept").unwrap();
+        fs.write(kept, 0, &bytes[..1 << 20]).unwrap();
+        fs.sync().unwrap();
+        let discarded = fs.metrics().discarded_blocks;
+        let mut ftl = fs.unmount().unwrap();
+        let trims = ftl.counters().host_trim_requests;
+        let valid = ftl.mapped_lbas();
+        let mut fs = F2fs::mount(ftl).unwrap();
+        let kept = fs.lookup("/kept").unwrap();
+        assert!(fs.read(kept, 0, 1 << 20).unwrap() == bytes[..1 << 20]);
+        ftl = fs.unmount().unwrap();
+        let mut copy = MemDevice::new(capacity * LBA_SIZE as u64);
+        let mut buf = vec![0u8; LBA_SIZE];
+        for lba in 0..capacity {
+            ftl.read(0, lba, 1, Some(&mut buf)).unwrap();
+            if buf.iter().any(|&b| b != 0) {
+                copy.write(0, lba, Payload::Bytes(&buf), Hints::default())
+                    .unwrap();
+            }
+        }
+        check_image(&copy, if discard { "discard" } else { "nodiscard" });
+        (discarded, trims, valid)
+    };
+    let (discarded, trims, valid_on) = run(true);
+    assert!(discarded >= 4 * 512 && trims >= 5, "{discarded} {trims}");
+    let (discarded, trims, valid_off) = run(false);
+    // mkfs discards the whole device either way (`MkfsOptions::discard`).
+    assert_eq!((discarded, trims), (0, 1));
+    assert!(
+        valid_off >= valid_on + 4 * 512,
+        "the deleted file's 8 MiB stay valid on the device: {valid_off} vs {valid_on}"
+    );
+}

@@ -39,6 +39,9 @@ impl<D: BlockDevice> F2fs<D> {
     fn discard_prefree(&mut self) -> Result<(), FsError> {
         let freed = std::mem::take(&mut self.segs.prefree);
         self.segs.free_changed();
+        if !self.cfg.discard {
+            return Ok(());
+        }
         for segno in freed {
             let start = self.sb.main_blkaddr as u64 + segno as u64 * BLOCKS_PER_SEG as u64;
             let done = self

@@ -101,6 +101,13 @@ pub struct F2fsConfig {
     /// takes a dirty segment and fills its holes. Off in LFS mode; the kernel has no other
     /// switch for it (this one is ours, to measure what SSR changes).
     pub ssr: bool,
+    /// `discard` (on, as the kernel sets it on a device that supports discard): segments a
+    /// checkpoint frees are trimmed on the device. Off (`nodiscard`), the device learns
+    /// that an LBA is free only when it is written again, so its GC keeps moving the
+    /// stale pages of freed segments (`docs/ldc-reproduction.md`, "Under the whole
+    /// stack").
+    #[serde(skip_serializing_if = "is_true")]
+    pub discard: bool,
     /// MedFS's delta compression (`[delta]`, off by default; `docs/medfs.md`).
     pub delta: super::DeltaConfig,
     /// F2FS compression (`[compress]`, off by default; `fs/cluster.rs`).
@@ -136,6 +143,7 @@ impl Default for F2fsConfig {
             dirty_nat_ratio_percent: 10,
             prefree_ratio_percent: 5,
             ssr: true,
+            discard: true,
             delta: super::DeltaConfig::default(),
             compress: super::CompressConfig::default(),
             fpc: super::FpcConfig::default(),
@@ -144,6 +152,10 @@ impl Default for F2fsConfig {
             read: flashstack_block::ReadModel::default(),
         }
     }
+}
+
+fn is_true(b: &bool) -> bool {
+    *b
 }
 
 impl F2fsConfig {
