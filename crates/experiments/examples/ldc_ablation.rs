@@ -2,34 +2,19 @@
 //! (`docs/ldc-reproduction.md`, the compressing policies erasing as much as PM):
 //! `cargo run --release -p flashstack-experiments --example ldc_ablation -- [--quick] APP`
 //! with APP one of FB TW ME GE CH CA MA.
-use flashstack_experiments::ldc::{run_one, LdcOptions, SNAPSHOT_AGING, SNAPSHOT_UTILIZATION};
+use flashstack_experiments::ldc::{app_by_abbrev, run_one, LdcOptions};
 use flashstack_ftl::compression::{CompressionPolicyKind, GcStraddleScope, RawStreams};
-use flashstack_replay::LayDown;
-use flashstack_trace::builtin::LdcApp;
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let quick = args.iter().any(|a| a == "--quick");
-    let names = ["FB", "TW", "ME", "GE", "CH", "CA", "MA"];
-    let Some(app) = args
-        .iter()
-        .find_map(|a| names.iter().position(|n| n == a))
-        .map(|i| LdcApp::ALL[i])
-    else {
+    let Some(app) = args.iter().find_map(|a| app_by_abbrev(a)) else {
         eprintln!("usage: ldc_ablation [--quick] FB|TW|ME|GE|CH|CA|MA");
         std::process::exit(2);
     };
     let base = LdcOptions {
         quick,
-        seed: 1,
-        aging: SNAPSHOT_AGING,
-        lay_down: LayDown::Neutral,
-        fill: SNAPSHOT_UTILIZATION,
-        jobs: 1,
-        raw_streams: RawStreams::ByRatio,
-        gc_straddle_scope: GcStraddleScope::CaGc,
-        device_gib: None,
-        by_reference: false,
+        ..LdcOptions::default()
     };
     let settings = [
         (

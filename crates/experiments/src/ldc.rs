@@ -67,6 +67,32 @@ pub struct LdcOptions {
     pub by_reference: bool,
 }
 
+impl Default for LdcOptions {
+    /// The full reproduction as `flashstack reproduce ldc` runs it: seed 1, the snapshot's
+    /// fill and aging, laid down policy-neutral, one run at a time, the paper's device.
+    fn default() -> LdcOptions {
+        LdcOptions {
+            quick: false,
+            seed: 1,
+            aging: SNAPSHOT_AGING,
+            lay_down: LayDown::Neutral,
+            fill: SNAPSHOT_UTILIZATION,
+            jobs: 1,
+            raw_streams: RawStreams::default(),
+            gc_straddle_scope: GcStraddleScope::default(),
+            device_gib: None,
+            by_reference: false,
+        }
+    }
+}
+
+/// Table 4's app by its abbreviation (`FB`, `TW`, `ME`, `GE`, `CH`, `CA`, `MA`; any case).
+pub fn app_by_abbrev(name: &str) -> Option<LdcApp> {
+    LdcApp::ALL
+        .into_iter()
+        .find(|&a| abbrev(a).eq_ignore_ascii_case(name))
+}
+
 #[derive(Debug, Error)]
 pub enum LdcError {
     #[error("{policy} on {app}: {source}")]
@@ -1104,15 +1130,16 @@ mod tests {
         LdcOptions {
             quick: true,
             seed: 3,
-            aging: SNAPSHOT_AGING,
             lay_down: LayDown::default(),
-            fill: SNAPSHOT_UTILIZATION,
-            jobs: 1,
-            raw_streams: RawStreams::default(),
-            gc_straddle_scope: GcStraddleScope::default(),
-            device_gib: None,
-            by_reference: false,
+            ..LdcOptions::default()
         }
+    }
+
+    #[test]
+    fn apps_by_abbreviation() {
+        assert_eq!(app_by_abbrev("fb"), Some(LdcApp::Facebook));
+        assert_eq!(app_by_abbrev("MA"), Some(LdcApp::Multiple));
+        assert_eq!(app_by_abbrev("XX"), None);
     }
 
     fn fake(policy: &'static str, app: &'static str, erases: u64, latency_ns: u64) -> Figures {
