@@ -229,7 +229,13 @@ fn run_device(
         c.raw_streams = options.raw_streams;
         c.gc_straddle_scope = options.gc_straddle_scope;
     }
-    let capacity = device
+    // Every policy replays the same workload, generated for PM's capacity. On the quick
+    // device a compressing policy holds back ten more blocks per plane for its logs by
+    // ratio (about 1% less capacity); the workload's LBAs stay below that (a request past
+    // a device's end fails the run: `OutOfRange::Error`).
+    let mut reference = presets::ldc_emmc_with(CompressionPolicyKind::Pm);
+    reference.nand.geometry = device.nand.geometry.clone();
+    let capacity = reference
         .user_capacity_bytes()
         .map_err(|e| workload_error(app, e))?;
     let workload = workload_at_fill(app, capacity, options)?;

@@ -524,8 +524,7 @@ impl DeviceConfig {
     /// User capacity in bytes: what the host can address on this device.
     pub fn user_capacity_bytes(&self) -> Result<u64, ConfigError> {
         self.validate()?;
-        let streams = crate::policy::host_stream_count(self.ftl.streams, self.ftl.streams_max);
-        let budget = crate::user_capacity_lbas(self, streams)?;
+        let budget = crate::user_capacity_lbas(self, crate::host_streams(self))?;
         Ok(
             crate::csd::exported_lbas(budget, self.ftl.exported_capacity_factor)
                 * flashstack_block::LBA_SIZE as u64,

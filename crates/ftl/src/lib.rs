@@ -228,11 +228,8 @@ impl Ftl {
                 "compression works on page contents: the device must store them (--contents)",
             ));
         }
-        let host_streams = if compressor.policy.is_some() {
-            compress::COMPRESSION_HOST_STREAMS
-        } else {
-            policy::host_stream_count(config.ftl.streams, config.ftl.streams_max)
-        };
+        debug_assert_eq!(compressor.policy.is_some(), config.compresses());
+        let host_streams = host_streams(&config);
         let budget_lbas = user_capacity_lbas(&config, host_streams)?;
         let user_lbas = csd::exported_lbas(budget_lbas, config.ftl.exported_capacity_factor);
         let slots_per_page = g.page_size_bytes / slot_bytes;
@@ -535,6 +532,16 @@ impl From<NandError> for FtlError {
 
 /// User capacity: physical good slots ÷ (1 + OP), and never more than the flash minus the
 /// blocks the FTL must hold back (frontiers and the GC reserve) on every die.
+/// Host frontiers (open blocks) each die holds back: a compressing device's logs by
+/// compression ratio, else the stream mode's.
+pub(crate) fn host_streams(config: &DeviceConfig) -> u32 {
+    if config.compresses() {
+        compress::COMPRESSION_HOST_STREAMS
+    } else {
+        policy::host_stream_count(config.ftl.streams, config.ftl.streams_max)
+    }
+}
+
 pub(crate) fn user_capacity_lbas(
     config: &DeviceConfig,
     host_streams: u32,

@@ -1142,3 +1142,23 @@ fn recovery_rewrites_the_translation_pages_a_cut_left_stale() {
         assert!(ftl.is_mapped(lba), "lba {lba} lost");
     }
 }
+
+/// What a device config says the host can address is what the FTL built from it exports,
+/// also where the frontiers a compressing device holds back (one per compression-ratio
+/// log) bound the capacity rather than over-provisioning.
+#[test]
+fn the_config_and_the_ftl_agree_on_user_capacity() {
+    for policy in CompressionPolicyKind::ALL {
+        for blocks_per_plane in [48, 4_138] {
+            let mut config = crate::presets::ldc_emmc_with(policy);
+            config.nand.geometry.blocks_per_plane = blocks_per_plane;
+            let said = config.user_capacity_bytes().unwrap();
+            let ftl = Ftl::new(config, true, 1).unwrap();
+            assert_eq!(
+                said,
+                ftl.user_capacity_bytes(),
+                "{policy:?}, {blocks_per_plane} blocks per plane"
+            );
+        }
+    }
+}
