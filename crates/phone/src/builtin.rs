@@ -76,25 +76,57 @@ pub fn choose_evictions(phones: &[CachedPhone], keep: &[PathBuf], max_bytes: u64
     evict
 }
 
-/// The cached phones this process has loaded or saved. They are never pruned while it
-/// runs: `reproduce all` uses about eight built-in phones (~1 GB each), more than the
-/// default budget, and pruning one it is about to use again would age it twice.
-static USED_BY_THIS_PROCESS: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+/// The cached phones this process has loaded or saved (since the last [`PinScope`]s
+/// ended). They are never pruned meanwhile: `reproduce all` uses about eight built-in
+/// phones (~1 GB each), more than the default budget, and pruning one it is about to use
+/// again would age it twice.
+static PINS: std::sync::Mutex<Pins> = std::sync::Mutex::new(Pins {
+    scopes: 0,
+    used: Vec::new(),
+});
+
+struct Pins {
+    /// [`PinScope`]s alive.
+    scopes: usize,
+    used: Vec<PathBuf>,
+}
+
+fn pins() -> std::sync::MutexGuard<'static, Pins> {
+    PINS.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 fn pin(path: &Path) {
-    let mut used = USED_BY_THIS_PROCESS
-        .lock()
-        .unwrap_or_else(|e| e.into_inner());
-    if !used.iter().any(|p| p == path) {
-        used.push(path.to_path_buf());
+    let mut pins = pins();
+    if !pins.used.iter().any(|p| p == path) {
+        pins.used.push(path.to_path_buf());
     }
 }
 
 fn pinned() -> Vec<PathBuf> {
-    USED_BY_THIS_PROCESS
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .clone()
+    pins().used.clone()
+}
+
+/// One unit of work of a long-lived process (a sweep point, a call from Python): the
+/// phones it loads or saves are kept from pruning while it (or any other scope) is alive,
+/// and released when the last scope ends, so such a process prunes its cache like a
+/// command-line run. Without a scope (the CLI's commands) pins last the process.
+pub struct PinScope(());
+
+impl PinScope {
+    pub fn begin() -> PinScope {
+        pins().scopes += 1;
+        PinScope(())
+    }
+}
+
+impl Drop for PinScope {
+    fn drop(&mut self) {
+        let mut pins = pins();
+        pins.scopes -= 1;
+        if pins.scopes == 0 {
+            pins.used.clear();
+        }
+    }
 }
 
 /// Whether `name` is one [`cache_path`] makes (`{device}-{16 hex digits}.phone`): a
@@ -379,6 +411,25 @@ mod tests {
             vec![PathBuf::from("mid")],
             "the pinned old phone stays, the next least recently used goes"
         );
+    }
+
+    /// A long-lived process's pins last while any scope is alive and go when the last
+    /// one ends.
+    #[test]
+    fn pins_end_with_the_last_scope() {
+        let a = PathBuf::from(format!("/pin-scope-test-{}/a.phone", std::process::id()));
+        let outer = PinScope::begin();
+        let inner = PinScope::begin();
+        pin(&a);
+        assert!(pinned().contains(&a));
+        drop(inner);
+        assert!(pinned().contains(&a), "the outer scope still runs");
+        drop(outer);
+        // Another test's scope may still be alive in this process; then the pin stays
+        // until that one ends, which is the rule too.
+        if pins().scopes == 0 {
+            assert!(!pinned().contains(&a));
+        }
     }
 
     #[test]

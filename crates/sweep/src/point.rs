@@ -338,6 +338,9 @@ pub enum PointRun {
 /// Runs one point: the same calls, in the same order, as `flashstack run` for one stack
 /// (or one device).
 pub fn run_point(point: &Point, env: &RunEnv) -> Result<PointRun, PointError> {
+    // A sweep or a Python session runs many points in one process: each point keeps its
+    // phones from pruning only while it runs.
+    let _pins = flashstack_phone::builtin::PinScope::begin();
     if let Some(config) = point.device_config() {
         let (input, name) = BlockInput::from_name(&point.workload).map_err(PointError::Workload)?;
         let config = config?;
