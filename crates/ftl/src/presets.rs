@@ -178,6 +178,7 @@ pub fn ldc_emmc() -> DeviceConfig {
                 candidates_max: 256,
             },
             slot_bytes: 4096,
+            mapping_unit_bytes: 4096,
             exported_capacity_factor: 1.0,
             compression: None,
             mapping_cache: MappingCacheConfig::default(),
@@ -300,6 +301,7 @@ pub fn ufs31() -> DeviceConfig {
                 candidates_max: 64,
             },
             slot_bytes: 4096,
+            mapping_unit_bytes: 4096,
             exported_capacity_factor: 1.0,
             compression: None,
             mapping_cache: MappingCacheConfig::default(),
@@ -412,6 +414,7 @@ pub fn mqsim_default() -> DeviceConfig {
                 candidates_max: 64,
             },
             slot_bytes: 4096,
+            mapping_unit_bytes: 4096,
             exported_capacity_factor: 1.0,
             compression: None,
             mapping_cache: MappingCacheConfig::default(),
@@ -523,6 +526,7 @@ pub fn csd3000_with(policy: CompressionPolicyKind, flash_gib: u32) -> DeviceConf
                 candidates_max: 64,
             },
             slot_bytes: 512,
+            mapping_unit_bytes: 4096,
             exported_capacity_factor: if policy == CompressionPolicyKind::Pm {
                 1.0
             } else {

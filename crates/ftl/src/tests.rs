@@ -68,6 +68,7 @@ pub(crate) fn tiny_config(
                 candidates_max: 8,
             },
             slot_bytes: 4096,
+            mapping_unit_bytes: 4096,
             exported_capacity_factor: 1.0,
             compression: None,
             mapping_cache: MappingCacheConfig::default(),
