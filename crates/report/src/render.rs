@@ -298,6 +298,23 @@ pub fn render_table(reports: &[RunReport]) -> String {
             rows.insert(at + k, row);
         }
     }
+    // Read-modify-write rows only when some device updated page-sized mapping units in
+    // part (`ftl.mapping_unit_bytes`).
+    let rmw = |r: &RunReport| r.nand.rmw_reads > 0 || r.write_amplification.read_modify_write > 0.0;
+    if reports.iter().any(rmw) {
+        let after = |rows: &[(String, Vec<String>)], label: &str| {
+            1 + rows.iter().position(|(l, _)| l == label).expect("the row")
+        };
+        let at = after(&rows, "NAND page reads");
+        let cells = reports.iter().map(|r| count(r.nand.rmw_reads)).collect();
+        rows.insert(at, ("  read-modify-write reads".into(), cells));
+        let at = after(&rows, "  wear levelling");
+        let cells = reports
+            .iter()
+            .map(|r| format!("{:.3}", r.write_amplification.read_modify_write))
+            .collect();
+        rows.insert(at, ("  read-modify-write".into(), cells));
+    }
     // And the write-buffer rows, only when some device has a buffer.
     if reports.iter().any(|r| r.write_buffer.is_some()) {
         let at = 1 + rows
