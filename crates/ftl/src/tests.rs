@@ -3,6 +3,8 @@
 
 #[path = "tests_remap.rs"]
 mod remap;
+#[path = "tests_unit.rs"]
+mod unit;
 #[path = "tests_wbuf.rs"]
 mod wbuf;
 
