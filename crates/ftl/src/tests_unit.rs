@@ -89,6 +89,31 @@ fn page_units_keep_everything_flushed_through_rmw_gc_trims_and_power_cuts() {
     );
 }
 
+/// Program and erase failures and read retries with page-sized units: a failed program
+/// moves the unit's page whole (same offsets), retired blocks' units move as pages, and
+/// nothing acknowledged and flushed is lost.
+#[test]
+fn page_units_survive_injected_flash_faults() {
+    let tally = RefCell::new(
+        Exploration::new("ftl page-sized units with flash faults").durable_by("flushed"),
+    );
+    let failures = std::cell::Cell::new(0u64);
+    proptest!(
+        ProptestConfig { cases: 300, ..ProptestConfig::default() },
+        |(
+            page in prop_oneof![Just(8192u32), Just(16384)],
+            ops in prop::collection::vec(unit_op_strategy(), 1..300),
+            seed in any::<u64>(),
+        )| {
+            let h = run_with_faults(unit_config(page, StreamMode::Temperature), &ops, seed, 0.02);
+            tally.borrow_mut().merge(&h.tally);
+            failures.set(failures.get() + h.ftl.counters().program_failures);
+        }
+    );
+    tally.into_inner().report();
+    assert!(failures.get() > 50, "programs must fail: {}", failures.get());
+}
+
 fn write_tag(ftl: &mut Ftl, now: u64, lba: u64, tag: u64) {
     ftl.write(now, lba, Payload::Bytes(&page_of(tag)), Hints::default())
         .unwrap();
