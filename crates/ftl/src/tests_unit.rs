@@ -111,7 +111,11 @@ fn page_units_survive_injected_flash_faults() {
         }
     );
     tally.into_inner().report();
-    assert!(failures.get() > 50, "programs must fail: {}", failures.get());
+    assert!(
+        failures.get() > 50,
+        "programs must fail: {}",
+        failures.get()
+    );
 }
 
 fn write_tag(ftl: &mut Ftl, now: u64, lba: u64, tag: u64) {
@@ -130,13 +134,29 @@ fn read_tag(ftl: &mut Ftl, now: u64, lba: u64) -> Vec<u8> {
 #[test]
 fn a_partial_update_reads_the_rest_only_when_it_holds_data() {
     let mut ftl = Ftl::new(unit_config(8192, StreamMode::Single), true, 1).unwrap();
-    write_tag(&mut ftl, 1_000, 10, 1);
+    let write = |ftl: &mut Ftl, now: u64, lba: u64, tag: u64| {
+        let done = ftl
+            .write(now, lba, Payload::Bytes(&page_of(tag)), Hints::default())
+            .unwrap();
+        done.complete_ns - now
+    };
+    let alone_ns = write(&mut ftl, 1_000, 10, 1);
     let c = ftl.counters().clone();
-    assert_eq!((c.page_programs, c.rmw_reads), (1, 0), "LBA 11 never written");
+    assert_eq!(
+        (c.page_programs, c.rmw_reads),
+        (1, 0),
+        "LBA 11 never written"
+    );
     assert_eq!((c.program_slots_host, c.program_slots_padding), (1, 1));
-    write_tag(&mut ftl, 2_000_000, 11, 2);
+    let rmw_ns = write(&mut ftl, 2_000_000, 11, 2);
+    // The read of the other half comes first: tR (25 µs) and half a page over the channel
+    // (25 µs) before the program.
+    assert_eq!(rmw_ns, alone_ns + 50_000, "the update waits for its read");
     let c = ftl.counters().clone();
-    assert_eq!((c.page_programs, c.rmw_reads, c.program_slots_rmw), (2, 1, 1));
+    assert_eq!(
+        (c.page_programs, c.rmw_reads, c.program_slots_rmw),
+        (2, 1, 1)
+    );
     let page = |ftl: &Ftl, lba: usize| ftl.mapping.l2p.at(lba) / 2;
     assert_eq!(page(&ftl, 10), page(&ftl, 11), "one unit, one page");
     assert_eq!(read_tag(&mut ftl, 4_000_000, 10), page_of(1));
@@ -150,7 +170,11 @@ fn a_partial_update_reads_the_rest_only_when_it_holds_data() {
     // then reads 11 and copies it.
     let reads = ftl.counters().rmw_reads;
     write_tag(&mut ftl, 7_000_000, 11, 3);
-    assert_eq!(ftl.counters().rmw_reads, reads, "the trimmed half is not read");
+    assert_eq!(
+        ftl.counters().rmw_reads,
+        reads,
+        "the trimmed half is not read"
+    );
     write_tag(&mut ftl, 8_000_000, 10, 4);
     assert_eq!(ftl.counters().rmw_reads, reads + 1);
     ftl.flush(9_000_000).unwrap();
@@ -173,10 +197,7 @@ fn a_cut_during_a_read_modify_write_keeps_the_old_unit() {
     ftl.nand_mut().arm_power_cut(1);
     let result = ftl.write(4_000_000, 20, Payload::Bytes(&page_of(3)), Hints::default());
     assert!(matches!(result, Err(BlockError::PowerLoss)), "{result:?}");
-    assert!(matches!(
-        ftl.nand().torn_op(),
-        Some(TornOp::Program { .. })
-    ));
+    assert!(matches!(ftl.nand().torn_op(), Some(TornOp::Program { .. })));
     ftl.power_cycle(5_000_000).unwrap();
     ftl.check_invariants().unwrap();
     assert_eq!(read_tag(&mut ftl, 6_000_000, 20), page_of(1));
@@ -218,7 +239,8 @@ fn a_cached_entry_covers_the_whole_unit() {
     let mut ftl = Ftl::new(config, false, 7).unwrap();
     let unstored = Payload::Unstored { lba_count: 1 };
     ftl.write(1_000, 40, unstored, Hints::default()).unwrap();
-    ftl.write(2_000_000, 41, unstored, Hints::default()).unwrap();
+    ftl.write(2_000_000, 41, unstored, Hints::default())
+        .unwrap();
     let c = ftl.counters();
     assert_eq!((c.cmt_misses, c.cmt_hits), (1, 1));
 }

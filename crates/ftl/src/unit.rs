@@ -129,8 +129,7 @@ impl Ftl {
                     data[k] = Some(&bytes[i * LBA_SIZE..(i + 1) * LBA_SIZE]);
                 }
             }
-            let done =
-                self.write_unit(stream as usize, base as u32, written, &data, ready_ns)?;
+            let done = self.write_unit(stream as usize, base as u32, written, &data, ready_ns)?;
             complete_ns = complete_ns.max(ready_ns).max(done);
             at = upto;
         }
@@ -161,7 +160,10 @@ impl Ftl {
         debug_assert!(self.maps_units() && base.is_multiple_of(self.unit_lpns));
         // Reserve first: allocation may run GC, which may move this very unit.
         let slot = self.reserve_fragment(stream, self.slots_per_page, true, ready_ns)?;
-        debug_assert!(slot.is_multiple_of(self.slots_per_page), "a unit starts a page");
+        debug_assert!(
+            slot.is_multiple_of(self.slots_per_page),
+            "a unit starts a page"
+        );
         let n = self.sub_units(base);
         let mut mapped = 0u32;
         let mut old_slots = [UNMAPPED; SUB_UNITS_MAX];
@@ -184,7 +186,16 @@ impl Ftl {
                 self.pad_slot(stream, ready_ns);
             } else if written & bit != 0 {
                 self.map(lpn, slot + k, 1);
-                self.put_slots(stream, lpn, 1, 0..1, data[k as usize], NO_SOURCE, ready_ns, Cause::Host);
+                self.put_slots(
+                    stream,
+                    lpn,
+                    1,
+                    0..1,
+                    data[k as usize],
+                    NO_SOURCE,
+                    ready_ns,
+                    Cause::Host,
+                );
             } else {
                 let old = old_slots[k as usize];
                 self.map(lpn, slot + k, 1);
@@ -228,7 +239,10 @@ impl Ftl {
         ready_ns: Nanos,
     ) -> Result<(), FtlError> {
         let slot = self.reserve_fragment(stream, self.slots_per_page, false, ready_ns)?;
-        debug_assert!(slot.is_multiple_of(self.slots_per_page), "a unit starts a page");
+        debug_assert!(
+            slot.is_multiple_of(self.slots_per_page),
+            "a unit starts a page"
+        );
         let mut next = live.iter().peekable();
         for k in 0..self.slots_per_page {
             match next.peek() {
@@ -384,16 +398,25 @@ mod tests {
     fn a_partial_update_reads_only_the_mapped_rest() {
         // 8 KiB unit, write the first half, the second mapped: read it, program both.
         let u = unit_update(2, 0b01, 0b11);
-        assert_eq!((u.read, u.program, u.pad, u.read_span), (0b10, 0b11, 0, (1, 2)));
+        assert_eq!(
+            (u.read, u.program, u.pad, u.read_span),
+            (0b10, 0b11, 0, (1, 2))
+        );
         // The other half never written: nothing read, padded.
         let u = unit_update(2, 0b01, 0b01);
-        assert_eq!((u.read, u.program, u.pad, u.read_span), (0, 0b01, 0b10, (0, 0)));
+        assert_eq!(
+            (u.read, u.program, u.pad, u.read_span),
+            (0, 0b01, 0b10, (0, 0))
+        );
         // A whole unit written: nothing read, nothing padded.
         let u = unit_update(2, 0b11, 0b11);
         assert_eq!((u.read, u.program, u.pad), (0, 0b11, 0));
         // 16 KiB unit, sub-unit 1 written, 0 and 3 mapped: one read of 0..4, 2 padded.
         let u = unit_update(4, 0b0010, 0b1001);
-        assert_eq!((u.read, u.program, u.pad, u.read_span), (0b1001, 0b1011, 0b0100, (0, 4)));
+        assert_eq!(
+            (u.read, u.program, u.pad, u.read_span),
+            (0b1001, 0b1011, 0b0100, (0, 4))
+        );
         // Bits beyond the unit are ignored.
         assert_eq!(unit_update(2, 0b101, 0b110), unit_update(2, 0b01, 0b10));
     }

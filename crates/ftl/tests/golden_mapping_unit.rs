@@ -28,7 +28,12 @@ struct Golden {
 fn device(unit_bytes: u32) -> DeviceConfig {
     let mut d = presets::preset("mqsim-page").unwrap();
     let g = &mut d.nand.geometry;
-    (g.channels, g.dies_per_channel, g.blocks_per_plane, g.pages_per_block) = (2, 2, 64, 32);
+    (
+        g.channels,
+        g.dies_per_channel,
+        g.blocks_per_plane,
+        g.pages_per_block,
+    ) = (2, 2, 64, 32);
     d.ftl.gc.foreground_free_blocks = 4;
     d.ftl.gc.background_free_blocks = 4;
     d.ftl.mapping_unit_bytes = unit_bytes;
