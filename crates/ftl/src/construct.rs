@@ -37,7 +37,9 @@ pub struct ConstructedState {
     pub sealed_blocks: u64,
     /// Valid fraction of the oldest blocks, the GC's victims.
     pub victim_valid_fraction: f64,
-    /// The model's steady-state write amplification, `1 / (1 - victim_valid_fraction)`.
+    /// The model's steady-state write amplification, `1 / (1 - victim_valid_fraction)`
+    /// per mapping unit written, in flash bytes per host byte of 4 KiB writes: with a
+    /// page-sized unit each 4 KiB write programs a whole unit, so that many times more.
     pub model_write_amplification: f64,
 }
 
@@ -136,7 +138,7 @@ impl Ftl {
                 filled_lbas: filled,
                 sealed_blocks: sealed,
                 victim_valid_fraction: alpha,
-                model_write_amplification: 1.0 / (1.0 - alpha),
+                model_write_amplification: group as f64 / (1.0 - alpha),
             },
         ))
     }

@@ -373,8 +373,9 @@ impl Ftl {
     }
 }
 
-/// Padding in a unit's page: no logical page.
 impl Ftl {
+    /// Fills the stream buffer's next slot with padding (no logical page): the sub-units
+    /// of a unit's page that hold nothing.
     pub(crate) fn pad_slot(&mut self, stream: usize, ready_ns: Nanos) {
         let stores = self.nand.stores_contents();
         let sb = self.slot_bytes as usize;
