@@ -87,6 +87,13 @@ impl Ftl {
                  buffer: turn one of them off",
             ));
         }
+        if self.maps_units() {
+            return Err(ConfigError::new(
+                "ftl.mapping_unit_bytes",
+                "pages by reference follow host versions 4 KiB at a time; a page-sized \
+                 mapping unit copies the rest of a unit on every partial update: use 4096",
+            ));
+        }
         let codec = self
             .config
             .ftl

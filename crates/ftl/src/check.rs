@@ -11,6 +11,7 @@ impl Ftl {
     /// violation.
     pub fn check_invariants(&self) -> Result<(), String> {
         self.check_mapping()?;
+        self.check_unit_placement()?;
         self.check_blocks()?;
         self.check_copies()?;
         self.check_fragments_on_flash()?;

@@ -321,6 +321,9 @@ fn translation_blocks(pages: u32, pages_per_block: u32) -> u32 {
 pub(crate) struct MappingCache {
     cmt: Cmt,
     area: TranslationArea,
+    /// log2 of the logical pages one entry covers (`ftl.mapping_unit_bytes` ÷ 4 KiB): the
+    /// CMT and the translation pages hold one entry per mapping unit, keyed `lpn >> shift`.
+    unit_shift: u32,
     /// Translation pages whose dirty entries a power cut lost: recovery writes them.
     stale_after_cut: BTreeSet<u32>,
     /// UFS HPB: the host's copy of part of the table (`hpb.rs`); `None` when off.
@@ -331,6 +334,7 @@ impl MappingCache {
     pub(crate) fn new(
         config: &MappingCacheConfig,
         user_lbas: u64,
+        unit_lpns: u32,
         page_size_bytes: u32,
         pages_per_block: u32,
         units: u32,
@@ -340,8 +344,9 @@ impl MappingCache {
         }
         Some(MappingCache {
             cmt: Cmt::new(config.entries() as usize, config.policy),
+            unit_shift: unit_lpns.trailing_zeros(),
             area: TranslationArea::new(
-                user_lbas,
+                user_lbas.div_ceil(unit_lpns as u64),
                 page_size_bytes / TRANSLATION_ENTRY_BYTES,
                 pages_per_block,
                 units,
@@ -353,8 +358,8 @@ impl MappingCache {
 
     /// The dies holding the translation pages (on flash) of the entries of `lpns`.
     pub(crate) fn translation_units(&self, lpns: std::ops::Range<u32>) -> Vec<u32> {
-        let first = self.area.page_of(lpns.start);
-        let last = self.area.page_of(lpns.end - 1);
+        let first = self.area.page_of(lpns.start >> self.unit_shift);
+        let last = self.area.page_of((lpns.end - 1) >> self.unit_shift);
         (first..=last)
             .filter_map(|t| self.area.unit_of(t))
             .collect()
@@ -405,7 +410,13 @@ impl Ftl {
                 (lpn..lpn + count).for_each(|l| hpb.mark(l));
             }
         }
-        for l in lpn..lpn + count {
+        if count == 0 {
+            return Ok(ready_ns);
+        }
+        // One lookup per mapping unit the request touches (per logical page with 4 KiB
+        // mapping).
+        let shift = cache.unit_shift;
+        for l in lpn >> shift..=(lpn + count - 1) >> shift {
             if cache.cmt.touch(l, dirty) {
                 self.counters.cmt_hits += 1;
                 continue;
@@ -537,8 +548,9 @@ impl Ftl {
             if let Some(hpb) = cache.hpb.as_mut() {
                 hpb.mark(lpn);
             }
-            if !cache.cmt.dirty_if_cached(lpn) {
-                pages.insert(cache.area.page_of(lpn));
+            let key = lpn >> cache.unit_shift;
+            if !cache.cmt.dirty_if_cached(key) {
+                pages.insert(cache.area.page_of(key));
             }
         }
         // Read-modify-write of each page (DFTL's batch update: one per translation page).
@@ -600,7 +612,8 @@ impl Ftl {
     pub(crate) fn shrink_translation_pages(&mut self, entries: u32) {
         let g = self.config.nand.geometry.clone();
         let cache = self.mapping_cache.as_mut().expect("a mapping cache");
-        cache.area = TranslationArea::new(self.user_lbas, entries, g.pages_per_block, g.units());
+        let units = self.user_lbas.div_ceil(self.unit_lpns as u64);
+        cache.area = TranslationArea::new(units, entries, g.pages_per_block, g.units());
     }
 
     /// Every translation page that covers a mapped logical page exists on flash on a
@@ -610,7 +623,7 @@ impl Ftl {
         let area = &mut cache.area;
         let mut last = NOWHERE;
         for (lpn, slot) in self.mapping.l2p.iter().enumerate() {
-            let tpage = area.page_of(lpn as u32);
+            let tpage = area.page_of(lpn as u32 >> cache.unit_shift);
             if slot == crate::UNMAPPED || tpage == last || area.gtd[tpage as usize] != NOWHERE {
                 continue;
             }

@@ -68,6 +68,16 @@ pub struct FtlConfig {
     /// so that logical pages stored in fewer bytes (compressed) share flash pages.
     #[serde(default = "default_slot_bytes")]
     pub slot_bytes: u32,
+    /// The logical mapping unit in bytes: 4096 (one mapping entry per 4 KiB logical page,
+    /// the default), or the flash page size (`nand.geometry.page_size_bytes`), as MQSim's
+    /// PAGE_LEVEL mapping and many controllers map: one entry per page, and a host write
+    /// to part of a unit reads the rest of it from flash and programs the whole unit
+    /// (`unit.rs`).
+    #[serde(
+        default = "default_mapping_unit_bytes",
+        skip_serializing_if = "is_default_mapping_unit"
+    )]
+    pub mapping_unit_bytes: u32,
     /// Logical capacity exported per byte of physical budget (1.0 = an ordinary device).
     /// Above 1 the device exports more than its flash and needs compression (a CSD);
     /// writes beyond the flash fail with no-space (`csd.rs`).
@@ -329,6 +339,14 @@ fn default_slot_bytes() -> u32 {
     4096
 }
 
+fn default_mapping_unit_bytes() -> u32 {
+    4096
+}
+
+fn is_default_mapping_unit(bytes: &u32) -> bool {
+    *bytes == default_mapping_unit_bytes()
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct HostConfig {
@@ -386,6 +404,7 @@ impl DeviceConfig {
                 "must be 512, 1024, 2048 or 4096",
             ));
         }
+        self.validate_mapping_unit()?;
         if let Some(c) = &f.compression {
             if f.slot_bytes >= 4096 && c.policy != crate::compression::CompressionPolicyKind::Pm {
                 return Err(ConfigError::new(
@@ -500,6 +519,47 @@ impl DeviceConfig {
             return Err(ConfigError::new(
                 "host.queue_depth",
                 "must be between 1 and 1024",
+            ));
+        }
+        Ok(())
+    }
+
+    /// `ftl.mapping_unit_bytes`: 4 KiB or the flash page, and what a page-sized unit
+    /// cannot be combined with.
+    fn validate_mapping_unit(&self) -> Result<(), ConfigError> {
+        let f = &self.ftl;
+        let unit = f.mapping_unit_bytes;
+        let page = self.nand.geometry.page_size_bytes;
+        let field = "ftl.mapping_unit_bytes";
+        if unit != 4096 && unit != page {
+            return Err(ConfigError::new(
+                field,
+                format!(
+                    "{unit} bytes: must be 4096 (4 KiB mapping) or the flash page size \
+                     ({page} bytes, nand.geometry.page_size_bytes)"
+                ),
+            ));
+        }
+        if unit == 4096 {
+            return Ok(());
+        }
+        if f.compression.is_some() || f.slot_bytes != 4096 {
+            return Err(ConfigError::new(
+                field,
+                format!(
+                    "a {unit}-byte mapping unit maps whole 4 KiB slots: not with \
+                     ftl.compression or ftl.slot_bytes below 4096 (compressed fragments \
+                     need 4 KiB mapping)"
+                ),
+            ));
+        }
+        if !f.mapping_cache.hpb.is_off() {
+            return Err(ConfigError::new(
+                field,
+                format!(
+                    "HPB entries cover 4 KiB each: ftl.mapping_cache.hpb needs \
+                     ftl.mapping_unit_bytes = 4096, not {unit}"
+                ),
             ));
         }
         Ok(())

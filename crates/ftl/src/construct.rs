@@ -37,7 +37,9 @@ pub struct ConstructedState {
     pub sealed_blocks: u64,
     /// Valid fraction of the oldest blocks, the GC's victims.
     pub victim_valid_fraction: f64,
-    /// The model's steady-state write amplification, `1 / (1 - victim_valid_fraction)`.
+    /// The model's steady-state write amplification, `1 / (1 - victim_valid_fraction)`
+    /// per mapping unit written, in flash bytes per host byte of 4 KiB writes: with a
+    /// page-sized unit each 4 KiB write programs a whole unit, so that many times more.
     pub model_write_amplification: f64,
 }
 
@@ -115,15 +117,19 @@ impl Ftl {
         let g = self.config.nand.geometry.clone();
         let held_back = self.config.ftl.gc.foreground_free_blocks + self.host_streams + 2;
         let sealed_per_unit = g.blocks_per_plane.saturating_sub(held_back);
-        let slots_per_block = (g.pages_per_block * self.slots_per_page) as u64;
+        // The model's elements are mapping units: 4 KiB slots, or whole pages when the
+        // mapping unit is the page (each unit written whole, its page holding it alone).
+        let group = self.unit_lpns as u64;
+        let slots_per_block = (g.pages_per_block * self.slots_per_page) as u64 / group;
+        let filled_units = filled.div_ceil(group);
         let sealed = sealed_per_unit as u64 * g.units() as u64;
         let ring_slots = sealed * slots_per_block;
-        if ring_slots <= filled {
+        if ring_slots <= filled_units {
             return refuse("the fill leaves no slot free for garbage collection");
         }
-        let ratio = ring_slots as f64 / filled as f64;
+        let ratio = ring_slots as f64 / filled_units as f64;
         let alpha = victim_valid_fraction(ratio);
-        let valid = valid_counts(filled, sealed, slots_per_block, ratio, alpha);
+        let valid = valid_counts(filled_units, sealed, slots_per_block, ratio, alpha);
         let (parts, first_seq) = self.constructed_parts(sealed_per_unit, &valid, filled, seed);
         Ok((
             parts,
@@ -132,7 +138,7 @@ impl Ftl {
                 filled_lbas: filled,
                 sealed_blocks: sealed,
                 victim_valid_fraction: alpha,
-                model_write_amplification: 1.0 / (1.0 - alpha),
+                model_write_amplification: group as f64 / (1.0 - alpha),
             },
         ))
     }
@@ -160,9 +166,10 @@ impl Ftl {
         let mut first_seq = vec![0u64; blocks];
         let mut slot_lpn = zeroed_table::<u32>(pages * spp as usize);
         let mut rng = Rng::new(seed ^ 0xC057_1C7E);
-        let mut order = AffinePermutation::new(filled, &mut rng);
+        let group = self.unit_lpns as u64;
+        let mut order = AffinePermutation::new(filled.div_ceil(group), &mut rng);
         let (mut seq, mut next) = (1u64, 0u64);
-        let cap = (ppb * spp) as u64;
+        let cap = (ppb * spp) as u64 / group;
         let mut drawn = vec![0u64; (cap as usize).div_ceil(64)];
         for j in (0..valid.len() as u64).rev() {
             let block = (j % units) as u32 * g.blocks_per_plane + (j / units) as u32;
@@ -184,6 +191,26 @@ impl Ftl {
                 &mut drawn,
             );
             let first_slot = first_page * spp as usize;
+            if group > 1 {
+                // Page-sized mapping units: a valid unit fills its page, sub-unit `h` in
+                // slot `h` (those beyond the fill are padding).
+                let pages = slot_lpn[first_slot..first_slot + (cap * group) as usize]
+                    .chunks_exact_mut(group as usize);
+                for (k, page) in pages.enumerate() {
+                    let is_valid = ((drawn[k / 64] >> (k % 64)) & 1 == 1) == draw_valid;
+                    for (h, lpn) in page.iter_mut().enumerate() {
+                        let l = order.current * group + h as u64;
+                        *lpn = if is_valid && l < filled {
+                            l as u32
+                        } else {
+                            NO_LPN
+                        };
+                    }
+                    order.advance_if(is_valid);
+                }
+                next += v;
+                continue;
+            }
             for (k, lpn) in slot_lpn[first_slot..first_slot + cap as usize]
                 .iter_mut()
                 .enumerate()
@@ -199,13 +226,18 @@ impl Ftl {
             next += v;
         }
         // The blocks held back stay erased: no logical page in their spare areas.
+        let block_slots = (ppb * spp) as usize;
         for (block, &written) in write_ptr.iter().enumerate() {
             if written == 0 {
-                let first_slot = block * cap as usize;
-                slot_lpn[first_slot..first_slot + cap as usize].fill(NO_LPN);
+                let first_slot = block * block_slots;
+                slot_lpn[first_slot..first_slot + block_slots].fill(NO_LPN);
             }
         }
-        assert_eq!(next, filled, "every filled logical page placed once");
+        assert_eq!(
+            next,
+            filled.div_ceil(group),
+            "every filled mapping unit placed once"
+        );
         let parts = NandParts {
             erase_count: vec![0; blocks],
             write_ptr,

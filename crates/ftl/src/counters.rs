@@ -18,6 +18,10 @@ pub struct FtlCounters {
     pub program_slots_gc: u64,
     /// Slots programmed by static wear levelling moving cold data.
     pub program_slots_wl: u64,
+    /// Slots a read-modify-write copied: the sub-units of a page-sized mapping unit a host
+    /// write left alone, read from flash and programmed again with it (`unit.rs`).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub program_slots_rmw: u64,
     /// Slots programmed empty: padding of partial pages at flush/erase, and data superseded
     /// while it waited in the write buffer.
     pub program_slots_padding: u64,
@@ -28,6 +32,11 @@ pub struct FtlCounters {
     pub page_reads_host: u64,
     /// Pages read by GC and wear levelling to move valid data.
     pub page_reads_relocation: u64,
+    /// Flash reads of the rest of a page-sized mapping unit before a host write updating
+    /// part of it (read-modify-write, `unit.rs`); zero and left out of JSON with 4 KiB
+    /// mapping.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub rmw_reads: u64,
     /// Host LBAs served from the controller's write buffer.
     pub buffer_read_hits: u64,
     /// Host LBAs read while unmapped (never written or trimmed): zeros, no flash access.
@@ -145,6 +154,7 @@ impl FtlCounters {
             crate::Cause::Host => self.program_slots_host += n,
             crate::Cause::Gc => self.program_slots_gc += n,
             crate::Cause::WearLevel => self.program_slots_wl += n,
+            crate::Cause::Rmw => self.program_slots_rmw += n,
         }
     }
 }
@@ -155,6 +165,7 @@ impl FtlCounters {
         self.program_slots_host
             + self.program_slots_gc
             + self.program_slots_wl
+            + self.program_slots_rmw
             + self.program_slots_padding
             + self.program_slots_meta
     }

@@ -186,6 +186,8 @@ impl Ftl {
                 self.relocate_single_slot_pages(&slots, stream, cause, now_ns)
             } else if plain {
                 self.move_single_slot_pages(&slots, stream, cause, now_ns)
+            } else if self.maps_units() {
+                self.move_units(&slots, stream, cause, now_ns)
             } else if self.slots_per_lpn == 1 {
                 self.move_page_by_page(&slots, stream, cause, now_ns)
             } else {
@@ -256,6 +258,26 @@ impl Ftl {
             let end = self.page_group_end(slots, i);
             let page = self.page_of_slot(slots[i].0);
             self.move_live_fragments(page, &slots[i..end], stream, cause, now_ns)?;
+            i = end;
+        }
+        Ok(())
+    }
+
+    /// A page-sized mapping unit: each page holds one unit; it moves as a page
+    /// (`unit.rs`, `relocate_unit`).
+    fn move_units(
+        &mut self,
+        slots: &[(u32, u32)],
+        stream: usize,
+        cause: Cause,
+        now_ns: Nanos,
+    ) -> Result<(), FtlError> {
+        let mut i = 0;
+        while i < slots.len() {
+            let end = self.page_group_end(slots, i);
+            let page = self.page_of_slot(slots[i].0);
+            let ready_ns = self.read_fragment_span(page, &slots[i..end], now_ns)?;
+            self.relocate_unit(&slots[i..end], stream, cause, ready_ns)?;
             i = end;
         }
         Ok(())

@@ -45,6 +45,7 @@ mod tests;
 #[cfg(test)]
 mod tests_construct;
 pub mod thermal;
+pub mod unit;
 mod wbuf;
 mod write;
 
@@ -74,6 +75,7 @@ pub use parts::DeviceParts;
 use policy::{GcPolicy, VictimCandidate};
 use records::RecordPage;
 use stream::Stream;
+pub use unit::{unit_update, UnitUpdate};
 pub use wbuf::{destage_group, StreamHead};
 
 /// Mapping-table value of an unmapped logical page.
@@ -88,6 +90,9 @@ pub(crate) enum Cause {
     Host,
     Gc,
     WearLevel,
+    /// The rest of a mapping unit a host write updated in part, copied into the unit's
+    /// new page (read-modify-write, `unit.rs`).
+    Rmw,
 }
 
 /// Per-request-kind latency histograms.
@@ -111,6 +116,9 @@ pub struct Ftl {
     slot_bytes: u32,
     /// Slots an uncompressed logical page takes.
     slots_per_lpn: u32,
+    /// Logical pages per mapping unit (`ftl.mapping_unit_bytes` ÷ 4 KiB): 1 for 4 KiB
+    /// mapping; the slots of a flash page when the unit is the page (`unit.rs`).
+    unit_lpns: u32,
     slots_per_page: u32,
     pages_per_block: u32,
     /// Slot → page and slot → block without the hardware divide.
@@ -249,6 +257,7 @@ impl Ftl {
             units: g.units(),
             slot_bytes,
             slots_per_lpn,
+            unit_lpns: config.ftl.mapping_unit_bytes / LBA_SIZE as u32,
             slots_per_page,
             per_page: Divisor::new(slots_per_page),
             per_block: Divisor::new(slots_per_block),
@@ -289,6 +298,7 @@ impl Ftl {
             mapping_cache: cmt::MappingCache::new(
                 &config.ftl.mapping_cache,
                 user_lbas,
+                config.ftl.mapping_unit_bytes / LBA_SIZE as u32,
                 g.page_size_bytes,
                 g.pages_per_block,
                 g.units(),
@@ -587,6 +597,7 @@ impl BlockDevice for Ftl {
         self.begin(arrival_ns)?;
         let result = match self.write_buffer {
             Some(_) => self.buffered_write(arrival_ns, lba, payload, hints),
+            None if self.maps_units() => self.host_write_units(arrival_ns, lba, payload, hints),
             None => self.host_write(arrival_ns, lba, payload, hints),
         };
         let completion = result.map_err(|e| self.fail(e))?;
@@ -676,6 +687,14 @@ impl Remap for Ftl {
     ) -> Result<Completion, BlockError> {
         let max = self.remap_lbas_max();
         flashstack_block::check_remap_extents(extents, self.user_lbas, max)?;
+        if self.maps_units() {
+            return Err(BlockError::Unsupported {
+                operation: "remap",
+                reason: "a page-sized mapping unit (ftl.mapping_unit_bytes) keeps each unit's \
+                         logical pages in one flash page; remap needs 4 KiB mapping"
+                    .into(),
+            });
+        }
         if self.compression_active() {
             return Err(BlockError::Unsupported {
                 operation: "remap",

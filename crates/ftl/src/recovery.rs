@@ -44,12 +44,13 @@ impl Ftl {
             }
         }
         self.apply_records(record_pages);
+        let repaired = self.repair_split_units();
         let (nand, per_page) = (&self.nand, &self.per_page);
         self.mapping.rebuild_shared(|slot| {
             let oob = nand.oob(per_page.div(slot));
             oob.expect("recovered slots are on flash").lpns[per_page.rem(slot) as usize]
         });
-        if !self.records.is_empty() {
+        if !self.records.is_empty() || repaired {
             self.build_copies();
         }
         self.rebuild_block_table(now_ns);

@@ -252,7 +252,7 @@ impl Ftl {
 
     /// Writes fragment slots `ks` (of a `len`-slot fragment) at the buffer's fill point.
     #[allow(clippy::too_many_arguments)]
-    fn put_slots(
+    pub(crate) fn put_slots(
         &mut self,
         stream: usize,
         lpn: u32,

@@ -3,6 +3,8 @@
 
 #[path = "tests_remap.rs"]
 mod remap;
+#[path = "tests_unit.rs"]
+mod unit;
 #[path = "tests_wbuf.rs"]
 mod wbuf;
 
@@ -68,6 +70,7 @@ pub(crate) fn tiny_config(
                 candidates_max: 8,
             },
             slot_bytes: 4096,
+            mapping_unit_bytes: 4096,
             exported_capacity_factor: 1.0,
             compression: None,
             mapping_cache: MappingCacheConfig::default(),

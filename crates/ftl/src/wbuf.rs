@@ -470,6 +470,13 @@ impl Ftl {
         entries: &[(u32, Entry)],
         ready_ns: Nanos,
     ) -> Result<Nanos, FtlError> {
+        if self.maps_units() {
+            let entries: Vec<(u32, Option<&[u8]>, Nanos)> = entries
+                .iter()
+                .map(|(lpn, e)| (*lpn, e.data.as_deref(), e.buffered_ns))
+                .collect();
+            return self.destage_units(stream, &entries, ready_ns);
+        }
         let mut done_ns = ready_ns;
         for (lpn, entry) in entries {
             let ready_ns = ready_ns.max(entry.buffered_ns);

@@ -75,6 +75,18 @@ pub struct NandFigures {
     pub program_failures: u64,
     pub erase_failures: u64,
     pub blocks_retired: u64,
+    /// Of the page reads: reads of the rest of a page-sized mapping unit before a partial
+    /// host update (`ftl.mapping_unit_bytes`); left out while zero.
+    #[serde(skip_serializing_if = "is_zero_u64")]
+    pub rmw_reads: u64,
+}
+
+fn is_zero_u64(x: &u64) -> bool {
+    *x == 0
+}
+
+fn is_zero_f64(x: &f64) -> bool {
+    *x == 0.0
 }
 
 /// Programmed bytes ÷ host-written bytes, and its split by cause (the parts sum to total).
@@ -84,6 +96,10 @@ pub struct WriteAmplification {
     pub host: f64,
     pub gc: f64,
     pub wear_levelling: f64,
+    /// The rest of page-sized mapping units copied by partial host updates (left out
+    /// while zero).
+    #[serde(skip_serializing_if = "is_zero_f64")]
+    pub read_modify_write: f64,
     pub padding: f64,
     pub metadata: f64,
 }
@@ -277,6 +293,7 @@ impl RunReport {
             host: slot(c.program_slots_host),
             gc: slot(c.program_slots_gc),
             wear_levelling: slot(c.program_slots_wl),
+            read_modify_write: slot(c.program_slots_rmw),
             padding: slot(c.program_slots_padding),
             metadata: slot(c.program_slots_meta),
         };
@@ -336,6 +353,7 @@ impl RunReport {
                 program_failures: n.program_failures,
                 erase_failures: n.erase_failures,
                 blocks_retired: c.blocks_retired,
+                rmw_reads: c.rmw_reads,
             },
             gc: GcFigures {
                 policy: ftl.policy_name().to_string(),

@@ -298,6 +298,23 @@ pub fn render_table(reports: &[RunReport]) -> String {
             rows.insert(at + k, row);
         }
     }
+    // Read-modify-write rows only when some device updated page-sized mapping units in
+    // part (`ftl.mapping_unit_bytes`).
+    let rmw = |r: &RunReport| r.nand.rmw_reads > 0 || r.write_amplification.read_modify_write > 0.0;
+    if reports.iter().any(rmw) {
+        let after = |rows: &[(String, Vec<String>)], label: &str| {
+            1 + rows.iter().position(|(l, _)| l == label).expect("the row")
+        };
+        let at = after(&rows, "NAND page reads");
+        let cells = reports.iter().map(|r| count(r.nand.rmw_reads)).collect();
+        rows.insert(at, ("  read-modify-write reads".into(), cells));
+        let at = after(&rows, "  wear levelling");
+        let cells = reports
+            .iter()
+            .map(|r| format!("{:.3}", r.write_amplification.read_modify_write))
+            .collect();
+        rows.insert(at, ("  read-modify-write".into(), cells));
+    }
     // And the write-buffer rows, only when some device has a buffer.
     if reports.iter().any(|r| r.write_buffer.is_some()) {
         let at = 1 + rows
@@ -445,16 +462,36 @@ pub fn csv_cell(text: &str) -> String {
 
 /// A header row and one row per run (the first run's fields name the columns).
 pub fn render_csv<T: Serialize>(reports: &[T]) -> String {
-    let mut out = String::new();
-    for (i, report) in reports.iter().enumerate() {
-        let value = serde_json::to_value(report).expect("reports serialise");
-        let cells = flatten_json(&value);
-        if i == 0 {
-            let header: Vec<String> = cells.iter().map(|(k, _)| csv_cell(k)).collect();
-            out.push_str(&header.join(","));
-            out.push('\n');
+    let rows: Vec<Vec<(String, String)>> = reports
+        .iter()
+        .map(|r| flatten_json(&serde_json::to_value(r).expect("reports serialise")))
+        .collect();
+    // The columns of the first run, then any a later run adds (figures left out while
+    // zero or off, e.g. a mapping cache or read-modify-write reads on one device only);
+    // a run without a column leaves its cell empty.
+    let mut columns: Vec<&str> = Vec::new();
+    let mut known = std::collections::BTreeSet::new();
+    for (key, _) in rows.iter().flatten() {
+        if known.insert(key.as_str()) {
+            columns.push(key);
         }
-        let row: Vec<String> = cells.iter().map(|(_, v)| csv_cell(v)).collect();
+    }
+    let mut out = String::new();
+    if rows.is_empty() {
+        return out;
+    }
+    let header: Vec<String> = columns.iter().map(|k| csv_cell(k)).collect();
+    out.push_str(&header.join(","));
+    out.push('\n');
+    for cells in &rows {
+        let by_key: std::collections::BTreeMap<&str, &str> = cells
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        let row: Vec<String> = columns
+            .iter()
+            .map(|k| by_key.get(k).map_or(String::new(), |v| csv_cell(v)))
+            .collect();
         out.push_str(&row.join(","));
         out.push('\n');
     }
@@ -464,6 +501,16 @@ pub fn render_csv<T: Serialize>(reports: &[T]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn csv_columns_are_the_union_of_the_runs() {
+        let runs = [
+            serde_json::json!({"a": 1, "b": {"c": 2}}),
+            serde_json::json!({"a": 3, "b": {"c": 4, "d": 5}}),
+        ];
+        assert_eq!(render_csv(&runs), "a,b.c,b.d\n1,2,\n3,4,5\n");
+        assert_eq!(render_csv(&runs[..1]), "a,b.c\n1,2\n");
+    }
 
     #[test]
     fn csv_quotes_what_needs_it() {

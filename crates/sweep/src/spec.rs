@@ -205,11 +205,17 @@ fn set_path(root: &mut toml::Value, key: &str, new: toml::Value) -> Result<(), S
 
 /// Optional fields are absent from the TOML when unset (or, for `atomic_write`, when
 /// false; for the cache's `policy` and `mobifs` table, when the defaults; MedFS's
-/// diagnostic `pairs_dump`, when empty).
+/// diagnostic `pairs_dump`, when empty; the FTL's `mapping_unit_bytes`, when 4096).
 fn is_optional_field(name: &str) -> bool {
     matches!(
         name,
-        "static_threshold" | "page_types" | "atomic_write" | "policy" | "mobifs" | "pairs_dump"
+        "static_threshold"
+            | "page_types"
+            | "atomic_write"
+            | "policy"
+            | "mobifs"
+            | "pairs_dump"
+            | "mapping_unit_bytes"
     )
 }
 
