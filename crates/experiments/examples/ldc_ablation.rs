@@ -30,6 +30,7 @@ fn main() {
         gc_straddle_scope: GcStraddleScope::CaGc,
         device_gib: None,
         by_reference: false,
+        sqlite_pages: Default::default(),
     };
     let settings = [
         (

@@ -21,6 +21,7 @@ fn main() {
         gc_straddle_scope: Default::default(),
         device_gib: None,
         by_reference: false,
+        sqlite_pages: Default::default(),
     };
     let mut app = None;
     let mut policies = Vec::new();

@@ -15,6 +15,7 @@ fn main() {
         gc_straddle_scope: Default::default(),
         device_gib: None,
         by_reference: false,
+        sqlite_pages: Default::default(),
     };
     let results = reproduce(&options, &mut NoProgress).expect("runs");
     print!("{}", results.render());
