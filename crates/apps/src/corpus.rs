@@ -95,8 +95,8 @@ pub fn sqlite_page_class(page: &[u8], page_no: u64, db_pages: u64) -> Option<Con
     }
     // A freelist trunk: next trunk, a leaf count and that many page numbers.
     let leaves = be32(4) as usize;
-    let trunk = leaves <= PAGE_SIZE / 4 - 2
-        && (0..leaves).all(|i| u64::from(be32(8 + 4 * i)) <= db_pages);
+    let trunk =
+        leaves <= PAGE_SIZE / 4 - 2 && (0..leaves).all(|i| u64::from(be32(8 + 4 * i)) <= db_pages);
     (!trunk).then_some(ContentClass::SqliteBlob)
 }
 
@@ -157,6 +157,9 @@ fn btree_class(page: &[u8], h: usize) -> Option<ContentClass> {
     })
 }
 
+/// One captured version of a page, with the file's size in pages at the time.
+type PageVersion = (Vec<u8>, u64);
+
 /// Captured versions of every page of every database file, by (file, page number).
 #[derive(Default)]
 struct Captured {
@@ -166,7 +169,7 @@ struct Captured {
     dirty: BTreeMap<FileId, std::collections::BTreeSet<u64>>,
     /// Versions of each page, oldest first (consecutive versions differ), each with the
     /// file's size in pages when it was captured.
-    chains: BTreeMap<(String, u64), Vec<(Vec<u8>, u64)>>,
+    chains: BTreeMap<(String, u64), Vec<PageVersion>>,
 }
 
 /// A file system that captures database pages at each sync.
@@ -185,8 +188,7 @@ impl Capture {
         let mut head = [0u8; DB_HEADER];
         let (n, _) = self.fs.read_at(now, file, 0, &mut head)?;
         let page_size = u16::from_be_bytes([head[16], head[17]]);
-        if n < DB_HEADER || &head[..16] != SQLITE_MAGIC || usize::from(page_size) != PAGE_SIZE
-        {
+        if n < DB_HEADER || &head[..16] != SQLITE_MAGIC || usize::from(page_size) != PAGE_SIZE {
             return Ok(()); // a journal, a WAL, another file, or pages we do not model
         }
         let path = state.paths.get(&file).cloned().unwrap_or_default();
@@ -328,7 +330,10 @@ fn thin(mut chain: PageChain, max: usize) -> PageChain {
     }
     let keep: Vec<usize> = (0..max).map(|i| i * (n - 1) / (max - 1)).collect();
     let mut pages = std::mem::take(&mut chain.pages);
-    chain.pages = keep.iter().map(|&i| std::mem::take(&mut pages[i])).collect();
+    chain.pages = keep
+        .iter()
+        .map(|&i| std::mem::take(&mut pages[i]))
+        .collect();
     chain
 }
 
@@ -338,8 +343,8 @@ pub fn sqlite_corpus(options: &CorpusOptions) -> Result<PageCorpus, AppError> {
     let mut all: Vec<(u64, PageChain)> = Vec::new();
     for (p, name) in options.personas.iter().enumerate() {
         for (i, chain) in persona_chains(name, options.seed)?.into_iter().enumerate() {
-            let key = flashstack_sim::Rng::new(options.seed ^ ((p as u64) << 32) ^ i as u64)
-                .next_u64();
+            let key =
+                flashstack_sim::Rng::new(options.seed ^ ((p as u64) << 32) ^ i as u64).next_u64();
             all.push((key, thin(chain, options.versions_per_chain_max)));
         }
     }

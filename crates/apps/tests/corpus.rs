@@ -18,11 +18,7 @@ fn same_seed_same_bytes_and_the_bound_holds() {
     let a = sqlite_corpus(&small()).unwrap();
     let b = sqlite_corpus(&small()).unwrap();
     assert_eq!(a.to_bytes(), b.to_bytes());
-    let other = sqlite_corpus(&CorpusOptions {
-        seed: 4,
-        ..small()
-    })
-    .unwrap();
+    let other = sqlite_corpus(&CorpusOptions { seed: 4, ..small() }).unwrap();
     assert_ne!(a.digest(), other.digest());
     for class in [
         ContentClass::SqliteTable,
@@ -46,7 +42,11 @@ fn pages_parse_as_sqlite_btree_pages() {
             for page in &chain.pages {
                 assert_eq!(page.len(), PAGE_SIZE);
                 // Page 1 starts with the 100-byte database header.
-                let page = &page[if page.starts_with(b"SQLite format 3\0") { 100 } else { 0 }..];
+                let page = &page[if page.starts_with(b"SQLite format 3\0") {
+                    100
+                } else {
+                    0
+                }..];
                 let kind = page[0];
                 let cells = u16::from_be_bytes([page[3], page[4]]) as usize;
                 match class {
@@ -78,7 +78,10 @@ fn chains_change_where_the_database_changed() {
     for chain in &long {
         for pair in chain.pages.windows(2) {
             let differ = pair[0].iter().zip(&pair[1]).filter(|(a, b)| a != b).count();
-            assert!(differ > 0, "a chain holds a version only where the page changed");
+            assert!(
+                differ > 0,
+                "a chain holds a version only where the page changed"
+            );
             pairs += 1;
             // An edit (rows added or updated in place) rather than a rewrite (a
             // rebalance moves every cell).
@@ -98,7 +101,10 @@ fn classifier_rejects_what_is_not_a_btree_page() {
     page[5..7].copy_from_slice(&4000u16.to_be_bytes());
     page[8..10].copy_from_slice(&4000u16.to_be_bytes());
     page[4000] = 20; // payload 20 bytes
-    assert_eq!(sqlite_page_class(&page, 2, 10), Some(ContentClass::SqliteTable));
+    assert_eq!(
+        sqlite_page_class(&page, 2, 10),
+        Some(ContentClass::SqliteTable)
+    );
     page[8..10].copy_from_slice(&10u16.to_be_bytes()); // a pointer into the header
     assert_eq!(sqlite_page_class(&page, 2, 10), None);
     // Text at the start: not a page number, not an overflow page.
@@ -106,7 +112,10 @@ fn classifier_rejects_what_is_not_a_btree_page() {
     assert_eq!(sqlite_page_class(&text, 5, 10), None);
     let mut overflow = vec![0x5Au8; PAGE_SIZE];
     overflow[..4].copy_from_slice(&7u32.to_be_bytes());
-    assert_eq!(sqlite_page_class(&overflow, 5, 10), Some(ContentClass::SqliteBlob));
+    assert_eq!(
+        sqlite_page_class(&overflow, 5, 10),
+        Some(ContentClass::SqliteBlob)
+    );
 }
 
 /// The content model with a corpus stays a pure function: two corpora built apart give
@@ -116,9 +125,13 @@ fn classifier_rejects_what_is_not_a_btree_page() {
 fn the_model_with_a_corpus_is_a_pure_function() {
     use flashstack_content::{ContentMix, ContentModel};
     use std::sync::Arc;
-    let mix: ContentMix = "sqlite:3,sqlite-index:1,sqlite-blob:1,text:1".parse().unwrap();
-    let a = ContentModel::new(9, mix.clone()).with_corpus(Arc::new(sqlite_corpus(&small()).unwrap()));
-    let b = ContentModel::new(9, mix.clone()).with_corpus(Arc::new(sqlite_corpus(&small()).unwrap()));
+    let mix: ContentMix = "sqlite:3,sqlite-index:1,sqlite-blob:1,text:1"
+        .parse()
+        .unwrap();
+    let a =
+        ContentModel::new(9, mix.clone()).with_corpus(Arc::new(sqlite_corpus(&small()).unwrap()));
+    let b =
+        ContentModel::new(9, mix.clone()).with_corpus(Arc::new(sqlite_corpus(&small()).unwrap()));
     let plain = ContentModel::new(9, mix);
     let (mut x, mut y) = (vec![0u8; PAGE_SIZE], vec![0u8; PAGE_SIZE]);
     let mut from_corpus = 0;
@@ -134,9 +147,14 @@ fn the_model_with_a_corpus_is_a_pure_function() {
                 assert_eq!(x, y, "a class the corpus lacks keeps the generator's bytes");
             } else {
                 from_corpus += 1;
-                let page = &x[if x.starts_with(b"SQLite format 3\0") { 100 } else { 0 }..];
+                let page = &x[if x.starts_with(b"SQLite format 3\0") {
+                    100
+                } else {
+                    0
+                }..];
                 assert!(
-                    class == ContentClass::SqliteBlob || [0x0D, 0x0A, 0x02, 0x05].contains(&page[0]),
+                    class == ContentClass::SqliteBlob
+                        || [0x0D, 0x0A, 0x02, 0x05].contains(&page[0]),
                     "{class} page of type {:#x}",
                     page[0]
                 );

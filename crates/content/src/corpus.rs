@@ -242,7 +242,9 @@ impl PageCorpus {
             Ok(s)
         };
         let word = |at: &mut usize| -> Result<u64, ContentError> {
-            Ok(u64::from_le_bytes(take(at, 8)?.try_into().expect("8 bytes")))
+            Ok(u64::from_le_bytes(
+                take(at, 8)?.try_into().expect("8 bytes"),
+            ))
         };
         if take(&mut at, MAGIC.len())? != MAGIC {
             return Err(bad(0, "not a page corpus (wrong magic)"));

@@ -18,11 +18,7 @@ fn main() {
         println!("{corpus:?}");
         return;
     }
-    println!(
-        "corpus: {} ({} KiB)",
-        corpus.name(),
-        corpus.bytes() / 1024
-    );
+    println!("corpus: {} ({} KiB)", corpus.name(), corpus.bytes() / 1024);
     for class in [
         ContentClass::SqliteTable,
         ContentClass::SqliteIndex,

@@ -104,9 +104,7 @@ impl std::str::FromStr for SqlitePages {
         match s {
             "persona" => Ok(SqlitePages::Persona),
             "synthetic" => Ok(SqlitePages::Synthetic),
-            other => Err(format!(
-                "'{other}': expected `persona` or `synthetic`"
-            )),
+            other => Err(format!("'{other}': expected `persona` or `synthetic`")),
         }
     }
 }
@@ -118,9 +116,11 @@ pub fn persona_corpus() -> Result<Arc<PageCorpus>, LdcError> {
     static CORPUS: OnceLock<Result<Arc<PageCorpus>, String>> = OnceLock::new();
     CORPUS
         .get_or_init(|| {
-            flashstack_apps::corpus::sqlite_corpus(&flashstack_apps::corpus::CorpusOptions::default())
-                .map(Arc::new)
-                .map_err(|e| e.to_string())
+            flashstack_apps::corpus::sqlite_corpus(
+                &flashstack_apps::corpus::CorpusOptions::default(),
+            )
+            .map(Arc::new)
+            .map_err(|e| e.to_string())
         })
         .clone()
         .map_err(|message| LdcError::Workload {
@@ -966,12 +966,11 @@ fn content_model(
         zones: content_zones(&workload.content_zones())?,
         ..ContentConfig::default()
     };
-    let model = ContentModel::from_config(options.seed, &config).map_err(|e| {
-        LdcError::Workload {
+    let model =
+        ContentModel::from_config(options.seed, &config).map_err(|e| LdcError::Workload {
             app: "content",
             message: e.to_string(),
-        }
-    })?;
+        })?;
     Ok(match corpus_of(options)? {
         Some(corpus) => model.with_corpus(corpus),
         None => model,

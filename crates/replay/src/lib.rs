@@ -222,8 +222,7 @@ impl Replayer {
     ) -> Result<(), ReplayError> {
         if self.by_reference || self.prepared || !self.snapshot_ranges.is_empty() {
             return Err(ReplayError::Content(
-                "a page corpus must be set before pages are written or kept by reference"
-                    .into(),
+                "a page corpus must be set before pages are written or kept by reference".into(),
             ));
         }
         self.content = self.content.clone().with_corpus(corpus);
