@@ -70,6 +70,15 @@
 //! headers (messages, browser history or contacts rows: names, e-mails, phone numbers,
 //! URLs, integers, timestamps and text from small vocabularies), 2–30% zeroed free space.
 //!
+//! # Real pages
+//!
+//! [`ContentModel::with_corpus`] serves the classes a [`PageCorpus`] holds from real pages
+//! (captured version chains of real files, laid end to end: an LBA starts at a ring
+//! position drawn from (seed, lba) and version `v` is `v` pages on) instead of the
+//! generator, and leaves every other class as it was. The LDC workloads use it for the
+//! three SQLite classes, with pages of the personas' real databases
+//! (`flashstack_apps::corpus`, `docs/ldc-workloads.md`); this crate does not build corpora.
+//!
 //! # Speed
 //!
 //! The replay engine asks for a page per written LBA, so generation must outrun the

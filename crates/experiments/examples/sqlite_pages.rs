@@ -2,7 +2,8 @@
 //! `cargo run --release -p flashstack-experiments --example sqlite_pages [-- build]`.
 //! Per class, the LZ4 and LZO1X-1 ratio (compressed bytes / 4096) of 2,000 pages drawn as
 //! the content model serves them (LBAs 0.., version 1), as p10/p50/p90 and a histogram in
-//! steps of 0.1; then how far successive versions of one LBA differ. `build` only builds
+//! steps of 0.1; LDC's predictor's mean absolute error against the LZO ratio; then how far
+//! successive versions of one LBA differ. `build` only builds
 //! the corpus (for timing its cost as a whole process).
 use std::sync::Arc;
 
@@ -65,6 +66,20 @@ fn main() {
                     hist.join(" ")
                 );
             }
+            // The FTL's compressibility predictor (fixed sample) against LZO1X-1.
+            let (mut page, mut out, mut lzo) =
+                (vec![0u8; PAGE_SIZE], Vec::new(), Lzo1x1::default());
+            let mut error = 0.0;
+            for lba in 0..PAGES {
+                model.fill(lba, 1, &mut page);
+                let actual = lzo.compress(&page, &mut out) as f64 / PAGE_SIZE as f64;
+                let predicted = flashstack_ftl::predictor::predict_permille(&page) as f64 / 1000.0;
+                error += (predicted - actual.min(1.0)).abs();
+            }
+            println!(
+                "  {source:<9} predictor: mean absolute error {:.3} against the LZO ratio",
+                error / PAGES as f64
+            );
             // Bytes that differ between versions 1 and 2 of an LBA.
             let (mut a, mut b) = (vec![0u8; PAGE_SIZE], vec![0u8; PAGE_SIZE]);
             let mut differ = 0usize;
