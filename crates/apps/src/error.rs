@@ -43,6 +43,9 @@ pub enum AppError {
         /// What went wrong.
         message: String,
     },
+    /// A corpus of real pages could not be made from what the personas wrote.
+    #[error("page corpus: {0}")]
+    Corpus(String),
     /// A persona's own bookkeeping table is full (a bound, not a bug).
     #[error("table '{table}' is full ({limit} entries)")]
     TableFull {

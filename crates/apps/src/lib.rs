@@ -14,6 +14,7 @@
 
 pub mod bench;
 mod catalog;
+pub mod corpus;
 mod ctx;
 mod error;
 mod files;

@@ -95,6 +95,11 @@ pub struct LdcArgs {
     /// same figures in a fraction of the memory (implied above 4 GiB).
     #[arg(long)]
     pub by_reference: bool,
+    /// Where the SQLite classes' page bytes come from: `persona` (real pages of the six
+    /// LDC personas' databases, captured as they ran: tables, indexes, overflow pages) or
+    /// `synthetic` (the content model's generated b-tree leaves).
+    #[arg(long, value_name = "SOURCE", default_value = "persona")]
+    pub sqlite_pages: flashstack_experiments::ldc::SqlitePages,
     /// Also run the five policies under the whole stack (page cache, F2FS, the personas'
     /// six-app mix with real SQLite) from one aged phone, aged under PM so that its data
     /// starts uncompressed under every policy; printed as an extra table. The phone is
@@ -208,6 +213,7 @@ pub fn ldc(args: &LdcArgs) -> Result<Reproduction> {
             ("--jobs", args.jobs.is_some()),
             ("--device-gib", args.device_gib.is_some()),
             ("--by-reference", args.by_reference),
+            ("--sqlite-pages", !args.sqlite_pages.is_default()),
         ];
         if let Some((flag, _)) = block_level.iter().find(|(_, given)| *given) {
             anyhow::bail!(
@@ -227,6 +233,7 @@ pub fn ldc(args: &LdcArgs) -> Result<Reproduction> {
         device_gib: args.device_gib,
         // Implied above 4 GiB (`keeps_pages_by_reference`).
         by_reference: args.by_reference,
+        sqlite_pages: args.sqlite_pages,
         jobs: match args.jobs {
             Some(0) => anyhow::bail!("--jobs 0: must be at least 1"),
             Some(n) => n,

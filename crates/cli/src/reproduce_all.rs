@@ -110,6 +110,7 @@ fn one(paper: &str, args: &AllArgs) -> Result<Reproduction> {
             jobs: None,
             device_gib: None,
             by_reference: false,
+            sqlite_pages: Default::default(),
             stack: false,
             stack_only: false,
             fs_nodiscard: false,

@@ -42,4 +42,6 @@ pub enum ContentError {
         start_lba: u64,
         end_lba: u64,
     },
+    #[error("page corpus: {place}: {reason}")]
+    Corpus { place: String, reason: String },
 }

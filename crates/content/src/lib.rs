@@ -70,6 +70,15 @@
 //! headers (messages, browser history or contacts rows: names, e-mails, phone numbers,
 //! URLs, integers, timestamps and text from small vocabularies), 2–30% zeroed free space.
 //!
+//! # Real pages
+//!
+//! [`ContentModel::with_corpus`] serves the classes a [`PageCorpus`] holds from real pages
+//! (captured version chains of real files, laid end to end: an LBA starts at a ring
+//! position drawn from (seed, lba) and version `v` is `v` pages on) instead of the
+//! generator, and leaves every other class as it was. The LDC workloads use it for the
+//! three SQLite classes, with pages of the personas' real databases
+//! (`flashstack_apps::corpus`, `docs/ldc-workloads.md`); this crate does not build corpora.
+//!
 //! # Speed
 //!
 //! The replay engine asks for a page per written LBA, so generation must outrun the
@@ -82,6 +91,7 @@
 //! (xoshiro256**). The `content` bench reports [`ContentModel::fill`] throughput per class.
 
 mod class;
+mod corpus;
 mod error;
 mod gen;
 mod hash;
@@ -90,9 +100,12 @@ mod vocab;
 mod write;
 mod zone;
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 
 pub use class::{ContentClass, ContentMix};
+pub use corpus::{PageChain, PageCorpus};
 pub use error::{ContentError, MixEntryError};
 pub use zone::Zone;
 
@@ -150,6 +163,8 @@ pub struct ContentModel {
     region_lbas: u64,
     change_ratio: f64,
     zones: ZoneIndex,
+    /// Real pages that replace the generator for the classes they hold.
+    corpus: Option<Arc<PageCorpus>>,
 }
 
 impl ContentModel {
@@ -161,7 +176,21 @@ impl ContentModel {
             region_lbas: ContentConfig::DEFAULT_REGION_LBAS,
             change_ratio: ContentConfig::DEFAULT_CHANGE_RATIO,
             zones: ZoneIndex::default(),
+            corpus: None,
         }
+    }
+
+    /// Serves the pages of every class `corpus` holds from it (see [`PageCorpus`]) rather
+    /// than from the generator; other classes are unchanged. The bytes remain a pure
+    /// function of (seed, lba, version) for a given corpus.
+    pub fn with_corpus(mut self, corpus: Arc<PageCorpus>) -> Self {
+        self.corpus = Some(corpus);
+        self
+    }
+
+    /// The corpus of real pages in use, if any.
+    pub fn corpus(&self) -> Option<&Arc<PageCorpus>> {
+        self.corpus.as_ref()
     }
 
     /// A model from settings, rejecting an empty region, a ratio outside `0..=1` or an
@@ -250,6 +279,11 @@ impl ContentModel {
             PAGE_SIZE,
             "ContentModel::fill: a page is {PAGE_SIZE} bytes"
         );
+        if let Some(corpus) = &self.corpus {
+            if corpus.fill(class, self.seed, lba, version, out) {
+                return;
+            }
+        }
         let ctx = self.page_ctx(class, lba, version);
         // Every generator defines every byte of `out`, whatever it held before.
         match class {
@@ -285,7 +319,8 @@ impl ContentModel {
         version: u32,
         page: &mut [u8],
     ) {
-        if class != ContentClass::Text {
+        let from_corpus = self.corpus.as_ref().is_some_and(|c| c.pages(class) > 0);
+        if class != ContentClass::Text || from_corpus {
             return self.fill_class(class, lba, version, page);
         }
         assert_eq!(

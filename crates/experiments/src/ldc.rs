@@ -13,7 +13,9 @@
 //! `docs/ldc-reproduction.md` lists every modelling choice.
 
 use flashstack_codec::{Codec, Lzo1x1};
-use flashstack_content::{ContentConfig, ContentModel, PAGE_SIZE};
+use std::sync::{Arc, OnceLock};
+
+use flashstack_content::{ContentClass, ContentConfig, ContentModel, PageCorpus, PAGE_SIZE};
 use flashstack_ftl::compression::{CompressionPolicyKind, GcStraddleScope, RawStreams};
 use flashstack_ftl::presets;
 use flashstack_replay::{
@@ -65,6 +67,80 @@ pub struct LdcOptions {
     /// (same figures, a fraction of the memory: docs/ldc-reproduction.md). Implied on a
     /// device over 4 GiB ([`keeps_pages_by_reference`]).
     pub by_reference: bool,
+    /// Where the SQLite classes' page bytes come from (the personas' real databases by
+    /// default; docs/ldc-workloads.md).
+    pub sqlite_pages: SqlitePages,
+}
+
+/// Where the pages of the SQLite classes (`sqlite`, `sqlite-index`, `sqlite-blob`) come
+/// from.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SqlitePages {
+    /// Real table and index pages of the LDC personas' databases, captured as they ran
+    /// ([`persona_corpus`]); BLOB pages stay generated.
+    #[default]
+    Persona,
+    /// The content model's synthetic b-tree leaves.
+    Synthetic,
+}
+
+impl SqlitePages {
+    pub fn name(self) -> &'static str {
+        match self {
+            SqlitePages::Persona => "persona",
+            SqlitePages::Synthetic => "synthetic",
+        }
+    }
+
+    pub fn is_default(&self) -> bool {
+        *self == SqlitePages::default()
+    }
+}
+
+impl std::str::FromStr for SqlitePages {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "persona" => Ok(SqlitePages::Persona),
+            "synthetic" => Ok(SqlitePages::Synthetic),
+            other => Err(format!("'{other}': expected `persona` or `synthetic`")),
+        }
+    }
+}
+
+/// The corpus of real SQLite pages the LDC workloads use: the six LDC personas' databases
+/// (`flashstack_apps::corpus`, default options: seed 1, at most 1,024 pages per class).
+/// Built once per process (about a second; docs/ldc-workloads.md) and shared by every run.
+pub fn persona_corpus() -> Result<Arc<PageCorpus>, LdcError> {
+    static CORPUS: OnceLock<Result<Arc<PageCorpus>, String>> = OnceLock::new();
+    CORPUS
+        .get_or_init(|| {
+            // Table and index pages only: the personas' only BLOBs that spill to overflow
+            // pages are Google Earth's map tiles (incompressible), which would stand for
+            // every app's serialized stories and protobuf caches; `sqlite-blob` stays
+            // generated (docs/ldc-workloads.md).
+            flashstack_apps::corpus::sqlite_corpus(&flashstack_apps::corpus::CorpusOptions {
+                classes: vec![ContentClass::SqliteTable, ContentClass::SqliteIndex],
+                ..Default::default()
+            })
+            .map(Arc::new)
+            .map_err(|e| e.to_string())
+        })
+        .clone()
+        .map_err(|message| LdcError::Workload {
+            app: "sqlite pages",
+            message,
+        })
+}
+
+/// The corpus `options` ask for, if any.
+fn corpus_of(options: &LdcOptions) -> Result<Option<Arc<PageCorpus>>, LdcError> {
+    match options.sqlite_pages {
+        SqlitePages::Persona => persona_corpus().map(Some),
+        SqlitePages::Synthetic => Ok(None),
+    }
 }
 
 impl Default for LdcOptions {
@@ -82,6 +158,7 @@ impl Default for LdcOptions {
             gc_straddle_scope: GcStraddleScope::default(),
             device_gib: None,
             by_reference: false,
+            sqlite_pages: SqlitePages::default(),
         }
     }
 }
@@ -151,6 +228,8 @@ pub struct LdcResults {
     pub raw_streams: RawStreams,
     #[serde(skip_serializing_if = "GcStraddleScope::is_default")]
     pub gc_straddle_scope: GcStraddleScope,
+    #[serde(skip_serializing_if = "SqlitePages::is_default")]
+    pub sqlite_pages: SqlitePages,
     pub device_bytes: u64,
     /// LZO1X-1 ratios of a sample of the existing data and of each app's written pages
     /// (the paper's Fig. 2 and 3).
@@ -255,6 +334,9 @@ fn run_device(
         workload_name: abbrev(app).to_string(),
     };
     let mut replayer = Replayer::new(config)?;
+    if let Some(corpus) = corpus_of(options)? {
+        replayer.use_page_corpus(corpus)?;
+    }
     if keeps_pages_by_reference(options) {
         replayer.keep_pages_by_reference(verify)?;
     }
@@ -486,6 +568,7 @@ pub fn reproduce(
         lay_down: options.lay_down,
         raw_streams: options.raw_streams,
         gc_straddle_scope: options.gc_straddle_scope,
+        sqlite_pages: options.sqlite_pages,
         device_bytes,
         spectra,
         runs,
@@ -611,6 +694,7 @@ impl LdcResults {
             "LDC reproduction ({}; device {} MiB, workloads replayed 3x)\n\
              device state: fill {:.0}% (existing data), aging {:.0}% of it overwritten at \
              random, laid down {}\n\
+             SQLite pages: {}\n\
              GC: on demand at {} free blocks, in idle time (after {} ms) up to {}\n\n",
             if self.quick {
                 "quick: 1/8 of every workload"
@@ -621,6 +705,13 @@ impl LdcResults {
             self.fill * 100.0,
             self.aging * 100.0,
             self.lay_down.name(),
+            match self.sqlite_pages {
+                SqlitePages::Persona => {
+                    "tables and indexes from the LDC personas' real databases, BLOB pages \
+                     generated (--sqlite-pages persona)"
+                }
+                SqlitePages::Synthetic => "synthetic b-tree leaves (--sqlite-pages synthetic)",
+            },
             presets::LDC_FOREGROUND_FREE_BLOCKS,
             presets::LDC_IDLE_THRESHOLD_NS / 1_000_000,
             presets::LDC_BACKGROUND_FREE_BLOCKS,
@@ -924,14 +1015,22 @@ impl Spectrum {
 }
 
 /// The content model a run of `workload` uses.
-fn content_model(workload: &BuiltinWorkload, seed: u64) -> Result<ContentModel, LdcError> {
+fn content_model(
+    workload: &BuiltinWorkload,
+    options: &LdcOptions,
+) -> Result<ContentModel, LdcError> {
     let config = ContentConfig {
         zones: content_zones(&workload.content_zones())?,
         ..ContentConfig::default()
     };
-    ContentModel::from_config(seed, &config).map_err(|e| LdcError::Workload {
-        app: "content",
-        message: e.to_string(),
+    let model =
+        ContentModel::from_config(options.seed, &config).map_err(|e| LdcError::Workload {
+            app: "content",
+            message: e.to_string(),
+        })?;
+    Ok(match corpus_of(options)? {
+        Some(corpus) => model.with_corpus(corpus),
+        None => model,
     })
 }
 
@@ -946,7 +1045,7 @@ pub fn spectra(options: &LdcOptions) -> Result<Vec<Spectrum>, LdcError> {
     let mut out = Vec::new();
     for app in LdcApp::ALL {
         let workload = workload_at_fill(app, capacity, options)?;
-        let model = content_model(&workload, options.seed)?;
+        let model = content_model(&workload, options)?;
         if app == LdcApp::Multiple {
             let snapshot: Vec<(u64, u32)> = workload
                 .snapshot
@@ -1197,6 +1296,7 @@ mod tests {
             lay_down: LayDown::Neutral,
             raw_streams: RawStreams::default(),
             gc_straddle_scope: GcStraddleScope::default(),
+            sqlite_pages: SqlitePages::default(),
             device_bytes: 1 << 28,
             spectra: Vec::new(),
             runs,

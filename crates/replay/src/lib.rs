@@ -212,6 +212,23 @@ impl Replayer {
         })
     }
 
+    /// Serves the content model's pages of the classes `corpus` holds from it (real pages,
+    /// see `flashstack_content::PageCorpus`). Must come before anything is written and
+    /// before [`keep_pages_by_reference`](Self::keep_pages_by_reference), so that every
+    /// page of the run, and every regenerated one, comes from the same model.
+    pub fn use_page_corpus(
+        &mut self,
+        corpus: std::sync::Arc<flashstack_content::PageCorpus>,
+    ) -> Result<(), ReplayError> {
+        if self.by_reference || self.prepared || !self.snapshot_ranges.is_empty() {
+            return Err(ReplayError::Content(
+                "a page corpus must be set before pages are written or kept by reference".into(),
+            ));
+        }
+        self.content = self.content.clone().with_corpus(corpus);
+        Ok(())
+    }
+
     /// Keeps the pages the run writes as references to the content model (their LBA,
     /// version and form) instead of their bytes, which are regenerated when read: the
     /// same results, with memory for a device's metadata only. `verify`: compare every
