@@ -143,6 +143,7 @@ pub fn ldc_emmc() -> DeviceConfig {
         erase_ns: 1_500_000,
         transfer_ns_per_page: 100_000,
         page_types: None,
+        channel_model: Default::default(),
     };
     DeviceConfig {
         name: "ldc-emmc".into(),
@@ -165,6 +166,8 @@ pub fn ldc_emmc() -> DeviceConfig {
                 retire_at_limit: true,
             },
             faults: Faults::default(),
+            die_rules: Default::default(),
+            multi_plane: true,
         },
         ftl: FtlConfig {
             overprovisioning_ratio: 0.01,
@@ -266,6 +269,7 @@ pub fn ufs31() -> DeviceConfig {
             read_ns: [35_000, 48_000, 66_000],
             program_ns: [500_000, 500_000, 500_000],
         }),
+        channel_model: Default::default(),
     };
     DeviceConfig {
         name: "ufs31".into(),
@@ -287,6 +291,8 @@ pub fn ufs31() -> DeviceConfig {
                 retire_at_limit: true,
             },
             faults: Faults::default(),
+            die_rules: Default::default(),
+            multi_plane: true,
         },
         ftl: FtlConfig {
             overprovisioning_ratio: 0.07,
@@ -378,6 +384,7 @@ pub fn mqsim_default() -> DeviceConfig {
         erase_ns: 3_800_000,
         transfer_ns_per_page: 24_600,
         page_types: None,
+        channel_model: Default::default(),
     };
     DeviceConfig {
         name: "mqsim-default".into(),
@@ -399,6 +406,8 @@ pub fn mqsim_default() -> DeviceConfig {
                 retire_at_limit: true,
             },
             faults: Faults::default(),
+            die_rules: Default::default(),
+            multi_plane: true,
         },
         ftl: FtlConfig {
             overprovisioning_ratio: 0.07 / 0.93,
@@ -482,6 +491,7 @@ pub fn csd3000_with(policy: CompressionPolicyKind, flash_gib: u32) -> DeviceConf
         erase_ns: 3_500_000,
         transfer_ns_per_page: 11_700,
         page_types: None,
+        channel_model: Default::default(),
     };
     let block_bytes = 128u64 * 16_384;
     let units = 4 * 2;
@@ -510,6 +520,8 @@ pub fn csd3000_with(policy: CompressionPolicyKind, flash_gib: u32) -> DeviceConf
                 retire_at_limit: true,
             },
             faults: Faults::default(),
+            die_rules: Default::default(),
+            multi_plane: true,
         },
         ftl: FtlConfig {
             overprovisioning_ratio: 0.07,

@@ -42,6 +42,7 @@ pub(crate) fn tiny_config(
                 erase_ns: 1_500_000,
                 transfer_ns_per_page: 50_000,
                 page_types: None,
+        channel_model: Default::default(),
             },
             energy: Energy {
                 read_nj: 1,
@@ -55,6 +56,8 @@ pub(crate) fn tiny_config(
                 retire_at_limit: true,
             },
             faults: Faults::default(),
+            die_rules: Default::default(),
+            multi_plane: true,
         },
         ftl: FtlConfig {
             overprovisioning_ratio: 0.25,

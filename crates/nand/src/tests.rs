@@ -17,6 +17,7 @@ fn small_config(page_size_bytes: u32) -> NandConfig {
             erase_ns: 1_500_000,
             transfer_ns_per_page: 100_000,
             page_types: None,
+        channel_model: Default::default(),
         },
         energy: Energy {
             read_nj: 1,
@@ -30,6 +31,8 @@ fn small_config(page_size_bytes: u32) -> NandConfig {
             retire_at_limit: true,
         },
         faults: Faults::default(),
+        die_rules: Default::default(),
+        multi_plane: true,
     }
 }
 
