@@ -5,7 +5,9 @@
 //! erase 25 mA; bus 10 mA; standby 10 µA) at 3.3 V. These are planar-NAND figures: treat
 //! absolute energies as order-of-magnitude and compare configurations, not devices.
 
-use flashstack_nand::{Endurance, Energy, Faults, Geometry, NandConfig, PageTypeTiming, Timing};
+use flashstack_nand::{
+    ChannelModel, DieRules, Endurance, Energy, Faults, Geometry, NandConfig, PageTypeTiming, Timing,
+};
 
 use crate::compression::{CompressionPolicyKind, ControllerTiming};
 use crate::config::*;
@@ -375,7 +377,9 @@ pub fn ufs31_hpb() -> DeviceConfig {
 /// (8 KiB in 24.6 µs); 10,000 P/E cycles; over-provisioning 0.07 of total capacity, i.e.
 /// 0.07 / 0.93 = 0.0753 of user capacity in flashstack's convention; GC at 5% free blocks
 /// (102 of 2,048 per plane). MQSim's default victim policy is RGA (randomised greedy);
-/// flashstack uses greedy. Queue depth 1,024 (MQSim's code default; the XML's 65,535 exceeds
+/// flashstack uses greedy. Channels book intervals and dies run one command at a time,
+/// multi-plane when eligible, as MQSim's transaction scheduler does
+/// (`nand.timing.channel_model`, `nand.die_rules`). Queue depth 1,024 (MQSim's code default; the XML's 65,535 exceeds
 /// flashstack's bound). PCIe 1.0 GB/s × 4 lanes: about 1 µs per 4 KiB.
 pub fn mqsim_default() -> DeviceConfig {
     let timing = Timing {
@@ -384,7 +388,8 @@ pub fn mqsim_default() -> DeviceConfig {
         erase_ns: 3_800_000,
         transfer_ns_per_page: 24_600,
         page_types: None,
-        channel_model: Default::default(),
+        // The channel's gaps are used as a controller's scheduler would (MQSim's).
+        channel_model: ChannelModel::Intervals,
     };
     DeviceConfig {
         name: "mqsim-default".into(),
@@ -406,7 +411,8 @@ pub fn mqsim_default() -> DeviceConfig {
                 retire_at_limit: true,
             },
             faults: Faults::default(),
-            die_rules: Default::default(),
+            // MQSim's TSU: one command per die, multi-plane when eligible.
+            die_rules: DieRules::OneCommandPerDie,
             multi_plane: true,
         },
         ftl: FtlConfig {

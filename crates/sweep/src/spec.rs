@@ -205,11 +205,20 @@ fn set_path(root: &mut toml::Value, key: &str, new: toml::Value) -> Result<(), S
 
 /// Optional fields are absent from the TOML when unset (or, for `atomic_write`, when
 /// false; for the cache's `policy` and `mobifs` table, when the defaults; MedFS's
-/// diagnostic `pairs_dump`, when empty).
+/// diagnostic `pairs_dump`, when empty; the NAND's `timing.channel_model`, `die_rules` and
+/// `multi_plane`, when the defaults).
 fn is_optional_field(name: &str) -> bool {
     matches!(
         name,
-        "static_threshold" | "page_types" | "atomic_write" | "policy" | "mobifs" | "pairs_dump"
+        "static_threshold"
+            | "page_types"
+            | "atomic_write"
+            | "policy"
+            | "mobifs"
+            | "pairs_dump"
+            | "channel_model"
+            | "die_rules"
+            | "multi_plane"
     )
 }
 
