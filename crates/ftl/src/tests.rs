@@ -42,7 +42,7 @@ pub(crate) fn tiny_config(
                 erase_ns: 1_500_000,
                 transfer_ns_per_page: 50_000,
                 page_types: None,
-        channel_model: Default::default(),
+                channel_model: Default::default(),
             },
             energy: Energy {
                 read_nj: 1,

@@ -27,8 +27,8 @@ pub use config::{
 };
 pub use parts::NandParts;
 use store::FrameStore;
-use timing::{ArrayTiming, NO_PAGE_INDEX};
 pub use store::{ContentRef, SlotOracle, StoredFrames, FRAMES_PER_CHUNK};
+use timing::{ArrayTiming, NO_PAGE_INDEX};
 
 /// OOB value of a slot that holds no logical data (padding, or a metadata page).
 pub const NO_LPN: u32 = u32::MAX;
@@ -549,7 +549,9 @@ impl Nand {
             let program_ns = self.program_latency_ns(page);
             let c = &mut self.counters;
             let from_index = self.per_block.rem(from);
-            let read = self.timing.read(c, unit, from_index, now_ns, read_ns, xfer_ns);
+            let read = self
+                .timing
+                .read(c, unit, from_index, now_ns, read_ns, xfer_ns);
             let index = index_in_block + k as u32;
             last = self
                 .timing
@@ -591,9 +593,14 @@ impl Nand {
         let unit = self.unit_of_block(block);
         let xfer_ns = self.transfer_ns(1);
         let program_ns = self.program_latency_ns(page);
-        let OpTiming { start_ns, end_ns } =
-            self.timing
-                .program(&mut self.counters, unit, index_in_block, ready_ns, xfer_ns, program_ns);
+        let OpTiming { start_ns, end_ns } = self.timing.program(
+            &mut self.counters,
+            unit,
+            index_in_block,
+            ready_ns,
+            xfer_ns,
+            program_ns,
+        );
         self.note_end(end_ns);
         self.write_ptr[block as usize] += 1;
         self.counters.page_programs += 1;

@@ -3,7 +3,6 @@
 //! and channels' queues) and counters are not part of it: a rebuilt array starts idle,
 //! as after [`Nand::power_on`].
 
-
 use crate::config::ConfigError;
 use crate::store::{FrameStore, StoredFrames};
 use crate::{oob_flags, Nand, NandConfig, NandCounters, PowerState, NO_LPN};

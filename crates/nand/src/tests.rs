@@ -311,7 +311,9 @@ fn programs_on_two_planes_at_one_page_offset_run_as_one_multi_plane_command() {
     let a = nand.program(page_of(0, 0), oob(&[1], 1), None, 0).unwrap();
     // Plane 1 of the same die, same page offset, ready while plane 0's data moves: its data
     // follows on the channel and both program together.
-    let b = nand.program(page_of(4, 0), oob(&[2], 2), None, 5_000).unwrap();
+    let b = nand
+        .program(page_of(4, 0), oob(&[2], 2), None, 5_000)
+        .unwrap();
     assert_eq!(span(a), (0, 210_000));
     assert_eq!(span(b), (10_000, 220_000));
     let c = nand.counters();
@@ -349,7 +351,9 @@ fn a_late_or_repeated_plane_does_not_join() {
     let mut nand = strict();
     nand.program(page_of(0, 0), oob(&[1], 1), None, 0).unwrap();
     // Ready after the command's program started (10 µs): a command of its own.
-    let late = nand.program(page_of(4, 0), oob(&[2], 2), None, 11_000).unwrap();
+    let late = nand
+        .program(page_of(4, 0), oob(&[2], 2), None, 11_000)
+        .unwrap();
     assert_eq!(span(late), (210_000, 420_000));
     // Multi-plane off: the same two programs serialise.
     let mut config = two_plane_config(DieRules::OneCommandPerDie, ChannelModel::Intervals);
@@ -371,7 +375,8 @@ fn multi_plane_reads_sense_together_and_move_their_data_in_turn() {
     assert_eq!(span(a.timing), (1_000_000, 1_035_000));
     assert_eq!(span(b.timing), (1_000_000, 1_045_000));
     // Another offset: after the die's command.
-    nand.program(page_of(4, 1), oob(&[3], 3), None, 2_000_000).unwrap();
+    nand.program(page_of(4, 1), oob(&[3], 3), None, 2_000_000)
+        .unwrap();
     let c = nand.read(page_of(0, 0), 0..1, None, 3_000_000).unwrap();
     let d = nand.read(page_of(4, 1), 0..1, None, 3_000_000).unwrap();
     assert_eq!(span(c.timing), (3_000_000, 3_035_000));
@@ -403,18 +408,29 @@ fn a_burst_booked_at_once_leaves_its_channel_gaps_to_other_dies() {
     let burst = |model: ChannelModel| {
         let config = two_plane_config(DieRules::IndependentPlanes, model);
         let mut nand = Nand::new(config, false, 1).unwrap();
-        for (k, page) in [page_of(0, 0), page_of(0, 1), page_of(0, 2)].into_iter().enumerate() {
-            nand.program(page, oob(&[k as u32], k as u64 + 1), None, 0).unwrap();
+        for (k, page) in [page_of(0, 0), page_of(0, 1), page_of(0, 2)]
+            .into_iter()
+            .enumerate()
+        {
+            nand.program(page, oob(&[k as u32], k as u64 + 1), None, 0)
+                .unwrap();
         }
         let mut t = 700_000;
         for k in 0..3 {
             let r = nand.read(page_of(0, k), 0..1, None, t).unwrap();
             t = nand
-                .program(page_of(1, k), oob(&[k], 10 + k as u64), None, r.timing.end_ns)
+                .program(
+                    page_of(1, k),
+                    oob(&[k], 10 + k as u64),
+                    None,
+                    r.timing.end_ns,
+                )
                 .unwrap()
                 .end_ns;
         }
-        let other = nand.program(page_of(8, 0), oob(&[9], 20), None, 700_000).unwrap();
+        let other = nand
+            .program(page_of(8, 0), oob(&[9], 20), None, 700_000)
+            .unwrap();
         (t, span(other))
     };
     let (chain_end, other) = burst(ChannelModel::BusyUntil);

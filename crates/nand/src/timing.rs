@@ -122,7 +122,13 @@ impl ArrayTiming {
     pub(crate) fn new(config: &NandConfig) -> ArrayTiming {
         let g = &config.geometry;
         let strict = config.die_rules == DieRules::OneCommandPerDie;
-        let timer_of = |unit: u32| if strict { unit / g.planes_per_die } else { unit };
+        let timer_of = |unit: u32| {
+            if strict {
+                unit / g.planes_per_die
+            } else {
+                unit
+            }
+        };
         let place: Vec<(u32, u32)> = (0..g.units())
             .map(|unit| (timer_of(unit), (unit / g.planes_per_die) % g.channels))
             .collect();
@@ -228,7 +234,9 @@ impl ArrayTiming {
         let (timer, channel) = self.place[unit as usize];
         let (timer, channel) = (timer as usize, channel as usize);
         if self.multi_plane {
-            if let Some(t) = self.join_program(counters, unit, page_index, ready_ns, xfer_ns, program_ns) {
+            if let Some(t) =
+                self.join_program(counters, unit, page_index, ready_ns, xfer_ns, program_ns)
+            {
                 return t;
             }
         }
@@ -309,7 +317,8 @@ impl ArrayTiming {
         let (timer, channel) = self.place[unit as usize];
         let (timer, channel) = (timer as usize, channel as usize);
         if self.multi_plane {
-            if let Some(t) = self.join_read(counters, unit, page_index, ready_ns, read_ns, xfer_ns) {
+            if let Some(t) = self.join_read(counters, unit, page_index, ready_ns, read_ns, xfer_ns)
+            {
                 return t;
             }
         }
@@ -418,7 +427,12 @@ impl ArrayTiming {
     /// An erase that joins no multi-plane command (a translation block the FTL models
     /// outside the array).
     #[inline]
-    pub(crate) fn erase_unjoined(&mut self, unit: u32, ready_ns: Nanos, erase_ns: Nanos) -> OpTiming {
+    pub(crate) fn erase_unjoined(
+        &mut self,
+        unit: u32,
+        ready_ns: Nanos,
+        erase_ns: Nanos,
+    ) -> OpTiming {
         let timer = self.place[unit as usize].0 as usize;
         let (start_ns, end_ns) = self.timers[timer].reserve(ready_ns, erase_ns);
         if self.strict {

@@ -218,7 +218,10 @@ mod tests {
                 };
                 let got = bus.reserve(ready, duration);
                 let want = reference.reserve(ready, duration);
-                assert_eq!(got, want, "seed {seed} step {step}: ready {ready} +{duration}");
+                assert_eq!(
+                    got, want,
+                    "seed {seed} step {step}: ready {ready} +{duration}"
+                );
                 assert!(got.0 >= ready);
             }
             let total: Nanos = reference.booked.iter().map(|&(s, e)| e - s).sum();
@@ -242,7 +245,10 @@ mod tests {
                 // Every ready time is at or after `now - 200`.
                 let ready = now.saturating_sub(rng.below(200));
                 let duration = 1 + rng.below(20);
-                assert_eq!(pruned.reserve(ready, duration), full.reserve(ready, duration));
+                assert_eq!(
+                    pruned.reserve(ready, duration),
+                    full.reserve(ready, duration)
+                );
                 pruned.forget_before(now.saturating_sub(200));
             }
             assert!(pruned.len() < full.len());
