@@ -61,6 +61,7 @@ fn run(channel_model: ChannelModel, die_rules: DieRules, multi_plane: bool) -> G
     let w = ftl.latencies().write.summary();
     let c = ftl.counters();
     let n = ftl.nand().counters();
+    let d = ftl.nand().die_command_counters();
     Golden {
         write_ns_mean: w.latency_ns_mean,
         write_ns_p99: w.latency_ns_p99,
@@ -68,10 +69,10 @@ fn run(channel_model: ChannelModel, die_rules: DieRules, multi_plane: bool) -> G
         page_programs: n.page_programs,
         block_erases: n.block_erases,
         gc_slots: c.program_slots_gc,
-        program_commands: n.page_programs - n.plane_joins_program,
-        multi_plane_programs: n.multi_plane_programs,
-        multi_plane_reads: n.multi_plane_reads,
-        multi_plane_erases: n.multi_plane_erases,
+        program_commands: n.page_programs - d.plane_joins_program,
+        multi_plane_programs: d.multi_plane_programs,
+        multi_plane_reads: d.multi_plane_reads,
+        multi_plane_erases: d.multi_plane_erases,
     }
 }
 

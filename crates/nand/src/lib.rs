@@ -100,9 +100,14 @@ pub struct NandCounters {
     pub read_retries: u64,
     pub program_failures: u64,
     pub erase_failures: u64,
-    /// Under one command per die (`nand.die_rules`): commands that ran on two or more
-    /// planes of a die, and the operations that joined another plane's command (so read,
-    /// program and erase commands are the page operations less the joins).
+}
+
+/// Multi-plane command counts under one command per die (`nand.die_rules`), since the last
+/// `reset_counters`: commands that ran on two or more planes of a die, and the operations
+/// that joined another plane's command (read, program and erase commands are the page
+/// operations less the joins). Zero under independent planes.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct DieCommandCounters {
     pub multi_plane_reads: u64,
     pub multi_plane_programs: u64,
     pub multi_plane_erases: u64,
@@ -313,9 +318,13 @@ impl Nand {
     pub fn counters(&self) -> &NandCounters {
         &self.counters
     }
+    /// Multi-plane command counts (one command per die).
+    pub fn die_command_counters(&self) -> &DieCommandCounters {
+        self.timing.counters()
+    }
     pub fn reset_counters(&mut self) {
         self.counters = NandCounters::default();
-        self.timing.reset_busy_totals();
+        self.timing.reset_counters();
     }
 
     #[inline]
@@ -478,15 +487,14 @@ impl Nand {
         let t = &self.config.timing;
         let (read_ns, program_ns, erase_ns) = (t.read_ns, t.program_ns, t.erase_ns);
         let xfer_ns = self.transfer_ns(self.slots_per_page);
-        let c = &mut self.counters;
         // Translation pages are not in the array: no page offset, so they join nothing.
         let timing = match op {
             UnitOp::Read => self
                 .timing
-                .read(c, unit, NO_PAGE_INDEX, ready_ns, read_ns, xfer_ns),
+                .read(unit, NO_PAGE_INDEX, ready_ns, read_ns, xfer_ns),
             UnitOp::Program => {
                 self.timing
-                    .program(c, unit, NO_PAGE_INDEX, ready_ns, xfer_ns, program_ns)
+                    .program(unit, NO_PAGE_INDEX, ready_ns, xfer_ns, program_ns)
             }
             UnitOp::Erase => self.timing.erase_unjoined(unit, ready_ns, erase_ns),
         };
@@ -547,15 +555,12 @@ impl Nand {
             // data then goes back over the channel and the die programs it.
             let read_ns = self.read_latency_ns(from);
             let program_ns = self.program_latency_ns(page);
-            let c = &mut self.counters;
             let from_index = self.per_block.rem(from);
-            let read = self
-                .timing
-                .read(c, unit, from_index, now_ns, read_ns, xfer_ns);
+            let read = self.timing.read(unit, from_index, now_ns, read_ns, xfer_ns);
             let index = index_in_block + k as u32;
             last = self
                 .timing
-                .program(c, unit, index, read.end_ns, xfer_ns, program_ns);
+                .program(unit, index, read.end_ns, xfer_ns, program_ns);
             self.own_page_seq(page);
             self.page_flags[page as usize] = flags | oob_flags::PROGRAMMED;
             self.page_seq[page as usize] = seq + k as u64;
@@ -593,14 +598,9 @@ impl Nand {
         let unit = self.unit_of_block(block);
         let xfer_ns = self.transfer_ns(1);
         let program_ns = self.program_latency_ns(page);
-        let OpTiming { start_ns, end_ns } = self.timing.program(
-            &mut self.counters,
-            unit,
-            index_in_block,
-            ready_ns,
-            xfer_ns,
-            program_ns,
-        );
+        let OpTiming { start_ns, end_ns } =
+            self.timing
+                .program(unit, index_in_block, ready_ns, xfer_ns, program_ns);
         self.note_end(end_ns);
         self.write_ptr[block as usize] += 1;
         self.counters.page_programs += 1;
@@ -861,14 +861,9 @@ impl FlashMedium for Nand {
         let transfer_ns = self.transfer_ns(self.slots_per_page);
         let program_ns = self.program_latency_ns(page);
         // Data crosses the channel into the die's page register, then the die programs it.
-        let OpTiming { start_ns, end_ns } = self.timing.program(
-            &mut self.counters,
-            unit,
-            index_in_block,
-            ready_ns,
-            transfer_ns,
-            program_ns,
-        );
+        let OpTiming { start_ns, end_ns } =
+            self.timing
+                .program(unit, index_in_block, ready_ns, transfer_ns, program_ns);
         self.note_end(end_ns);
         self.write_ptr[block as usize] += 1;
         self.counters.page_programs += 1;
@@ -906,14 +901,9 @@ impl FlashMedium for Nand {
         let slot_count = slots.end - slots.start;
         let transfer_ns = self.transfer_ns(slot_count);
         // The die senses the page, then holds it in its register until the channel moves it.
-        let OpTiming { start_ns, end_ns } = self.timing.read(
-            &mut self.counters,
-            unit,
-            index_in_block,
-            ready_ns,
-            read_ns,
-            transfer_ns,
-        );
+        let OpTiming { start_ns, end_ns } =
+            self.timing
+                .read(unit, index_in_block, ready_ns, read_ns, transfer_ns);
         self.note_end(end_ns);
         self.counters.page_reads += 1;
         self.counters.transfer_bytes += (slot_count * self.slot_bytes) as u64;
@@ -945,9 +935,7 @@ impl FlashMedium for Nand {
         assert!(!self.bad[block as usize], "erase of bad block {block}");
         let unit = self.unit_of_block(block);
         let erase_ns = self.config.timing.erase_ns;
-        let OpTiming { start_ns, end_ns } =
-            self.timing
-                .erase(&mut self.counters, unit, ready_ns, erase_ns);
+        let OpTiming { start_ns, end_ns } = self.timing.erase(unit, ready_ns, erase_ns);
         self.note_end(end_ns);
         self.counters.block_erases += 1;
         self.erase_count[block as usize] += 1;

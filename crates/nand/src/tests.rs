@@ -316,7 +316,7 @@ fn programs_on_two_planes_at_one_page_offset_run_as_one_multi_plane_command() {
         .unwrap();
     assert_eq!(span(a), (0, 210_000));
     assert_eq!(span(b), (10_000, 220_000));
-    let c = nand.counters();
+    let c = nand.die_command_counters();
     assert_eq!((c.multi_plane_programs, c.plane_joins_program), (1, 1));
     // The die is busy until the joined program ends.
     assert_eq!(nand.unit_busy_until_ns(0), 220_000);
@@ -335,7 +335,7 @@ fn programs_at_different_page_offsets_serialise_on_their_die() {
     // The other die on the channel is free: only its transfer waits for the channel's gap.
     let d = nand.program(page_of(8, 0), oob(&[4], 4), None, 0).unwrap();
     assert_eq!(span(d), (10_000, 220_000));
-    assert_eq!(nand.counters().multi_plane_programs, 0);
+    assert_eq!(nand.die_command_counters().multi_plane_programs, 0);
 
     // With independent planes plane 1 would have run beside plane 0.
     let config = two_plane_config(DieRules::IndependentPlanes, ChannelModel::Intervals);
@@ -362,7 +362,7 @@ fn a_late_or_repeated_plane_does_not_join() {
     off.program(page_of(0, 0), oob(&[1], 1), None, 0).unwrap();
     let b = off.program(page_of(4, 0), oob(&[2], 2), None, 0).unwrap();
     assert_eq!(span(b), (210_000, 420_000));
-    assert_eq!(off.counters().plane_joins_program, 0);
+    assert_eq!(off.die_command_counters().plane_joins_program, 0);
 }
 
 #[test]
@@ -381,7 +381,7 @@ fn multi_plane_reads_sense_together_and_move_their_data_in_turn() {
     let d = nand.read(page_of(4, 1), 0..1, None, 3_000_000).unwrap();
     assert_eq!(span(c.timing), (3_000_000, 3_035_000));
     assert_eq!(span(d.timing), (3_035_000, 3_070_000));
-    let n = nand.counters();
+    let n = nand.die_command_counters();
     assert_eq!((n.multi_plane_reads, n.plane_joins_read), (1, 1));
 }
 
@@ -398,7 +398,7 @@ fn multi_plane_erases_run_together() {
     // The same plane twice: the second waits.
     let d = nand.erase(1, 0).unwrap();
     assert_eq!(span(d), (1_500_000, 3_000_000));
-    assert_eq!(nand.counters().multi_plane_erases, 1);
+    assert_eq!(nand.die_command_counters().multi_plane_erases, 1);
 }
 
 #[test]

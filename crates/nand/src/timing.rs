@@ -18,7 +18,7 @@
 use flashstack_sim::{IntervalResource, Nanos, Resource};
 
 use crate::config::{ChannelModel, DieRules, NandConfig};
-use crate::{NandCounters, OpTiming, UnitOp};
+use crate::{DieCommandCounters, OpTiming, UnitOp};
 
 /// A page offset that joins no multi-plane command (translation pages the FTL models
 /// outside the array, spare-area reads).
@@ -116,6 +116,7 @@ pub(crate) struct ArrayTiming {
     prune_len: Vec<usize>,
     /// Per die, under one command per die.
     commands: Vec<DieCommand>,
+    counters: DieCommandCounters,
 }
 
 impl ArrayTiming {
@@ -156,6 +157,7 @@ impl ArrayTiming {
             } else {
                 Vec::new()
             },
+            counters: DieCommandCounters::default(),
         }
     }
 
@@ -188,7 +190,17 @@ impl ArrayTiming {
         self.commands.fill(DieCommand::NONE);
     }
 
-    pub(crate) fn reset_busy_totals(&mut self) {
+    pub(crate) fn counters(&self) -> &DieCommandCounters {
+        &self.counters
+    }
+
+    /// A measurement starts: counts and busy totals restart, bookings stay.
+    pub(crate) fn reset_counters(&mut self) {
+        self.counters = DieCommandCounters::default();
+        self.reset_busy_totals();
+    }
+
+    fn reset_busy_totals(&mut self) {
         for t in &mut self.timers {
             t.reset_busy_total();
         }
@@ -224,7 +236,6 @@ impl ArrayTiming {
     #[inline]
     pub(crate) fn program(
         &mut self,
-        counters: &mut NandCounters,
         unit: u32,
         page_index: u32,
         ready_ns: Nanos,
@@ -234,9 +245,7 @@ impl ArrayTiming {
         let (timer, channel) = self.place[unit as usize];
         let (timer, channel) = (timer as usize, channel as usize);
         if self.multi_plane {
-            if let Some(t) =
-                self.join_program(counters, unit, page_index, ready_ns, xfer_ns, program_ns)
-            {
+            if let Some(t) = self.join_program(unit, page_index, ready_ns, xfer_ns, program_ns) {
                 return t;
             }
         }
@@ -262,7 +271,6 @@ impl ArrayTiming {
     #[cold]
     fn join_program(
         &mut self,
-        counters: &mut NandCounters,
         unit: u32,
         page_index: u32,
         ready_ns: Nanos,
@@ -291,9 +299,9 @@ impl ArrayTiming {
         self.timers[die].reserve(die_until_ns, end_ns - die_until_ns);
         let cmd = &mut self.commands[die];
         if cmd.planes.count_ones() == 1 {
-            counters.multi_plane_programs += 1;
+            self.counters.multi_plane_programs += 1;
         }
-        counters.plane_joins_program += 1;
+        self.counters.plane_joins_program += 1;
         cmd.planes |= bit;
         cmd.array_start_ns = xfer_end_ns;
         cmd.channel_from_ns = xfer_end_ns;
@@ -307,7 +315,6 @@ impl ArrayTiming {
     #[inline]
     pub(crate) fn read(
         &mut self,
-        counters: &mut NandCounters,
         unit: u32,
         page_index: u32,
         ready_ns: Nanos,
@@ -317,8 +324,7 @@ impl ArrayTiming {
         let (timer, channel) = self.place[unit as usize];
         let (timer, channel) = (timer as usize, channel as usize);
         if self.multi_plane {
-            if let Some(t) = self.join_read(counters, unit, page_index, ready_ns, read_ns, xfer_ns)
-            {
+            if let Some(t) = self.join_read(unit, page_index, ready_ns, read_ns, xfer_ns) {
                 return t;
             }
         }
@@ -344,7 +350,6 @@ impl ArrayTiming {
     #[cold]
     fn join_read(
         &mut self,
-        counters: &mut NandCounters,
         unit: u32,
         page_index: u32,
         ready_ns: Nanos,
@@ -371,9 +376,9 @@ impl ArrayTiming {
         }
         let cmd = &mut self.commands[die];
         if cmd.planes.count_ones() == 1 {
-            counters.multi_plane_reads += 1;
+            self.counters.multi_plane_reads += 1;
         }
-        counters.plane_joins_read += 1;
+        self.counters.plane_joins_read += 1;
         cmd.planes |= bit;
         let start_ns = cmd.array_start_ns;
         self.after_channel(channel);
@@ -382,13 +387,7 @@ impl ArrayTiming {
 
     /// An erase of a block on `unit` (no channel time).
     #[inline]
-    pub(crate) fn erase(
-        &mut self,
-        counters: &mut NandCounters,
-        unit: u32,
-        ready_ns: Nanos,
-        erase_ns: Nanos,
-    ) -> OpTiming {
+    pub(crate) fn erase(&mut self, unit: u32, ready_ns: Nanos, erase_ns: Nanos) -> OpTiming {
         let timer = self.place[unit as usize].0 as usize;
         if self.multi_plane {
             let bit = self.plane_bit(unit);
@@ -399,9 +398,9 @@ impl ArrayTiming {
                 && ready_ns <= cmd.array_start_ns
             {
                 if cmd.planes.count_ones() == 1 {
-                    counters.multi_plane_erases += 1;
+                    self.counters.multi_plane_erases += 1;
                 }
-                counters.plane_joins_erase += 1;
+                self.counters.plane_joins_erase += 1;
                 cmd.planes |= bit;
                 return OpTiming {
                     start_ns: cmd.array_start_ns,

@@ -420,15 +420,16 @@ fn die_commands(ftl: &Ftl) -> Option<DieCommandFigures> {
         return None;
     }
     let n = ftl.nand().counters();
+    let d = ftl.nand().die_command_counters();
     Some(DieCommandFigures {
         channel_model: config.timing.channel_model.name().to_string(),
         multi_plane: config.multi_plane,
-        read_commands: n.page_reads - n.plane_joins_read,
-        program_commands: n.page_programs - n.plane_joins_program,
-        erase_commands: n.block_erases - n.plane_joins_erase,
-        multi_plane_reads: n.multi_plane_reads,
-        multi_plane_programs: n.multi_plane_programs,
-        multi_plane_erases: n.multi_plane_erases,
+        read_commands: n.page_reads - d.plane_joins_read,
+        program_commands: n.page_programs - d.plane_joins_program,
+        erase_commands: n.block_erases - d.plane_joins_erase,
+        multi_plane_reads: d.multi_plane_reads,
+        multi_plane_programs: d.multi_plane_programs,
+        multi_plane_erases: d.multi_plane_erases,
     })
 }
 
