@@ -266,14 +266,16 @@ fn write_buffer_rows(reports: &[RunReport]) -> Vec<(String, Vec<String>)> {
         .collect()
 }
 
+type DieCell = fn(&crate::DieCommandFigures) -> String;
+
 /// Die-command rows (one command per die), inserted after the erases row.
 fn die_command_rows(reports: &[RunReport]) -> Vec<(String, Vec<String>)> {
-    let cell = |r: &RunReport, f: fn(&crate::DieCommandFigures) -> String| {
+    let cell = |r: &RunReport, f: DieCell| {
         r.die_commands
             .as_ref()
             .map_or("independent planes".into(), f)
     };
-    let rows: [(&str, fn(&crate::DieCommandFigures) -> String); 2] = [
+    let rows: [(&str, DieCell); 2] = [
         ("die commands: program / multi-plane", |d| {
             format!(
                 "{} / {}",
