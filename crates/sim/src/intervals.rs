@@ -270,6 +270,20 @@ mod tests {
     }
 
     #[test]
+    fn past_the_cap_the_oldest_half_counts_as_busy() {
+        let mut bus = IntervalResource::default();
+        let n = INTERVALS_MAX as u64 + 1;
+        for i in 0..n {
+            bus.reserve(i * 10, 5);
+        }
+        assert_eq!(bus.len(), INTERVALS_MAX / 2 + 1);
+        // The gaps of the folded half are gone; the first gap kept is used.
+        let floor = (INTERVALS_MAX as u64 / 2 - 1) * 10 + 5;
+        assert_eq!(bus.reserve(0, 5), (floor, floor + 5));
+        assert_eq!(bus.busy_until_ns(), (n - 1) * 10 + 5);
+    }
+
+    #[test]
     fn zero_length_reservations_book_nothing() {
         let mut bus = IntervalResource::default();
         bus.reserve(10, 10);
