@@ -5,7 +5,9 @@
 //! erase 25 mA; bus 10 mA; standby 10 µA) at 3.3 V. These are planar-NAND figures: treat
 //! absolute energies as order-of-magnitude and compare configurations, not devices.
 
-use flashstack_nand::{Endurance, Energy, Faults, Geometry, NandConfig, PageTypeTiming, Timing};
+use flashstack_nand::{
+    ChannelModel, DieRules, Endurance, Energy, Faults, Geometry, NandConfig, PageTypeTiming, Timing,
+};
 
 use crate::compression::{CompressionPolicyKind, ControllerTiming};
 use crate::config::*;
@@ -149,6 +151,7 @@ pub fn ldc_emmc() -> DeviceConfig {
         erase_ns: 1_500_000,
         transfer_ns_per_page: 100_000,
         page_types: None,
+        channel_model: Default::default(),
     };
     DeviceConfig {
         name: "ldc-emmc".into(),
@@ -171,6 +174,8 @@ pub fn ldc_emmc() -> DeviceConfig {
                 retire_at_limit: true,
             },
             faults: Faults::default(),
+            die_rules: Default::default(),
+            multi_plane: true,
         },
         ftl: FtlConfig {
             overprovisioning_ratio: 0.01,
@@ -273,6 +278,7 @@ pub fn ufs31() -> DeviceConfig {
             read_ns: [35_000, 48_000, 66_000],
             program_ns: [500_000, 500_000, 500_000],
         }),
+        channel_model: Default::default(),
     };
     DeviceConfig {
         name: "ufs31".into(),
@@ -294,6 +300,8 @@ pub fn ufs31() -> DeviceConfig {
                 retire_at_limit: true,
             },
             faults: Faults::default(),
+            die_rules: Default::default(),
+            multi_plane: true,
         },
         ftl: FtlConfig {
             overprovisioning_ratio: 0.07,
@@ -377,7 +385,9 @@ pub fn ufs31_hpb() -> DeviceConfig {
 /// (8 KiB in 24.6 µs); 10,000 P/E cycles; over-provisioning 0.07 of total capacity, i.e.
 /// 0.07 / 0.93 = 0.0753 of user capacity in flashstack's convention; GC at 5% free blocks
 /// (102 of 2,048 per plane). MQSim's default victim policy is RGA (randomised greedy);
-/// flashstack uses greedy. Queue depth 1,024 (MQSim's code default; the XML's 65,535 exceeds
+/// flashstack uses greedy. Channels book intervals and dies run one command at a time,
+/// multi-plane when eligible, as MQSim's transaction scheduler does
+/// (`nand.timing.channel_model`, `nand.die_rules`). Queue depth 1,024 (MQSim's code default; the XML's 65,535 exceeds
 /// flashstack's bound). PCIe 1.0 GB/s × 4 lanes: about 1 µs per 4 KiB.
 pub fn mqsim_default() -> DeviceConfig {
     let timing = Timing {
@@ -386,6 +396,8 @@ pub fn mqsim_default() -> DeviceConfig {
         erase_ns: 3_800_000,
         transfer_ns_per_page: 24_600,
         page_types: None,
+        // The channel's gaps are used as a controller's scheduler would (MQSim's).
+        channel_model: ChannelModel::Intervals,
     };
     DeviceConfig {
         name: "mqsim-default".into(),
@@ -407,6 +419,9 @@ pub fn mqsim_default() -> DeviceConfig {
                 retire_at_limit: true,
             },
             faults: Faults::default(),
+            // MQSim's TSU: one command per die, multi-plane when eligible.
+            die_rules: DieRules::OneCommandPerDie,
+            multi_plane: true,
         },
         ftl: FtlConfig {
             overprovisioning_ratio: 0.07 / 0.93,
@@ -505,6 +520,7 @@ pub fn csd3000_with(policy: CompressionPolicyKind, flash_gib: u32) -> DeviceConf
         erase_ns: 3_500_000,
         transfer_ns_per_page: 11_700,
         page_types: None,
+        channel_model: Default::default(),
     };
     let block_bytes = 128u64 * 16_384;
     let units = 4 * 2;
@@ -533,6 +549,8 @@ pub fn csd3000_with(policy: CompressionPolicyKind, flash_gib: u32) -> DeviceConf
                 retire_at_limit: true,
             },
             faults: Faults::default(),
+            die_rules: Default::default(),
+            multi_plane: true,
         },
         ftl: FtlConfig {
             overprovisioning_ratio: 0.07,

@@ -67,6 +67,68 @@ pub struct Timing {
     /// `read_ns` and `program_ns` when present.
     #[serde(default)]
     pub page_types: Option<PageTypeTiming>,
+    /// How a channel bus is booked: `busy-until` (the default) or `intervals`.
+    #[serde(default, skip_serializing_if = "ChannelModel::is_default")]
+    pub channel_model: ChannelModel,
+}
+
+/// How a channel (and, under one command per die, a die) books its busy time.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ChannelModel {
+    /// One busy-until time: an operation starts after everything booked before it, even
+    /// when an earlier idle gap would hold it. Cheap, and pessimistic when a die's burst
+    /// of operations (a GC cycle) is booked at once: the other dies on its channel wait
+    /// behind the whole burst.
+    #[default]
+    BusyUntil,
+    /// Booked intervals: an operation takes the earliest idle gap at or after its ready
+    /// time that holds it, so bursts booked at once interleave on the channel as the
+    /// dies' operations would.
+    Intervals,
+}
+
+impl ChannelModel {
+    pub fn is_default(&self) -> bool {
+        *self == ChannelModel::default()
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            ChannelModel::BusyUntil => "busy-until",
+            ChannelModel::Intervals => "intervals",
+        }
+    }
+}
+
+/// Which operations a die may run at once.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DieRules {
+    /// Every plane runs its own operations independently of its die's other planes (an
+    /// optimistic approximation of independent-plane parts).
+    #[default]
+    IndependentPlanes,
+    /// One command per die at a time, as ONFI parts and MQSim define it: operations on
+    /// other planes of a busy die wait, unless they join its command as a multi-plane
+    /// operation (`multi_plane`: same kind, same page offset in their blocks, other
+    /// planes, and waiting when the command starts).
+    OneCommandPerDie,
+}
+
+impl DieRules {
+    pub fn is_default(&self) -> bool {
+        *self == DieRules::default()
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            DieRules::IndependentPlanes => "independent-planes",
+            DieRules::OneCommandPerDie => "one-command-per-die",
+        }
+    }
+}
+
+fn is_true(value: &bool) -> bool {
+    *value
 }
 
 /// Energy per operation (nanojoules) and idle power (microwatts).
@@ -117,6 +179,13 @@ pub struct NandConfig {
     pub endurance: Endurance,
     #[serde(default)]
     pub faults: Faults,
+    /// Whether a die's planes run independently or one command per die.
+    #[serde(default, skip_serializing_if = "DieRules::is_default")]
+    pub die_rules: DieRules,
+    /// Under `one-command-per-die`, whether qualifying operations on other planes join a
+    /// die's command (multi-plane read, program, erase). No effect on independent planes.
+    #[serde(default = "default_true", skip_serializing_if = "is_true")]
+    pub multi_plane: bool,
 }
 
 impl Geometry {
@@ -199,6 +268,12 @@ impl NandConfig {
             return Err(ConfigError::new(
                 "timing",
                 "read, program and erase times must be > 0",
+            ));
+        }
+        if self.die_rules == DieRules::OneCommandPerDie && self.geometry.planes_per_die > 32 {
+            return Err(ConfigError::new(
+                "die_rules",
+                "one-command-per-die tracks at most 32 planes per die",
             ));
         }
         if self.endurance.pe_cycles_max == 0 {

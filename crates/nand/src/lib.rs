@@ -13,20 +13,22 @@
 pub mod config;
 mod parts;
 mod store;
+mod timing;
 
 use std::ops::Range;
 
-use flashstack_sim::{Divisor, Nanos, Resource, Rng};
+use flashstack_sim::{Divisor, Nanos, Rng};
 use serde::Serialize;
 use thiserror::Error;
 
 pub use config::{
-    ConfigError, Endurance, Energy, Faults, Geometry, NandConfig, PageTypeTiming, Timing,
-    MAX_SLOTS_PER_PAGE, MIN_SLOT_BYTES, SLOT_SIZE,
+    ChannelModel, ConfigError, DieRules, Endurance, Energy, Faults, Geometry, NandConfig,
+    PageTypeTiming, Timing, MAX_SLOTS_PER_PAGE, MIN_SLOT_BYTES, SLOT_SIZE,
 };
 pub use parts::NandParts;
 use store::FrameStore;
 pub use store::{ContentRef, SlotOracle, StoredFrames, FRAMES_PER_CHUNK};
+use timing::{ArrayTiming, NO_PAGE_INDEX};
 
 /// OOB value of a slot that holds no logical data (padding, or a metadata page).
 pub const NO_LPN: u32 = u32::MAX;
@@ -98,6 +100,20 @@ pub struct NandCounters {
     pub read_retries: u64,
     pub program_failures: u64,
     pub erase_failures: u64,
+}
+
+/// Multi-plane command counts under one command per die (`nand.die_rules`), since the last
+/// `reset_counters`: commands that ran on two or more planes of a die, and the operations
+/// that joined another plane's command (read, program and erase commands are the page
+/// operations less the joins). Zero under independent planes.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct DieCommandCounters {
+    pub multi_plane_reads: u64,
+    pub multi_plane_programs: u64,
+    pub multi_plane_erases: u64,
+    pub plane_joins_read: u64,
+    pub plane_joins_program: u64,
+    pub plane_joins_erase: u64,
 }
 
 /// A NAND flash array.
@@ -179,12 +195,10 @@ pub struct Nand {
     /// The divisions of the address arithmetic, without the hardware divide.
     per_block: Divisor,
     per_unit: Divisor,
-    /// Channel of each unit.
-    channel_of_unit: Vec<u32>,
     /// Channel time to move `n` slots, for `n` in 0..=slots_per_page.
     transfer_ns: Vec<Nanos>,
-    units: Vec<Resource>,
-    channels: Vec<Resource>,
+    /// Planes (or dies) and channels: when each operation holds them.
+    timing: ArrayTiming,
     erase_count: Vec<u32>,
     write_ptr: Vec<u16>,
     bad: Vec<bool>,
@@ -247,23 +261,18 @@ impl Nand {
         }
         let blocks = g.blocks() as usize;
         let pages = g.pages() as usize;
-        let channel_of_unit = (0..g.units())
-            .map(|unit| (unit / g.planes_per_die) % g.channels)
-            .collect();
         let transfer_ns = (0..=slots_per_page as u64)
             .map(|n| config.timing.transfer_ns_per_page * n / slots_per_page as u64)
             .collect();
         Ok(Nand {
             per_block: Divisor::new(g.pages_per_block),
             per_unit: Divisor::new(g.blocks_per_plane),
-            channel_of_unit,
             transfer_ns,
             slot_bytes,
             slots_per_page,
             pages_per_block: g.pages_per_block,
             blocks_per_unit: g.blocks_per_plane,
-            units: vec![Resource::default(); g.units() as usize],
-            channels: vec![Resource::default(); g.channels as usize],
+            timing: ArrayTiming::new(&config),
             erase_count: vec![0; blocks],
             write_ptr: vec![0; blocks],
             bad: vec![false; blocks],
@@ -309,11 +318,13 @@ impl Nand {
     pub fn counters(&self) -> &NandCounters {
         &self.counters
     }
+    /// Multi-plane command counts (one command per die).
+    pub fn die_command_counters(&self) -> &DieCommandCounters {
+        self.timing.counters()
+    }
     pub fn reset_counters(&mut self) {
         self.counters = NandCounters::default();
-        for r in self.units.iter_mut().chain(self.channels.iter_mut()) {
-            r.reset_busy_total();
-        }
+        self.timing.reset_counters();
     }
 
     #[inline]
@@ -456,10 +467,10 @@ impl Nand {
         self.check_power()?;
         let unit = self.unit_of_block(self.block_of_page(page));
         let read_ns = self.read_latency_ns(page);
-        let (start_ns, end_ns) = self.units[unit as usize].reserve(ready_ns, read_ns);
-        self.note_end(end_ns);
+        let timing = self.timing.sense_only(unit, ready_ns, read_ns);
+        self.note_end(timing.end_ns);
         self.counters.oob_reads += 1;
-        Ok(OpTiming { start_ns, end_ns })
+        Ok(timing)
     }
 
     /// Occupies a die with an operation on a page the FTL models outside this array (a
@@ -473,27 +484,22 @@ impl Nand {
         ready_ns: Nanos,
     ) -> Result<OpTiming, NandError> {
         self.check_power()?;
-        let channel = self.channel_of_unit(unit);
         let t = &self.config.timing;
+        let (read_ns, program_ns, erase_ns) = (t.read_ns, t.program_ns, t.erase_ns);
         let xfer_ns = self.transfer_ns(self.slots_per_page);
-        let (start_ns, end_ns) = match op {
-            UnitOp::Read => {
-                let (start_ns, sensed_ns) = self.units[unit as usize].reserve(ready_ns, t.read_ns);
-                let (_, end_ns) = self.channels[channel].reserve(sensed_ns, xfer_ns);
-                self.units[unit as usize].reserve(sensed_ns, end_ns - sensed_ns);
-                (start_ns, end_ns)
-            }
+        // Translation pages are not in the array: no page offset, so they join nothing.
+        let timing = match op {
+            UnitOp::Read => self
+                .timing
+                .read(unit, NO_PAGE_INDEX, ready_ns, read_ns, xfer_ns),
             UnitOp::Program => {
-                let program_ns = t.program_ns;
-                let ready_ns = ready_ns.max(self.units[unit as usize].busy_until_ns());
-                let (start_ns, _) = self.channels[channel].reserve(ready_ns, xfer_ns);
-                let (_, end_ns) = self.units[unit as usize].reserve(start_ns, xfer_ns + program_ns);
-                (start_ns, end_ns)
+                self.timing
+                    .program(unit, NO_PAGE_INDEX, ready_ns, xfer_ns, program_ns)
             }
-            UnitOp::Erase => self.units[unit as usize].reserve(ready_ns, t.erase_ns),
+            UnitOp::Erase => self.timing.erase_unjoined(unit, ready_ns, erase_ns),
         };
-        self.note_end(end_ns);
-        Ok(OpTiming { start_ns, end_ns })
+        self.note_end(timing.end_ns);
+        Ok(timing)
     }
 
     /// Erase-before-write and in-order programming are invariants of the medium: an FTL
@@ -536,8 +542,7 @@ impl Nand {
         let run = moves.len() as u32;
         assert!(run >= 1 && index_in_block + run <= self.pages_per_block);
         self.assert_programmable(block, index_in_block);
-        let unit = self.unit_of_block(block) as usize;
-        let channel = self.channel_of_unit(unit as u32);
+        let unit = self.unit_of_block(block);
         let xfer_ns = self.transfer_ns(1);
         let mut last = OpTiming {
             start_ns: 0,
@@ -545,19 +550,17 @@ impl Nand {
         };
         for (k, &(from, lpn)) in moves.iter().enumerate() {
             let page = to + k as u32;
-            debug_assert_eq!(self.unit_of_block(self.block_of_page(from)) as usize, unit);
+            debug_assert_eq!(self.unit_of_block(self.block_of_page(from)), unit);
             // The die senses `from`, then holds it until the channel has moved it; the
             // data then goes back over the channel and the die programs it.
             let read_ns = self.read_latency_ns(from);
             let program_ns = self.program_latency_ns(page);
-            let die = &mut self.units[unit];
-            let (_, sensed_ns) = die.reserve(now_ns, read_ns);
-            let (_, read_end_ns) = self.channels[channel].reserve(sensed_ns, xfer_ns);
-            die.reserve(sensed_ns, read_end_ns - sensed_ns);
-            let ready_ns = read_end_ns.max(die.busy_until_ns());
-            let (start_ns, _) = self.channels[channel].reserve(ready_ns, xfer_ns);
-            let (_, end_ns) = self.units[unit].reserve(start_ns, xfer_ns + program_ns);
-            last = OpTiming { start_ns, end_ns };
+            let from_index = self.per_block.rem(from);
+            let read = self.timing.read(unit, from_index, now_ns, read_ns, xfer_ns);
+            let index = index_in_block + k as u32;
+            last = self
+                .timing
+                .program(unit, index, read.end_ns, xfer_ns, program_ns);
             self.own_page_seq(page);
             self.page_flags[page as usize] = flags | oob_flags::PROGRAMMED;
             self.page_seq[page as usize] = seq + k as u64;
@@ -592,13 +595,12 @@ impl Nand {
         assert!(self.is_infallible() && self.slots_per_page == 1);
         let (block, index_in_block) = self.per_block.div_rem(page);
         self.assert_programmable(block, index_in_block);
-        let unit = self.unit_of_block(block) as usize;
-        let channel = self.channel_of_unit(unit as u32);
+        let unit = self.unit_of_block(block);
         let xfer_ns = self.transfer_ns(1);
         let program_ns = self.program_latency_ns(page);
-        let ready_ns = ready_ns.max(self.units[unit].busy_until_ns());
-        let (start_ns, _) = self.channels[channel].reserve(ready_ns, xfer_ns);
-        let (_, end_ns) = self.units[unit].reserve(start_ns, xfer_ns + program_ns);
+        let OpTiming { start_ns, end_ns } =
+            self.timing
+                .program(unit, index_in_block, ready_ns, xfer_ns, program_ns);
         self.note_end(end_ns);
         self.write_ptr[block as usize] += 1;
         self.counters.page_programs += 1;
@@ -652,24 +654,13 @@ impl Nand {
             store.forget_expected(0..u64::MAX);
         }
         self.power = PowerState::default();
-        for r in self.units.iter_mut().chain(self.channels.iter_mut()) {
-            if r.busy_until_ns() > now_ns {
-                // Nothing may start before power returned; keep the clock monotonic.
-                *r = Resource::default();
-            }
-        }
-        self.idle_at_ns = self
-            .units
-            .iter()
-            .chain(self.channels.iter())
-            .map(Resource::busy_until_ns)
-            .max()
-            .unwrap_or(0);
+        self.timing.power_on(now_ns);
+        self.idle_at_ns = self.timing.busy_until_max_ns();
     }
 
     #[inline]
     pub fn unit_busy_until_ns(&self, unit: u32) -> Nanos {
-        self.units[unit as usize].busy_until_ns()
+        self.timing.unit_busy_until_ns(unit)
     }
 
     /// The latest `busy_until` over all planes and channels: when the array goes idle.
@@ -684,9 +675,10 @@ impl Nand {
         end_ns
     }
 
-    /// Sum of busy time over dies (for utilisation reports).
+    /// Sum of busy time over planes (dies, under one command per die), for utilisation
+    /// reports.
     pub fn unit_busy_total_ns(&self) -> Nanos {
-        self.units.iter().map(Resource::busy_total_ns).sum()
+        self.timing.timer_busy_total_ns()
     }
 
     /// Keeps slots whose contents the writer announces ([`Nand::expect_content`]) as
@@ -774,10 +766,6 @@ impl Nand {
 
     fn transfer_ns(&self, slots: u32) -> Nanos {
         self.transfer_ns[slots as usize]
-    }
-
-    fn channel_of_unit(&self, unit: u32) -> usize {
-        self.channel_of_unit[unit as usize] as usize
     }
 
     fn record_program(
@@ -870,14 +858,12 @@ impl FlashMedium for Nand {
             );
         }
         let unit = self.unit_of_block(block);
-        let channel = self.channel_of_unit(unit);
         let transfer_ns = self.transfer_ns(self.slots_per_page);
         let program_ns = self.program_latency_ns(page);
         // Data crosses the channel into the die's page register, then the die programs it.
-        let ready_ns = ready_ns.max(self.units[unit as usize].busy_until_ns());
-        let (start_ns, xfer_end_ns) = self.channels[channel].reserve(ready_ns, transfer_ns);
-        let (_, end_ns) = self.units[unit as usize].reserve(start_ns, transfer_ns + program_ns);
-        debug_assert!(end_ns >= xfer_end_ns);
+        let OpTiming { start_ns, end_ns } =
+            self.timing
+                .program(unit, index_in_block, ready_ns, transfer_ns, program_ns);
         self.note_end(end_ns);
         self.write_ptr[block as usize] += 1;
         self.counters.page_programs += 1;
@@ -908,18 +894,16 @@ impl FlashMedium for Nand {
     ) -> Result<ReadOutcome, NandError> {
         self.check_power()?;
         assert!(slots.start < slots.end && slots.end <= self.slots_per_page);
-        let block = self.block_of_page(page);
+        let (block, index_in_block) = self.per_block.div_rem(page);
         let unit = self.unit_of_block(block);
-        let channel = self.channel_of_unit(unit);
         let retried = self.rng.chance(self.config.faults.read_error_probability);
         let read_ns = self.read_latency_ns(page) * if retried { 2 } else { 1 };
         let slot_count = slots.end - slots.start;
         let transfer_ns = self.transfer_ns(slot_count);
         // The die senses the page, then holds it in its register until the channel moves it.
-        let (start_ns, sensed_ns) = self.units[unit as usize].reserve(ready_ns, read_ns);
-        let (_, end_ns) = self.channels[channel].reserve(sensed_ns, transfer_ns);
-        let (_, unit_end_ns) = self.units[unit as usize].reserve(sensed_ns, end_ns - sensed_ns);
-        debug_assert_eq!(unit_end_ns, end_ns);
+        let OpTiming { start_ns, end_ns } =
+            self.timing
+                .read(unit, index_in_block, ready_ns, read_ns, transfer_ns);
         self.note_end(end_ns);
         self.counters.page_reads += 1;
         self.counters.transfer_bytes += (slot_count * self.slot_bytes) as u64;
@@ -950,8 +934,8 @@ impl FlashMedium for Nand {
         self.check_power()?;
         assert!(!self.bad[block as usize], "erase of bad block {block}");
         let unit = self.unit_of_block(block);
-        let (start_ns, end_ns) =
-            self.units[unit as usize].reserve(ready_ns, self.config.timing.erase_ns);
+        let erase_ns = self.config.timing.erase_ns;
+        let OpTiming { start_ns, end_ns } = self.timing.erase(unit, ready_ns, erase_ns);
         self.note_end(end_ns);
         self.counters.block_erases += 1;
         self.erase_count[block as usize] += 1;

@@ -3,8 +3,6 @@
 //! and channels' queues) and counters are not part of it: a rebuilt array starts idle,
 //! as after [`Nand::power_on`].
 
-use flashstack_sim::Resource;
-
 use crate::config::ConfigError;
 use crate::store::{FrameStore, StoredFrames};
 use crate::{oob_flags, Nand, NandConfig, NandCounters, PowerState, NO_LPN};
@@ -135,9 +133,7 @@ impl Nand {
         debug_assert_eq!(nand.store.is_some(), store_contents);
         nand.power = PowerState::default();
         nand.counters = NandCounters::default();
-        for r in nand.units.iter_mut().chain(nand.channels.iter_mut()) {
-            *r = Resource::default();
-        }
+        nand.timing.reset();
         nand.idle_at_ns = 0;
         Ok(nand)
     }

@@ -17,6 +17,7 @@ fn small_config(page_size_bytes: u32) -> NandConfig {
             erase_ns: 1_500_000,
             transfer_ns_per_page: 100_000,
             page_types: None,
+            channel_model: Default::default(),
         },
         energy: Energy {
             read_nj: 1,
@@ -30,6 +31,8 @@ fn small_config(page_size_bytes: u32) -> NandConfig {
             retire_at_limit: true,
         },
         faults: Faults::default(),
+        die_rules: Default::default(),
+        multi_plane: true,
     }
 }
 
@@ -273,4 +276,169 @@ fn consecutive_sequence_numbers_read_as_stored() {
         .err()
         .unwrap();
     assert!(e.to_string().contains("first_seq"), "{e}");
+}
+
+/// One channel, two dies of two planes; blocks of 4 pages, 4 blocks per plane: blocks 0-3
+/// are die 0 plane 0, 4-7 die 0 plane 1, 8-11 die 1 plane 0, 12-15 die 1 plane 1.
+/// 10 µs per page transfer, 25 µs read, 200 µs program, 1.5 ms erase.
+fn two_plane_config(die_rules: DieRules, channel_model: ChannelModel) -> NandConfig {
+    let mut config = small_config(4096);
+    config.geometry.channels = 1;
+    config.geometry.dies_per_channel = 2;
+    config.geometry.planes_per_die = 2;
+    config.timing.transfer_ns_per_page = 10_000;
+    config.timing.channel_model = channel_model;
+    config.die_rules = die_rules;
+    config
+}
+
+fn page_of(block: u32, index: u32) -> u32 {
+    block * 4 + index
+}
+
+fn strict() -> Nand {
+    let config = two_plane_config(DieRules::OneCommandPerDie, ChannelModel::Intervals);
+    Nand::new(config, false, 1).unwrap()
+}
+
+fn span(t: OpTiming) -> (Nanos, Nanos) {
+    (t.start_ns, t.end_ns)
+}
+
+#[test]
+fn programs_on_two_planes_at_one_page_offset_run_as_one_multi_plane_command() {
+    let mut nand = strict();
+    let a = nand.program(page_of(0, 0), oob(&[1], 1), None, 0).unwrap();
+    // Plane 1 of the same die, same page offset, ready while plane 0's data moves: its data
+    // follows on the channel and both program together.
+    let b = nand
+        .program(page_of(4, 0), oob(&[2], 2), None, 5_000)
+        .unwrap();
+    assert_eq!(span(a), (0, 210_000));
+    assert_eq!(span(b), (10_000, 220_000));
+    let c = nand.die_command_counters();
+    assert_eq!((c.multi_plane_programs, c.plane_joins_program), (1, 1));
+    // The die is busy until the joined program ends.
+    assert_eq!(nand.unit_busy_until_ns(0), 220_000);
+    assert_eq!(nand.unit_busy_until_ns(1), 220_000);
+}
+
+#[test]
+fn programs_at_different_page_offsets_serialise_on_their_die() {
+    let mut nand = strict();
+    nand.program(page_of(0, 0), oob(&[1], 1), None, 0).unwrap();
+    let a = nand.program(page_of(0, 1), oob(&[2], 2), None, 0).unwrap();
+    assert_eq!(span(a), (210_000, 420_000));
+    // Offset 0 on plane 1 does not match the die's command (offset 1): it waits.
+    let b = nand.program(page_of(4, 0), oob(&[3], 3), None, 0).unwrap();
+    assert_eq!(span(b), (420_000, 630_000));
+    // The other die on the channel is free: only its transfer waits for the channel's gap.
+    let d = nand.program(page_of(8, 0), oob(&[4], 4), None, 0).unwrap();
+    assert_eq!(span(d), (10_000, 220_000));
+    assert_eq!(nand.die_command_counters().multi_plane_programs, 0);
+
+    // With independent planes plane 1 would have run beside plane 0.
+    let config = two_plane_config(DieRules::IndependentPlanes, ChannelModel::Intervals);
+    let mut free = Nand::new(config, false, 1).unwrap();
+    free.program(page_of(0, 0), oob(&[1], 1), None, 0).unwrap();
+    free.program(page_of(0, 1), oob(&[2], 2), None, 0).unwrap();
+    let b = free.program(page_of(4, 0), oob(&[3], 3), None, 0).unwrap();
+    assert_eq!(span(b), (10_000, 220_000));
+}
+
+#[test]
+fn a_late_or_repeated_plane_does_not_join() {
+    let mut nand = strict();
+    nand.program(page_of(0, 0), oob(&[1], 1), None, 0).unwrap();
+    // Ready after the command's program started (10 µs): a command of its own.
+    let late = nand
+        .program(page_of(4, 0), oob(&[2], 2), None, 11_000)
+        .unwrap();
+    assert_eq!(span(late), (210_000, 420_000));
+    // Multi-plane off: the same two programs serialise.
+    let mut config = two_plane_config(DieRules::OneCommandPerDie, ChannelModel::Intervals);
+    config.multi_plane = false;
+    let mut off = Nand::new(config, false, 1).unwrap();
+    off.program(page_of(0, 0), oob(&[1], 1), None, 0).unwrap();
+    let b = off.program(page_of(4, 0), oob(&[2], 2), None, 0).unwrap();
+    assert_eq!(span(b), (210_000, 420_000));
+    assert_eq!(off.die_command_counters().plane_joins_program, 0);
+}
+
+#[test]
+fn multi_plane_reads_sense_together_and_move_their_data_in_turn() {
+    let mut nand = strict();
+    nand.program(page_of(0, 0), oob(&[1], 1), None, 0).unwrap();
+    nand.program(page_of(4, 0), oob(&[2], 2), None, 0).unwrap();
+    let a = nand.read(page_of(0, 0), 0..1, None, 1_000_000).unwrap();
+    let b = nand.read(page_of(4, 0), 0..1, None, 1_000_000).unwrap();
+    assert_eq!(span(a.timing), (1_000_000, 1_035_000));
+    assert_eq!(span(b.timing), (1_000_000, 1_045_000));
+    // Another offset: after the die's command.
+    nand.program(page_of(4, 1), oob(&[3], 3), None, 2_000_000)
+        .unwrap();
+    let c = nand.read(page_of(0, 0), 0..1, None, 3_000_000).unwrap();
+    let d = nand.read(page_of(4, 1), 0..1, None, 3_000_000).unwrap();
+    assert_eq!(span(c.timing), (3_000_000, 3_035_000));
+    assert_eq!(span(d.timing), (3_035_000, 3_070_000));
+    let n = nand.die_command_counters();
+    assert_eq!((n.multi_plane_reads, n.plane_joins_read), (1, 1));
+}
+
+#[test]
+fn multi_plane_erases_run_together() {
+    let mut nand = strict();
+    let a = nand.erase(0, 0).unwrap();
+    let b = nand.erase(5, 0).unwrap();
+    // The other die erases at the same time on its own.
+    let c = nand.erase(8, 0).unwrap();
+    assert_eq!(span(a), (0, 1_500_000));
+    assert_eq!(span(b), (0, 1_500_000));
+    assert_eq!(span(c), (0, 1_500_000));
+    // The same plane twice: the second waits.
+    let d = nand.erase(1, 0).unwrap();
+    assert_eq!(span(d), (1_500_000, 3_000_000));
+    assert_eq!(nand.die_command_counters().multi_plane_erases, 1);
+}
+
+#[test]
+fn a_burst_booked_at_once_leaves_its_channel_gaps_to_other_dies() {
+    // Die 0 plane 0 copies three pages in a chain (read, then program), as a GC cycle
+    // books them; then die 1 programs a page ready at time 0.
+    let burst = |model: ChannelModel| {
+        let config = two_plane_config(DieRules::IndependentPlanes, model);
+        let mut nand = Nand::new(config, false, 1).unwrap();
+        for (k, page) in [page_of(0, 0), page_of(0, 1), page_of(0, 2)]
+            .into_iter()
+            .enumerate()
+        {
+            nand.program(page, oob(&[k as u32], k as u64 + 1), None, 0)
+                .unwrap();
+        }
+        let mut t = 700_000;
+        for k in 0..3 {
+            let r = nand.read(page_of(0, k), 0..1, None, t).unwrap();
+            t = nand
+                .program(
+                    page_of(1, k),
+                    oob(&[k], 10 + k as u64),
+                    None,
+                    r.timing.end_ns,
+                )
+                .unwrap()
+                .end_ns;
+        }
+        let other = nand
+            .program(page_of(8, 0), oob(&[9], 20), None, 700_000)
+            .unwrap();
+        (t, span(other))
+    };
+    let (chain_end, other) = burst(ChannelModel::BusyUntil);
+    // The whole chain's last transfer is booked before the other die's: it waits ~0.7 ms.
+    assert_eq!(chain_end, 700_000 + 3 * 245_000);
+    assert_eq!(other, (chain_end - 200_000, chain_end + 10_000));
+    let (chain_end, other) = burst(ChannelModel::Intervals);
+    // The channel is idle during the first sense: the other die's transfer goes there.
+    assert_eq!(chain_end, 700_000 + 3 * 245_000);
+    assert_eq!(other, (700_000, 910_000));
 }

@@ -173,6 +173,21 @@ pub struct WriteBufferFigures {
     pub buffered_lbas: u64,
 }
 
+/// Die-level commands under `nand.die_rules = "one-command-per-die"` (absent otherwise):
+/// commands per kind (a multi-plane command counts once), and of them those that ran on
+/// two or more planes.
+#[derive(Clone, Debug, Serialize)]
+pub struct DieCommandFigures {
+    pub channel_model: String,
+    pub multi_plane: bool,
+    pub read_commands: u64,
+    pub program_commands: u64,
+    pub erase_commands: u64,
+    pub multi_plane_reads: u64,
+    pub multi_plane_programs: u64,
+    pub multi_plane_erases: u64,
+}
+
 /// Per-block lifetime erase counts over the whole device (good blocks).
 #[derive(Clone, Debug, Serialize)]
 pub struct EraseDistribution {
@@ -247,6 +262,8 @@ pub struct RunReport {
     pub mapping_cache: Option<MappingCacheFigures>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub write_buffer: Option<WriteBufferFigures>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub die_commands: Option<DieCommandFigures>,
     pub erase_distribution: EraseDistribution,
     pub latency: BTreeMap<String, LatencySummary>,
     pub compression: CompressionFigures,
@@ -366,6 +383,7 @@ impl RunReport {
             },
             mapping_cache: mapping_cache(ftl),
             write_buffer: write_buffer(ftl),
+            die_commands: die_commands(ftl),
             write_amplification,
             erase_distribution: erase_distribution(ftl),
             latency: latency(ftl),
@@ -410,6 +428,26 @@ fn mapping_cache(ftl: &Ftl) -> Option<MappingCacheFigures> {
         hpb_loads: c.hpb_loads,
         hpb_region_drops: c.hpb_region_drops,
         hpb_map_reads: c.hpb_map_reads,
+    })
+}
+
+fn die_commands(ftl: &Ftl) -> Option<DieCommandFigures> {
+    use flashstack_nand::DieRules;
+    let config = &ftl.config().nand;
+    if config.die_rules != DieRules::OneCommandPerDie {
+        return None;
+    }
+    let n = ftl.nand().counters();
+    let d = ftl.nand().die_command_counters();
+    Some(DieCommandFigures {
+        channel_model: config.timing.channel_model.name().to_string(),
+        multi_plane: config.multi_plane,
+        read_commands: n.page_reads - d.plane_joins_read,
+        program_commands: n.page_programs - d.plane_joins_program,
+        erase_commands: n.block_erases - d.plane_joins_erase,
+        multi_plane_reads: d.multi_plane_reads,
+        multi_plane_programs: d.multi_plane_programs,
+        multi_plane_erases: d.multi_plane_erases,
     })
 }
 

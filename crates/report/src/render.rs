@@ -266,6 +266,41 @@ fn write_buffer_rows(reports: &[RunReport]) -> Vec<(String, Vec<String>)> {
         .collect()
 }
 
+type DieCell = fn(&crate::DieCommandFigures) -> String;
+
+/// Die-command rows (one command per die), inserted after the erases row.
+fn die_command_rows(reports: &[RunReport]) -> Vec<(String, Vec<String>)> {
+    let cell = |r: &RunReport, f: DieCell| {
+        r.die_commands
+            .as_ref()
+            .map_or("independent planes".into(), f)
+    };
+    let rows: [(&str, DieCell); 2] = [
+        ("die commands: program / multi-plane", |d| {
+            format!(
+                "{} / {}",
+                count(d.program_commands),
+                count(d.multi_plane_programs)
+            )
+        }),
+        ("  read / multi-plane, erase / multi-plane", |d| {
+            format!(
+                "{} / {}, {} / {}",
+                count(d.read_commands),
+                count(d.multi_plane_reads),
+                count(d.erase_commands),
+                count(d.multi_plane_erases)
+            )
+        }),
+    ];
+    rows.iter()
+        .map(|&(label, f)| {
+            let cells = reports.iter().map(|r| cell(r, f)).collect();
+            (label.to_string(), cells)
+        })
+        .collect()
+}
+
 /// One column per run, headed by the device name; then, for block traces, the trace's
 /// notes and process table ([`crate::render_trace_notes`]).
 pub fn render_table(reports: &[RunReport]) -> String {
@@ -322,6 +357,16 @@ pub fn render_table(reports: &[RunReport]) -> String {
             .position(|(label, _)| label == "host trims / flushes")
             .expect("the trims row");
         for (k, row) in write_buffer_rows(reports).into_iter().enumerate() {
+            rows.insert(at + k, row);
+        }
+    }
+    // And the die-command rows, only when some device runs one command per die.
+    if reports.iter().any(|r| r.die_commands.is_some()) {
+        let at = 1 + rows
+            .iter()
+            .position(|(label, _)| label == "NAND block erases")
+            .expect("the erases row");
+        for (k, row) in die_command_rows(reports).into_iter().enumerate() {
             rows.insert(at + k, row);
         }
     }

@@ -6,6 +6,7 @@
 pub mod activity;
 pub mod divisor;
 pub mod histogram;
+pub mod intervals;
 pub mod memory;
 pub mod resource;
 pub mod rng;
@@ -17,6 +18,7 @@ pub mod units;
 pub use activity::ActivityLog;
 pub use divisor::Divisor;
 pub use histogram::{LatencyHistogram, LatencySummary, CDF_QUANTILES};
+pub use intervals::IntervalResource;
 pub use resource::Resource;
 pub use rng::Rng;
 

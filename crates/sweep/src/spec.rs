@@ -205,7 +205,8 @@ fn set_path(root: &mut toml::Value, key: &str, new: toml::Value) -> Result<(), S
 
 /// Optional fields are absent from the TOML when unset (or, for `atomic_write`, when
 /// false; for the cache's `policy` and `mobifs` table, when the defaults; MedFS's
-/// diagnostic `pairs_dump`, when empty; the FTL's `mapping_unit_bytes`, when 4096).
+/// diagnostic `pairs_dump`, when empty; the FTL's `mapping_unit_bytes`, when 4096; the
+/// NAND's `timing.channel_model`, `die_rules` and `multi_plane`, when the defaults).
 fn is_optional_field(name: &str) -> bool {
     matches!(
         name,
@@ -216,6 +217,9 @@ fn is_optional_field(name: &str) -> bool {
             | "mobifs"
             | "pairs_dump"
             | "mapping_unit_bytes"
+            | "channel_model"
+            | "die_rules"
+            | "multi_plane"
     )
 }
 
