@@ -881,8 +881,8 @@ mod tests {
                     }
                 }
                 if dev.is_powered() {
-                    for l in 0..16 {
-                        assert_eq!(tag_at(&mut dev, l as u64), newest[l], "seed {seed}");
+                    for (l, &want) in newest.iter().enumerate() {
+                        assert_eq!(tag_at(&mut dev, l as u64), want, "seed {seed}");
                     }
                 }
             }
