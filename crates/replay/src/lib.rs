@@ -11,6 +11,7 @@ mod precondition;
 mod prefill;
 mod snapshot;
 mod traced;
+mod install;
 
 use std::collections::VecDeque;
 
@@ -31,6 +32,7 @@ pub use block::{
 pub use image::ImageReport;
 pub use precondition::{Precondition, PreconditionMethod, PreconditionReport};
 pub use snapshot::{content_zones, LayDown, SnapshotReport, DEFAULT_SNAPSHOT_AGING};
+pub use install::TracePreconditionReport;
 pub use traced::PROCESSES_LISTED_MAX;
 
 /// Requests the replay looks ahead (for prefetching).
@@ -105,6 +107,26 @@ pub enum ReplayError {
     },
     #[error("existing data must be laid down before prepare() starts the measurement")]
     SnapshotAfterPrepare,
+    #[error("a precondition trace must be given before prepare() starts the measurement")]
+    PreconditionTraceAfterPrepare,
+    #[error(
+        "precondition trace {name}: request {index} ({kind} of {len_bytes} bytes at byte \
+         {offset_bytes}) is beyond the device's {capacity_bytes} bytes"
+    )]
+    PreconditionTraceBeyondCapacity {
+        name: String,
+        index: u64,
+        kind: &'static str,
+        offset_bytes: u64,
+        len_bytes: u64,
+        capacity_bytes: u64,
+    },
+    #[error("precondition trace {name}: {source}")]
+    PreconditionTrace {
+        name: String,
+        #[source]
+        source: Box<ReplayError>,
+    },
     /// A built-in workload could not be made for this device.
     #[error(transparent)]
     Builtin(#[from] flashstack_trace::builtin::BuiltinError),
@@ -150,6 +172,11 @@ pub struct Replayer {
     last_complete_ns: u64,
     pub wrapped_requests: u64,
     pub precondition: Option<PreconditionReport>,
+    /// What replaying the install-time trace did, when one was given
+    /// ([`precondition_with_trace`](Self::precondition_with_trace)).
+    pub trace_precondition: Option<TracePreconditionReport>,
+    /// The install-time trace `prepare` replays after the fill preconditioning.
+    install_trace: Option<install::InstallTrace>,
     /// What [`initialise_snapshot`](Self::initialise_snapshot) and
     /// [`age_snapshot`](Self::age_snapshot) did (all zero if never called).
     pub snapshot: SnapshotReport,
@@ -202,6 +229,8 @@ impl Replayer {
             last_complete_ns: 0,
             wrapped_requests: 0,
             precondition: None,
+            trace_precondition: None,
+            install_trace: None,
             snapshot: SnapshotReport::default(),
             snapshot_ranges: Vec::new(),
             prepared: false,
@@ -258,14 +287,16 @@ impl Replayer {
         self.ftl.capacity_lbas() * LBA_SIZE as u64
     }
 
-    /// Preconditions (if configured), lays down the data a trace reads without writing it
-    /// (if planned), and starts the measurement phase.
+    /// Preconditions (if configured), replays the install-time trace (if given), lays down
+    /// the data a trace reads without writing it (if planned, and only where neither wrote
+    /// it), and starts the measurement phase.
     pub fn prepare(&mut self, progress: &mut dyn Progress) -> Result<(), ReplayError> {
         if let Some(p) = self.config.precondition.clone() {
             let report =
                 precondition::run(self, &p, progress).map_err(ReplayError::Precondition)?;
             self.precondition = Some(report);
         }
+        self.replay_install_trace(progress)?;
         self.lay_down_existing_reads(progress)?;
         self.ftl.reset_measurement();
         self.time_offset_ns = self.ftl.measure_start_ns();
@@ -283,7 +314,18 @@ impl Replayer {
         total: Option<u64>,
         progress: &mut dyn Progress,
     ) -> Result<(), ReplayError> {
-        progress.phase("replay", total);
+        self.replay_phase("replay", requests, total, progress)
+    }
+
+    /// `replay`, showing `phase` on the progress bar.
+    fn replay_phase(
+        &mut self,
+        phase: &str,
+        requests: impl Iterator<Item = TraceRequest>,
+        total: Option<u64>,
+        progress: &mut dyn Progress,
+    ) -> Result<(), ReplayError> {
+        progress.phase(phase, total);
         let mut requests = requests.fuse();
         let replayer = self;
         replayer.with_prefill(|r, prefill| match prefill {
@@ -408,7 +450,7 @@ impl Replayer {
             contents_stored: self.config.store_contents,
             user_capacity_bytes: self.ftl.user_capacity_bytes(),
             raw_capacity_bytes: g.raw_bytes(),
-            precondition: self.precondition.as_ref().map(|p| p.to_string()),
+            precondition: self.precondition_summary(),
         };
         let mut report = RunReport::from_device(&self.ftl, info, &self.config.report);
         let mut timeline = self.timeline.clone();
