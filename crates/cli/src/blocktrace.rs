@@ -3,6 +3,8 @@
 //! the trace); planned before the measurement (the data it reads without writing it, a
 //! per-process breakdown); reported after it (`RunReport::trace`).
 
+use std::path::Path;
+
 use anyhow::{bail, Result};
 use flashstack_replay::Replayer;
 use flashstack_sim::units::format_bytes;
@@ -17,14 +19,26 @@ pub const PROCESSES_LISTED: usize = 10;
 /// addresses more than the device holds (naming the presets that would hold it), plans
 /// the existing data for reads and turns on the per-process breakdown.
 pub fn before_prepare(replayer: &mut Replayer, trace: &Trace, args: &RunArgs) -> Result<()> {
-    check_fits(replayer, trace)?;
+    check_fits(replayer, trace, "the trace")?;
     let lay_down = !args.no_read_footprint && args.image.is_none();
     replayer.plan_existing_reads(&trace.requests, lay_down);
     replayer.track_processes(trace, args.processes.unwrap_or(PROCESSES_LISTED));
     Ok(())
 }
 
-fn check_fits(replayer: &Replayer, trace: &Trace) -> Result<()> {
+/// Gives `replayer` the install-time trace read from `path` (`--precondition-trace`),
+/// replayed by `prepare` before the measurement; fails at once, naming the file, if it
+/// addresses more than the device holds.
+pub fn precondition_with(replayer: &mut Replayer, path: &Path, install: &Trace) -> Result<()> {
+    let what = format!("the precondition trace {}", path.display());
+    check_fits(replayer, install, &what)?;
+    let name = path.display().to_string();
+    replayer.precondition_with_trace(&name, install.requests.clone())?;
+    Ok(())
+}
+
+/// Fails if `trace` (called `what` in the message) addresses more than the device holds.
+fn check_fits(replayer: &Replayer, trace: &Trace, what: &str) -> Result<()> {
     let Some((index, request)) = replayer.first_beyond(&trace.requests) else {
         return Ok(());
     };
@@ -40,7 +54,7 @@ fn check_fits(replayer: &Replayer, trace: &Trace) -> Result<()> {
         .filter(|r| r.offset_bytes.saturating_add(r.len_bytes) > replayer.capacity_bytes())
         .count();
     bail!(
-        "the trace addresses {} but the device holds {}: request {index} ({} of {} bytes at \
+        "{what} addresses {} but the device holds {}: request {index} ({} of {} bytes at \
          byte {}) and {} more go beyond it (checked before preconditioning). {}; or --wrap \
          folds addresses into this device",
         format_bytes(needed),

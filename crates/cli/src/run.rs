@@ -58,6 +58,14 @@ pub struct RunArgs {
     pub(crate) trace: Option<PathBuf>,
     #[command(flatten)]
     pub(crate) input: TraceInput,
+    /// Block traces: replay this install-time trace (same --format and --time-unit as
+    /// --trace) on the device before the measurement, counted in no figure; mobile trace
+    /// sets ship one beside each run trace. It replaces the default fill preconditioning:
+    /// with --precondition F also given, the device is filled and aged first, then the
+    /// install trace replays.
+    #[arg(long, value_name = "FILE",
+          conflicts_with_all = ["image", "workload", "synthetic", "no_precondition"])]
+    pub(crate) precondition_trace: Option<PathBuf>,
     /// Synthetic block workload, e.g. "uniform,count=1e6,read=0.3,size=4k"; "default" is
     /// the phone-like mix `run` uses with block-level options and no workload.
     #[arg(long, value_name = "SPEC", conflicts_with = "workload")]
@@ -224,7 +232,9 @@ fn run_config(args: &RunArgs, spec: &str, workload_name: &str) -> Result<RunConf
             PreconditionMethodArg::Replay => PreconditionMethod::Replay,
             PreconditionMethodArg::Construct => PreconditionMethod::Construct,
         },
-        no_precondition: args.no_precondition,
+        // An install trace preconditions by itself unless a fill is asked for too.
+        no_precondition: args.no_precondition
+            || (args.precondition_trace.is_some() && args.precondition.is_none()),
         store_contents: args.contents
             || args.verify
             || args.content_mix.is_some()
@@ -363,6 +373,12 @@ impl Input {
 }
 
 pub fn run(args: RunArgs) -> Result<()> {
+    if args.precondition_trace.is_some() && args.trace.is_none() {
+        bail!(
+            "--precondition-trace replays an install-time trace before a block trace's \
+             measurement: it needs --trace RUN_TRACE"
+        );
+    }
     if let Some(name) = stackrun::whole_stack_workload(&args) {
         return stackrun::run(&args, &name);
     }
@@ -379,6 +395,10 @@ pub fn run(args: RunArgs) -> Result<()> {
         );
     }
     let (input, mut workload_name) = Input::from_args(&args)?;
+    let install = match &args.precondition_trace {
+        Some(path) => Some((path.as_path(), load_trace(path, &args.input)?)),
+        None => None,
+    };
     if args.repeat > 1 {
         workload_name = format!("{workload_name} x{}", args.repeat);
     }
@@ -392,7 +412,7 @@ pub fn run(args: RunArgs) -> Result<()> {
             .image_out
             .as_deref()
             .map(|path| numbered(path, index, specs.len()));
-        let report = run_one(config, &input, &args, image_out.as_deref())
+        let report = run_one(config, &input, install.as_ref(), &args, image_out.as_deref())
             .with_context(|| format!("device '{spec_name}'"))?;
         reports.push(report);
     }
@@ -441,9 +461,13 @@ pub(crate) fn write_output(path: &Path, text: &str) -> Result<()> {
     std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))
 }
 
+/// An install-time trace (`--precondition-trace`) and the file it came from.
+type InstallTrace<'a> = (&'a Path, Trace);
+
 fn run_one(
     config: RunConfig,
     input: &Input,
+    install: Option<&InstallTrace>,
     args: &RunArgs,
     image_out: Option<&Path>,
 ) -> Result<RunReport> {
@@ -457,7 +481,7 @@ fn run_one(
             replayer
         }
         Input::Trace(trace) => {
-            let mut replayer = prepared(config, args, &mut bar, Some(trace))?;
+            let mut replayer = prepared(config, args, &mut bar, Some((trace, install)))?;
             let requests = back_to_back(trace.requests.iter().copied(), passes, REPEAT_GAP_NS);
             let total = trace.requests.len() as u64 * u64::from(passes);
             replayer.replay(requests, Some(total), &mut bar)?;
@@ -498,17 +522,21 @@ fn run_one(
 }
 
 /// A replayer, started from `--image` or preconditioned as configured, ready to measure;
-/// for a block trace, checked and planned first (`blocktrace::before_prepare`).
+/// for a block trace (with its install trace, if any), checked and planned first
+/// (`blocktrace::before_prepare`).
 fn prepared(
     config: RunConfig,
     args: &RunArgs,
     bar: &mut Bar,
-    trace: Option<&Trace>,
+    trace: Option<(&Trace, Option<&InstallTrace>)>,
 ) -> Result<Replayer> {
     let quiet = args.quiet;
     let mut replayer = Replayer::new(config)?;
-    if let Some(trace) = trace {
+    if let Some((trace, install)) = trace {
         crate::blocktrace::before_prepare(&mut replayer, trace, args)?;
+        if let Some((path, install)) = install {
+            crate::blocktrace::precondition_with(&mut replayer, path, install)?;
+        }
     }
     if let Some(path) = &args.image {
         let report = replayer.load_image(path, bar)?;
@@ -519,7 +547,7 @@ fn prepared(
     }
     replayer.prepare(bar)?;
     bar.finish();
-    if let Some(p) = &replayer.precondition {
+    if let Some(p) = replayer.precondition_summary() {
         if !quiet {
             eprintln!("{}: precondition: {p}", replayer.ftl.config().name);
         }

@@ -43,6 +43,7 @@ fn block_options(args: &RunArgs) -> Vec<&'static str> {
     let given = [
         ("--precondition", args.precondition.is_some()),
         ("--no-precondition", args.no_precondition),
+        ("--precondition-trace", args.precondition_trace.is_some()),
         ("--image", args.image.is_some()),
         ("--contents", args.contents),
         ("--content-mix", args.content_mix.is_some()),
