@@ -333,3 +333,155 @@ fn an_strace_stat_size_sizes_a_file_that_existed_before_the_capture() {
         run["replay"]
     );
 }
+
+/// `--precondition-trace`: the install trace's writes (1 MiB at LBA 0, and a read of data
+/// nobody wrote) before a run trace that reads that 1 MiB and writes one block.
+const INSTALL: &str = "installer,sda,W,0,2048,5.0\n\
+                       installer,sda,R,8192,8,5.1\n\
+                       installer,sda,W,4096,8,5.2\n";
+const AFTER_INSTALL: &str = "app,sda,R,0,2048,1.0\napp,sda,W,16384,8,1.1\n";
+
+/// Issue 19 item 5: the install trace runs before the measurement and counts in no
+/// figure, yet the run trace's reads find its data on flash (none is laid down for them).
+#[test]
+fn an_install_trace_preconditions_the_device_and_counts_in_no_figure() {
+    let install = pixel("install.csv", INSTALL);
+    let trace = pixel("after-install.csv", AFTER_INSTALL);
+    let install_arg = install.to_str().unwrap();
+    let (table, json) = run(&trace, &["--precondition-trace", install_arg, "--verify"]);
+    // Host figures are the run trace's alone.
+    assert_eq!(json["host"]["write_requests"], 1, "{}", json["host"]);
+    assert_eq!(json["host"]["write_bytes"], 4096, "{}", json["host"]);
+    assert_eq!(json["host"]["read_bytes"], 1 << 20, "{}", json["host"]);
+    assert_eq!(json["nand"]["page_programs"], 1, "{}", json["nand"]);
+    // The 1 MiB the run trace reads was written by the install: nothing laid down, and
+    // the reads (checked byte for byte by --verify) hit flash.
+    let existing = &json["trace"]["existing_reads"];
+    assert_eq!(existing["lbas_read_unwritten"], 256, "{existing}");
+    assert_eq!(existing["lbas_laid_down"], 0, "{existing}");
+    assert!(json["nand"]["page_reads"].as_u64().unwrap() >= 256 / 4);
+    assert!(table.contains("all of it held data already"), "{table}");
+    // No fill by default with an install trace; the report says what ran.
+    let said = json["run"]["precondition"].as_str().unwrap();
+    assert!(said.starts_with("replayed "), "{said}");
+    assert!(said.contains("install.csv (3 requests: 1.00 MiB written, 4.00 KiB read"));
+    // The breakdown by process holds the run trace's processes only.
+    let processes = json["trace"]["processes"].as_array().unwrap();
+    assert_eq!(processes.len(), 1, "{processes:?}");
+    assert_eq!(processes[0]["name"], "app");
+
+    // Without it, the same reads are laid down before the measurement.
+    let (_, json) = run(&trace, &["--no-precondition"]);
+    assert_eq!(json["trace"]["existing_reads"]["lbas_laid_down"], 256);
+
+    // With --precondition F too, the fill runs first, then the install trace.
+    let (_, json) = run(
+        &trace,
+        &["--precondition-trace", install_arg, "--precondition", "0.3"],
+    );
+    let said = json["run"]["precondition"].as_str().unwrap();
+    assert!(
+        said.starts_with("filled 30%") && said.contains("; then replayed "),
+        "{said}"
+    );
+    assert_eq!(json["host"]["write_bytes"], 4096);
+    assert_eq!(json["trace"]["existing_reads"]["lbas_laid_down"], 0);
+}
+
+/// The install trace's writes are on the device: on a 13 MiB device an install that
+/// writes 12 MiB twice leaves the run trace's rewrites to garbage collection, where an
+/// empty device takes them without an erase.
+#[test]
+fn an_install_trace_leaves_its_data_on_the_device() {
+    let mut rows = String::new();
+    for pass in 0..2 {
+        for chunk in 0..48u64 {
+            let at = 1.0 + f64::from(pass) + chunk as f64 * 0.01;
+            rows += &format!("installer,sda,W,{},512,{at:.2}\n", chunk * 512);
+        }
+    }
+    let install = pixel("big-install.csv", &rows);
+    let mut rows = String::new();
+    for i in 0..64u64 {
+        // 4 KiB rewrites scattered over the installed 12 MiB.
+        let sector = (i * 7919 % 3072) * 8;
+        rows += &format!("app,sda,W,{sector},8,{:.3}\n", 1.0 + i as f64 * 0.001);
+    }
+    let trace = pixel("rewrites.csv", &rows);
+    let (_, installed) = run(
+        &trace,
+        &["--precondition-trace", install.to_str().unwrap()],
+    );
+    let (_, empty) = run(&trace, &["--no-precondition"]);
+    for json in [&installed, &empty] {
+        assert_eq!(json["host"]["write_bytes"], 64 * 4096, "{}", json["host"]);
+    }
+    assert_eq!(empty["nand"]["block_erases"], 0, "{}", empty["nand"]);
+    let erases = installed["nand"]["block_erases"].as_u64().unwrap();
+    assert!(erases > 0, "{}", installed["nand"]);
+}
+
+/// An install trace beyond the device is refused before anything runs, naming the file
+/// and the request; without --trace the flag is refused with what it needs.
+#[test]
+fn a_precondition_trace_that_cannot_run_is_refused_with_its_file() {
+    let far = pixel(
+        "far-install.csv",
+        "installer,sda,W,8,8,1.0\ninstaller,sda,W,67108864,8,1.5\n",
+    );
+    let trace = pixel("after-far.csv", AFTER_INSTALL);
+    let far_arg = far.to_str().unwrap();
+    let out = flashstack(&[
+        "run",
+        "--quiet",
+        "--device",
+        DEVICE,
+        "--trace",
+        trace.to_str().unwrap(),
+        "--precondition-trace",
+        far_arg,
+    ]);
+    assert!(!out.status.success());
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        err.contains(&format!("the precondition trace {far_arg} addresses")),
+        "{err}"
+    );
+    assert!(err.contains("request 1 (write of 4096 bytes"), "{err}");
+    assert!(err.contains("checked before preconditioning"), "{err}");
+
+    let out = flashstack(&["run", "--quiet", "--device", DEVICE, "--precondition-trace", far_arg]);
+    assert!(!out.status.success());
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.contains("--precondition-trace") && err.contains("needs --trace"), "{err}");
+    for other in [["--synthetic", "default"], ["--workload", "ldc:fb"]] {
+        let mut args = vec!["run", "--quiet", "--precondition-trace", far_arg];
+        args.extend(other);
+        let out = flashstack(&args);
+        assert!(!out.status.success());
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert!(err.contains("cannot be used with"), "{err}");
+    }
+}
+
+/// Same seed, same bytes, with an install trace on two devices side by side.
+#[test]
+fn a_precondition_trace_run_is_deterministic() {
+    let install = pixel("install-det.csv", INSTALL);
+    let trace = pixel("after-det.csv", AFTER_INSTALL);
+    let compare = format!("{DEVICE},{DEVICE}+ftl.gc.policy=cost-benefit");
+    let args = [
+        "--precondition-trace",
+        install.to_str().unwrap(),
+        "--precondition",
+        "0.4",
+        "--compare",
+        compare.as_str(),
+        "--seed",
+        "7",
+    ];
+    let (first_table, first) = run(&trace, &args);
+    let (second_table, second) = run(&trace, &args);
+    assert_eq!(first_table, second_table);
+    assert_eq!(first.to_string(), second.to_string());
+}
