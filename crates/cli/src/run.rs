@@ -412,8 +412,14 @@ pub fn run(args: RunArgs) -> Result<()> {
             .image_out
             .as_deref()
             .map(|path| numbered(path, index, specs.len()));
-        let report = run_one(config, &input, install.as_ref(), &args, image_out.as_deref())
-            .with_context(|| format!("device '{spec_name}'"))?;
+        let report = run_one(
+            config,
+            &input,
+            install.as_ref(),
+            &args,
+            image_out.as_deref(),
+        )
+        .with_context(|| format!("device '{spec_name}'"))?;
         reports.push(report);
     }
     print!("{}", render_table(&reports));

@@ -408,10 +408,7 @@ fn an_install_trace_leaves_its_data_on_the_device() {
         rows += &format!("app,sda,W,{sector},8,{:.3}\n", 1.0 + i as f64 * 0.001);
     }
     let trace = pixel("rewrites.csv", &rows);
-    let (_, installed) = run(
-        &trace,
-        &["--precondition-trace", install.to_str().unwrap()],
-    );
+    let (_, installed) = run(&trace, &["--precondition-trace", install.to_str().unwrap()]);
     let (_, empty) = run(&trace, &["--no-precondition"]);
     for json in [&installed, &empty] {
         assert_eq!(json["host"]["write_bytes"], 64 * 4096, "{}", json["host"]);
@@ -450,10 +447,20 @@ fn a_precondition_trace_that_cannot_run_is_refused_with_its_file() {
     assert!(err.contains("request 1 (write of 4096 bytes"), "{err}");
     assert!(err.contains("checked before preconditioning"), "{err}");
 
-    let out = flashstack(&["run", "--quiet", "--device", DEVICE, "--precondition-trace", far_arg]);
+    let out = flashstack(&[
+        "run",
+        "--quiet",
+        "--device",
+        DEVICE,
+        "--precondition-trace",
+        far_arg,
+    ]);
     assert!(!out.status.success());
     let err = String::from_utf8(out.stderr).unwrap();
-    assert!(err.contains("--precondition-trace") && err.contains("needs --trace"), "{err}");
+    assert!(
+        err.contains("--precondition-trace") && err.contains("needs --trace"),
+        "{err}"
+    );
     for other in [["--synthetic", "default"], ["--workload", "ldc:fb"]] {
         let mut args = vec!["run", "--quiet", "--precondition-trace", far_arg];
         args.extend(other);

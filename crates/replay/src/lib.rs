@@ -7,11 +7,11 @@
 
 pub mod block;
 mod image;
+mod install;
 mod precondition;
 mod prefill;
 mod snapshot;
 mod traced;
-mod install;
 
 use std::collections::VecDeque;
 
@@ -30,9 +30,9 @@ pub use block::{
     DEFAULT_SYNTHETIC,
 };
 pub use image::ImageReport;
+pub use install::TracePreconditionReport;
 pub use precondition::{Precondition, PreconditionMethod, PreconditionReport};
 pub use snapshot::{content_zones, LayDown, SnapshotReport, DEFAULT_SNAPSHOT_AGING};
-pub use install::TracePreconditionReport;
 pub use traced::PROCESSES_LISTED_MAX;
 
 /// Requests the replay looks ahead (for prefetching).

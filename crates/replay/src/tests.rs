@@ -487,19 +487,27 @@ fn a_precondition_trace_is_on_the_device_and_in_no_figure() {
     r.precondition_with_trace("install", install).unwrap();
     r.prepare(&mut NoProgress).unwrap();
     let t = r.trace_precondition.clone().unwrap();
-    assert_eq!((t.requests, t.write_bytes, t.read_bytes), (65, 4 << 20, 4096));
+    assert_eq!(
+        (t.requests, t.write_bytes, t.read_bytes),
+        (65, 4 << 20, 4096)
+    );
     assert!(t.duration_ns >= 2_000_000, "{t:?}");
     assert_eq!(r.precondition_summary().unwrap(), t.to_string());
     for lba in 0..1024 {
         assert!(r.ftl.is_mapped(lba), "LBA {lba}");
     }
     // Verified reads of the installed data, and nothing of the install counted.
-    r.submit(0, &request(RequestKind::Read, 0, 0, 4 << 20)).unwrap();
+    r.submit(0, &request(RequestKind::Read, 0, 0, 4 << 20))
+        .unwrap();
     let report = r.report();
     assert_eq!(report.host.write_requests, 0);
     assert_eq!(report.host.read_bytes, 4 << 20);
     assert!(report.nand.page_reads > 0);
-    assert!(report.run.precondition.unwrap().starts_with("replayed install (65 requests"));
+    assert!(report
+        .run
+        .precondition
+        .unwrap()
+        .starts_with("replayed install (65 requests"));
     assert!(matches!(
         r.precondition_with_trace("late", Vec::new()),
         Err(ReplayError::PreconditionTraceAfterPrepare)
@@ -507,6 +515,12 @@ fn a_precondition_trace_is_on_the_device_and_in_no_figure() {
     // Beyond the device: refused with the trace's name and the request.
     let mut r = Replayer::new(config(false)).unwrap();
     let far = vec![request(RequestKind::Write, 0, 1 << 40, 4096)];
-    let err = r.precondition_with_trace("far.csv", far).unwrap_err().to_string();
-    assert!(err.starts_with("precondition trace far.csv: request 0 (write"), "{err}");
+    let err = r
+        .precondition_with_trace("far.csv", far)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with("precondition trace far.csv: request 0 (write"),
+        "{err}"
+    );
 }
