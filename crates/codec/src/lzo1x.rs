@@ -173,6 +173,12 @@ fn push_match(out: &mut Vec<u8>, len: usize, distance: usize) {
 }
 
 impl Lzo1x1 {
+    /// Starts the next input at `base` (tests of the 32-bit wrap).
+    #[cfg(test)]
+    pub(crate) fn set_base_for_test(&mut self, base: u32) {
+        self.base = base;
+    }
+
     /// Compresses `input` into `out` (replacing its contents); returns the length.
     pub fn compress_into(&mut self, input: &[u8], out: &mut Vec<u8>) -> usize {
         let n = input.len();
