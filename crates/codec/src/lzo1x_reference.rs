@@ -202,4 +202,3 @@ impl Reference {
         out.len()
     }
 }
-
