@@ -78,21 +78,24 @@ fn read_u32(input: &[u8], at: usize) -> u32 {
     u32::from_le_bytes(bytes)
 }
 
-#[inline(always)]
-fn read_u64(input: &[u8], at: usize) -> u64 {
-    let mut bytes = [0u8; 8];
-    bytes.copy_from_slice(&input[at..at + 8]);
-    u64::from_le_bytes(bytes)
-}
-
 /// How far the bytes at `earlier` and `later` agree (`earlier < later`), given that the
 /// first `known` do, up to the end of the input. Compares a word at a time.
 #[inline(always)]
 fn match_len(input: &[u8], earlier: usize, later: usize, known: usize) -> usize {
     let n = input.len();
     let mut len = known;
+    debug_assert!(earlier < later);
     while later + len + 8 <= n {
-        let diff = read_u64(input, earlier + len) ^ read_u64(input, later + len);
+        // SAFETY: `later + len + 8 <= n` (the loop test) and `earlier < later`, so both
+        // 8-byte reads lie inside `input`; `read_unaligned` needs no alignment.
+        let (x, y) = unsafe {
+            let p = input.as_ptr();
+            (
+                p.add(earlier + len).cast::<u64>().read_unaligned(),
+                p.add(later + len).cast::<u64>().read_unaligned(),
+            )
+        };
+        let diff = u64::from_le(x) ^ u64::from_le(y);
         if diff != 0 {
             // Little-endian: the lowest set bit is in the first differing byte.
             return len + (diff.trailing_zeros() / 8) as usize;
