@@ -133,4 +133,6 @@ pub fn new_codec(kind: CodecKind) -> Result<Box<dyn Codec>, CodecError> {
 }
 
 #[cfg(test)]
+mod lzo1x_reference;
+#[cfg(test)]
 mod tests;

@@ -43,15 +43,17 @@ pub fn max_compressed_len(len: usize) -> usize {
 /// past each input, so entries from an earlier call are recognisably stale and the table
 /// need not be cleared per page. The output depends on nothing but the input.
 pub struct Lzo1x1 {
-    table: Box<[u32]>,
+    /// A fixed-size array, so that indexing it with a 14-bit hash needs no bounds check.
+    table: Box<[u32; HASH_SIZE]>,
     /// Added to positions of the current input; every stored entry below it is stale.
     base: u32,
 }
 
 impl Lzo1x1 {
     pub fn new() -> Self {
+        let table: Box<[u32]> = vec![0; HASH_SIZE].into_boxed_slice();
         Lzo1x1 {
-            table: vec![0; HASH_SIZE].into_boxed_slice(),
+            table: table.try_into().expect("HASH_SIZE entries"),
             base: 1,
         }
     }
@@ -71,15 +73,9 @@ impl std::fmt::Debug for Lzo1x1 {
 
 #[inline(always)]
 fn read_u32(input: &[u8], at: usize) -> u32 {
-    let bytes: [u8; 4] = [input[at], input[at + 1], input[at + 2], input[at + 3]];
+    // One bounds check for the word rather than one per byte.
+    let bytes: [u8; 4] = input[at..at + 4].try_into().expect("4 bytes");
     u32::from_le_bytes(bytes)
-}
-
-#[inline(always)]
-fn read_u64(input: &[u8], at: usize) -> u64 {
-    let mut bytes = [0u8; 8];
-    bytes.copy_from_slice(&input[at..at + 8]);
-    u64::from_le_bytes(bytes)
 }
 
 /// How far the bytes at `earlier` and `later` agree (`earlier < later`), given that the
@@ -88,8 +84,18 @@ fn read_u64(input: &[u8], at: usize) -> u64 {
 fn match_len(input: &[u8], earlier: usize, later: usize, known: usize) -> usize {
     let n = input.len();
     let mut len = known;
+    debug_assert!(earlier < later);
     while later + len + 8 <= n {
-        let diff = read_u64(input, earlier + len) ^ read_u64(input, later + len);
+        // SAFETY: `later + len + 8 <= n` (the loop test) and `earlier < later`, so both
+        // 8-byte reads lie inside `input`; `read_unaligned` needs no alignment.
+        let (x, y) = unsafe {
+            let p = input.as_ptr();
+            (
+                p.add(earlier + len).cast::<u64>().read_unaligned(),
+                p.add(later + len).cast::<u64>().read_unaligned(),
+            )
+        };
+        let diff = u64::from_le(x) ^ u64::from_le(y);
         if diff != 0 {
             // Little-endian: the lowest set bit is in the first differing byte.
             return len + (diff.trailing_zeros() / 8) as usize;
@@ -173,6 +179,12 @@ fn push_match(out: &mut Vec<u8>, len: usize, distance: usize) {
 }
 
 impl Lzo1x1 {
+    /// Starts the next input at `base` (tests of the 32-bit wrap).
+    #[cfg(test)]
+    pub(crate) fn set_base_for_test(&mut self, base: u32) {
+        self.base = base;
+    }
+
     /// Compresses `input` into `out` (replacing its contents); returns the length.
     pub fn compress_into(&mut self, input: &[u8], out: &mut Vec<u8>) -> usize {
         let n = input.len();
@@ -194,26 +206,27 @@ impl Lzo1x1 {
             let mut ip = 0;
             // A 4-byte key must be readable at every probed position.
             let last_probe = n - MIN_MATCH;
+            let table = &mut *self.table;
             while ip <= last_probe {
                 let key = read_u32(input, ip);
                 let slot = hash(key);
-                let stored = self.table[slot];
+                let stored = table[slot];
                 if ip < storable {
-                    self.table[slot] = base + ip as u32;
+                    table[slot] = base + ip as u32;
                 }
-                let candidate = stored.checked_sub(base).map(|c| c as usize);
-                let found = match candidate {
-                    Some(c) if c < ip && ip - c <= M4_MAX_DISTANCE && read_u32(input, c) == key => {
-                        Some(c)
-                    }
-                    _ => None,
-                };
-                let Some(candidate) = found else {
+                // A stale entry (below `base`) wraps to at least `2^32 - base`, which is
+                // above every position of this input (`n < u32::MAX - base`), so the one
+                // `candidate < ip` test rejects it too.
+                let candidate = stored.wrapping_sub(base) as usize;
+                if candidate >= ip
+                    || ip - candidate > M4_MAX_DISTANCE
+                    || read_u32(input, candidate) != key
+                {
                     // No match: step faster the longer the current literal run (LZO's
                     // skip heuristic for incompressible data).
                     ip += 1 + ((ip - literal_start) >> 5);
                     continue;
-                };
+                }
                 let len = match_len(input, candidate, ip, MIN_MATCH);
                 push_literals(out, &input[literal_start..ip], out.is_empty());
                 push_match(out, len, ip - candidate);

@@ -385,3 +385,143 @@ proptest! {
         prop_assert_eq!(out, bytes);
     }
 }
+
+// The tuned LZO1X-1 encoder against the reference copy: identical bytes on every input,
+// across consecutive calls on one encoder (the hash table persists) and near the wrap of
+// the table's 32-bit positions.
+
+/// Compresses each input with one warm tuned encoder and one warm reference encoder, and
+/// checks both streams agree byte for byte (and decode back).
+fn assert_same_as_reference(inputs: &[Vec<u8>], base: Option<u32>) {
+    let mut tuned = Lzo1x1::new();
+    let mut reference = crate::lzo1x_reference::Reference::new();
+    if let Some(b) = base {
+        tuned.set_base_for_test(b);
+        reference.set_base_for_test(b);
+    }
+    let (mut a, mut b, mut out) = (Vec::new(), Vec::new(), Vec::new());
+    for (i, input) in inputs.iter().enumerate() {
+        let na = tuned.compress_into(input, &mut a);
+        let nb = reference.compress_into(input, &mut b);
+        assert_eq!(na, nb, "input {i} ({} bytes): lengths differ", input.len());
+        assert_eq!(a, b, "input {i} ({} bytes): streams differ", input.len());
+        lzo1x::decompress_into(&a, &mut out, input.len()).unwrap();
+        assert_eq!(&out, input, "input {i}: round trip");
+    }
+}
+
+/// A small deterministic generator for the fixed cases below.
+fn xorshift(state: &mut u64) -> u64 {
+    *state ^= *state << 13;
+    *state ^= *state >> 7;
+    *state ^= *state << 17;
+    *state
+}
+
+/// A delta-like page: zeros with `runs` changed spans of random bytes.
+fn delta_page(seed: u64, len: usize, runs: usize, max_run: usize) -> Vec<u8> {
+    let mut s = seed | 1;
+    let mut page = vec![0u8; len];
+    for _ in 0..runs {
+        let at = (xorshift(&mut s) as usize) % len.max(1);
+        let run = 1 + (xorshift(&mut s) as usize) % max_run;
+        for byte in page.iter_mut().skip(at).take(run) {
+            *byte = xorshift(&mut s) as u8;
+        }
+    }
+    page
+}
+
+#[test]
+fn lzo_tuned_matches_reference_on_fixed_cases() {
+    let mut inputs: Vec<Vec<u8>> = Vec::new();
+    for len in 0..80 {
+        inputs.push(vec![0u8; len]);
+        inputs.push(sample(len));
+        inputs.push(delta_page(len as u64 + 7, len, 3, 5));
+    }
+    for len in [4096, 4095, 4097, 4093, 8191, 20_000, 65_536, 70_001] {
+        inputs.push(vec![0u8; len]);
+        inputs.push(vec![0xffu8; len]);
+        inputs.push(sample(len));
+        let mut s = len as u64;
+        inputs.push((0..len).map(|_| xorshift(&mut s) as u8).collect());
+        for runs in [1, 4, 16, 64, 256] {
+            inputs.push(delta_page(len as u64 * 31 + runs as u64, len, runs, 120));
+        }
+    }
+    // The XOR of a text page with an edited copy of itself.
+    for seed in 0..40u64 {
+        let old = sample(4096 + seed as usize * 13)[seed as usize * 13..].to_vec();
+        let mut new = old.clone();
+        let mut s = seed + 99;
+        for _ in 0..(1 + seed % 12) {
+            let at = (xorshift(&mut s) as usize) % 4096;
+            let run = 1 + (xorshift(&mut s) as usize) % 300;
+            for byte in new.iter_mut().skip(at).take(run) {
+                *byte = xorshift(&mut s) as u8 % 64 + 32;
+            }
+        }
+        inputs.push(old.iter().zip(&new).map(|(a, b)| a ^ b).collect());
+    }
+    // One warm encoder over all of them, then again in reverse order.
+    assert_same_as_reference(&inputs, None);
+    inputs.reverse();
+    assert_same_as_reference(&inputs, None);
+    // Near the wrap of 32-bit positions: the table is cleared mid-sequence.
+    let pages: Vec<Vec<u8>> = (0..6).map(|i| delta_page(i, 4096, 20, 200)).collect();
+    for gap in [1u32, 4096, 4097, 5000, 9000, 70_000] {
+        assert_same_as_reference(&pages, Some(u32::MAX - gap));
+    }
+    let big = vec![sample(70_001), sample(100)];
+    assert_same_as_reference(&big, Some(u32::MAX - 70_000));
+}
+
+/// Bytes with many zeros and runs of repeated and random values (as in page deltas).
+fn delta_like_bytes(max_len: usize) -> impl Strategy<Value = Vec<u8>> {
+    proptest::collection::vec(
+        prop_oneof![
+            6 => (1usize..400).prop_map(|n| vec![0u8; n]),
+            2 => proptest::collection::vec(any::<u8>(), 1..64),
+            1 => (1usize..40, any::<u8>()).prop_map(|(n, b)| vec![b; n]),
+            1 => proptest::collection::vec(prop_oneof![Just(0u8), Just(1u8), Just(0x20u8)], 1..64),
+        ],
+        0..max_len,
+    )
+    .prop_map(|chunks| chunks.concat())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    #[test]
+    fn lzo_tuned_matches_reference_on_random_inputs(
+        inputs in proptest::collection::vec(
+            prop_oneof![
+                3 => delta_like_bytes(40),
+                1 => proptest::collection::vec(any::<u8>(), 0..5000),
+                1 => proptest::collection::vec(prop_oneof![Just(0u8), Just(1u8), any::<u8>()], 0..3000),
+                1 => proptest::collection::vec(any::<u8>(), 0..64),
+            ],
+            1..5,
+        ),
+    ) {
+        assert_same_as_reference(&inputs, None);
+    }
+
+    #[test]
+    fn lzo_tuned_matches_reference_on_xor_of_similar_pages(
+        seed in 0usize..2000,
+        edits in proptest::collection::vec((0usize..4096, 1usize..600, any::<u8>()), 1..24),
+    ) {
+        let old = sample(4096 + seed)[seed..].to_vec();
+        let mut new = old.clone();
+        for (at, run, v) in edits {
+            for (k, byte) in new.iter_mut().skip(at).take(run).enumerate() {
+                *byte = v.wrapping_add((k as u8).wrapping_mul(v | 1));
+            }
+        }
+        let xor: Vec<u8> = old.iter().zip(&new).map(|(a, b)| a ^ b).collect();
+        assert_same_as_reference(&[xor, new, old], None);
+    }
+}

@@ -1,0 +1,77 @@
+//! Compresses delta-like and text pages many times with either the tuned LZO1X-1 encoder
+//! or the reference copy, for paired whole-process timing (docs/performance.md):
+//! `cargo run --release -p flashstack-codec --example lzo_pair -- tuned|reference`.
+
+use std::hint::black_box;
+
+use flashstack_codec::Lzo1x1;
+use flashstack_content::{ContentClass, ContentMix, ContentModel, PAGE_SIZE};
+
+#[allow(dead_code)]
+#[path = "../src/lzo1x_reference.rs"]
+mod lzo1x_reference;
+
+const ROUNDS: usize = 6000;
+
+fn main() {
+    let which = std::env::args().nth(1).unwrap_or_default();
+    let model = ContentModel::new(7, ContentMix::default());
+    let mut s: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = move || {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        s
+    };
+    // Half delta-like pages (13–50 % of bytes changed), half text pages.
+    let mut pages = Vec::new();
+    for lba in 0..64u64 {
+        let mut page = vec![0u8; PAGE_SIZE];
+        model.fill_class(ContentClass::Text, lba * 37, 0, &mut page);
+        let mut edited = page.clone();
+        let target = PAGE_SIZE * (13 + (next() % 38) as usize) / 100;
+        let mut changed = 0;
+        while changed < target {
+            let at = next() as usize % PAGE_SIZE;
+            let run = 1 + next() as usize % 96;
+            for byte in edited.iter_mut().skip(at).take(run) {
+                *byte = next() as u8;
+            }
+            changed += run;
+        }
+        pages.push(
+            page.iter()
+                .zip(&edited)
+                .map(|(a, b)| a ^ b)
+                .collect::<Vec<u8>>(),
+        );
+        if which.ends_with("-text") {
+            pages.push(page);
+        }
+    }
+    let mut out = Vec::new();
+    let mut total = 0usize;
+    match which.as_str() {
+        "tuned" | "tuned-text" => {
+            let mut lzo = Lzo1x1::new();
+            for _ in 0..ROUNDS {
+                for p in &pages {
+                    total += black_box(lzo.compress_into(p, &mut out));
+                }
+            }
+        }
+        "reference" | "reference-text" => {
+            let mut lzo = lzo1x_reference::Reference::new();
+            for _ in 0..ROUNDS {
+                for p in &pages {
+                    total += black_box(lzo.compress_into(p, &mut out));
+                }
+            }
+        }
+        _ => {
+            eprintln!("usage: lzo_pair tuned|reference|tuned-text|reference-text");
+            std::process::exit(2);
+        }
+    }
+    println!("{total}");
+}
