@@ -1060,6 +1060,34 @@ fn out_of_range_and_bad_buffers_are_errors_not_panics() {
     assert!(matches!(e, Err(BlockError::ContentsNotStored)));
 }
 
+/// 3,000 seeded operations over 10,000 LBAs: mostly writes, then reads, trims, flushes,
+/// idle gaps and armed power cuts (the mix of the fingerprint and die-rule tests).
+fn mixed_ops(seed: u64) -> Vec<Op> {
+    let mut rng = flashstack_sim::Rng::new(seed);
+    (0..3_000)
+        .map(|_| match rng.below(100) {
+            0..=59 => Op::Write {
+                lba: rng.below(10_000),
+                count: 1 + rng.below(4) as u32,
+                hot: rng.chance(0.8),
+            },
+            60..=74 => Op::Read {
+                lba: rng.below(10_000),
+                count: 1 + rng.below(4) as u32,
+            },
+            75..=89 => Op::Trim {
+                lba: rng.below(10_000),
+                count: 1 + rng.below(8) as u32,
+            },
+            90..=96 => Op::Flush,
+            97 => Op::Idle,
+            _ => Op::ArmPowerCut {
+                after_device_writes: 1 + rng.below(50),
+            },
+        })
+        .collect()
+}
+
 /// Golden fingerprint of runs with trims, GC, wear levelling and power cuts on three
 /// geometries: counters and a hash of everything `observe` shows but the FTL counters'
 /// own line (new counters may be added without changing it): NAND counters, latencies,
@@ -1068,34 +1096,11 @@ fn out_of_range_and_bad_buffers_are_errors_not_panics() {
 /// changes published figures: update only with a reason in the commit message.
 #[test]
 fn golden_fingerprint_of_trims_gc_and_power_cuts() {
-    use flashstack_sim::Rng;
     let mut out = String::new();
     for (page, slot) in [(4096u32, 4096u32), (16384, 4096), (8192, 1024)] {
         let mut config = tiny_config(page, StreamMode::Temperature, VictimPolicyKind::CostBenefit);
         config.ftl.slot_bytes = slot;
-        let mut rng = Rng::new(page as u64 + slot as u64);
-        let ops: Vec<Op> = (0..3_000)
-            .map(|_| match rng.below(100) {
-                0..=59 => Op::Write {
-                    lba: rng.below(10_000),
-                    count: 1 + rng.below(4) as u32,
-                    hot: rng.chance(0.8),
-                },
-                60..=74 => Op::Read {
-                    lba: rng.below(10_000),
-                    count: 1 + rng.below(4) as u32,
-                },
-                75..=89 => Op::Trim {
-                    lba: rng.below(10_000),
-                    count: 1 + rng.below(8) as u32,
-                },
-                90..=96 => Op::Flush,
-                97 => Op::Idle,
-                _ => Op::ArmPowerCut {
-                    after_device_writes: 1 + rng.below(50),
-                },
-            })
-            .collect();
+        let ops = mixed_ops(page as u64 + slot as u64);
         let mut h = run(config, &ops, 7, false);
         let c = h.ftl.counters().clone();
         let seen = observe(&mut h);
@@ -1126,35 +1131,12 @@ fn golden_fingerprint_of_trims_gc_and_power_cuts() {
 #[test]
 fn die_rules_and_interval_channels_survive_trims_gc_and_power_cuts() {
     use flashstack_nand::{ChannelModel, DieRules};
-    use flashstack_sim::Rng;
     for (page, slot) in [(4096u32, 4096u32), (16384, 4096), (8192, 1024)] {
         let mut config = tiny_config(page, StreamMode::Temperature, VictimPolicyKind::CostBenefit);
         config.ftl.slot_bytes = slot;
         config.nand.die_rules = DieRules::OneCommandPerDie;
         config.nand.timing.channel_model = ChannelModel::Intervals;
-        let mut rng = Rng::new(page as u64 + slot as u64);
-        let ops: Vec<Op> = (0..3_000)
-            .map(|_| match rng.below(100) {
-                0..=59 => Op::Write {
-                    lba: rng.below(10_000),
-                    count: 1 + rng.below(4) as u32,
-                    hot: rng.chance(0.8),
-                },
-                60..=74 => Op::Read {
-                    lba: rng.below(10_000),
-                    count: 1 + rng.below(4) as u32,
-                },
-                75..=89 => Op::Trim {
-                    lba: rng.below(10_000),
-                    count: 1 + rng.below(8) as u32,
-                },
-                90..=96 => Op::Flush,
-                97 => Op::Idle,
-                _ => Op::ArmPowerCut {
-                    after_device_writes: 1 + rng.below(50),
-                },
-            })
-            .collect();
+        let ops = mixed_ops(page as u64 + slot as u64);
         let mut a = run(config.clone(), &ops, 7, false);
         let mut b = run(config, &ops, 7, false);
         assert!(a.ftl.counters().power_cycles > 0);
