@@ -133,6 +133,22 @@ pub struct CompressionConfig {
     pub predictor_sample: crate::predictor::PredictorSample,
 }
 
+impl CompressionConfig {
+    /// `policy` with every other field at its default (the LZO1X-1 codec, the default
+    /// controller timing, straddling and raw logs as the LDC paper has them).
+    pub fn with_policy(policy: crate::compression::CompressionPolicyKind) -> Self {
+        Self {
+            policy,
+            codec: Default::default(),
+            controller: Default::default(),
+            gc_straddle: Default::default(),
+            gc_straddle_scope: Default::default(),
+            raw_streams: Default::default(),
+            predictor_sample: Default::default(),
+        }
+    }
+}
+
 /// Which buffered writes go to flash next (`wbuf.rs`, `destage_group`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]

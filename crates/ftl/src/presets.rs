@@ -232,15 +232,7 @@ pub fn ldc_emmc_with(policy: CompressionPolicyKind) -> DeviceConfig {
     config.name = format!("ldc-emmc-{}", policy.name().to_lowercase());
     config.description = description_of(&config.name);
     config.ftl.slot_bytes = 512;
-    config.ftl.compression = Some(CompressionConfig {
-        policy,
-        codec: Default::default(),
-        controller: ControllerTiming::default(),
-        gc_straddle: Default::default(),
-        raw_streams: Default::default(),
-        gc_straddle_scope: Default::default(),
-        predictor_sample: Default::default(),
-    });
+    config.ftl.compression = Some(CompressionConfig::with_policy(policy));
     if policy == CompressionPolicyKind::Ldc {
         config.ftl.gc.policy = VictimPolicyKind::CompressionAware;
     }

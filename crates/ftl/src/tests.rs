@@ -16,7 +16,7 @@ use flashstack_nand::{oob_flags, Endurance, Energy, Faults, Geometry, NandConfig
 use proptest::prelude::*;
 
 use crate::blocks::BlockState;
-use crate::compression::{CompressionPolicyKind, ControllerTiming};
+use crate::compression::CompressionPolicyKind;
 use crate::config::*;
 use crate::Ftl;
 
@@ -528,15 +528,7 @@ fn config_strategy() -> impl Strategy<Value = DeviceConfig> {
             config.ftl.slot_bytes = slot_bytes;
             if let Some(policy) = compression {
                 config.ftl.slot_bytes = slot_bytes.min(1024);
-                config.ftl.compression = Some(CompressionConfig {
-                    policy,
-                    codec: Default::default(),
-                    controller: ControllerTiming::default(),
-                    gc_straddle: Default::default(),
-                    raw_streams: Default::default(),
-                    gc_straddle_scope: Default::default(),
-                    predictor_sample: Default::default(),
-                });
+                config.ftl.compression = Some(CompressionConfig::with_policy(policy));
                 if policy == CompressionPolicyKind::Ldc {
                     config.ftl.gc.policy = VictimPolicyKind::CompressionAware;
                 }
@@ -914,13 +906,8 @@ fn long_random_run_with_compression() {
         let mut config = tiny_config(8192, StreamMode::Single, VictimPolicyKind::CompressionAware);
         config.ftl.slot_bytes = 512;
         config.ftl.compression = Some(CompressionConfig {
-            policy,
-            codec: Default::default(),
-            controller: ControllerTiming::default(),
-            gc_straddle: Default::default(),
-            raw_streams: Default::default(),
-            gc_straddle_scope: Default::default(),
             predictor_sample: sample,
+            ..CompressionConfig::with_policy(policy)
         });
         // One plane of 64 blocks, little spare: eleven open frontiers (compressed + ten
         // ratio groups) and live data that GC must move.
@@ -981,15 +968,7 @@ fn long_random_run_with_compression() {
 fn power_cut_at_every_point_of_straddling_gc() {
     let mut config = tiny_config(4096, StreamMode::Single, VictimPolicyKind::CompressionAware);
     config.ftl.slot_bytes = 512;
-    config.ftl.compression = Some(CompressionConfig {
-        policy: CompressionPolicyKind::Ldc,
-        codec: Default::default(),
-        controller: ControllerTiming::default(),
-        gc_straddle: Default::default(),
-        raw_streams: Default::default(),
-        gc_straddle_scope: Default::default(),
-        predictor_sample: Default::default(),
-    });
+    config.ftl.compression = Some(CompressionConfig::with_policy(CompressionPolicyKind::Ldc));
     config.nand.geometry.channels = 1;
     config.nand.geometry.planes_per_die = 1;
     config.nand.geometry.blocks_per_plane = 40;

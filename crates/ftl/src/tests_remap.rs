@@ -14,7 +14,7 @@ use proptest::prelude::*;
 use super::{
     observe, page_of, run, run_checking_from, run_general_paths, run_with_faults, tiny_config, Op,
 };
-use crate::compression::{CompressionPolicyKind, ControllerTiming};
+use crate::compression::CompressionPolicyKind;
 use crate::config::*;
 use crate::{Cause, Ftl};
 
@@ -53,15 +53,8 @@ fn remap_config_strategy() -> impl Strategy<Value = DeviceConfig> {
             config.ftl.slot_bytes = slot_bytes;
             if compress {
                 config.ftl.slot_bytes = 1024;
-                config.ftl.compression = Some(CompressionConfig {
-                    policy: CompressionPolicyKind::Zftl,
-                    codec: Default::default(),
-                    controller: ControllerTiming::default(),
-                    gc_straddle: Default::default(),
-                    raw_streams: Default::default(),
-                    gc_straddle_scope: Default::default(),
-                    predictor_sample: Default::default(),
-                });
+                config.ftl.compression =
+                    Some(CompressionConfig::with_policy(CompressionPolicyKind::Zftl));
             }
             config
         })
@@ -322,15 +315,7 @@ fn bad_remaps_are_typed_errors_and_change_nothing() {
 
     let mut config = tiny_config(4096, StreamMode::Single, VictimPolicyKind::Greedy);
     config.ftl.slot_bytes = 1024;
-    config.ftl.compression = Some(CompressionConfig {
-        policy: CompressionPolicyKind::Zftl,
-        codec: Default::default(),
-        controller: ControllerTiming::default(),
-        gc_straddle: Default::default(),
-        raw_streams: Default::default(),
-        gc_straddle_scope: Default::default(),
-        predictor_sample: Default::default(),
-    });
+    config.ftl.compression = Some(CompressionConfig::with_policy(CompressionPolicyKind::Zftl));
     let mut ftl = Ftl::new(config, true, 1).unwrap();
     assert!(matches!(
         ftl.remap(1, 0, 8, 2),

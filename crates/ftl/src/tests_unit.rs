@@ -314,15 +314,7 @@ fn impossible_mapping_units_are_refused() {
     refused(c, "ftl.slot_bytes below 4096");
     let mut c = unit_config(8192, StreamMode::Single);
     c.ftl.slot_bytes = 1024;
-    c.ftl.compression = Some(CompressionConfig {
-        policy: CompressionPolicyKind::Zftl,
-        codec: Default::default(),
-        controller: ControllerTiming::default(),
-        gc_straddle: Default::default(),
-        raw_streams: Default::default(),
-        gc_straddle_scope: Default::default(),
-        predictor_sample: Default::default(),
-    });
+    c.ftl.compression = Some(CompressionConfig::with_policy(CompressionPolicyKind::Zftl));
     refused(c, "not with ftl.compression");
     let mut c = unit_config(8192, StreamMode::Single);
     c.ftl.mapping_cache.sram_bytes = 64;

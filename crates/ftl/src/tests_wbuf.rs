@@ -227,15 +227,7 @@ fn impossible_write_buffers_are_refused_naming_the_field() {
     assert!(err.reason.contains("multiple of 4096"), "{err}");
     let mut compressing = with(65536);
     compressing.ftl.slot_bytes = 512;
-    compressing.ftl.compression = Some(CompressionConfig {
-        policy: CompressionPolicyKind::Zftl,
-        codec: Default::default(),
-        controller: ControllerTiming::default(),
-        gc_straddle: Default::default(),
-        raw_streams: Default::default(),
-        gc_straddle_scope: Default::default(),
-        predictor_sample: Default::default(),
-    });
+    compressing.ftl.compression = Some(CompressionConfig::with_policy(CompressionPolicyKind::Zftl));
     let err = compressing.validate().unwrap_err();
     assert_eq!(err.field, "ftl.write_buffer", "{err}");
     assert!(with(16384).validate().is_ok());

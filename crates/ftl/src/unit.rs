@@ -136,13 +136,7 @@ impl Ftl {
         if hints.fua {
             complete_ns = complete_ns.max(self.make_durable(complete_ns)?);
         }
-        self.counters.host_write_requests += 1;
-        self.counters.host_write_lbas += count as u64;
-        self.queue.complete(queue_slot, complete_ns);
-        Ok(Completion {
-            start_ns,
-            complete_ns,
-        })
+        Ok(self.finish_write(queue_slot, start_ns, complete_ns, count))
     }
 
     /// Writes sub-units `written` (bytes in `data[k]`, or zeros/unstored) of the unit

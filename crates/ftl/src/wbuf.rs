@@ -298,13 +298,7 @@ impl Ftl {
             complete_ns = complete_ns.max(self.make_durable(complete_ns)?);
             self.counters.write_buffer_fua_writes += 1;
         }
-        self.counters.host_write_requests += 1;
-        self.counters.host_write_lbas += count as u64;
-        self.queue.complete(queue_slot, complete_ns);
-        Ok(Completion {
-            start_ns,
-            complete_ns,
-        })
+        Ok(self.finish_write(queue_slot, start_ns, complete_ns, count))
     }
 
     /// When the buffer has room for one more LBA, no earlier than `now_ns`: destages the

@@ -82,13 +82,25 @@ impl Ftl {
             // Force unit access: the page buffers holding this request go to flash now.
             complete_ns = complete_ns.max(self.make_durable(complete_ns)?);
         }
+        Ok(self.finish_write(queue_slot, start_ns, complete_ns, count))
+    }
+
+    /// A host write ends: it is counted and its queue slot is freed at `complete_ns`
+    /// (shared by the direct, mapping-unit and buffered write paths).
+    pub(crate) fn finish_write(
+        &mut self,
+        queue_slot: QueueSlot,
+        start_ns: Nanos,
+        complete_ns: Nanos,
+        count: u32,
+    ) -> Completion {
         self.counters.host_write_requests += 1;
         self.counters.host_write_lbas += count as u64;
         self.queue.complete(queue_slot, complete_ns);
-        Ok(Completion {
+        Completion {
             start_ns,
             complete_ns,
-        })
+        }
     }
 
     /// Maps `lpn` to the next slot of `stream` and fills it; returns when it is durable
