@@ -140,6 +140,23 @@ fn persona_runs_on_whole_stacks_deterministically() {
         ));
     }
     assert_eq!(outputs[0], outputs[1]);
+    // Recording changes no figure: the recorder's probes of which files exist are its
+    // own instrumentation, not the app's I/O.
+    let unrecorded = temp("persona-unrecorded.json");
+    let out = flashstack(&[
+        "run",
+        "--quiet",
+        "--workload",
+        "gmail:launch",
+        "--fresh",
+        "--compare",
+        "ldc-emmc-pm,ldc-emmc-ldc",
+        "--json",
+        unrecorded.to_str().unwrap(),
+    ]);
+    assert!(out.status.success());
+    assert_eq!(out.stdout, outputs[0].0);
+    assert_eq!(std::fs::read(&unrecorded).unwrap(), outputs[0].1);
     let json: serde_json::Value = serde_json::from_slice(&outputs[0].1).unwrap();
     let runs = json.as_array().expect("one entry per stack");
     assert_eq!(runs.len(), 2);
