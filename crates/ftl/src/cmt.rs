@@ -14,8 +14,12 @@
 //!    other missing entry of the same request that lies in that translation page is
 //!    filled from the same read.
 //! 4. Garbage collection and wear levelling move data: entries of moved pages that are
-//!    cached become dirty; the others are updated in their translation pages directly,
-//!    one read and one program per translation page per relocated batch. Trims do the same.
+//!    cached become dirty; the others ([`relocation_update`], `ftl.mapping_cache.
+//!    relocation_updates`) are updated in their translation pages directly, one read and
+//!    one program per translation page per relocated batch (`write-through`, DFTL's batch
+//!    update, the default), or enter the cache as dirty entries, evicting others as a host
+//!    miss does, and reach flash when evicted in turn (`cached`, as MQSim's GC does).
+//!    Trims do the same.
 //! 5. Translation pages are written out of place into translation blocks of their own;
 //!    when those run out, translation-block GC moves the live translation pages of the
 //!    block with the fewest and erases it.
@@ -37,12 +41,32 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use flashstack_nand::UnitOp;
 use flashstack_sim::Nanos;
 
-use crate::config::{CmtPolicyKind, MappingCacheConfig};
+use crate::config::{CmtPolicyKind, MappingCacheConfig, RelocationUpdates};
 use crate::{Ftl, FtlError};
 
 /// Bytes of one mapping entry in a translation page on flash (a physical page number).
 pub(crate) const TRANSLATION_ENTRY_BYTES: u32 = 4;
 const NOWHERE: u32 = u32::MAX;
+
+/// What a mapping update made without a host request does to an entry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RelocationUpdate {
+    /// The entry is cached: it becomes dirty, nothing reaches flash now.
+    MarkDirty,
+    /// Not cached: its translation page joins the batch read and programmed now.
+    WriteTranslationPage,
+    /// Not cached: it enters the cache as a dirty entry.
+    InsertDirty,
+}
+
+/// Step 4's decision for one entry moved by GC, wear levelling or a trim.
+pub fn relocation_update(kind: RelocationUpdates, cached: bool) -> RelocationUpdate {
+    match (cached, kind) {
+        (true, _) => RelocationUpdate::MarkDirty,
+        (false, RelocationUpdates::WriteThrough) => RelocationUpdate::WriteTranslationPage,
+        (false, RelocationUpdates::Cached) => RelocationUpdate::InsertDirty,
+    }
+}
 
 /// Which segment of the cache an entry sits in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -326,6 +350,8 @@ pub(crate) struct MappingCache {
     unit_shift: u32,
     /// Translation pages whose dirty entries a power cut lost: recovery writes them.
     stale_after_cut: BTreeSet<u32>,
+    /// Step 4's setting for uncached entries.
+    relocation_updates: RelocationUpdates,
     /// UFS HPB: the host's copy of part of the table (`hpb.rs`); `None` when off.
     pub(crate) hpb: Option<crate::hpb::Hpb>,
 }
@@ -352,6 +378,7 @@ impl MappingCache {
                 units,
             ),
             stale_after_cut: BTreeSet::new(),
+            relocation_updates: config.relocation_updates,
             hpb: crate::hpb::Hpb::new(&config.hpb),
         })
     }
@@ -544,17 +571,28 @@ impl Ftl {
         now_ns: Nanos,
     ) -> Result<Nanos, FtlError> {
         let mut pages = BTreeSet::new();
+        let mut done_ns = now_ns;
         for lpn in lpns {
             if let Some(hpb) = cache.hpb.as_mut() {
                 hpb.mark(lpn);
             }
             let key = lpn >> cache.unit_shift;
-            if !cache.cmt.dirty_if_cached(key) {
-                pages.insert(cache.area.page_of(key));
+            let cached = cache.cmt.dirty_if_cached(key);
+            match relocation_update(cache.relocation_updates, cached) {
+                RelocationUpdate::MarkDirty => {}
+                RelocationUpdate::WriteTranslationPage => {
+                    pages.insert(cache.area.page_of(key));
+                }
+                RelocationUpdate::InsertDirty => {
+                    while cache.cmt.is_full() {
+                        done_ns = done_ns.max(self.cmt_evict(cache, now_ns)?);
+                    }
+                    cache.cmt.insert(key, true);
+                    self.counters.mapping_updates_inserted += 1;
+                }
             }
         }
         // Read-modify-write of each page (DFTL's batch update: one per translation page).
-        let mut done_ns = now_ns;
         for &tpage in &pages {
             let ready_ns = self.read_translation_page(cache, tpage, now_ns)?;
             self.counters.mapping_updates_uncached += 1;
@@ -731,6 +769,10 @@ mod tests {
     /// `ufs31` shrunk to 32 blocks of 64 pages per plane (8 planes, real timings), with a
     /// cache of `entries` entries and translation pages of 8 entries.
     fn cached_ufs31(entries: u64) -> Ftl {
+        cached_ufs31_with(entries, RelocationUpdates::WriteThrough)
+    }
+
+    fn cached_ufs31_with(entries: u64, relocation_updates: RelocationUpdates) -> Ftl {
         let mut d = crate::presets::ufs31();
         d.nand.geometry.pages_per_block = 64;
         d.nand.geometry.blocks_per_plane = 32;
@@ -738,6 +780,7 @@ mod tests {
             sram_bytes: entries * 8,
             policy: CmtPolicyKind::SegmentedLru,
             entry_bytes: 8,
+            relocation_updates,
             hpb: Default::default(),
         };
         let mut ftl = Ftl::new(d, false, 1).unwrap();
@@ -769,6 +812,33 @@ mod tests {
         let c = &ftl.counters;
         assert_eq!((c.mapping_reads_miss, c.mapping_reads_evict), (1, 1));
         assert_eq!((c.mapping_reads, c.mapping_programs), (2, 4));
+        ftl.check_invariants().unwrap();
+    }
+
+    /// `cached` relocation updates (MQSim's): GC's entries that are not cached program no
+    /// translation page at once; they enter the cache dirty and reach flash when evicted.
+    #[test]
+    fn cached_relocation_updates_reach_flash_at_eviction() {
+        let mut ftl = cached_ufs31_with(4, RelocationUpdates::Cached);
+        // Translation pages of 8 entries: each of these is in a page of its own.
+        let done_ns = ftl.cmt_update([0u32, 8, 16].into_iter(), 5).unwrap();
+        let c = &ftl.counters;
+        assert_eq!(done_ns, 5, "room in the cache: nothing waits");
+        assert_eq!((c.mapping_programs, c.mapping_updates_uncached), (0, 0));
+        assert_eq!(c.mapping_updates_inserted, 3);
+        // Three more into a cache of four: two dirty entries are evicted and programmed
+        // (their pages were never on flash: no read first).
+        let done_ns = ftl.cmt_update([24u32, 32, 40].into_iter(), 5).unwrap();
+        let c = &ftl.counters;
+        assert!(done_ns > 5);
+        assert_eq!((c.mapping_programs, c.mapping_reads), (2, 0));
+        assert_eq!(c.mapping_updates_inserted, 6);
+        // The write-through setting programs every page of the batch at once.
+        let mut through = cached_ufs31(4);
+        through.cmt_update([0u32, 8, 16].into_iter(), 5).unwrap();
+        let c = &through.counters;
+        assert_eq!((c.mapping_programs, c.mapping_updates_uncached), (3, 3));
+        assert_eq!(c.mapping_updates_inserted, 0);
         ftl.check_invariants().unwrap();
     }
 

@@ -197,6 +197,20 @@ pub enum CmtPolicyKind {
     SegmentedLru,
 }
 
+/// How the mapping entries of data moved without a host request (GC, wear levelling,
+/// trims) reach the table when they are not cached (`cmt.rs`, [`crate::cmt::relocation_update`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RelocationUpdates {
+    /// DFTL's batch update: each translation page holding such entries is read and
+    /// programmed once per relocated batch (a victim block, a trim).
+    #[default]
+    WriteThrough,
+    /// MQSim's: the entries enter the cached mapping table as dirty (evicting others as a
+    /// host miss would) and reach flash when they are evicted in turn.
+    Cached,
+}
+
 /// The mapping-table cache: how much controller SRAM holds mapping entries.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -210,6 +224,10 @@ pub struct MappingCacheConfig {
     /// DFTL's and MQSim's cached mapping table count it).
     #[serde(default = "default_cmt_entry_bytes")]
     pub entry_bytes: u32,
+    /// Where updates of uncached entries from GC, wear levelling and trims go:
+    /// `write-through` (default) or `cached`.
+    #[serde(default, skip_serializing_if = "RelocationUpdates::is_default")]
+    pub relocation_updates: RelocationUpdates,
     /// UFS Host Performance Booster (`hpb.rs`): the host caches entries and sends them
     /// with reads. Off by default.
     #[serde(default, skip_serializing_if = "HpbConfig::is_off")]
@@ -324,8 +342,15 @@ impl Default for MappingCacheConfig {
             sram_bytes: 0,
             policy: CmtPolicyKind::default(),
             entry_bytes: default_cmt_entry_bytes(),
+            relocation_updates: RelocationUpdates::default(),
             hpb: HpbConfig::default(),
         }
+    }
+}
+
+impl RelocationUpdates {
+    pub fn is_default(&self) -> bool {
+        *self == Self::default()
     }
 }
 

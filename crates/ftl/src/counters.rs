@@ -90,6 +90,10 @@ pub struct FtlCounters {
     /// levelling and trims moving or dropping data).
     #[serde(skip_serializing_if = "is_zero")]
     pub mapping_updates_uncached: u64,
+    /// Entries of GC, wear levelling and trims that entered the cache as dirty instead
+    /// (`relocation_updates = "cached"`).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub mapping_updates_inserted: u64,
     /// Of the reads: for host misses, and for dirty evictions (the entries of the page
     /// not in SRAM); the rest are GC, wear-levelling and trim updates.
     #[serde(skip_serializing_if = "is_zero")]

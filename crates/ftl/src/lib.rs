@@ -61,10 +61,13 @@ use stream::is_start;
 
 use blocks::{BlockState, BlockTable};
 pub use byref::PageSource;
-pub use cmt::{choose_victim, demote_protected, place_on_hit, Segment};
+pub use cmt::{
+    choose_victim, demote_protected, place_on_hit, relocation_update, RelocationUpdate, Segment,
+};
 pub use config::{
     CmtPolicyKind, DestagePolicyKind, DeviceConfig, FtlConfig, GcConfig, HostConfig, HpbConfig,
-    MappingCacheConfig, StreamMode, VictimPolicyKind, WearConfig, WriteBufferConfig,
+    MappingCacheConfig, RelocationUpdates, StreamMode, VictimPolicyKind, WearConfig,
+    WriteBufferConfig,
 };
 pub use construct::ConstructedState;
 pub use counters::FtlCounters;

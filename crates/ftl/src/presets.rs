@@ -346,6 +346,7 @@ pub fn ufs31_dftl() -> DeviceConfig {
         sram_bytes: 1 << 20,
         policy: CmtPolicyKind::SegmentedLru,
         entry_bytes: 8,
+        relocation_updates: Default::default(),
         hpb: Default::default(),
     };
     d

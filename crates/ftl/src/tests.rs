@@ -574,13 +574,17 @@ fn reads_match_the_model_through_gc_trims_and_power_cuts() {
 /// flushed LBA reads back intact (the harness checks each against the model).
 #[test]
 fn mapping_cache_keeps_everything_flushed_through_power_cuts() {
-    let totals = RefCell::new([0u64; 4]);
+    let totals = RefCell::new([0u64; 5]);
     proptest!(
         ProptestConfig { cases: 300, ..ProptestConfig::default() },
         |(
             page in prop_oneof![Just(4096u32), Just(8192), Just(16384)],
             streams in prop_oneof![Just(StreamMode::Single), Just(StreamMode::Temperature)],
             policy in prop_oneof![Just(CmtPolicyKind::Lru), Just(CmtPolicyKind::SegmentedLru)],
+            relocation_updates in prop_oneof![
+                Just(RelocationUpdates::WriteThrough),
+                Just(RelocationUpdates::Cached)
+            ],
             entries in 2u64..12,
             tpage_entries in prop_oneof![Just(8u32), Just(32), Just(64)],
             ops in prop::collection::vec(op_strategy(), 1..400),
@@ -591,6 +595,7 @@ fn mapping_cache_keeps_everything_flushed_through_power_cuts() {
                 sram_bytes: entries * 8,
                 policy,
                 entry_bytes: 8,
+                relocation_updates,
                 hpb: Default::default(),
             };
             let mut h = Harness::new(config, seed);
@@ -603,17 +608,22 @@ fn mapping_cache_keeps_everything_flushed_through_power_cuts() {
                 c.mapping_updates_uncached,
                 c.translation_gc_cycles,
                 c.power_cycles,
+                c.mapping_updates_inserted,
             ]) {
                 *total += n;
             }
         }
     );
-    let [programs, uncached, translation_gc, cycles] = totals.into_inner();
+    let [programs, uncached, translation_gc, cycles, inserted] = totals.into_inner();
     assert!(
-        programs > 1_000 && uncached > 100 && translation_gc > 100 && cycles > 300,
-        "the cache must evict, follow GC, collect translation blocks and see cuts: \
-         {programs} programs, {uncached} uncached updates, {translation_gc} translation GC, \
-         {cycles} power cycles"
+        programs > 1_000
+            && uncached > 100
+            && translation_gc > 100
+            && cycles > 300
+            && inserted > 100,
+        "the cache must evict, follow GC both ways, collect translation blocks and see \
+         cuts: {programs} programs, {uncached} uncached updates, {inserted} inserted, \
+         {translation_gc} translation GC, {cycles} power cycles"
     );
 }
 
@@ -639,6 +649,7 @@ fn hpb_never_serves_a_stale_entry_through_gc_trims_and_power_cuts() {
                 sram_bytes: entries * 8,
                 policy: CmtPolicyKind::SegmentedLru,
                 entry_bytes: 8,
+                relocation_updates: Default::default(),
                 hpb: tiny_hpb(version),
             };
             let mut h = Harness::new(config, seed);
@@ -682,6 +693,7 @@ fn hpb_reads_the_same_bytes_as_the_plain_ftl() {
         sram_bytes: 4 * 8,
         policy: CmtPolicyKind::SegmentedLru,
         entry_bytes: 8,
+        relocation_updates: Default::default(),
         hpb: tiny_hpb(2),
     };
     let mut a = Ftl::new(plain, true, 5).unwrap();
@@ -1132,6 +1144,7 @@ fn recovery_rewrites_the_translation_pages_a_cut_left_stale() {
         sram_bytes: 64 * 8,
         policy: CmtPolicyKind::SegmentedLru,
         entry_bytes: 8,
+        relocation_updates: Default::default(),
         hpb: Default::default(),
     };
     let mut ftl = Ftl::new(config, false, 1).unwrap();

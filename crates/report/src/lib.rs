@@ -129,6 +129,10 @@ pub struct MappingCacheFigures {
     pub mapping_programs: u64,
     /// Of the programs, updates for entries not cached (GC, wear levelling, trims).
     pub mapping_updates_uncached: u64,
+    /// Entries of GC, wear levelling and trims that entered the cache as dirty instead
+    /// (`relocation_updates = "cached"`; absent when none).
+    #[serde(skip_serializing_if = "is_zero_u64")]
+    pub mapping_updates_inserted: u64,
     pub translation_gc_cycles: u64,
     pub translation_gc_moves: u64,
     /// Where the reads went: host misses and dirty evictions (the rest are GC, wear
@@ -415,6 +419,7 @@ fn mapping_cache(ftl: &Ftl) -> Option<MappingCacheFigures> {
         mapping_reads: c.mapping_reads,
         mapping_programs: c.mapping_programs,
         mapping_updates_uncached: c.mapping_updates_uncached,
+        mapping_updates_inserted: c.mapping_updates_inserted,
         translation_gc_cycles: c.translation_gc_cycles,
         translation_gc_moves: c.translation_gc_moves,
         mapping_reads_miss: c.mapping_reads_miss,

@@ -206,7 +206,8 @@ fn set_path(root: &mut toml::Value, key: &str, new: toml::Value) -> Result<(), S
 /// Optional fields are absent from the TOML when unset (or, for `atomic_write`, when
 /// false; for the cache's `policy` and `mobifs` table, when the defaults; MedFS's
 /// diagnostic `pairs_dump`, when empty; the FTL's `mapping_unit_bytes`, when 4096; the
-/// NAND's `timing.channel_model`, `die_rules` and `multi_plane`, when the defaults).
+/// NAND's `timing.channel_model`, `die_rules` and `multi_plane`, and the mapping cache's
+/// `relocation_updates`, when the defaults).
 fn is_optional_field(name: &str) -> bool {
     matches!(
         name,
@@ -220,6 +221,7 @@ fn is_optional_field(name: &str) -> bool {
             | "channel_model"
             | "die_rules"
             | "multi_plane"
+            | "relocation_updates"
     )
 }
 
