@@ -226,7 +226,12 @@ mod tests {
                 complete_ns: arrival_ns + 2,
             })
         }
-        fn trim(&mut self, arrival_ns: Nanos, lba: u64, count: u32) -> Result<Completion, BlockError> {
+        fn trim(
+            &mut self,
+            arrival_ns: Nanos,
+            lba: u64,
+            count: u32,
+        ) -> Result<Completion, BlockError> {
             check_range(lba, count, self.lbas)?;
             Ok(Completion {
                 start_ns: arrival_ns,
@@ -263,7 +268,9 @@ mod tests {
             fua: true,
             ..Hints::default()
         };
-        let done = dev.write(5, 2, Payload::Unstored { lba_count: 3 }, fua).unwrap();
+        let done = dev
+            .write(5, 2, Payload::Unstored { lba_count: 3 }, fua)
+            .unwrap();
         assert_eq!(done.complete_ns, 6, "the device's own completion");
         dev.read(7, 1, 4, None).unwrap();
         assert!(dev.read(8, 15, 2, None).is_err(), "refused: not recorded");

@@ -91,8 +91,12 @@ pub struct RunArgs {
     /// Format of --record-block: `mqsim` (reads and writes, times in ns: replay with
     /// `--format mqsim --time-unit ns`; discards and flushes are counted as dropped) or
     /// `blkparse` (reads, writes, discards and flushes).
-    #[arg(long, value_name = "mqsim|blkparse", default_value = "mqsim",
-          requires = "record_block")]
+    #[arg(
+        long,
+        value_name = "mqsim|blkparse",
+        default_value = "mqsim",
+        requires = "record_block"
+    )]
     pub(crate) record_block_format: flashstack_trace::RecordFormat,
     /// File-level traces: stop at the first operation the replay cannot honour (an
     /// unlink of a file that is not there, a hard link, …) instead of counting it by kind

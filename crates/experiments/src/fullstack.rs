@@ -223,13 +223,14 @@ pub fn run(
     let checked = Arc::new(AtomicU64::new(0));
     let (persona, replayed, trace) = match workload {
         StackWorkload::Persona(p) => {
-            let (report, trace) = run_persona(&shared, *p, options, skip_setup, &checked, &recorder)
-                .map_err(workload_err)?;
+            let (report, trace) =
+                run_persona(&shared, *p, options, skip_setup, &checked, &recorder)
+                    .map_err(workload_err)?;
             (Some(report), None, trace)
         }
         StackWorkload::Trace { trace, .. } => {
-            let report = replay_trace(&shared, trace, options, &checked, &recorder)
-                .map_err(workload_err)?;
+            let report =
+                replay_trace(&shared, trace, options, &checked, &recorder).map_err(workload_err)?;
             (None, Some(report), None)
         }
     };

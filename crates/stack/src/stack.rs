@@ -198,11 +198,7 @@ impl Stack {
 
     /// The stack over a mounted F2FS: an empty page cache of `config`, no open files,
     /// the clock at `now_ns`.
-    fn assemble(
-        config: StackConfig,
-        fs: F2fs<Device>,
-        now_ns: Nanos,
-    ) -> Result<Stack, StackError> {
+    fn assemble(config: StackConfig, fs: F2fs<Device>, now_ns: Nanos) -> Result<Stack, StackError> {
         let cache = PageCache::new(config.cache.clone(), F2fsBacking::new(fs))
             .map_err(|e| StackError::Cache(e.to_string()))?;
         Ok(Stack {

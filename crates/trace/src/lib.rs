@@ -103,9 +103,7 @@ pub use inspect::{
     inspect, inspect_trace, KindSummary, ProcessCount, SizeBucket, TraceSummary, SIZE_BUCKETS,
     TOP_PROCESSES,
 };
-pub use record::{
-    BlockTraceWriter, KindCount, RecordError, RecordFormat, RecordSummary,
-};
+pub use record::{BlockTraceWriter, KindCount, RecordError, RecordFormat, RecordSummary};
 pub use synthetic::{
     synthetic, Interarrival, Pattern, SizeDistribution, SpecError, SyntheticSource, SyntheticSpec,
     SIZE_ENTRIES_MAX,

@@ -183,7 +183,11 @@ pub struct BlockTraceWriter {
 
 impl BlockTraceWriter {
     /// Creates (or truncates) `path`; times are written from `origin_ns`.
-    pub fn create(path: &Path, format: RecordFormat, origin_ns: Nanos) -> Result<Self, RecordError> {
+    pub fn create(
+        path: &Path,
+        format: RecordFormat,
+        origin_ns: Nanos,
+    ) -> Result<Self, RecordError> {
         let file = File::create(path).map_err(|source| RecordError::Create {
             path: path.to_path_buf(),
             source,
@@ -233,7 +237,11 @@ impl BlockTraceWriter {
         let sectors = u64::from(request.lba_count) * SECTORS_PER_LBA;
         match self.summary.format {
             RecordFormat::Mqsim => {
-                let kind = if request.kind == RequestKind::Read { 1 } else { 0 };
+                let kind = if request.kind == RequestKind::Read {
+                    1
+                } else {
+                    0
+                };
                 writeln!(self.out, "{time_ns} 0 {sector} {sectors} {kind}")
             }
             RecordFormat::Blkparse => {
