@@ -102,6 +102,10 @@ fn stacks(args: &RunArgs, phone: Option<&StackConfig>) -> Result<Vec<StackConfig
 
 pub fn run(args: &RunArgs, name: &str) -> Result<()> {
     refuse_block_options(args)?;
+    if let Some(path) = &args.record_block {
+        // Fails now, not after the phone has loaded (minutes on a large stack).
+        flashstack_trace::BlockTraceWriter::create(path, args.record_block_format, 0)?;
+    }
     let loaded = Loaded::load(name, args.seed)?;
     let workload = loaded.workload();
     let starts = StartChoice::from_args(args.phone.as_deref(), args.fresh)?;
