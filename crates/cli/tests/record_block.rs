@@ -179,6 +179,27 @@ fn an_unwritable_path_is_a_clear_error() {
         stderr.contains(&format!("cannot create the block trace {}", path.display())),
         "{stderr}"
     );
+    // A file that takes no bytes: the run stops at the end, naming it.
+    if Path::new("/dev/full").exists() {
+        let out = flashstack(&[
+            "run",
+            "--quiet",
+            "--fresh",
+            "--workload",
+            PERSONA,
+            "--stack",
+            STACK,
+            "--record-block",
+            "/dev/full",
+        ]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success());
+        assert!(!stderr.contains("panicked"), "{stderr}");
+        assert!(
+            stderr.contains("cannot write the block trace /dev/full"),
+            "{stderr}"
+        );
+    }
     // Block-level runs have no stack to record.
     let out = flashstack(&[
         "run",
