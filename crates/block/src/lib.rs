@@ -3,9 +3,11 @@
 
 pub mod explore;
 pub mod read_model;
+pub mod record;
 pub mod volatile;
 
 pub use read_model::{runs_of, timed_read, ReadModel, ReadTiming};
+pub use record::{BlockRecorder, BlockRequest, RequestSink};
 pub use volatile::{PowerLoss, VolatileCache, VolatileCacheConfig, VolatileCacheCounters};
 
 use flashstack_sim::Nanos;

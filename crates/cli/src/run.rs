@@ -83,6 +83,21 @@ pub struct RunArgs {
     /// Write the persona's recorded task as a file-level trace (first configuration).
     #[arg(long, value_name = "FILE")]
     pub(crate) record: Option<PathBuf>,
+    /// Write every request the stack's F2FS sends the device during the measured task
+    /// (and the settling after it) as a block trace, with virtual arrival times (first
+    /// configuration); `--trace FILE` replays it. See --record-block-format.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) record_block: Option<PathBuf>,
+    /// Format of --record-block: `mqsim` (reads and writes, times in ns: replay with
+    /// `--format mqsim --time-unit ns`; discards and flushes are counted as dropped) or
+    /// `blkparse` (reads, writes, discards and flushes).
+    #[arg(
+        long,
+        value_name = "mqsim|blkparse",
+        default_value = "mqsim",
+        requires = "record_block"
+    )]
+    pub(crate) record_block_format: flashstack_trace::RecordFormat,
     /// File-level traces: stop at the first operation the replay cannot honour (an
     /// unlink of a file that is not there, a hard link, …) instead of counting it by kind
     /// and carrying on.
@@ -382,8 +397,11 @@ pub fn run(args: RunArgs) -> Result<()> {
     if let Some(name) = stackrun::whole_stack_workload(&args) {
         return stackrun::run(&args, &name);
     }
-    if args.stack.is_some() || args.record.is_some() {
-        bail!("--stack and --record apply to personas and file-level traces (--workload)");
+    if args.stack.is_some() || args.record.is_some() || args.record_block.is_some() {
+        bail!(
+            "--stack, --record and --record-block apply to personas and file-level traces \
+             (--workload)"
+        );
     }
     if args.check_reads {
         bail!("--check-reads applies to personas and file-level traces; block workloads check reads with --verify");

@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
-use flashstack_experiments::fullstack::{self, FullStackOptions, StackRun};
+use flashstack_experiments::fullstack::{self, FullStackOptions, RecordBlock, StackRun};
 use flashstack_report::{render_csv, render_json};
 use flashstack_stack::StackConfig;
 use flashstack_sweep::point::Loaded;
@@ -102,6 +102,10 @@ fn stacks(args: &RunArgs, phone: Option<&StackConfig>) -> Result<Vec<StackConfig
 
 pub fn run(args: &RunArgs, name: &str) -> Result<()> {
     refuse_block_options(args)?;
+    if let Some(path) = &args.record_block {
+        // Fails now, not after the phone has loaded (minutes on a large stack).
+        flashstack_trace::BlockTraceWriter::create(path, args.record_block_format, 0)?;
+    }
     let loaded = Loaded::load(name, args.seed)?;
     let workload = loaded.workload();
     let starts = StartChoice::from_args(args.phone.as_deref(), args.fresh)?;
@@ -123,6 +127,13 @@ pub fn run(args: &RunArgs, name: &str) -> Result<()> {
             phone: None,
             check_reads: args.check_reads,
             cold_start: args.cold_start,
+            record_block: match (&args.record_block, i) {
+                (Some(path), 0) => Some(RecordBlock {
+                    path: path.clone(),
+                    format: args.record_block_format,
+                }),
+                _ => None,
+            },
         };
         let spinner = Spinner::start(
             args.quiet,
@@ -134,6 +145,19 @@ pub fn run(args: &RunArgs, name: &str) -> Result<()> {
         if i == 0 {
             if let (Some(path), Some(trace)) = (&args.record, &out.trace) {
                 write_trace(path, trace)?;
+            }
+        }
+        if let Some(summary) = &out.block_trace {
+            if let Some(line) = summary.dropped_line() {
+                eprintln!("{}: block trace: {line}", config.name);
+            }
+            if !args.quiet {
+                let path = args.record_block.as_deref().unwrap_or(Path::new("-"));
+                eprintln!(
+                    "{}: block trace written to {}: {summary}",
+                    config.name,
+                    path.display()
+                );
             }
         }
         if let (Some(reads), false) = (out.reads_checked, args.quiet) {

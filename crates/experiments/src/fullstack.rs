@@ -17,7 +17,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use flashstack_apps::{
     run_with_hook, AppError, OpReport, Persona, PersonaReport, ReplayOptions, ReplayReport,
@@ -32,6 +32,7 @@ use flashstack_sim::Nanos;
 use flashstack_sqlvfs::FileApi;
 use flashstack_stack::timeline::Timeline;
 use flashstack_stack::{OpMetrics, SharedStack, Stack, StackConfig};
+use flashstack_trace::{BlockTraceWriter, RecordError, RecordFormat, RecordSummary};
 use flashstack_workload::{FileTrace, TraceSummary};
 use serde::Serialize;
 use thiserror::Error;
@@ -43,6 +44,16 @@ pub enum FullStackError {
     /// The persona or trace failed (the message carries the workload error's whole chain).
     #[error("stack '{stack}': {message}")]
     Workload { stack: String, message: String },
+    /// The block trace asked for ([`FullStackOptions::record_block`]) cannot be written.
+    #[error("stack '{stack}': {source}")]
+    Record { stack: String, source: RecordError },
+}
+
+/// Where and how to record the block requests of the measured window.
+#[derive(Clone, Debug)]
+pub struct RecordBlock {
+    pub path: PathBuf,
+    pub format: RecordFormat,
 }
 
 /// What runs on the stack.
@@ -108,6 +119,10 @@ pub struct FullStackOptions {
     /// (`sync; echo 3 > drop_caches`): the task's first reads reach flash, as a cold app
     /// launch's do. Off: the task finds what its setup left cached.
     pub cold_start: bool,
+    /// Record every request F2FS sends the device during the measured window (the task
+    /// and the settling after it, what the device's host counters count) as a block
+    /// trace. Changes no figure.
+    pub record_block: Option<RecordBlock>,
 }
 
 /// The phone energy preset matching a device: `ufs31` for UFS devices, else the seed's
@@ -132,6 +147,7 @@ impl Default for FullStackOptions {
             phone: None,
             check_reads: false,
             cold_start: false,
+            record_block: None,
         }
     }
 }
@@ -171,6 +187,8 @@ pub struct StackRunOutput {
     pub trace: Option<FileTrace>,
     /// Reads checked against the model, with [`FullStackOptions::check_reads`].
     pub reads_checked: Option<u64>,
+    /// What the block trace holds, with [`FullStackOptions::record_block`].
+    pub block_trace: Option<RecordSummary>,
 }
 
 /// Runs `workload` on a new stack built from `config`.
@@ -185,6 +203,17 @@ pub fn run(
     };
     let mut config = config.clone();
     config.seed = options.seed;
+    let record_err = |source| FullStackError::Record {
+        stack: config.name.clone(),
+        source,
+    };
+    // Created before anything runs, so that a path that cannot be written fails at once.
+    let recorder = match &options.record_block {
+        Some(r) => Some(Arc::new(Mutex::new(
+            BlockTraceWriter::create(&r.path, r.format, 0).map_err(record_err)?,
+        ))),
+        None => None,
+    };
     let (stack, skip_setup) = start_stack(&config, workload, options).map_err(stack_err)?;
     let shared = SharedStack::new(stack);
     let workload_err = |e: AppError| FullStackError::Workload {
@@ -195,11 +224,13 @@ pub fn run(
     let (persona, replayed, trace) = match workload {
         StackWorkload::Persona(p) => {
             let (report, trace) =
-                run_persona(&shared, *p, options, skip_setup, &checked).map_err(workload_err)?;
+                run_persona(&shared, *p, options, skip_setup, &checked, &recorder)
+                    .map_err(workload_err)?;
             (Some(report), None, trace)
         }
         StackWorkload::Trace { trace, .. } => {
-            let report = replay_trace(&shared, trace, options, &checked).map_err(workload_err)?;
+            let report =
+                replay_trace(&shared, trace, options, &checked, &recorder).map_err(workload_err)?;
             (None, Some(report), None)
         }
     };
@@ -207,6 +238,16 @@ pub fn run(
     let mut stack = shared.lock();
     settle(&mut stack).map_err(|e| stack_err(format!("settling after the run: {e}")))?;
     stack.sample_timeline();
+    let block_trace = match &recorder {
+        Some(writer) => {
+            stack
+                .record_block_requests(None)
+                .map_err(|e| stack_err(format!("ending the block trace: {e}")))?;
+            let summary = writer.lock().unwrap_or_else(|p| p.into_inner()).finish();
+            Some(summary.map_err(record_err)?)
+        }
+        None => None,
+    };
     let metrics = stack
         .metrics()
         .ok_or_else(|| stack_err("powered off".into()))?;
@@ -256,6 +297,7 @@ pub fn run(
         run,
         trace,
         reads_checked,
+        block_trace,
     })
 }
 
@@ -337,6 +379,7 @@ fn run_persona(
     options: &FullStackOptions,
     skip_setup: bool,
     reads_checked: &Arc<AtomicU64>,
+    recorder: &Recorder,
 ) -> Result<(PersonaReport, Option<FileTrace>), AppError> {
     let run_options = RunOptions {
         record: options.record,
@@ -345,7 +388,7 @@ fn run_persona(
         restart_app: options.cold_start,
         ..RunOptions::default()
     };
-    let mut start_measuring = sync_and_restart(shared, options.cold_start);
+    let mut start_measuring = sync_and_restart(shared, options.cold_start, recorder.clone());
     let api: Box<dyn FileApi> = if options.check_reads {
         let checked =
             flashstack_sqlvfs::Checked::with_counter(shared.clone(), reads_checked.clone());
@@ -373,9 +416,10 @@ fn replay_trace(
     trace: &FileTrace,
     options: &FullStackOptions,
     reads_checked: &Arc<AtomicU64>,
+    recorder: &Recorder,
 ) -> Result<ReplayReport, AppError> {
     // The data was on flash before the capture: its reads must reach the device.
-    let mut start_measuring = sync_and_restart(shared, true);
+    let mut start_measuring = sync_and_restart(shared, true, recorder.clone());
     let mut api: Box<dyn FileApi> = if options.check_reads {
         let checked =
             flashstack_sqlvfs::Checked::with_counter(shared.clone(), reads_checked.clone());
@@ -396,11 +440,16 @@ fn replay_trace(
     )
 }
 
+/// The block trace being recorded, shared between the stack's device and the run.
+type Recorder = Option<Arc<Mutex<BlockTraceWriter>>>;
+
 /// The start of a measurement: the stack syncs (every dirty page written, a checkpoint),
-/// with `drop_caches` drops its clean pages, and restarts every layer's counters.
+/// with `drop_caches` drops its clean pages, restarts every layer's counters and, with a
+/// `recorder`, starts recording the device's requests (times from the sync's end).
 fn sync_and_restart(
     shared: &SharedStack,
     drop_caches: bool,
+    recorder: Recorder,
 ) -> impl FnMut(Nanos) -> Result<Nanos, AppError> {
     let shared = shared.clone();
     move |now: Nanos| {
@@ -416,6 +465,15 @@ fn sync_and_restart(
         stack
             .reset_measurement()
             .map_err(|e| AppError::file("reset", "/", e))?;
+        if let Some(writer) = &recorder {
+            writer
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .set_origin(end);
+            stack
+                .record_block_requests(Some(Box::new(writer.clone())))
+                .map_err(|e| AppError::file("record", "/", e))?;
+        }
         Ok(end)
     }
 }

@@ -57,6 +57,15 @@ impl<D: FragDevice> FragDevice for flashstack_block::VolatileCache<D> {
     }
 }
 
+impl<D: FragDevice> FragDevice for flashstack_block::BlockRecorder<D> {
+    fn ftl(&self) -> Option<&Ftl> {
+        (**self).ftl()
+    }
+    fn ftl_mut(&mut self) -> Option<&mut Ftl> {
+        (**self).ftl_mut()
+    }
+}
+
 /// The FTL's placement, read-only.
 pub struct Placement<'a> {
     ftl: &'a Ftl,

@@ -14,4 +14,4 @@ pub use flashstack_sim::timeline;
 
 pub use backing::F2fsBacking;
 pub use config::{ConfigError, StackConfig};
-pub use stack::{app_name, OpMetrics, SharedStack, Stack, StackError, StackMetrics};
+pub use stack::{app_name, Device, OpMetrics, SharedStack, Stack, StackError, StackMetrics};

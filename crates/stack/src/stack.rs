@@ -3,7 +3,9 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use flashstack_block::{BlockDevice, PowerLoss, VolatileCache, VolatileCacheConfig};
+use flashstack_block::{
+    BlockDevice, BlockRecorder, PowerLoss, RequestSink, VolatileCache, VolatileCacheConfig,
+};
 use flashstack_cache::{AppId, BackingError, CacheError, PageCache};
 use flashstack_f2fs::{mkfs, F2fs, Features, FsError, MkfsOptions};
 use flashstack_ftl::Ftl;
@@ -68,8 +70,9 @@ pub struct OpMetrics {
 
 /// The device F2FS writes to: the FTL behind a volatile write cache that is off (every
 /// request passes straight through) unless a crash test turns it on
-/// ([`Stack::set_volatile_cache`]).
-pub type Device = VolatileCache<Ftl>;
+/// ([`Stack::set_volatile_cache`]), behind a recorder that reports every request F2FS
+/// sends while a sink is attached ([`Stack::record_block_requests`]).
+pub type Device = BlockRecorder<VolatileCache<Ftl>>;
 type Cache = PageCache<F2fsBacking<Device>>;
 
 /// The assembled stack. Data goes through the page cache; namespace operations go straight
@@ -174,7 +177,7 @@ impl Stack {
         }
         mkfs(&mut ftl, &opts).map_err(|e| StackError::Mkfs(e.to_string()))?;
         let fs = F2fs::mount_with(
-            VolatileCache::write_through(ftl),
+            BlockRecorder::new(VolatileCache::write_through(ftl)),
             0,
             config.fs.mount.clone(),
         )
@@ -186,7 +189,7 @@ impl Stack {
     /// Mounts the F2FS already on `ftl` (a saved phone's device) under an empty page
     /// cache, the first request arriving at `start_ns`.
     pub fn from_ftl(config: StackConfig, ftl: Ftl, start_ns: Nanos) -> Result<Stack, StackError> {
-        let device = VolatileCache::write_through(ftl);
+        let device = BlockRecorder::new(VolatileCache::write_through(ftl));
         let fs = F2fs::mount_with(device, start_ns, config.fs.mount.clone())
             .map_err(|e| StackError::Mount(e.to_string()))?;
         let now_ns = fs.now_ns().max(start_ns);
@@ -195,11 +198,7 @@ impl Stack {
 
     /// The stack over a mounted F2FS: an empty page cache of `config`, no open files,
     /// the clock at `now_ns`.
-    fn assemble(
-        config: StackConfig,
-        fs: F2fs<VolatileCache<Ftl>>,
-        now_ns: Nanos,
-    ) -> Result<Stack, StackError> {
+    fn assemble(config: StackConfig, fs: F2fs<Device>, now_ns: Nanos) -> Result<Stack, StackError> {
         let cache = PageCache::new(config.cache.clone(), F2fsBacking::new(fs))
             .map_err(|e| StackError::Cache(e.to_string()))?;
         Ok(Stack {
@@ -234,7 +233,7 @@ impl Stack {
         let device = fs.unmount().map_err(|e| fs_err("(unmount)", e))?;
         // The unmount checkpoint flushed the device, so its write cache holds nothing.
         assert_eq!(device.pending_lbas(), 0, "unflushed writes after unmount");
-        let ftl = device.into_inner();
+        let ftl = device.into_wrapped().into_inner();
         let done = ftl.busy_until_ns().max(end);
         Ok((ftl, done))
     }
@@ -584,6 +583,16 @@ impl Stack {
         fs.reset_metrics();
         fs.device_mut().inner_mut().reset_measurement();
         Ok(())
+    }
+
+    /// Attaches `sink` to the device (or, with `None`, detaches it): from now on every
+    /// request F2FS sends the device and the device serves reaches it, with its virtual
+    /// arrival time. Returns the sink it replaces. Changes no figure.
+    pub fn record_block_requests(
+        &mut self,
+        sink: Option<Box<dyn RequestSink>>,
+    ) -> Result<Option<Box<dyn RequestSink>>, FileError> {
+        Ok(self.fs()?.device_mut().set_sink(sink))
     }
 
     /// Pages the cache holds beyond what a clean cache would: dirty pages and MobiFS's

@@ -11,7 +11,7 @@ use flashstack_f2fs::F2fs;
 use flashstack_sqlvfs::{FileApi, OpenFlags};
 use flashstack_stack::{Stack, StackConfig};
 
-type Device = flashstack_block::VolatileCache<flashstack_ftl::Ftl>;
+use flashstack_stack::Device;
 
 const PAGES: usize = 512;
 

@@ -381,6 +381,7 @@ fn run_stack_point(point: &Point, env: &RunEnv) -> Result<StackRun, PointError> 
         phone: None,
         check_reads: false,
         cold_start: false,
+        record_block: None,
     };
     Ok(fullstack::run(&config, &loaded.workload(), &options)?.run)
 }

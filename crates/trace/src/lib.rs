@@ -87,6 +87,7 @@ mod formats;
 mod human;
 mod ingest;
 mod inspect;
+mod record;
 mod synthetic;
 
 use std::fmt;
@@ -102,6 +103,7 @@ pub use inspect::{
     inspect, inspect_trace, KindSummary, ProcessCount, SizeBucket, TraceSummary, SIZE_BUCKETS,
     TOP_PROCESSES,
 };
+pub use record::{BlockTraceWriter, KindCount, RecordError, RecordFormat, RecordSummary};
 pub use synthetic::{
     synthetic, Interarrival, Pattern, SizeDistribution, SpecError, SyntheticSource, SyntheticSpec,
     SIZE_ENTRIES_MAX,
