@@ -122,9 +122,9 @@ impl fmt::Display for PreconditionReport {
             return write!(f, ", not aged");
         }
         let writes = match self.shape {
-            AgingShape::Uniform4k => format!("{} random", format_count(self.aging_writes)),
+            AgingShape::Uniform4k => format!("{} random writes", format_count(self.aging_writes)),
             AgingShape::Workload => format!(
-                "{} workload-shaped ({} LBAs)",
+                "{} workload-shaped writes ({} LBAs)",
                 format_count(self.aging_writes),
                 format_count(self.aging_lbas)
             ),
@@ -133,13 +133,13 @@ impl fmt::Display for PreconditionReport {
         if self.steady {
             return write!(
                 f,
-                ", aged with {writes} writes to steady state (write amplification \
+                ", aged with {writes} to steady state (write amplification \
                  {wa:.3}, stable over three windows)"
             );
         }
         write!(
             f,
-            ", aged with {writes} writes, the bound ({} x the filled LBAs), \
+            ", aged with {writes}, the bound ({} x the filled LBAs), \
              before steady state: ",
             format!("{:.2}", self.aging_factor_max)
                 .trim_end_matches('0')
