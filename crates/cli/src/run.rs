@@ -6,7 +6,8 @@ use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
 use flashstack_content::ContentMix;
 use flashstack_replay::{
-    AgingShape, BlockOptions, PreconditionMethod, Replayer, RunConfig, DEFAULT_AGING_MAX, DEFAULT_PRECONDITION,
+    AgingShape, BlockOptions, PreconditionMethod, Replayer, RunConfig, DEFAULT_AGING_MAX,
+    DEFAULT_PRECONDITION,
 };
 use flashstack_report::{render_csv, render_json, render_table, RunReport};
 use flashstack_trace::builtin::{back_to_back, Builtin, BuiltinWorkload, REPEAT_GAP_NS};

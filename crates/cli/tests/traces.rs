@@ -494,8 +494,7 @@ fn a_precondition_trace_run_is_deterministic() {
 }
 
 /// A small copy of `ufs31` (16 KiB pages, 8 planes, 3 GiB of flash).
-const SMALL_UFS: &str =
-    "ufs31+nand.geometry.blocks_per_plane=96+nand.geometry.pages_per_block=256";
+const SMALL_UFS: &str = "ufs31+nand.geometry.blocks_per_plane=96+nand.geometry.pages_per_block=256";
 
 /// An app reading 64 files of 1 MiB it never writes (128 KiB requests, in order) and
 /// writing 32 others whole, 128 KiB at a time, all inside the preconditioned 70 %.
@@ -571,15 +570,23 @@ fn run_shaped(shape: &str) -> (String, Value, f64) {
 fn workload_shaped_aging_keeps_large_reads_in_few_flash_pages() {
     let (_, uniform, uniform_pages) = run_shaped("uniform-4k");
     let (table, shaped, shaped_pages) = run_shaped("workload");
-    println!("flash pages per 128 KiB read: uniform-4k {uniform_pages:.2}, workload {shaped_pages:.2}");
+    println!(
+        "flash pages per 128 KiB read: uniform-4k {uniform_pages:.2}, workload {shaped_pages:.2}"
+    );
     // 128 KiB / 16 KiB = 8 pages, the files' reads are aligned.
     assert!(shaped_pages <= 8.5, "{shaped_pages}");
-    assert!(uniform_pages >= 2.0 * shaped_pages, "{uniform_pages} vs {shaped_pages}");
+    assert!(
+        uniform_pages >= 2.0 * shaped_pages,
+        "{uniform_pages} vs {shaped_pages}"
+    );
     for (name, report) in [("uniform-4k", &uniform), ("workload", &shaped)] {
         let line = report["run"]["precondition"].as_str().unwrap();
         assert!(line.contains("to steady state"), "{name}: {line}");
         // The data the trace reads was all there after preconditioning.
-        assert_eq!(report["trace"]["existing_reads"]["lbas_laid_down"], 0, "{name}");
+        assert_eq!(
+            report["trace"]["existing_reads"]["lbas_laid_down"], 0,
+            "{name}"
+        );
     }
     let line = shaped["run"]["precondition"].as_str().unwrap();
     assert!(line.contains("workload-shaped writes"), "{line}");

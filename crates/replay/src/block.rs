@@ -10,8 +10,8 @@ use flashstack_trace::builtin::{Builtin, BuiltinWorkload};
 use flashstack_trace::{synthetic, SyntheticSpec};
 
 use crate::{
-    content_zones, AgingShape, OutOfRange, Precondition, PreconditionMethod, Progress, ReplayError, Replayer,
-    RunConfig, DEFAULT_SNAPSHOT_AGING,
+    content_zones, AgingShape, OutOfRange, Precondition, PreconditionMethod, Progress, ReplayError,
+    Replayer, RunConfig, DEFAULT_SNAPSHOT_AGING,
 };
 
 /// The synthetic workload a block-level run uses when given none: a phone-like mix of

@@ -108,11 +108,8 @@ impl WorkloadShape {
             }
         }
         // The grain with the most LBAs (ties: the larger); writes decide over reads.
-        let dominant = |lbas: &[u64; GRAINS]| {
-            (0..GRAINS)
-                .max_by_key(|&g| (lbas[g], g))
-                .expect("grains") as u8
-        };
+        let dominant =
+            |lbas: &[u64; GRAINS]| (0..GRAINS).max_by_key(|&g| (lbas[g], g)).expect("grains") as u8;
         for (&region, lbas) in &read {
             shape.region_grain.insert(region, dominant(lbas));
         }
@@ -206,7 +203,9 @@ impl WorkloadPlan {
 #[derive(Clone, Debug, PartialEq)]
 pub enum AgingPlan {
     /// `filled` LBAs, one at a time.
-    Uniform4k { filled: u64 },
+    Uniform4k {
+        filled: u64,
+    },
     Workload(WorkloadPlan),
 }
 
