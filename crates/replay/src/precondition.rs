@@ -226,7 +226,7 @@ fn aging_plan(replayer: &Replayer, p: &Precondition, filled: u64) -> Result<Agin
                 return Ok(AgingPlan::Uniform4k { filled });
             }
             let plan = shape.plan(filled, replayer.config.seed).map_err(refuse)?;
-            Ok(AgingPlan::Workload(plan))
+            Ok(AgingPlan::Workload(Box::new(plan)))
         }
     }
 }

@@ -206,7 +206,7 @@ pub enum AgingPlan {
     Uniform4k {
         filled: u64,
     },
-    Workload(WorkloadPlan),
+    Workload(Box<WorkloadPlan>),
 }
 
 /// The policy: the next aging write `(lba, count)` under `plan`, drawn from `rng`.
@@ -259,7 +259,7 @@ mod tests {
         let plan = shape.plan(8 * REGION_LBAS, 1).unwrap();
         assert_eq!(plan.regions_per_grain().iter().sum::<u64>(), 8);
         // The read-only grain (64 LBAs) is never rewritten.
-        let plan = AgingPlan::Workload(plan);
+        let plan = AgingPlan::Workload(Box::new(plan));
         let mut rng = Rng::new(3);
         for _ in 0..1000 {
             let (lba, count) = next_write(&plan, &mut rng);
