@@ -497,7 +497,7 @@ fn a_precondition_trace_run_is_deterministic() {
 const SMALL_UFS: &str = "ufs31+nand.geometry.blocks_per_plane=96+nand.geometry.pages_per_block=256";
 
 /// An app reading 64 files of 1 MiB it never writes (128 KiB requests, in order) and
-/// writing 32 others whole, 128 KiB at a time, all inside the preconditioned 70 %.
+/// writing 32 others whole, 128 KiB at a time, all inside the preconditioned 69 %.
 fn sequential_files() -> PathBuf {
     let mut rows = String::new();
     let mut t = 1.0;
@@ -521,7 +521,7 @@ fn sequential_files() -> PathBuf {
     pixel("sequential-files.csv", &rows)
 }
 
-/// Runs the sequential-file trace on the small `ufs31`, preconditioned to 70 % with the
+/// Runs the sequential-file trace on the small `ufs31`, preconditioned to 69 % with the
 /// aging `shape`; returns the table, the JSON and flash pages read per host read.
 fn run_shaped(shape: &str) -> (String, Value, f64) {
     let trace = sequential_files();
@@ -533,8 +533,9 @@ fn run_shaped(shape: &str) -> (String, Value, f64) {
         SMALL_UFS,
         "--trace",
         trace.to_str().unwrap(),
+        // 69 %: 491,765 LBAs, which ends mid-page (whole regions are filled instead).
         "--precondition",
-        "0.7",
+        "0.69",
         "--aging-max",
         "4",
         "--precondition-shape",

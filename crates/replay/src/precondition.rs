@@ -15,7 +15,7 @@ use flashstack_sim::units::format_count;
 use flashstack_sim::Rng;
 
 use crate::prefill::{Prefill, WriteStream};
-use crate::shape::{next_write, AgingPlan, AgingShape};
+use crate::shape::{next_write, AgingPlan, AgingShape, REGION_LBAS};
 use crate::{Progress, Replayer};
 
 const FILL_CHUNK_LBAS: u32 = 32;
@@ -168,7 +168,14 @@ pub(crate) fn run(
     progress: &mut dyn Progress,
 ) -> Result<PreconditionReport, BlockError> {
     let capacity = replayer.ftl.capacity_lbas();
-    let filled = ((capacity as f64 * p.utilization.clamp(0.0, 1.0)) as u64).min(capacity);
+    let mut filled = ((capacity as f64 * p.utilization.clamp(0.0, 1.0)) as u64).min(capacity);
+    if p.shape == AgingShape::Workload {
+        // Whole regions: a fill ending mid-page would leave the host frontier's open page
+        // part-filled, and every aligned extent written after it would straddle one more
+        // flash page than it covers (on full `ufs31`, 8.87 pages per 128 KiB read instead
+        // of 8).
+        filled -= filled % REGION_LBAS;
+    }
     // Decided before anything is written, so that a shape that cannot run fails at once.
     let plan = aging_plan(replayer, p, filled)?;
     if p.method == PreconditionMethod::Construct && filled > 0 {
