@@ -1,5 +1,7 @@
-//! Preconditioning: fill the device to a utilisation, then age it with random overwrites
-//! until garbage collection reaches a steady state, before anything is measured.
+//! Preconditioning: fill the device to a utilisation, then age it with overwrites until
+//! garbage collection reaches a steady state, before anything is measured. The overwrites
+//! are uniform random 4 KiB ones, or shaped like the measured workload's writes
+//! ([`AgingShape`], `shape.rs`).
 //!
 //! Steady state is declared once garbage collection has started (free space that was never
 //! written does not count as steady) and the write amplification of three consecutive

@@ -93,7 +93,10 @@ impl WorkloadShape {
                 continue;
             }
             let first = (r.offset_bytes / lba_size) % capacity_lbas;
-            let end = r.offset_bytes.saturating_add(r.len_bytes).div_ceil(lba_size);
+            let end = r
+                .offset_bytes
+                .saturating_add(r.len_bytes)
+                .div_ceil(lba_size);
             let lbas = (end - r.offset_bytes / lba_size).min(capacity_lbas - first);
             let grain = grain_of(lbas);
             if r.kind == RequestKind::Write {
