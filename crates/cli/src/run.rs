@@ -6,7 +6,8 @@ use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
 use flashstack_content::ContentMix;
 use flashstack_replay::{
-    BlockOptions, PreconditionMethod, Replayer, RunConfig, DEFAULT_AGING_MAX, DEFAULT_PRECONDITION,
+    AgingShape, BlockOptions, PreconditionMethod, Replayer, RunConfig, DEFAULT_AGING_MAX,
+    DEFAULT_PRECONDITION,
 };
 use flashstack_report::{render_csv, render_json, render_table, RunReport};
 use flashstack_trace::builtin::{back_to_back, Builtin, BuiltinWorkload, REPEAT_GAP_NS};
@@ -26,6 +27,14 @@ pub const DEFAULT_DEVICE: &str = "ldc-emmc";
 pub(crate) enum PreconditionMethodArg {
     Replay,
     Construct,
+}
+
+/// `--precondition-shape`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum AgingShapeArg {
+    #[value(name = "uniform-4k")]
+    Uniform4k,
+    Workload,
 }
 
 #[derive(Args, Clone, Debug, Default)]
@@ -145,6 +154,13 @@ pub struct RunArgs {
     /// faster on large devices; addresses-only page-mapped devices).
     #[arg(long, value_name = "METHOD", default_value = "replay")]
     pub(crate) precondition_method: PreconditionMethodArg,
+    /// What preconditioning's aging writes look like: `uniform-4k` random overwrites (the
+    /// default), or `workload`: aligned extents of the trace's or synthetic workload's own
+    /// write sizes, in the regions it writes them, so files it writes in large requests
+    /// stay in large runs on flash (docs/validation.md, "Workload-shaped aging"; replay
+    /// method only).
+    #[arg(long, value_name = "SHAPE", default_value = "uniform-4k")]
+    pub(crate) precondition_shape: AgingShapeArg,
     /// Measure from an empty device (no preconditioning, no existing data).
     #[arg(long, conflicts_with = "precondition")]
     pub(crate) no_precondition: bool,
@@ -233,6 +249,24 @@ fn run_config(args: &RunArgs, spec: &str, workload_name: &str) -> Result<RunConf
         device = device::apply_overrides(&device, &overrides)?;
         device.name = format!("{name}+{}", args.overrides.join("+"));
     }
+    if args.precondition_shape == AgingShapeArg::Workload {
+        let why = if args.workload.is_some() {
+            Some("a built-in workload lays down and ages its own existing data")
+        } else if args.image.is_some() {
+            Some("--image starts from the image's data, not preconditioning")
+        } else if args.no_precondition {
+            Some("--no-precondition does not age the device")
+        } else if args.precondition_trace.is_some() && args.precondition.is_none() {
+            Some("the install trace preconditions by itself (add --precondition F to fill and age first)")
+        } else if matches!(args.precondition_method, PreconditionMethodArg::Construct) {
+            Some("--precondition-method construct lays out the steady state of uniform 4 KiB overwrites; use replay")
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            bail!("--precondition-shape workload: {why}");
+        }
+    }
     if args.workload.is_some() && args.precondition.is_some() {
         bail!(
             "--precondition: a built-in workload lays down its own existing data; \
@@ -246,6 +280,10 @@ fn run_config(args: &RunArgs, spec: &str, workload_name: &str) -> Result<RunConf
         method: match args.precondition_method {
             PreconditionMethodArg::Replay => PreconditionMethod::Replay,
             PreconditionMethodArg::Construct => PreconditionMethod::Construct,
+        },
+        shape: match args.precondition_shape {
+            AgingShapeArg::Uniform4k => AgingShape::Uniform4k,
+            AgingShapeArg::Workload => AgingShape::Workload,
         },
         // An install trace preconditions by itself unless a fill is asked for too.
         no_precondition: args.no_precondition
@@ -505,14 +543,14 @@ fn run_one(
             replayer
         }
         Input::Trace(trace) => {
-            let mut replayer = prepared(config, args, &mut bar, Some((trace, install)))?;
+            let mut replayer = prepared(config, args, &mut bar, Some((trace, install)), None)?;
             let requests = back_to_back(trace.requests.iter().copied(), passes, REPEAT_GAP_NS);
             let total = trace.requests.len() as u64 * u64::from(passes);
             replayer.replay(requests, Some(total), &mut bar)?;
             replayer
         }
         Input::Synthetic(spec) => {
-            let mut replayer = prepared(config, args, &mut bar, None)?;
+            let mut replayer = prepared(config, args, &mut bar, None, Some(spec))?;
             let source = synthetic(spec, replayer.capacity_bytes(), args.seed)
                 .map_err(|e| anyhow!("--synthetic: {e}"))?;
             let requests = back_to_back(source, passes, REPEAT_GAP_NS);
@@ -553,9 +591,26 @@ fn prepared(
     args: &RunArgs,
     bar: &mut Bar,
     trace: Option<(&Trace, Option<&InstallTrace>)>,
+    spec: Option<&SyntheticSpec>,
 ) -> Result<Replayer> {
     let quiet = args.quiet;
+    let shaped = config
+        .precondition
+        .as_ref()
+        .is_some_and(|p| p.shape == AgingShape::Workload);
     let mut replayer = Replayer::new(config)?;
+    if shaped {
+        // The aging takes its shape from the very requests the run will measure.
+        match (trace, spec) {
+            (Some((trace, _)), _) => replayer.shape_aging_on(trace.requests.iter().copied()),
+            (None, Some(spec)) => {
+                let source = synthetic(spec, replayer.capacity_bytes(), args.seed)
+                    .map_err(|e| anyhow!("--synthetic: {e}"))?;
+                replayer.shape_aging_on(source);
+            }
+            (None, None) => {}
+        }
+    }
     if let Some((trace, install)) = trace {
         crate::blocktrace::before_prepare(&mut replayer, trace, args)?;
         if let Some((path, install)) = install {

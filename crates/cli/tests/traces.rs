@@ -492,3 +492,143 @@ fn a_precondition_trace_run_is_deterministic() {
     assert_eq!(first_table, second_table);
     assert_eq!(first.to_string(), second.to_string());
 }
+
+/// A small copy of `ufs31` (16 KiB pages, 8 planes, 3 GiB of flash).
+const SMALL_UFS: &str = "ufs31+nand.geometry.blocks_per_plane=96+nand.geometry.pages_per_block=256";
+
+/// An app reading 64 files of 1 MiB it never writes (128 KiB requests, in order) and
+/// writing 32 others whole, 128 KiB at a time, all inside the preconditioned 69 %.
+fn sequential_files() -> PathBuf {
+    let mut rows = String::new();
+    let mut t = 1.0;
+    let mut row = |rw: &str, sector: u64| {
+        rows.push_str(&format!("app,sda,{rw},{sector},256,{t:.6}\n"));
+        t += 0.001;
+    };
+    for file in 0..64u64 {
+        // Sectors of 512 bytes: a file every 4 MiB from 8 MiB, the written ones 2 MiB on.
+        let read = (8 + 4 * file) * 2048;
+        for k in 0..8 {
+            row("R", read + k * 256);
+        }
+        if file < 32 {
+            let written = (10 + 4 * file) * 2048;
+            for k in 0..8 {
+                row("W", written + k * 256);
+            }
+        }
+    }
+    pixel("sequential-files.csv", &rows)
+}
+
+/// Runs the sequential-file trace on the small `ufs31`, preconditioned to 69 % with the
+/// aging `shape`; returns the table, the JSON and flash pages read per host read.
+fn run_shaped(shape: &str) -> (String, Value, f64) {
+    let trace = sequential_files();
+    let json = temp(&format!("sequential-files-{shape}.json"));
+    let args = [
+        "run",
+        "--quiet",
+        "--device",
+        SMALL_UFS,
+        "--trace",
+        trace.to_str().unwrap(),
+        // 69 %: 491,765 LBAs, which ends mid-page (whole regions are filled instead).
+        "--precondition",
+        "0.69",
+        "--aging-max",
+        "4",
+        "--precondition-shape",
+        shape,
+        "--json",
+        json.to_str().unwrap(),
+    ];
+    let out = flashstack(&args);
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let report = match report {
+        Value::Array(mut runs) => runs.remove(0),
+        other => other,
+    };
+    // Host reads' pages: every page read but GC's relocation reads.
+    let pages = report["nand"]["page_reads"].as_u64().unwrap()
+        - report["gc"]["relocation_page_reads"].as_u64().unwrap();
+    let reads = report["host"]["read_requests"].as_u64().unwrap();
+    assert_eq!(reads, 512);
+    let per_read = pages as f64 / reads as f64;
+    (String::from_utf8(out.stdout).unwrap(), report, per_read)
+}
+
+/// Issue 19 item 5: aging with the workload's own shape keeps files it writes in 128 KiB
+/// requests in 128 KiB runs on flash, so each 128 KiB read touches 8 pages of 16 KiB, where
+/// uniform 4 KiB aging scatters them over several times as many; both reach GC's steady
+/// state; the same seed gives the same bytes.
+#[test]
+fn workload_shaped_aging_keeps_large_reads_in_few_flash_pages() {
+    let (_, uniform, uniform_pages) = run_shaped("uniform-4k");
+    let (table, shaped, shaped_pages) = run_shaped("workload");
+    println!(
+        "flash pages per 128 KiB read: uniform-4k {uniform_pages:.2}, workload {shaped_pages:.2}"
+    );
+    // 128 KiB / 16 KiB = 8 pages, the files' reads are aligned.
+    assert!(shaped_pages <= 8.5, "{shaped_pages}");
+    assert!(
+        uniform_pages >= 2.0 * shaped_pages,
+        "{uniform_pages} vs {shaped_pages}"
+    );
+    for (name, report) in [("uniform-4k", &uniform), ("workload", &shaped)] {
+        let line = report["run"]["precondition"].as_str().unwrap();
+        assert!(line.contains("to steady state"), "{name}: {line}");
+        // The data the trace reads was all there after preconditioning.
+        assert_eq!(
+            report["trace"]["existing_reads"]["lbas_laid_down"], 0,
+            "{name}"
+        );
+    }
+    let line = shaped["run"]["precondition"].as_str().unwrap();
+    assert!(line.contains("workload-shaped writes"), "{line}");
+    assert!(
+        uniform["run"]["precondition"]
+            .as_str()
+            .unwrap()
+            .contains("random writes"),
+        "{uniform}"
+    );
+    let (again, shaped_again, _) = run_shaped("workload");
+    assert_eq!(table, again);
+    assert_eq!(shaped, shaped_again);
+}
+
+/// Workload-shaped aging is refused, saying why, where there is no aging to shape or the
+/// method cannot take a shape.
+#[test]
+fn workload_shaped_aging_is_refused_where_it_cannot_apply() {
+    let trace = sequential_files();
+    for (extra, expected) in [
+        (vec!["--precondition-method", "construct"], "use replay"),
+        (vec!["--no-precondition"], "does not age"),
+    ] {
+        let mut args = vec![
+            "run",
+            "--quiet",
+            "--device",
+            SMALL_UFS,
+            "--trace",
+            trace.to_str().unwrap(),
+            "--precondition-shape",
+            "workload",
+        ];
+        args.extend(extra);
+        let out = flashstack(&args);
+        assert!(!out.status.success(), "{args:?}");
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert!(
+            err.contains("--precondition-shape workload") && err.contains(expected),
+            "{err}"
+        );
+    }
+}

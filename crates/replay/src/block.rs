@@ -10,8 +10,8 @@ use flashstack_trace::builtin::{Builtin, BuiltinWorkload};
 use flashstack_trace::{synthetic, SyntheticSpec};
 
 use crate::{
-    content_zones, OutOfRange, Precondition, PreconditionMethod, Progress, ReplayError, Replayer,
-    RunConfig, DEFAULT_SNAPSHOT_AGING,
+    content_zones, AgingShape, OutOfRange, Precondition, PreconditionMethod, Progress, ReplayError,
+    Replayer, RunConfig, DEFAULT_SNAPSHOT_AGING,
 };
 
 /// The synthetic workload a block-level run uses when given none: a phone-like mix of
@@ -33,6 +33,8 @@ pub struct BlockOptions {
     pub precondition: Option<f64>,
     pub aging_max: f64,
     pub method: PreconditionMethod,
+    /// What preconditioning's aging writes look like.
+    pub shape: AgingShape,
     /// Measure from an empty device.
     pub no_precondition: bool,
     /// Keep page bytes on the device.
@@ -50,6 +52,7 @@ impl Default for BlockOptions {
             precondition: None,
             aging_max: DEFAULT_AGING_MAX,
             method: PreconditionMethod::Replay,
+            shape: AgingShape::Uniform4k,
             no_precondition: false,
             store_contents: false,
             content_mix: None,
@@ -76,6 +79,7 @@ impl BlockOptions {
                 utilization: fraction,
                 aging_factor_max: self.aging_max,
                 method: self.method,
+                shape: self.shape,
                 ..Precondition::default()
             });
         let mut content = ContentConfig::default();

@@ -10,6 +10,7 @@ mod image;
 mod install;
 mod precondition;
 mod prefill;
+mod shape;
 mod snapshot;
 mod traced;
 
@@ -32,6 +33,7 @@ pub use block::{
 pub use image::ImageReport;
 pub use install::TracePreconditionReport;
 pub use precondition::{Precondition, PreconditionMethod, PreconditionReport};
+pub use shape::{next_write, AgingPlan, AgingShape, WorkloadPlan, WorkloadShape, REGION_LBAS};
 pub use snapshot::{content_zones, LayDown, SnapshotReport, DEFAULT_SNAPSHOT_AGING};
 pub use traced::PROCESSES_LISTED_MAX;
 
@@ -194,6 +196,9 @@ pub struct Replayer {
     /// The device keeps written pages as references to the content model
     /// ([`keep_pages_by_reference`](Self::keep_pages_by_reference)).
     by_reference: bool,
+    /// The workload's write shape, for workload-shaped aging
+    /// ([`shape_aging_on`](Self::shape_aging_on)).
+    workload_shape: Option<WorkloadShape>,
 }
 
 /// The content model as the device's page source (pages by reference).
@@ -238,6 +243,7 @@ impl Replayer {
             processes: None,
             existing_reads: None,
             by_reference: false,
+            workload_shape: None,
         })
     }
 
@@ -281,6 +287,14 @@ impl Replayer {
     /// one per core but the one driving the device.
     pub fn set_content_workers(&mut self, workers: usize) {
         self.content_workers = Some(workers);
+    }
+
+    /// Takes the shape of preconditioning's workload-shaped aging (`AgingShape::Workload`)
+    /// from `requests`, the workload the run will measure: its write sizes and the
+    /// regions it writes and reads (`shape.rs`). Call it before [`prepare`](Self::prepare).
+    pub fn shape_aging_on(&mut self, requests: impl IntoIterator<Item = TraceRequest>) {
+        let capacity = self.ftl.capacity_lbas();
+        self.workload_shape = Some(WorkloadShape::from_requests(requests, capacity));
     }
 
     pub fn capacity_bytes(&self) -> u64 {

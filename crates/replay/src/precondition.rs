@@ -1,5 +1,7 @@
-//! Preconditioning: fill the device to a utilisation, then age it with random overwrites
-//! until garbage collection reaches a steady state, before anything is measured.
+//! Preconditioning: fill the device to a utilisation, then age it with overwrites until
+//! garbage collection reaches a steady state, before anything is measured. The overwrites
+//! are uniform random 4 KiB ones, or shaped like the measured workload's writes
+//! ([`AgingShape`], `shape.rs`).
 //!
 //! Steady state is declared once garbage collection has started (free space that was never
 //! written does not count as steady) and the write amplification of three consecutive
@@ -15,6 +17,7 @@ use flashstack_sim::units::format_count;
 use flashstack_sim::Rng;
 
 use crate::prefill::{Prefill, WriteStream};
+use crate::shape::{next_write, AgingPlan, AgingShape, REGION_LBAS};
 use crate::{Progress, Replayer};
 
 const FILL_CHUNK_LBAS: u32 = 32;
@@ -24,7 +27,8 @@ const WINDOW_LBAS_MIN: u64 = 4_096;
 const DENSE_UTILIZATION: f64 = 0.5;
 
 /// How the steady state is reached.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum PreconditionMethod {
     /// Fill, then replay random overwrites until write amplification is steady.
     #[default]
@@ -36,7 +40,8 @@ pub enum PreconditionMethod {
     Construct,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct Precondition {
     /// Fraction of the user capacity to fill, in (0, 1].
     pub utilization: f64,
@@ -45,6 +50,9 @@ pub struct Precondition {
     /// Relative change of write amplification between windows that counts as steady.
     pub steady_tolerance: f64,
     pub method: PreconditionMethod,
+    /// What the aging writes look like (`uniform-4k`, or the workload's own shape, which
+    /// needs [`Replayer::shape_aging_on`] and the replay method).
+    pub shape: AgingShape,
 }
 
 impl Default for Precondition {
@@ -54,6 +62,7 @@ impl Default for Precondition {
             aging_factor_max: 4.0,
             steady_tolerance: 0.02,
             method: PreconditionMethod::Replay,
+            shape: AgingShape::Uniform4k,
         }
     }
 }
@@ -62,7 +71,11 @@ impl Default for Precondition {
 pub struct PreconditionReport {
     pub utilization: f64,
     pub filled_lbas: u64,
+    /// Aging write requests.
     pub aging_writes: u64,
+    /// LBAs those requests wrote (equal to `aging_writes` with `uniform-4k`).
+    pub aging_lbas: u64,
+    pub shape: AgingShape,
     /// The bound on aging writes, as a multiple of the filled LBAs.
     pub aging_factor_max: f64,
     /// Whether garbage collection erased a block while aging.
@@ -81,6 +94,8 @@ impl PreconditionReport {
             utilization: p.utilization,
             filled_lbas: filled,
             aging_writes: 0,
+            aging_lbas: 0,
+            shape: p.shape,
             aging_factor_max: p.aging_factor_max,
             gc_started: false,
             steady: false,
@@ -108,18 +123,25 @@ impl fmt::Display for PreconditionReport {
         if self.aging_writes == 0 {
             return write!(f, ", not aged");
         }
-        let writes = format_count(self.aging_writes);
+        let writes = match self.shape {
+            AgingShape::Uniform4k => format!("{} random writes", format_count(self.aging_writes)),
+            AgingShape::Workload => format!(
+                "{} workload-shaped writes ({} LBAs)",
+                format_count(self.aging_writes),
+                format_count(self.aging_lbas)
+            ),
+        };
         let wa = self.write_amplification_last_window;
         if self.steady {
             return write!(
                 f,
-                ", aged with {writes} random writes to steady state (write amplification \
+                ", aged with {writes} to steady state (write amplification \
                  {wa:.3}, stable over three windows)"
             );
         }
         write!(
             f,
-            ", aged with {writes} random writes, the bound ({} x the filled LBAs), \
+            ", aged with {writes}, the bound ({} x the filled LBAs), \
              before steady state: ",
             format!("{:.2}", self.aging_factor_max)
                 .trim_end_matches('0')
@@ -148,7 +170,16 @@ pub(crate) fn run(
     progress: &mut dyn Progress,
 ) -> Result<PreconditionReport, BlockError> {
     let capacity = replayer.ftl.capacity_lbas();
-    let filled = ((capacity as f64 * p.utilization.clamp(0.0, 1.0)) as u64).min(capacity);
+    let mut filled = ((capacity as f64 * p.utilization.clamp(0.0, 1.0)) as u64).min(capacity);
+    if p.shape == AgingShape::Workload {
+        // Whole regions: a fill ending mid-page would leave the host frontier's open page
+        // part-filled, and every aligned extent written after it would straddle one more
+        // flash page than it covers (on full `ufs31`, 8.87 pages per 128 KiB read instead
+        // of 8).
+        filled -= filled % REGION_LBAS;
+    }
+    // Decided before anything is written, so that a shape that cannot run fails at once.
+    let plan = aging_plan(replayer, p, filled)?;
     if p.method == PreconditionMethod::Construct && filled > 0 {
         return construct(replayer, p, filled, progress);
     }
@@ -174,9 +205,39 @@ pub(crate) fn run(
     let mut report = PreconditionReport::filled(p, filled);
     if filled > 0 && p.aging_factor_max > 0.0 {
         let window = (filled / 4).max(WINDOW_LBAS_MIN);
-        age(replayer, p, filled, window, &mut report, progress)?;
+        age(replayer, p, (filled, window), plan, &mut report, progress)?;
     }
     Ok(report)
+}
+
+/// Where the aging writes go: the configured shape over the `filled` LBAs.
+fn aging_plan(replayer: &Replayer, p: &Precondition, filled: u64) -> Result<AgingPlan, BlockError> {
+    let refuse = |reason: String| BlockError::Unsupported {
+        operation: "workload-shaped aging",
+        reason,
+    };
+    match p.shape {
+        AgingShape::Uniform4k => Ok(AgingPlan::Uniform4k { filled }),
+        AgingShape::Workload if p.method == PreconditionMethod::Construct => Err(refuse(
+            "construction lays out the steady state of uniform 4 KiB overwrites; use the \
+             replay method (--precondition-method replay)"
+                .into(),
+        )),
+        AgingShape::Workload => {
+            let Some(shape) = &replayer.workload_shape else {
+                return Err(refuse(
+                    "no workload to take the shape from (give the trace or synthetic \
+                     workload to Replayer::shape_aging_on before prepare)"
+                        .into(),
+                ));
+            };
+            if filled == 0 || p.aging_factor_max <= 0.0 {
+                return Ok(AgingPlan::Uniform4k { filled });
+            }
+            let plan = shape.plan(filled, replayer.config.seed).map_err(refuse)?;
+            Ok(AgingPlan::Workload(Box::new(plan)))
+        }
+    }
 }
 
 /// Settling windows after construction: short, since the device starts near its steady
@@ -190,6 +251,7 @@ fn construct(
     filled: u64,
     progress: &mut dyn Progress,
 ) -> Result<PreconditionReport, BlockError> {
+    let plan = AgingPlan::Uniform4k { filled };
     progress.phase("precondition: construct", None);
     let now = replayer.ftl.busy_until_ns();
     let (ftl, state) = replayer
@@ -206,7 +268,7 @@ fn construct(
     };
     if p.aging_factor_max > 0.0 {
         let window = (filled / 64).clamp(WINDOW_LBAS_MIN, SETTLE_WINDOW_LBAS_MAX);
-        age(replayer, p, filled, window, &mut report, progress)?;
+        age(replayer, p, (filled, window), plan, &mut report, progress)?;
     }
     Ok(report)
 }
@@ -214,19 +276,19 @@ fn construct(
 fn age(
     replayer: &mut Replayer,
     p: &Precondition,
-    filled: u64,
-    window: u64,
+    (filled, window): (u64, u64),
+    plan: AgingPlan,
     report: &mut PreconditionReport,
     progress: &mut dyn Progress,
 ) -> Result<(), BlockError> {
-    let writes_max = (filled as f64 * p.aging_factor_max) as u64;
+    let lbas_max = (filled as f64 * p.aging_factor_max) as u64;
     let mut rng = Rng::new(replayer.config.seed ^ 0xA6E1_A6E1);
-    // The LBAs do not depend on the device, so they can be drawn (and their pages
+    // The writes do not depend on the device, so they can be drawn (and their pages
     // generated) ahead of it; draws beyond the last write are simply not used.
-    let lbas = std::iter::repeat_with(move || (rng.below(filled), 1));
-    progress.phase("precondition: age", Some(writes_max));
+    let writes = std::iter::repeat_with(move || next_write(&plan, &mut rng));
+    progress.phase("precondition: age", Some(lbas_max));
     replayer.with_prefill(|replayer, mut prefill| {
-        let mut writes = WriteStream::new(lbas);
+        let mut writes = WriteStream::new(writes);
         age_windows(
             replayer,
             p,
@@ -239,8 +301,8 @@ fn age(
     })
 }
 
-/// Aging windows of `window` writes over the `filled` LBAs until write amplification is
-/// steady or the bound is reached.
+/// Aging windows of `window` LBAs written over the `filled` LBAs until write amplification
+/// is steady or the bound is reached.
 fn age_windows<I: Iterator<Item = (u64, u32)>>(
     replayer: &mut Replayer,
     p: &Precondition,
@@ -250,31 +312,36 @@ fn age_windows<I: Iterator<Item = (u64, u32)>>(
     writes: &mut WriteStream<I>,
     prefill: &mut Option<&mut Prefill>,
 ) -> Result<(), BlockError> {
-    let writes_max = (filled as f64 * p.aging_factor_max) as u64;
+    let lbas_max = (filled as f64 * p.aging_factor_max) as u64;
     let mut previous_wa: Option<f64> = None;
     let mut stable_windows = 0;
-    while report.aging_writes < writes_max {
+    while report.aging_lbas < lbas_max {
         let programs_before = replayer.ftl.nand().counters().page_programs;
         let erases_before = replayer.ftl.nand().counters().block_erases;
         let slots_per_page = replayer.ftl.nand().config().geometry.page_size_bytes as u64 / 4096;
         // A remainder shorter than a window joins the last one: a window of a few writes
         // measures nothing (two writes into a 16 KiB page buffer program no page: WA 0).
-        let remaining = writes_max - report.aging_writes;
-        let writes_in_window = if remaining < 2 * window {
+        let remaining = lbas_max - report.aging_lbas;
+        let lbas_in_window = if remaining < 2 * window {
             remaining
         } else {
             window
         };
-        for _ in 0..writes_in_window {
+        // A window ends at the first write that reaches its LBAs (with 4 KiB writes,
+        // exactly there).
+        let mut written = 0;
+        while written < lbas_in_window {
             let (lba, count) = writes.next(prefill.as_deref_mut()).expect("endless");
             let now = replayer.ftl.busy_until_ns();
             replayer.write_from(now, lba, count, Hints::default(), prefill.as_deref_mut())?;
             report.aging_writes += 1;
+            written += u64::from(count);
         }
-        progress.advance(report.aging_writes);
+        report.aging_lbas += written;
+        progress.advance(report.aging_lbas);
         let programmed =
             (replayer.ftl.nand().counters().page_programs - programs_before) * slots_per_page;
-        let wa = programmed as f64 / writes_in_window as f64;
+        let wa = programmed as f64 / written as f64;
         report.write_amplification_last_window = wa;
         if replayer.ftl.nand().counters().block_erases != erases_before {
             report.gc_started = true;
