@@ -95,23 +95,48 @@ pub fn choose_victim(probation_lru: Option<u32>, protected_lru: Option<u32>) -> 
     probation_lru.or(protected_lru)
 }
 
+const NIL: u32 = u32::MAX;
+
+/// One cached entry: a node of its segment's recency list.
 #[derive(Clone, Copy, Debug)]
-struct Entry {
-    stamp: u64,
+struct Node {
+    lpn: u32,
+    /// Neighbours in the segment's list (towards the least and the most recent).
+    older: u32,
+    newer: u32,
     dirty: bool,
     segment: Segment,
 }
 
+/// A recency list threaded through [`Cmt::nodes`]: `oldest` is the LRU end.
+#[derive(Clone, Copy, Debug)]
+struct List {
+    oldest: u32,
+    newest: u32,
+    len: usize,
+}
+
+impl List {
+    const EMPTY: List = List {
+        oldest: NIL,
+        newest: NIL,
+        len: 0,
+    };
+}
+
 /// The cached mapping table: which entries are in SRAM, in recency order per segment.
-/// Bounded by `capacity`; every structure is ordered (no hash-order effects).
+/// Bounded by `capacity`; the index is ordered (no hash-order effects) and the recency
+/// lists are doubly linked through a slab, so a hit moves an entry in constant time.
 #[derive(Debug)]
 pub(crate) struct Cmt {
     capacity: usize,
     policy: CmtPolicyKind,
-    entries: BTreeMap<u32, Entry>,
-    probation: BTreeMap<u64, u32>,
-    protected: BTreeMap<u64, u32>,
-    clock: u64,
+    /// Logical page (mapping unit) → its node.
+    index: BTreeMap<u32, u32>,
+    nodes: Vec<Node>,
+    free: Vec<u32>,
+    probation: List,
+    protected: List,
 }
 
 impl Cmt {
@@ -120,76 +145,123 @@ impl Cmt {
         Cmt {
             capacity,
             policy,
-            entries: BTreeMap::new(),
-            probation: BTreeMap::new(),
-            protected: BTreeMap::new(),
-            clock: 0,
+            index: BTreeMap::new(),
+            nodes: Vec::new(),
+            free: Vec::new(),
+            probation: List::EMPTY,
+            protected: List::EMPTY,
         }
     }
 
-    fn segment_mut(&mut self, segment: Segment) -> &mut BTreeMap<u64, u32> {
+    fn list_mut(&mut self, segment: Segment) -> &mut List {
         match segment {
             Segment::Probation => &mut self.probation,
             Segment::Protected => &mut self.protected,
         }
     }
 
+    /// Takes node `at` out of its segment's list.
+    fn unlink(&mut self, at: u32) {
+        let Node {
+            older,
+            newer,
+            segment,
+            ..
+        } = self.nodes[at as usize];
+        match older {
+            NIL => self.list_mut(segment).oldest = newer,
+            o => self.nodes[o as usize].newer = newer,
+        }
+        match newer {
+            NIL => self.list_mut(segment).newest = older,
+            n => self.nodes[n as usize].older = older,
+        }
+        self.list_mut(segment).len -= 1;
+    }
+
+    /// Puts node `at` at the most recent end of `segment`.
+    fn push_newest(&mut self, at: u32, segment: Segment) {
+        let list = *self.list_mut(segment);
+        let node = &mut self.nodes[at as usize];
+        node.segment = segment;
+        node.older = list.newest;
+        node.newer = NIL;
+        match list.newest {
+            NIL => self.list_mut(segment).oldest = at,
+            n => self.nodes[n as usize].newer = at,
+        }
+        let list = self.list_mut(segment);
+        list.newest = at;
+        list.len += 1;
+    }
+
     /// Looks `lpn` up; on a hit, moves it as the policy says and marks it dirty if asked.
     fn touch(&mut self, lpn: u32, dirty: bool) -> bool {
-        let Some(entry) = self.entries.get(&lpn).copied() else {
+        let Some(&at) = self.index.get(&lpn) else {
             return false;
         };
-        self.segment_mut(entry.segment).remove(&entry.stamp);
-        self.place(lpn, entry.dirty || dirty, place_on_hit(self.policy));
+        self.unlink(at);
+        self.nodes[at as usize].dirty |= dirty;
+        self.place(at, place_on_hit(self.policy));
         true
     }
 
-    fn place(&mut self, lpn: u32, dirty: bool, segment: Segment) {
-        self.clock += 1;
-        let stamp = self.clock;
-        self.entries.insert(
-            lpn,
-            Entry {
-                stamp,
-                dirty,
-                segment,
-            },
-        );
-        self.segment_mut(segment).insert(stamp, lpn);
-        if segment == Segment::Protected && demote_protected(self.protected.len(), self.capacity) {
-            let (_, oldest) = self.protected.pop_first().expect("over the bound");
-            let e = self.entries[&oldest];
-            self.place(oldest, e.dirty, Segment::Probation);
+    fn place(&mut self, at: u32, segment: Segment) {
+        self.push_newest(at, segment);
+        if segment == Segment::Protected && demote_protected(self.protected.len, self.capacity) {
+            let oldest = self.protected.oldest;
+            self.unlink(oldest);
+            self.push_newest(oldest, Segment::Probation);
         }
     }
 
     fn insert(&mut self, lpn: u32, dirty: bool) {
-        debug_assert!(self.entries.len() < self.capacity);
-        self.place(lpn, dirty, Segment::Probation);
+        debug_assert!(self.index.len() < self.capacity);
+        let node = Node {
+            lpn,
+            older: NIL,
+            newer: NIL,
+            dirty,
+            segment: Segment::Probation,
+        };
+        let at = match self.free.pop() {
+            Some(at) => {
+                self.nodes[at as usize] = node;
+                at
+            }
+            None => {
+                self.nodes.push(node);
+                (self.nodes.len() - 1) as u32
+            }
+        };
+        let before = self.index.insert(lpn, at);
+        debug_assert!(before.is_none(), "entry {lpn} inserted twice");
+        self.place(at, Segment::Probation);
     }
 
     fn is_full(&self) -> bool {
-        self.entries.len() >= self.capacity
+        self.index.len() >= self.capacity
     }
 
     fn victim(&self) -> u32 {
-        let lru = |m: &BTreeMap<u64, u32>| m.first_key_value().map(|(_, &l)| l);
+        let lru = |l: &List| (l.oldest != NIL).then(|| self.nodes[l.oldest as usize].lpn);
         choose_victim(lru(&self.probation), lru(&self.protected)).expect("a full cache")
     }
 
     /// Removes `lpn`; returns whether it was dirty.
     fn remove(&mut self, lpn: u32) -> bool {
-        let e = self.entries.remove(&lpn).expect("cached");
-        self.segment_mut(e.segment).remove(&e.stamp);
-        e.dirty
+        let at = self.index.remove(&lpn).expect("cached");
+        self.unlink(at);
+        self.free.push(at);
+        self.nodes[at as usize].dirty
     }
 
     /// Marks `lpn` dirty if cached (its translation page is updated later); returns
     /// whether it was cached.
     fn dirty_if_cached(&mut self, lpn: u32) -> bool {
-        match self.entries.get_mut(&lpn) {
-            Some(e) => {
-                e.dirty = true;
+        match self.index.get(&lpn) {
+            Some(&at) => {
+                self.nodes[at as usize].dirty = true;
                 true
             }
             None => false,
@@ -198,21 +270,47 @@ impl Cmt {
 
     /// Cleans every dirty cached entry of `lpns` (their translation page was written).
     fn clean(&mut self, lpns: std::ops::Range<u32>) {
-        for (_, e) in self.entries.range_mut(lpns) {
-            e.dirty = false;
+        for (_, &at) in self.index.range(lpns) {
+            self.nodes[at as usize].dirty = false;
         }
     }
 
     /// How many entries of `lpns` are cached.
     fn count_in(&self, lpns: std::ops::Range<u32>) -> usize {
-        self.entries.range(lpns).count()
+        self.index.range(lpns).count()
     }
 
     fn dirty_lpns(&self) -> impl Iterator<Item = u32> + '_ {
-        self.entries
+        self.index
             .iter()
-            .filter(|(_, e)| e.dirty)
+            .filter(|(_, &at)| self.nodes[at as usize].dirty)
             .map(|(&l, _)| l)
+    }
+
+    /// The lists hold exactly the indexed nodes, linked both ways.
+    fn check(&self) -> Result<(), String> {
+        let mut seen = 0;
+        for list in [&self.probation, &self.protected] {
+            let (mut at, mut prev, mut n) = (list.oldest, NIL, 0);
+            while at != NIL {
+                let node = &self.nodes[at as usize];
+                if node.older != prev || self.index.get(&node.lpn) != Some(&at) {
+                    return Err(format!("CMT list broken at entry {}", node.lpn));
+                }
+                (prev, at, n) = (at, node.newer, n + 1);
+            }
+            if prev != list.newest || n != list.len {
+                return Err(format!("CMT list of {} holds {n}", list.len));
+            }
+            seen += n;
+        }
+        if seen != self.index.len() {
+            return Err(format!(
+                "CMT lists hold {seen} of {} entries",
+                self.index.len()
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -682,17 +780,14 @@ impl Ftl {
             return Ok(());
         };
         let (cmt, area) = (&cache.cmt, &cache.area);
-        if cmt.entries.len() > cmt.capacity
-            || cmt.entries.len() != cmt.probation.len() + cmt.protected.len()
-        {
+        if cmt.index.len() > cmt.capacity {
             return Err(format!(
-                "CMT holds {} entries ({} + {}) for {} places",
-                cmt.entries.len(),
-                cmt.probation.len(),
-                cmt.protected.len(),
+                "CMT holds {} entries for {} places",
+                cmt.index.len(),
                 cmt.capacity
             ));
         }
+        cmt.check()?;
         for (t, &at) in area.gtd.iter().enumerate() {
             if at != NOWHERE && area.owner[at as usize] != t as u32 {
                 return Err(format!(
@@ -741,7 +836,8 @@ mod tests {
         for lpn in 0..4 {
             assert!(cmt.touch(lpn, false));
         }
-        assert_eq!(cmt.protected.len(), 2);
+        assert_eq!(cmt.protected.len, 2);
+        cmt.check().unwrap();
         // The first two promoted were demoted back, least recent first.
         assert_eq!(cmt.victim(), 0);
     }
