@@ -13,8 +13,9 @@ use flashstack_workload::{text, FileTrace};
 
 use crate::phone::StartChoice;
 use crate::progress::Spinner;
-use crate::run::{numbered, write_output, RunArgs};
+use crate::run::{numbered, write_output, AgingShapeArg, PreconditionMethodArg, RunArgs};
 use crate::{compare, device};
+use flashstack_replay::DEFAULT_AGING_MAX;
 
 /// Whether `--workload NAME` names a block-level workload (`ldc:*`) rather than a persona
 /// or a file-level trace.
@@ -44,6 +45,15 @@ fn block_options(args: &RunArgs) -> Vec<&'static str> {
         ("--precondition", args.precondition.is_some()),
         ("--no-precondition", args.no_precondition),
         ("--precondition-trace", args.precondition_trace.is_some()),
+        (
+            "--precondition-method",
+            matches!(args.precondition_method, PreconditionMethodArg::Construct),
+        ),
+        (
+            "--precondition-shape",
+            args.precondition_shape != AgingShapeArg::Uniform4k,
+        ),
+        ("--aging-max", args.aging_max != DEFAULT_AGING_MAX),
         ("--image", args.image.is_some()),
         ("--contents", args.contents),
         ("--content-mix", args.content_mix.is_some()),
@@ -103,7 +113,8 @@ fn stacks(args: &RunArgs, phone: Option<&StackConfig>) -> Result<Vec<StackConfig
 pub fn run(args: &RunArgs, name: &str) -> Result<()> {
     refuse_block_options(args)?;
     if let Some(path) = &args.record_block {
-        // Fails now, not after the phone has loaded (minutes on a large stack).
+        // Fails now, not after the phone has loaded (minutes on a large stack); the run
+        // creates the file again (truncating this empty one) when its measurement starts.
         flashstack_trace::BlockTraceWriter::create(path, args.record_block_format, 0)?;
     }
     let loaded = Loaded::load(name, args.seed)?;

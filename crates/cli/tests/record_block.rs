@@ -158,6 +158,29 @@ fn the_same_seed_records_the_same_bytes() {
     assert_ne!(a, c, "another seed, another task");
 }
 
+/// Recording changes no figure: the run's JSON is the same bytes without --record-block.
+#[test]
+fn recording_changes_no_figure() {
+    let trace = temp("figures.trace");
+    record(&trace, "blkparse", "5");
+    let recorded = std::fs::read(trace.with_extension("json")).unwrap();
+    let json = temp("figures-unrecorded.json");
+    ok(&flashstack(&[
+        "run",
+        "--quiet",
+        "--fresh",
+        "--workload",
+        PERSONA,
+        "--stack",
+        STACK,
+        "--seed",
+        "5",
+        "--json",
+        json.to_str().unwrap(),
+    ]));
+    assert_eq!(std::fs::read(&json).unwrap(), recorded);
+}
+
 #[test]
 fn an_unwritable_path_is_a_clear_error() {
     let path = temp("no-such-dir").join("x.trace");

@@ -207,7 +207,8 @@ pub fn run(
         stack: config.name.clone(),
         source,
     };
-    // Created before anything runs, so that a path that cannot be written fails at once.
+    // Created before the stack is built, so that a path that cannot be written fails
+    // before any simulated work.
     let recorder = match &options.record_block {
         Some(r) => Some(Arc::new(Mutex::new(
             BlockTraceWriter::create(&r.path, r.format, 0).map_err(record_err)?,

@@ -50,7 +50,7 @@ const NOWHERE: u32 = u32::MAX;
 
 /// What a mapping update made without a host request does to an entry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum RelocationUpdate {
+pub enum RelocationAction {
     /// The entry is cached: it becomes dirty, nothing reaches flash now.
     MarkDirty,
     /// Not cached: its translation page joins the batch read and programmed now.
@@ -60,11 +60,11 @@ pub enum RelocationUpdate {
 }
 
 /// Step 4's decision for one entry moved by GC, wear levelling or a trim.
-pub fn relocation_update(kind: RelocationUpdates, cached: bool) -> RelocationUpdate {
+pub fn relocation_update(kind: RelocationUpdates, cached: bool) -> RelocationAction {
     match (cached, kind) {
-        (true, _) => RelocationUpdate::MarkDirty,
-        (false, RelocationUpdates::WriteThrough) => RelocationUpdate::WriteTranslationPage,
-        (false, RelocationUpdates::Cached) => RelocationUpdate::InsertDirty,
+        (true, _) => RelocationAction::MarkDirty,
+        (false, RelocationUpdates::WriteThrough) => RelocationAction::WriteTranslationPage,
+        (false, RelocationUpdates::Cached) => RelocationAction::InsertDirty,
     }
 }
 
@@ -677,11 +677,11 @@ impl Ftl {
             let key = lpn >> cache.unit_shift;
             let cached = cache.cmt.dirty_if_cached(key);
             match relocation_update(cache.relocation_updates, cached) {
-                RelocationUpdate::MarkDirty => {}
-                RelocationUpdate::WriteTranslationPage => {
+                RelocationAction::MarkDirty => {}
+                RelocationAction::WriteTranslationPage => {
                     pages.insert(cache.area.page_of(key));
                 }
-                RelocationUpdate::InsertDirty => {
+                RelocationAction::InsertDirty => {
                     while cache.cmt.is_full() {
                         done_ns = done_ns.max(self.cmt_evict(cache, now_ns)?);
                     }

@@ -62,7 +62,7 @@ use stream::is_start;
 use blocks::{BlockState, BlockTable};
 pub use byref::PageSource;
 pub use cmt::{
-    choose_victim, demote_protected, place_on_hit, relocation_update, RelocationUpdate, Segment,
+    choose_victim, demote_protected, place_on_hit, relocation_update, RelocationAction, Segment,
 };
 pub use config::{
     CmtPolicyKind, DestagePolicyKind, DeviceConfig, FtlConfig, GcConfig, HostConfig, HpbConfig,

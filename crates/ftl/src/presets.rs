@@ -566,7 +566,6 @@ pub fn csd3000_with(policy: CompressionPolicyKind, flash_gib: u32) -> DeviceConf
             mapping_cache: MappingCacheConfig::default(),
             write_buffer: WriteBufferConfig::default(),
             compression: Some(CompressionConfig {
-                policy,
                 codec: flashstack_codec::CodecKind::Zlib {
                     level: flashstack_codec::CodecKind::ZLIB_DEFAULT_LEVEL,
                 },
@@ -576,10 +575,7 @@ pub fn csd3000_with(policy: CompressionPolicyKind, flash_gib: u32) -> DeviceConf
                     decompress_ns_at_200mhz: 700,
                     predict_ns_at_200mhz: 0,
                 },
-                gc_straddle: Default::default(),
-                raw_streams: Default::default(),
-                gc_straddle_scope: Default::default(),
-                predictor_sample: Default::default(),
+                ..CompressionConfig::with_policy(policy)
             }),
             wear: WearConfig {
                 dynamic: true,

@@ -95,6 +95,9 @@ pub enum ReplayError {
     Corruption { index: u64, lba: u64 },
     #[error("preconditioning: {0}")]
     Precondition(BlockError),
+    /// Workload-shaped aging cannot run as asked (`--precondition-shape workload`).
+    #[error("--precondition-shape workload: {0}")]
+    AgingShape(String),
     #[error("laying down existing data: {0}")]
     Snapshot(BlockError),
     #[error(
@@ -306,8 +309,7 @@ impl Replayer {
     /// it), and starts the measurement phase.
     pub fn prepare(&mut self, progress: &mut dyn Progress) -> Result<(), ReplayError> {
         if let Some(p) = self.config.precondition.clone() {
-            let report =
-                precondition::run(self, &p, progress).map_err(ReplayError::Precondition)?;
+            let report = precondition::run(self, &p, progress)?;
             self.precondition = Some(report);
         }
         self.replay_install_trace(progress)?;

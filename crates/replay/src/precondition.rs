@@ -12,13 +12,13 @@
 
 use std::fmt;
 
-use flashstack_block::{BlockDevice, BlockError, Hints};
+use flashstack_block::{BlockDevice, BlockError, Hints, LBA_SIZE};
 use flashstack_sim::units::format_count;
 use flashstack_sim::Rng;
 
 use crate::prefill::{Prefill, WriteStream};
 use crate::shape::{next_write, AgingPlan, AgingShape, REGION_LBAS};
-use crate::{Progress, Replayer};
+use crate::{Progress, ReplayError, Replayer};
 
 const FILL_CHUNK_LBAS: u32 = 32;
 const WINDOW_LBAS_MIN: u64 = 4_096;
@@ -168,18 +168,38 @@ pub(crate) fn run(
     replayer: &mut Replayer,
     p: &Precondition,
     progress: &mut dyn Progress,
-) -> Result<PreconditionReport, BlockError> {
+) -> Result<PreconditionReport, ReplayError> {
     let capacity = replayer.ftl.capacity_lbas();
-    let mut filled = ((capacity as f64 * p.utilization.clamp(0.0, 1.0)) as u64).min(capacity);
+    let wanted = ((capacity as f64 * p.utilization.clamp(0.0, 1.0)) as u64).min(capacity);
+    let mut filled = wanted;
     if p.shape == AgingShape::Workload {
         // Whole regions: a fill ending mid-page would leave the host frontier's open page
         // part-filled, and every aligned extent written after it would straddle one more
         // flash page than it covers (on full `ufs31`, 8.87 pages per 128 KiB read instead
         // of 8).
         filled -= filled % REGION_LBAS;
+        if wanted > 0 && filled == 0 {
+            return Err(ReplayError::AgingShape(format!(
+                "the fill ({} KiB) holds no whole region of {} KiB to age; fill more \
+                 (--precondition)",
+                wanted * LBA_SIZE as u64 / 1024,
+                REGION_LBAS * LBA_SIZE as u64 / 1024
+            )));
+        }
     }
     // Decided before anything is written, so that a shape that cannot run fails at once.
-    let plan = aging_plan(replayer, p, filled)?;
+    let plan = aging_plan(replayer, p, filled).map_err(ReplayError::AgingShape)?;
+    fill_and_age(replayer, p, filled, plan, progress).map_err(ReplayError::Precondition)
+}
+
+/// Fills the first `filled` LBAs and ages them with `plan` (or constructs the state).
+fn fill_and_age(
+    replayer: &mut Replayer,
+    p: &Precondition,
+    filled: u64,
+    plan: AgingPlan,
+    progress: &mut dyn Progress,
+) -> Result<PreconditionReport, BlockError> {
     if p.method == PreconditionMethod::Construct && filled > 0 {
         return construct(replayer, p, filled, progress);
     }
@@ -211,30 +231,26 @@ pub(crate) fn run(
 }
 
 /// Where the aging writes go: the configured shape over the `filled` LBAs.
-fn aging_plan(replayer: &Replayer, p: &Precondition, filled: u64) -> Result<AgingPlan, BlockError> {
-    let refuse = |reason: String| BlockError::Unsupported {
-        operation: "workload-shaped aging",
-        reason,
-    };
+fn aging_plan(replayer: &Replayer, p: &Precondition, filled: u64) -> Result<AgingPlan, String> {
     match p.shape {
         AgingShape::Uniform4k => Ok(AgingPlan::Uniform4k { filled }),
-        AgingShape::Workload if p.method == PreconditionMethod::Construct => Err(refuse(
+        AgingShape::Workload if p.method == PreconditionMethod::Construct => Err(
             "construction lays out the steady state of uniform 4 KiB overwrites; use the \
              replay method (--precondition-method replay)"
                 .into(),
-        )),
+        ),
         AgingShape::Workload => {
             let Some(shape) = &replayer.workload_shape else {
-                return Err(refuse(
+                return Err(
                     "no workload to take the shape from (give the trace or synthetic \
-                     workload to Replayer::shape_aging_on before prepare)"
+                            workload to Replayer::shape_aging_on before prepare)"
                         .into(),
-                ));
+                );
             };
             if filled == 0 || p.aging_factor_max <= 0.0 {
                 return Ok(AgingPlan::Uniform4k { filled });
             }
-            let plan = shape.plan(filled, replayer.config.seed).map_err(refuse)?;
+            let plan = shape.plan(filled, replayer.config.seed)?;
             Ok(AgingPlan::Workload(Box::new(plan)))
         }
     }

@@ -65,7 +65,8 @@ fn grain_of(lbas: u64) -> usize {
 /// What a workload's requests say about its writes: the sizes and where they go.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct WorkloadShape {
-    /// Write requests per grain (a write longer than a region counts once per region).
+    /// Write requests per grain (a write longer than a region counts once per MiB, rounded
+    /// up).
     pub write_requests: [u64; GRAINS],
     /// The grain of each region the workload touches (by region index).
     pub region_grain: BTreeMap<u64, u8>,
