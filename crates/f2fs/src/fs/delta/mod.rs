@@ -473,6 +473,24 @@ impl<D: BlockDevice> F2fs<D> {
         }
     }
 
+    /// [`Zone::summary`] of the inode's zone for page `index` (`None` without the
+    /// flag): what [`F2fs::read_zone`] checks, without copying the records.
+    fn zone_summary(&mut self, ino: u32, index: u64) -> Result<Option<zone::Summary>, FsError> {
+        if !self.has_delta_zone(ino)? {
+            return Ok(None);
+        }
+        let geo = self.geometry(ino)?;
+        let range = slots_range(&geo);
+        let summary = Zone::summary(&self.node(ino)?[range], index);
+        match summary {
+            Ok(s) => Ok(Some(s)),
+            Err(rule) => {
+                let flags = le32_at(&self.node(ino)?[..], OFF_FLAGS);
+                Err(self.zone_corruption(ino, u64::from(flags), rule))
+            }
+        }
+    }
+
     /// Replaces the zone (`old_words` slots at the tail) with `zone`; an empty zone clears
     /// the flag. The inode becomes dirty.
     fn write_zone(
@@ -508,6 +526,14 @@ impl<D: BlockDevice> F2fs<D> {
 
     /// Removes page `index`'s record, returning it.
     fn remove_record(&mut self, ino: u32, index: u64) -> Result<Option<Record>, FsError> {
+        // Every delta made asks; most pages have no inline record: answered without
+        // decoding the zone.
+        if self
+            .zone_summary(ino, index)?
+            .is_none_or(|s| s.position.is_none())
+        {
+            return Ok(None);
+        }
         let Some((geo, mut zone)) = self.read_zone(ino)? else {
             return Ok(None);
         };
@@ -731,28 +757,29 @@ impl<D: BlockDevice> F2fs<D> {
     /// [`policy::delta_decision`] for a delta of `bytes` against the inode's zone now.
     fn decide(&mut self, ino: u32, bytes: usize) -> Result<DeltaDecision, FsError> {
         let geo = self.geometry(ino)?;
-        let zone = self.read_zone(ino)?.map(|(_, z)| z).unwrap_or_default();
+        let zone = self.zone_summary(ino, u64::MAX)?.unwrap_or_default();
         let budget = 4 * self.cfg.delta.inline_budget_words.min(geo.addrs);
-        let used = 4 * self.used_slots(ino, &geo, &zone)? + 1 + zone.record_bytes();
+        let used = 4 * self.used_slots(ino, &geo, zone.words())? + 1 + zone.record_bytes;
         let room = ZoneRoom {
             delta_bytes: bytes,
             free_bytes: budget.saturating_sub(used),
-            deltas: zone.records.len(),
-            largest_bytes: zone.records.iter().map(|r| r.delta.len()).max(),
+            deltas: zone.records,
+            largest_bytes: zone.largest_bytes,
         };
         Ok(policy::delta_decision(&room, &self.cfg.delta))
     }
 
     /// Slots the file's pointers need (`last_iaddr`): its pages, or past its highest
     /// non-empty slot below the zone (a reservation beyond the size).
-    fn used_slots(&mut self, ino: u32, geo: &Geometry, zone: &Zone) -> Result<usize, FsError> {
+    /// `zone_words`: the slots the zone covers, 0 without records.
+    fn used_slots(
+        &mut self,
+        ino: u32,
+        geo: &Geometry,
+        zone_words: usize,
+    ) -> Result<usize, FsError> {
         let pages = self.inode_u64(ino, OFF_SIZE)?.div_ceil(BLOCK_SIZE as u64) as usize;
-        let limit = geo.addrs
-            - if zone.records.is_empty() {
-                0
-            } else {
-                zone.words()
-            };
+        let limit = geo.addrs - zone_words;
         // Only a non-empty slot at or past `pages` can raise the answer: scan those
         // slots from the top (this runs at every delta decision, over mostly zeros).
         let start = slots_range(geo).start;
@@ -771,7 +798,7 @@ impl<D: BlockDevice> F2fs<D> {
         } else {
             zone.words()
         };
-        zone.last_iaddr = self.used_slots(ino, &geo, &zone)? as u16;
+        zone.last_iaddr = self.used_slots(ino, &geo, old_words)? as u16;
         zone.records.push(Record {
             index: index as u16,
             delta,
