@@ -170,6 +170,19 @@ impl Meta {
 /// The `n` records of a compact page whose meta entry says `free` bytes are free.
 pub fn decode_compact(page: &[u8], n: usize, free: u16) -> Result<Vec<Vec<u8>>, String> {
     let mut out = Vec::with_capacity(n);
+    walk_compact(page, n, free, |_, r| out.push(page[r].to_vec()))?;
+    Ok(out)
+}
+
+/// Checks the `n` records of a compact page whose meta entry says `free` bytes are free,
+/// calling `each` with every record's number and the range of its delta bytes (after
+/// its size field). What [`decode_compact`] checks, without copying a record.
+fn walk_compact(
+    page: &[u8],
+    n: usize,
+    free: u16,
+    mut each: impl FnMut(usize, std::ops::Range<usize>),
+) -> Result<(), String> {
     let mut p = 0;
     for k in 0..n {
         if p + SIZE_FIELD_BYTES > page.len() {
@@ -180,7 +193,7 @@ pub fn decode_compact(page: &[u8], n: usize, free: u16) -> Result<Vec<Vec<u8>>, 
         if len == 0 || p + len > page.len() {
             return Err(format!("record {k}: size {len} out of range"));
         }
-        out.push(page[p..p + len].to_vec());
+        each(k, p..p + len);
         p += len;
     }
     if BLOCK_SIZE - p != usize::from(free) {
@@ -189,10 +202,34 @@ pub fn decode_compact(page: &[u8], n: usize, free: u16) -> Result<Vec<Vec<u8>>, 
             BLOCK_SIZE - p
         ));
     }
-    Ok(out)
+    Ok(())
+}
+
+/// Puts record `delta` at byte `at` of a compact page (the end of its records) and zeros
+/// the rest: the page [`encode_compact`] makes of its records and `delta`. Returns its
+/// free bytes.
+fn append_compact(page: &mut Block, at: usize, delta: &[u8]) -> u16 {
+    let end = at + SIZE_FIELD_BYTES + delta.len();
+    page[at..at + SIZE_FIELD_BYTES].copy_from_slice(&(delta.len() as u16).to_le_bytes());
+    page[at + SIZE_FIELD_BYTES..end].copy_from_slice(delta);
+    page[end..].fill(0);
+    (BLOCK_SIZE - end) as u16
+}
+
+/// Takes the record whose delta bytes are `r` out of a compact page with `free` bytes
+/// free: the records after it move down and the rest is zeroed, the page
+/// [`encode_compact`] makes of the other records. Returns its free bytes.
+fn remove_compact(page: &mut Block, r: std::ops::Range<usize>, free: u16) -> u16 {
+    let start = r.start - SIZE_FIELD_BYTES;
+    let used = BLOCK_SIZE - usize::from(free);
+    let new_used = used - (r.end - start);
+    page.copy_within(r.end..used, start);
+    page[new_used..].fill(0);
+    (BLOCK_SIZE - new_used) as u16
 }
 
 /// A compact page holding `records`, and its free bytes.
+#[cfg(test)]
 pub fn encode_compact(records: &[Vec<u8>]) -> (Box<Block>, u16) {
     let mut b = zero_block();
     let mut p = 0;
@@ -291,6 +328,15 @@ impl DcmState {
         self.next_age += 1;
         self.ages.insert(age, key);
         Some(entry)
+    }
+
+    /// A cached page whose bytes were just changed in place, as `touch` with those
+    /// bytes, dirty, makes it: the newest, dirty, no decoding (a compact page has none).
+    fn mark_written(&mut self, key: (u32, u32)) {
+        if let Some(entry) = self.refresh(key) {
+            entry.dirty = true;
+            entry.decoded = None;
+        }
     }
 
     /// Drops every cached page of `pseudo` from page `from` on (its meta page too when
@@ -405,16 +451,70 @@ impl<D: BlockDevice> F2fs<D> {
 
     /// Page `page` of a pseudo file, from the cache or read (charged, counted).
     fn dcm_read_page(&mut self, pseudo: u32, page: u32) -> Result<Box<Block>, FsError> {
-        if let Some(entry) = self.delta_state.dcm.refresh((pseudo, page)) {
-            return Ok(entry.bytes.clone());
+        self.dcm_cache_page(pseudo, page)?;
+        Ok(self.dcm_cached_mut((pseudo, page)).clone())
+    }
+
+    /// Makes page `page` of a pseudo file the cache's newest, read on a miss (charged,
+    /// counted): [`F2fs::dcm_read_page`] without copying the page out.
+    fn dcm_cache_page(&mut self, pseudo: u32, page: u32) -> Result<(), FsError> {
+        if self.delta_state.dcm.refresh((pseudo, page)).is_some() {
+            return Ok(());
         }
         self.metrics.delta.dcm_page_reads += 1;
         let b = self.load_page(pseudo, u64::from(page))?;
-        self.delta_state
+        self.delta_state.dcm.touch((pseudo, page), false, b, None);
+        // The page just put is the newest, so the trim (which keeps at least two
+        // pages) does not drop it.
+        self.dcm_trim()
+    }
+
+    /// The bytes of a page [`F2fs::dcm_cache_page`] has just cached.
+    fn dcm_cached_mut(&mut self, key: (u32, u32)) -> &mut Box<Block> {
+        &mut self
+            .delta_state
             .dcm
-            .touch((pseudo, page), false, b.clone(), None);
-        self.dcm_trim()?;
-        Ok(b)
+            .cache
+            .get_mut(&key)
+            .expect("cached by dcm_cache_page")
+            .bytes
+    }
+
+    /// Checks compact page `e` of `pseudo` (cached by the caller), returning the range of
+    /// record `pos`'s delta bytes if asked for.
+    fn dcm_check_compact(
+        &mut self,
+        owner: u32,
+        pseudo: u32,
+        e: (u32, usize, u16),
+        pos: Option<usize>,
+    ) -> Result<Option<std::ops::Range<usize>>, FsError> {
+        let (pi, n, free) = e;
+        let mut found = None;
+        let page = self.dcm_cached_mut((pseudo, pi));
+        match walk_compact(&page[..], n, free, |k, r| {
+            if Some(k) == pos {
+                found = Some(r)
+            }
+        }) {
+            Ok(()) => Ok(found),
+            Err(rule) => {
+                let rule = format!("compact page {pi}: {rule}");
+                Err(self.dcm_corruption(owner, u64::from(pseudo), rule))
+            }
+        }
+    }
+
+    /// The decoded meta page `meta` of `pseudo`, to be changed and written back with
+    /// [`F2fs::dcm_write_meta`]: the cache's share of the decoding is dropped (the bytes
+    /// stay; a load before the write would decode them again), so that a decoding no
+    /// one else holds is taken as it is rather than cloned (one allocation per compact
+    /// page).
+    fn dcm_own_meta(&mut self, pseudo: u32, meta: Arc<Meta>) -> Meta {
+        if let Some(page) = self.delta_state.dcm.cache.get_mut(&(pseudo, 0)) {
+            page.decoded = None;
+        }
+        Arc::try_unwrap(meta).unwrap_or_else(|shared| Meta::clone(&shared))
     }
 
     /// Writes compact page `page` (not the meta page: [`F2fs::dcm_write_meta`]) to the
@@ -562,15 +662,21 @@ impl<D: BlockDevice> F2fs<D> {
         let Some((i, pos)) = meta.find(index) else {
             return Ok(false);
         };
-        let mut records = self.dcm_records(owner, pseudo, &meta.pages[i])?;
-        records.remove(pos);
-        let (page, free) = encode_compact(&records);
-        let mut meta = Meta::clone(&meta);
+        // The record goes from the cached page in place, the records after it move
+        // down and the rest is zeroed: the page `encode_compact` makes of the others.
+        let e = &meta.pages[i];
+        let (pi, free) = (e.pi, e.free);
+        self.dcm_cache_page(pseudo, pi)?;
+        let r = self
+            .dcm_check_compact(owner, pseudo, (pi, e.indices.len(), free), Some(pos))?
+            .expect("a record for every index");
+        let free = remove_compact(self.dcm_cached_mut((pseudo, pi)), r, free);
+        self.delta_state.dcm.mark_written((pseudo, pi));
+        self.dcm_trim()?;
+        let mut meta = self.dcm_own_meta(pseudo, meta);
         let e = &mut meta.pages[i];
         e.indices.remove(pos);
         e.free = free;
-        let pi = e.pi;
-        self.dcm_write_page(pseudo, pi, page)?;
         self.dcm_write_meta(pseudo, meta)?;
         Ok(true)
     }
@@ -628,49 +734,58 @@ impl<D: BlockDevice> F2fs<D> {
         }
         self.dcm_remove(owner, index)?;
         let loaded = self.dcm_load(owner)?;
-        let mut meta = loaded
-            .as_ref()
-            .map(|(_, m)| Meta::clone(m))
-            .unwrap_or_default();
-        let frees: Vec<usize> = meta.pages.iter().map(|e| usize::from(e.free)).collect();
+        let (frees, encoded_bytes) = match &loaded {
+            Some((_, m)) => (
+                m.pages.iter().map(|e| usize::from(e.free)).collect(),
+                m.encoded_bytes(),
+            ),
+            None => (Vec::new(), Meta::default().encoded_bytes()),
+        };
         let place = policy::dcm_place(&frees, SIZE_FIELD_BYTES + delta.len(), &self.cfg.delta);
         let meta_grows = 4 + if place == DcmPlace::NewPage {
             ENTRY_HEADER_BYTES
         } else {
             0
         };
-        if place == DcmPlace::Full || meta.encoded_bytes() + meta_grows > BLOCK_SIZE {
+        if place == DcmPlace::Full || encoded_bytes + meta_grows > BLOCK_SIZE {
             self.metrics.delta.dcm_full += 1;
             return Ok(false);
         }
-        let pseudo = match loaded {
-            Some((p, _)) => p,
-            None => self.dcm_create(owner)?,
+        let (pseudo, mut meta) = match loaded {
+            Some((p, m)) => (p, self.dcm_own_meta(p, m)),
+            None => (self.dcm_create(owner)?, Meta::default()),
         };
-        let (i, mut records) = match place {
+        let i = match place {
             DcmPlace::Page(i) => {
-                let e = meta.pages[i].clone();
-                (i, self.dcm_records(owner, pseudo, &e)?)
+                // Appended to the cached page in place: the page `encode_compact` makes
+                // of its records and this one.
+                let e = &meta.pages[i];
+                let (pi, free) = (e.pi, e.free);
+                self.dcm_cache_page(pseudo, pi)?;
+                self.dcm_check_compact(owner, pseudo, (pi, e.indices.len(), free), None)?;
+                let at = BLOCK_SIZE - usize::from(free);
+                let free = append_compact(self.dcm_cached_mut((pseudo, pi)), at, delta);
+                self.delta_state.dcm.mark_written((pseudo, pi));
+                self.dcm_trim()?;
+                meta.pages[i].free = free;
+                i
             }
             _ => {
                 let pi = meta.pages.len() as u32 + 1;
-                meta.pages.push(CompactEntry {
-                    pi,
-                    free: BLOCK_SIZE as u16,
-                    indices: Vec::new(),
-                });
                 let size = u64::from(pi + 1) * BLOCK_SIZE as u64;
                 self.set_inode_u64(pseudo, OFF_SIZE, size)?;
-                (meta.pages.len() - 1, Vec::new())
+                let mut page = zero_block();
+                let free = append_compact(&mut page, 0, delta);
+                meta.pages.push(CompactEntry {
+                    pi,
+                    free,
+                    indices: Vec::new(),
+                });
+                self.dcm_write_page(pseudo, pi, page)?;
+                meta.pages.len() - 1
             }
         };
-        records.push(delta.to_vec());
-        let (page, free) = encode_compact(&records);
-        let e = &mut meta.pages[i];
-        e.indices.push(index as u32);
-        e.free = free;
-        let pi = e.pi;
-        self.dcm_write_page(pseudo, pi, page)?;
+        meta.pages[i].indices.push(index as u32);
         self.dcm_write_meta(pseudo, meta)?;
         self.metrics.delta.dcm_stores += 1;
         Ok(true)
@@ -1011,5 +1126,58 @@ mod tests {
         assert!(Meta::decode(&b[..], 1, 3).is_err());
         assert_eq!(meta.find(900_000), Some((0, 1)));
         assert_eq!(meta.indices(), vec![7, 900_000]);
+    }
+
+    /// Appending a record to a compact page and taking one out in place give the pages
+    /// `encode_compact` makes of the records after the change, whatever lies past the
+    /// records (a page read from flash is checked only up to them).
+    #[test]
+    fn compact_pages_change_in_place_as_encoded() {
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = move |m: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % m
+        };
+        for _ in 0..2_000 {
+            let mut recs: Vec<Vec<u8>> = Vec::new();
+            let mut used = 0;
+            for _ in 0..next(8) {
+                let len = 1 + next(700) as usize;
+                if used + SIZE_FIELD_BYTES + len > BLOCK_SIZE {
+                    break;
+                }
+                used += SIZE_FIELD_BYTES + len;
+                recs.push((0..len).map(|_| next(256) as u8).collect());
+            }
+            let (mut page, free) = encode_compact(&recs);
+            // Junk past the records is not carried over.
+            let end = BLOCK_SIZE - usize::from(free);
+            for b in &mut page[end..] {
+                *b = next(256) as u8;
+            }
+            let mut ranges = Vec::new();
+            walk_compact(&page[..], recs.len(), free, |_, r| ranges.push(r)).unwrap();
+            if !recs.is_empty() && next(2) == 0 {
+                let pos = next(recs.len() as u64) as usize;
+                let mut changed = page.clone();
+                let got = remove_compact(&mut changed, ranges[pos].clone(), free);
+                recs.remove(pos);
+                let (want, want_free) = encode_compact(&recs);
+                assert_eq!((changed, got), (want, want_free));
+            } else {
+                let len = 1 + next(300) as usize;
+                if end + SIZE_FIELD_BYTES + len > BLOCK_SIZE {
+                    continue;
+                }
+                let d: Vec<u8> = (0..len).map(|_| next(256) as u8).collect();
+                let mut changed = page.clone();
+                let got = append_compact(&mut changed, end, &d);
+                recs.push(d);
+                let (want, want_free) = encode_compact(&recs);
+                assert_eq!((changed, got), (want, want_free));
+            }
+        }
     }
 }

@@ -137,6 +137,15 @@ pub(crate) struct DeltaState {
     pub dcm: dcm::DcmState,
 }
 
+impl DeltaState {
+    /// Gives back the buffer [`F2fs::make_delta`] handed out, for the next delta.
+    fn return_lzo_out(&mut self, delta: Vec<u8>) {
+        if delta.capacity() > self.lzo_out.capacity() {
+            self.lzo_out = delta;
+        }
+    }
+}
+
 /// The offset of the last nonzero byte of `bytes`, 64 bytes at a time from the end (an
 /// OR of the chunk, which the compiler vectorises; a byte-at-a-time `rposition` was the
 /// largest cost of `used_slots`, which scans mostly zeros at every delta decision).
@@ -168,7 +177,10 @@ fn last_nonzero_byte(bytes: &[u8]) -> Option<usize> {
 #[derive(Default)]
 struct BaseCache {
     /// Block address → (age of its last put, slot of its content unless stripped).
-    by_addr: std::collections::BTreeMap<u32, (u64, Option<u32>)>,
+    /// Looked up only, never iterated, so its order cannot reach a result; a hash map
+    /// because every data block written or read puts (an ordered map's search was a
+    /// tenth of what MedFS adds to a persona's run).
+    by_addr: std::collections::HashMap<u32, (u64, Option<u32>), AddrHash>,
     /// (age, address) of every put, oldest first; an entry whose address has since been
     /// put again or forgotten is stale (its age is not the address's now) and skipped.
     /// The oldest live entry is the one to drop, as with an age-ordered map, at a
@@ -182,6 +194,35 @@ struct BaseCache {
     /// Slots of stripped and dropped entries, for the next new ones.
     free: Vec<u32>,
 }
+
+/// The hasher of [`BaseCache::by_addr`]: a block address multiplied by a 64-bit odd
+/// constant (Fibonacci hashing), its high half folded in. Addresses are not chosen by an
+/// adversary, and SipHash's cost per put is what the map is there to avoid.
+#[derive(Clone, Copy, Default)]
+struct AddrHasher(u64);
+
+impl std::hash::Hasher for AddrHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+
+    fn write_u32(&mut self, v: u32) {
+        self.write_u64(u64::from(v));
+    }
+
+    fn write_u64(&mut self, v: u64) {
+        let h = (self.0 ^ v).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        self.0 = h ^ (h >> 32);
+    }
+}
+
+type AddrHash = std::hash::BuildHasherDefault<AddrHasher>;
 
 /// Blocks per chunk of [`BaseCache::arena`] (8 MiB: a fresh mapping the kernel can back
 /// with huge pages; `flashstack_sim::memory::advise_dense` needs 8 MiB).
@@ -286,7 +327,7 @@ impl BaseCache {
     /// Drops the oldest live entry, returning its slot (`Some(None)`: it was stripped).
     fn pop_oldest(&mut self) -> Option<Option<u32>> {
         while let Some((age, addr)) = self.by_age.pop_front() {
-            if let std::collections::btree_map::Entry::Occupied(e) = self.by_addr.entry(addr) {
+            if let std::collections::hash_map::Entry::Occupied(e) = self.by_addr.entry(addr) {
                 if e.get().0 == age {
                     return Some(e.remove().1);
                 }
@@ -432,6 +473,24 @@ impl<D: BlockDevice> F2fs<D> {
         }
     }
 
+    /// [`Zone::summary`] of the inode's zone for page `index` (`None` without the
+    /// flag): what [`F2fs::read_zone`] checks, without copying the records.
+    fn zone_summary(&mut self, ino: u32, index: u64) -> Result<Option<zone::Summary>, FsError> {
+        if !self.has_delta_zone(ino)? {
+            return Ok(None);
+        }
+        let geo = self.geometry(ino)?;
+        let range = slots_range(&geo);
+        let summary = Zone::summary(&self.node(ino)?[range], index);
+        match summary {
+            Ok(s) => Ok(Some(s)),
+            Err(rule) => {
+                let flags = le32_at(&self.node(ino)?[..], OFF_FLAGS);
+                Err(self.zone_corruption(ino, u64::from(flags), rule))
+            }
+        }
+    }
+
     /// Replaces the zone (`old_words` slots at the tail) with `zone`; an empty zone clears
     /// the flag. The inode becomes dirty.
     fn write_zone(
@@ -467,6 +526,14 @@ impl<D: BlockDevice> F2fs<D> {
 
     /// Removes page `index`'s record, returning it.
     fn remove_record(&mut self, ino: u32, index: u64) -> Result<Option<Record>, FsError> {
+        // Every delta made asks; most pages have no inline record: answered without
+        // decoding the zone.
+        if self
+            .zone_summary(ino, index)?
+            .is_none_or(|s| s.position.is_none())
+        {
+            return Ok(None);
+        }
         let Some((geo, mut zone)) = self.read_zone(ino)? else {
             return Ok(None);
         };
@@ -565,7 +632,10 @@ impl<D: BlockDevice> F2fs<D> {
         match decision {
             DeltaDecision::Write => {
                 // `f2fs_store_delta_in_main(type = 0)`: not inlined, no replacement.
-                if self.cfg.delta.mode.dcm_on() && self.dcm_store(ino, index, &delta, true)? {
+                let stored =
+                    self.cfg.delta.mode.dcm_on() && self.dcm_store(ino, index, &delta, true)?;
+                self.delta_state.return_lzo_out(delta);
+                if stored {
                     return Ok(true);
                 }
                 self.metrics.delta.fallback_writes += 1;
@@ -576,6 +646,7 @@ impl<D: BlockDevice> F2fs<D> {
                 self.metrics.delta.replacements += 1;
                 // The merge may have moved the zone's budget; check again.
                 if self.decide(ino, delta.len())? != DeltaDecision::Inline {
+                    self.delta_state.return_lzo_out(delta);
                     self.metrics.delta.fallback_writes += 1;
                     return Ok(false);
                 }
@@ -671,12 +742,13 @@ impl<D: BlockDevice> F2fs<D> {
         for ((x, a), b) in xor.iter_mut().zip(page.iter()).zip(base.iter()) {
             *x = a ^ b;
         }
-        // Compressed into a kept buffer (the encoder reserves its worst case, about
-        // 4.4 KiB), then copied out at its length: the delta is kept, often for long.
+        // Compressed into the kept buffer (the encoder reserves its worst case, about
+        // 4.4 KiB), which is handed out: most deltas are not inlined, and the caller
+        // gives the buffer back ([`DeltaState::return_lzo_out`]); an inlined one keeps it.
         st.lzo
             .get_or_insert_with(Lzo1x1::new)
             .compress_into(&xor[..], &mut st.lzo_out);
-        let out = st.lzo_out.clone();
+        let out = std::mem::take(&mut st.lzo_out);
         self.now_ns += self.cfg.delta.create_ns;
         self.metrics.delta.record_size(out.len());
         Ok(out)
@@ -685,28 +757,29 @@ impl<D: BlockDevice> F2fs<D> {
     /// [`policy::delta_decision`] for a delta of `bytes` against the inode's zone now.
     fn decide(&mut self, ino: u32, bytes: usize) -> Result<DeltaDecision, FsError> {
         let geo = self.geometry(ino)?;
-        let zone = self.read_zone(ino)?.map(|(_, z)| z).unwrap_or_default();
+        let zone = self.zone_summary(ino, u64::MAX)?.unwrap_or_default();
         let budget = 4 * self.cfg.delta.inline_budget_words.min(geo.addrs);
-        let used = 4 * self.used_slots(ino, &geo, &zone)? + 1 + zone.record_bytes();
+        let used = 4 * self.used_slots(ino, &geo, zone.words())? + 1 + zone.record_bytes;
         let room = ZoneRoom {
             delta_bytes: bytes,
             free_bytes: budget.saturating_sub(used),
-            deltas: zone.records.len(),
-            largest_bytes: zone.records.iter().map(|r| r.delta.len()).max(),
+            deltas: zone.records,
+            largest_bytes: zone.largest_bytes,
         };
         Ok(policy::delta_decision(&room, &self.cfg.delta))
     }
 
     /// Slots the file's pointers need (`last_iaddr`): its pages, or past its highest
     /// non-empty slot below the zone (a reservation beyond the size).
-    fn used_slots(&mut self, ino: u32, geo: &Geometry, zone: &Zone) -> Result<usize, FsError> {
+    /// `zone_words`: the slots the zone covers, 0 without records.
+    fn used_slots(
+        &mut self,
+        ino: u32,
+        geo: &Geometry,
+        zone_words: usize,
+    ) -> Result<usize, FsError> {
         let pages = self.inode_u64(ino, OFF_SIZE)?.div_ceil(BLOCK_SIZE as u64) as usize;
-        let limit = geo.addrs
-            - if zone.records.is_empty() {
-                0
-            } else {
-                zone.words()
-            };
+        let limit = geo.addrs - zone_words;
         // Only a non-empty slot at or past `pages` can raise the answer: scan those
         // slots from the top (this runs at every delta decision, over mostly zeros).
         let start = slots_range(geo).start;
@@ -725,7 +798,7 @@ impl<D: BlockDevice> F2fs<D> {
         } else {
             zone.words()
         };
-        zone.last_iaddr = self.used_slots(ino, &geo, &zone)? as u16;
+        zone.last_iaddr = self.used_slots(ino, &geo, old_words)? as u16;
         zone.records.push(Record {
             index: index as u16,
             delta,

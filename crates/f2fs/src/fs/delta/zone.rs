@@ -86,53 +86,103 @@ impl Zone {
     /// Reads the zone at the tail of `slots`, checking every length against the space;
     /// `Err` says what is wrong (the caller names the inode).
     pub fn decode(slots: &[u8]) -> Result<Zone, String> {
-        let end = slots.len();
-        if end < ZONE_HEADER_BYTES {
-            return Err("no room for the zone header".into());
-        }
-        let count = slots[end - 1] as usize;
-        let size = u16::from_le_bytes([slots[end - 2], slots[end - 3]]) as usize;
-        let last_iaddr = u16::from_le_bytes([slots[end - 4], slots[end - 5]]);
-        if ZONE_HEADER_BYTES + size > end {
-            return Err(format!(
-                "delta_inline_size {size} exceeds the address slots"
-            ));
-        }
-        let mut zone = Zone {
-            records: Vec::with_capacity(count),
-            last_iaddr,
-        };
-        let floor = end - ZONE_HEADER_BYTES - size;
-        let mut p = end - ZONE_HEADER_BYTES;
-        for k in 0..count {
-            if p < floor + RECORD_HEADER_BYTES {
-                return Err(format!("record {k} runs past delta_inline_size {size}"));
-            }
-            let index = u16::from_le_bytes([slots[p - 1], slots[p - 2]]);
-            let len = slots[p - 3] as usize;
-            if len == 0 || p - RECORD_HEADER_BYTES < floor + len {
-                return Err(format!(
-                    "record {k} (page {index}): length {len} does not fit"
-                ));
-            }
-            if zone.position(u64::from(index)).is_some() {
-                return Err(format!("two deltas for page {index}"));
-            }
-            let start = p - RECORD_HEADER_BYTES - len;
-            zone.records.push(Record {
+        let mut records = Vec::new();
+        let last_iaddr = walk(slots, |index, delta| {
+            records.push(Record {
                 index,
-                delta: slots[start..p - RECORD_HEADER_BYTES].to_vec(),
-            });
-            p = start;
+                delta: delta.to_vec(),
+            })
+        })?;
+        Ok(Zone {
+            records,
+            last_iaddr,
+        })
+    }
+
+    /// What a delta decision needs of the zone at the tail of `slots`, and where page
+    /// `index`'s record is, checked as [`Zone::decode`] checks, without copying a record.
+    pub fn summary(slots: &[u8], index: u64) -> Result<Summary, String> {
+        let mut s = Summary::default();
+        walk(slots, |i, delta| {
+            if u64::from(i) == index {
+                s.position = Some(s.records);
+            }
+            s.records += 1;
+            s.record_bytes += RECORD_HEADER_BYTES + delta.len();
+            s.largest_bytes = s.largest_bytes.max(Some(delta.len()));
+        })?;
+        Ok(s)
+    }
+}
+
+/// A zone as [`Zone::summary`] gives it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Summary {
+    pub records: usize,
+    /// `delta_inline_size`.
+    pub record_bytes: usize,
+    pub largest_bytes: Option<usize>,
+    /// The asked-for page's record, oldest first.
+    pub position: Option<usize>,
+}
+
+impl Summary {
+    /// Whole address slots the zone covers (none without records, as a zone that is
+    /// not there).
+    pub fn words(&self) -> usize {
+        match self.records {
+            0 => 0,
+            _ => (ZONE_HEADER_BYTES + self.record_bytes).div_ceil(4),
         }
-        if p != floor {
+    }
+}
+
+/// Walks the zone at the tail of `slots`, checking every length against the space and
+/// that no page has two records, calling `each` with every record's page and delta
+/// bytes, oldest first; returns `last_iaddr`.
+fn walk(slots: &[u8], mut each: impl FnMut(u16, &[u8])) -> Result<u16, String> {
+    let end = slots.len();
+    if end < ZONE_HEADER_BYTES {
+        return Err("no room for the zone header".into());
+    }
+    let count = slots[end - 1] as usize;
+    let size = u16::from_le_bytes([slots[end - 2], slots[end - 3]]) as usize;
+    let last_iaddr = u16::from_le_bytes([slots[end - 4], slots[end - 5]]);
+    if ZONE_HEADER_BYTES + size > end {
+        return Err(format!(
+            "delta_inline_size {size} exceeds the address slots"
+        ));
+    }
+    // `delta_num` is one byte: at most 255 records.
+    let mut seen = [0u16; 256];
+    let floor = end - ZONE_HEADER_BYTES - size;
+    let mut p = end - ZONE_HEADER_BYTES;
+    for k in 0..count {
+        if p < floor + RECORD_HEADER_BYTES {
+            return Err(format!("record {k} runs past delta_inline_size {size}"));
+        }
+        let index = u16::from_le_bytes([slots[p - 1], slots[p - 2]]);
+        let len = slots[p - 3] as usize;
+        if len == 0 || p - RECORD_HEADER_BYTES < floor + len {
             return Err(format!(
-                "{count} records take {} bytes, delta_inline_size says {size}",
-                end - ZONE_HEADER_BYTES - p
+                "record {k} (page {index}): length {len} does not fit"
             ));
         }
-        Ok(zone)
+        if seen[..k].contains(&index) {
+            return Err(format!("two deltas for page {index}"));
+        }
+        seen[k] = index;
+        let start = p - RECORD_HEADER_BYTES - len;
+        each(index, &slots[start..p - RECORD_HEADER_BYTES]);
+        p = start;
     }
+    if p != floor {
+        return Err(format!(
+            "{count} records take {} bytes, delta_inline_size says {size}",
+            end - ZONE_HEADER_BYTES - p
+        ));
+    }
+    Ok(last_iaddr)
 }
 
 #[cfg(test)]
@@ -180,6 +230,7 @@ mod tests {
         let mut bad = slots.clone();
         bad[58 - 7] = 1; // second record names page 1 again
         assert!(Zone::decode(&bad).unwrap_err().contains("two deltas"));
+        assert_eq!(Zone::summary(&bad, 5), Err(Zone::decode(&bad).unwrap_err()));
     }
 
     proptest! {
@@ -192,6 +243,16 @@ mod tests {
             z.encode(&mut slots);
             prop_assert_eq!(Zone::decode(&slots).unwrap(), z.clone());
             prop_assert!(slots[..tail].iter().all(|&b| b == 0xAA));
+            // The summary says what the decoded zone says, for a page with a record
+            // and one without.
+            for index in z.records.iter().map(|r| u64::from(r.index)).take(1).chain([900]) {
+                let s = Zone::summary(&slots, index).unwrap();
+                prop_assert_eq!(s.records, z.records.len());
+                prop_assert_eq!(s.record_bytes, z.record_bytes());
+                prop_assert_eq!(s.largest_bytes, z.records.iter().map(|r| r.delta.len()).max());
+                prop_assert_eq!(s.position, z.position(index));
+                prop_assert_eq!(s.words(), if z.records.is_empty() { 0 } else { z.words() });
+            }
         }
     }
 }
