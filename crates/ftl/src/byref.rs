@@ -87,6 +87,13 @@ impl Ftl {
                  buffer: turn one of them off",
             ));
         }
+        if self.super_page {
+            return Err(ConfigError::new(
+                "ftl.allocation",
+                "pages by reference do not follow versions through pages held for a \
+                 super-page: use allocation = \"page\"",
+            ));
+        }
         if self.maps_units() {
             return Err(ConfigError::new(
                 "ftl.mapping_unit_bytes",

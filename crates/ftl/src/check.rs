@@ -100,9 +100,9 @@ impl Ftl {
                 }
                 Ok(oob.lpns[slots.start as usize..slots.end as usize].to_vec())
             }
-            None => match self.streams.iter().find(|s| s.target_page == page) {
-                Some(s) if slots.end <= s.filled => {
-                    Ok(s.lpns[slots.start as usize..slots.end as usize].to_vec())
+            None => match self.buffered_page(page) {
+                Some((lpns, _, _, filled)) if slots.end <= filled => {
+                    Ok(lpns[slots.start as usize..slots.end as usize].to_vec())
                 }
                 _ => Err(format!(
                     "a mapping points into unprogrammed, unbuffered page {page}"

@@ -15,6 +15,28 @@ pub enum StreamMode {
     StreamId,
 }
 
+/// How host pages are placed on the planes of a die (`stream.rs`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Allocation {
+    /// Page by page: one cursor over the units shared by every host stream, each page
+    /// programmed as soon as its buffer is full (MQSim's allocator; the default).
+    #[default]
+    Page,
+    /// Super-pages: each host stream has its own cursor, so its frontiers on the planes of
+    /// a die advance in lockstep (same page offset), and its full pages wait until it has
+    /// one for every plane of the die (or a flush or FUA forces them out, padded), then
+    /// go to the NAND together, where the die rules may run them as one multi-plane
+    /// program (phone controllers' super-blocks).
+    SuperPage,
+}
+
+impl Allocation {
+    pub fn is_default(&self) -> bool {
+        *self == Allocation::Page
+    }
+}
+
 /// Victim selection policy for garbage collection.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -97,6 +119,9 @@ pub struct FtlConfig {
     /// In-device compression (LDC and its baselines); absent = none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compression: Option<CompressionConfig>,
+    /// Host page placement: `page` (default) or `super-page` (`stream.rs`).
+    #[serde(default, skip_serializing_if = "Allocation::is_default")]
+    pub allocation: Allocation,
 }
 
 /// Compression inside the FTL: which policy decides, which codec compresses, and what the
@@ -544,6 +569,7 @@ impl DeviceConfig {
                 ));
             }
         }
+        self.validate_allocation()?;
         if f.gc.candidates_max == 0 {
             return Err(ConfigError::new(
                 "ftl.gc.candidates_max",
@@ -561,6 +587,33 @@ impl DeviceConfig {
                 "host.queue_depth",
                 "must be between 1 and 1024",
             ));
+        }
+        Ok(())
+    }
+
+    /// `ftl.allocation = "super-page"` holds full pages of plain 4 KiB slots: what it
+    /// cannot be combined with.
+    fn validate_allocation(&self) -> Result<(), ConfigError> {
+        let f = &self.ftl;
+        if f.allocation != Allocation::SuperPage {
+            return Ok(());
+        }
+        let refuse = |what: &str| {
+            Err(ConfigError::new(
+                "ftl.allocation",
+                format!("super-page allocation is implemented for {what}"),
+            ))
+        };
+        if f.compression.is_some() || f.slot_bytes != 4096 {
+            return refuse(
+                "uncompressed 4 KiB slots only (no ftl.compression, ftl.slot_bytes = 4096)",
+            );
+        }
+        if !f.write_buffer.is_off() {
+            return refuse("devices without a controller write buffer only (ftl.write_buffer)");
+        }
+        if f.mapping_unit_bytes != 4096 {
+            return refuse("4 KiB mapping only (ftl.mapping_unit_bytes = 4096)");
         }
         Ok(())
     }

@@ -65,8 +65,8 @@ pub use cmt::{
     choose_victim, demote_protected, place_on_hit, relocation_update, RelocationAction, Segment,
 };
 pub use config::{
-    CmtPolicyKind, DestagePolicyKind, DeviceConfig, FtlConfig, GcConfig, HostConfig, HpbConfig,
-    MappingCacheConfig, RelocationUpdates, StreamMode, VictimPolicyKind, WearConfig,
+    Allocation, CmtPolicyKind, DestagePolicyKind, DeviceConfig, FtlConfig, GcConfig, HostConfig,
+    HpbConfig, MappingCacheConfig, RelocationUpdates, StreamMode, VictimPolicyKind, WearConfig,
     WriteBufferConfig,
 };
 pub use construct::ConstructedState;
@@ -143,6 +143,11 @@ pub struct Ftl {
     streams: Vec<Stream>,
     host_streams: u32,
     next_host_die: u32,
+    /// `ftl.allocation = "super-page"`: host streams stage full pages (`stream.rs`).
+    super_page: bool,
+    planes_per_die: u32,
+    /// Page buffers for staged pages, reused.
+    spare_buffers: Vec<Box<[u8]>>,
     pending_trims: Vec<u32>,
     /// Logical pages whose current binding (an alias of a slot GC moved, or one a record
     /// page about to be erased held) must be logged before the next erase.
@@ -254,7 +259,8 @@ impl Ftl {
         for block in 0..g.blocks() {
             blocks.push_free(block, 0);
         }
-        let streams = stream::build_streams(host_streams, g.units(), g.page_size_bytes);
+        let streams =
+            stream::build_streams(host_streams, g.units(), g.page_size_bytes, g.planes_per_die);
         Ok(Ftl {
             policy: GcPolicy::new(config.ftl.gc.policy),
             units: g.units(),
@@ -278,6 +284,9 @@ impl Ftl {
             streams,
             host_streams,
             next_host_die: 0,
+            super_page: config.ftl.allocation == Allocation::SuperPage,
+            planes_per_die: g.planes_per_die,
+            spare_buffers: Vec::new(),
             pending_trims: Vec::new(),
             pending_binds: Vec::new(),
             records: BTreeMap::new(),

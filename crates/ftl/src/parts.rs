@@ -29,7 +29,11 @@ impl Ftl {
     pub fn to_parts(&self) -> Result<DeviceParts, ConfigError> {
         let pending = !self.pending_trims.is_empty() || !self.pending_binds.is_empty();
         let buffered = self.write_buffer_lbas().is_some_and(|n| n > 0);
-        if self.streams.iter().any(|s| s.filled > 0) || pending || buffered {
+        let staged = self
+            .streams
+            .iter()
+            .any(|s| s.filled > 0 || !s.staged.is_empty());
+        if staged || pending || buffered {
             return Err(ConfigError::new(
                 "state",
                 "the device holds data not yet on flash; flush it before saving",

@@ -194,6 +194,7 @@ pub fn ldc_emmc() -> DeviceConfig {
             compression: None,
             mapping_cache: MappingCacheConfig::default(),
             write_buffer: WriteBufferConfig::default(),
+            allocation: Allocation::Page,
             wear: WearConfig {
                 dynamic: true,
                 static_threshold: None,
@@ -312,6 +313,7 @@ pub fn ufs31() -> DeviceConfig {
             compression: None,
             mapping_cache: MappingCacheConfig::default(),
             write_buffer: WriteBufferConfig::default(),
+            allocation: Allocation::Page,
             wear: WearConfig {
                 dynamic: true,
                 static_threshold: Some(200),
@@ -433,6 +435,7 @@ pub fn mqsim_default() -> DeviceConfig {
             compression: None,
             mapping_cache: MappingCacheConfig::default(),
             write_buffer: WriteBufferConfig::default(),
+            allocation: Allocation::Page,
             wear: WearConfig {
                 dynamic: true,
                 static_threshold: Some(100),
@@ -565,6 +568,7 @@ pub fn csd3000_with(policy: CompressionPolicyKind, flash_gib: u32) -> DeviceConf
             },
             mapping_cache: MappingCacheConfig::default(),
             write_buffer: WriteBufferConfig::default(),
+            allocation: Allocation::Page,
             compression: Some(CompressionConfig {
                 codec: flashstack_codec::CodecKind::Zlib {
                     level: flashstack_codec::CodecKind::ZLIB_DEFAULT_LEVEL,

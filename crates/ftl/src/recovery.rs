@@ -146,7 +146,12 @@ impl Ftl {
             g.pages_per_block * self.slots_per_page,
             self.config.ftl.wear.dynamic,
         );
-        self.streams = build_streams(self.host_streams, g.units(), g.page_size_bytes);
+        self.streams = build_streams(
+            self.host_streams,
+            g.units(),
+            g.page_size_bytes,
+            g.planes_per_die,
+        );
         self.pending_trims.clear();
         self.pending_binds.clear();
         // What was superseded before the cut may be what recovery maps now.

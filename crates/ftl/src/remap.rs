@@ -98,10 +98,9 @@ impl Ftl {
         match self.nand.oob(page) {
             Some(oob) => oob.lpns.get(i).copied(),
             None => self
-                .streams
-                .iter()
-                .find(|s| s.target_page == page && (i as u32) < s.filled)
-                .map(|s| s.lpns[i]),
+                .buffered_page(page)
+                .filter(|&(_, _, _, filled)| (i as u32) < filled)
+                .map(|(lpns, _, _, _)| lpns[i]),
         }
     }
 

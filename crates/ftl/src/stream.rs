@@ -39,6 +39,8 @@ pub(crate) fn is_start(value: u32) -> bool {
 }
 /// Attempts at programming one page before a write is given up as failed.
 pub(crate) const PROGRAM_ATTEMPTS_MAX: u32 = 16;
+/// Page buffers kept for reuse by super-page staging.
+const SPARE_BUFFERS_MAX: usize = 64;
 
 /// A frontier's open block on one unit.
 #[derive(Clone, Copy, Debug)]
@@ -71,9 +73,54 @@ pub(crate) struct Stream {
     pub filled: u32,
     pub ready_ns: Nanos,
     pub data: Box<[u8]>,
+    /// Super-page allocation (host streams): full pages waiting for the rest of their
+    /// super-page, oldest first, all on the die of the page in the buffer. Volatile like
+    /// the buffer: lost at a power cut, programmed by every `make_durable`.
+    pub staged: Vec<Staged>,
+    /// Super-page allocation (host streams): the unit its next page is allocated on.
+    pub cursor: u32,
+}
+
+/// A full page held back until its super-page is complete: the buffer fields it was
+/// filled in (no straddler: super-page allocation has no compression).
+#[derive(Debug)]
+pub(crate) struct Staged {
+    pub target_page: u32,
+    pub lpns: [u32; SLOTS_MAX],
+    pub sources: [u32; SLOTS_MAX],
+    pub causes: [Cause; SLOTS_MAX],
+    pub filled: u32,
+    pub ready_ns: Nanos,
+    pub data: Box<[u8]>,
+}
+
+impl Staged {
+    fn empty(data: Box<[u8]>) -> Self {
+        Staged {
+            target_page: NO_PAGE,
+            lpns: [NO_LPN; SLOTS_MAX],
+            sources: [NO_SOURCE; SLOTS_MAX],
+            causes: [Cause::Host; SLOTS_MAX],
+            filled: 0,
+            ready_ns: 0,
+            data,
+        }
+    }
 }
 
 impl Stream {
+    /// Exchanges the buffer with a staged page.
+    fn swap_staged(&mut self, st: &mut Staged) {
+        debug_assert_eq!(self.straddler, NO_LPN);
+        std::mem::swap(&mut self.target_page, &mut st.target_page);
+        std::mem::swap(&mut self.lpns, &mut st.lpns);
+        std::mem::swap(&mut self.sources, &mut st.sources);
+        std::mem::swap(&mut self.causes, &mut st.causes);
+        std::mem::swap(&mut self.filled, &mut st.filled);
+        std::mem::swap(&mut self.ready_ns, &mut st.ready_ns);
+        std::mem::swap(&mut self.data, &mut st.data);
+    }
+
     fn new(pinned_die: Option<u32>, relocation: bool, dies: u32, page_size: u32) -> Self {
         Stream {
             pinned_die,
@@ -90,6 +137,8 @@ impl Stream {
             filled: 0,
             ready_ns: 0,
             data: vec![0; page_size as usize].into_boxed_slice(),
+            staged: Vec::new(),
+            cursor: 0,
         }
     }
 
@@ -112,10 +161,20 @@ impl Stream {
 }
 
 /// Host streams first, then one relocation (GC/WL) stream per unit, then the metadata
-/// stream.
-pub(crate) fn build_streams(host_streams: u32, dies: u32, page_size: u32) -> Vec<Stream> {
+/// stream. With super-page allocation, host stream i starts on die i (modulo the dies),
+/// so that streams written together use different dies.
+pub(crate) fn build_streams(
+    host_streams: u32,
+    dies: u32,
+    page_size: u32,
+    planes_per_die: u32,
+) -> Vec<Stream> {
     let mut streams: Vec<Stream> = (0..host_streams)
-        .map(|_| Stream::new(None, false, dies, page_size))
+        .map(|i| {
+            let mut s = Stream::new(None, false, dies, page_size);
+            s.cursor = (i % (dies / planes_per_die).max(1)) * planes_per_die;
+            s
+        })
         .collect();
     streams.extend((0..dies).map(|d| Stream::new(Some(d), true, dies, page_size)));
     streams.push(Stream::new(None, false, dies, page_size));
@@ -144,7 +203,7 @@ impl Ftl {
         debug_assert!(len >= 1 && len <= self.slots_per_page);
         let s = &self.streams[stream];
         if s.target_page != NO_PAGE && s.filled + len > self.slots_per_page {
-            self.program_buffer(stream)?;
+            self.page_full(stream)?;
         }
         if self.streams[stream].target_page == NO_PAGE {
             let page = self.allocate_page(stream, allow_gc, now_ns)?;
@@ -205,7 +264,7 @@ impl Ftl {
         cause: Cause,
     ) -> Result<Option<OpTiming>, FtlError> {
         let spp = self.slots_per_page;
-        if spp == 1 {
+        if spp == 1 && !self.stages(stream) {
             return self.fill_single_slot_page(stream, lpn, data, source, ready_ns, cause);
         }
         let first = self.streams[stream].filled;
@@ -213,7 +272,7 @@ impl Ftl {
         self.put_slots(stream, lpn, len, 0..head, data, source, ready_ns, cause);
         if head == len {
             if self.streams[stream].filled == spp {
-                return self.program_buffer(stream).map(Some);
+                return self.page_full(stream);
             }
             return Ok(None);
         }
@@ -316,6 +375,84 @@ impl Ftl {
         self.program_buffer_from(stream, data).map(Some)
     }
 
+    /// Whether `stream` holds full pages back for super-pages (`ftl.allocation`): host
+    /// streams of a super-page device.
+    #[inline]
+    pub(crate) fn stages(&self, stream: usize) -> bool {
+        self.super_page && stream < self.host_streams as usize
+    }
+
+    /// The buffer of `stream` is full: programmed now, or, for a staging stream, held
+    /// until the super-page is complete (its next page would go to another die), then
+    /// programmed with the rest of it. Returns the program's timing if there was one.
+    fn page_full(&mut self, stream: usize) -> Result<Option<OpTiming>, FtlError> {
+        if !self.stages(stream) {
+            return self.program_buffer(stream).map(Some);
+        }
+        self.stage_buffer(stream);
+        if self.streams[stream].cursor % self.planes_per_die != 0 {
+            return Ok(None);
+        }
+        self.program_staged(stream, 0)
+    }
+
+    /// Moves the buffer (full, or partial to be padded) to the stream's staged pages.
+    fn stage_buffer(&mut self, stream: usize) {
+        let data = self
+            .spare_buffers
+            .pop()
+            .unwrap_or_else(|| vec![0; self.nand.geometry().page_size_bytes as usize].into());
+        let mut staged = Staged::empty(data);
+        let s = &mut self.streams[stream];
+        s.swap_staged(&mut staged);
+        s.staged.push(staged);
+    }
+
+    /// Programs a staging stream's held pages and its partial buffer (padded), all ready
+    /// at the same time (the latest of theirs and `now_ns`), one after another: on a die
+    /// with one command at a time and multi-plane programs, pages at the same offset on
+    /// its planes join the first one's command. Returns the timing of the one that ends
+    /// last (`None` if nothing was held).
+    pub(crate) fn program_staged(
+        &mut self,
+        stream: usize,
+        now_ns: Nanos,
+    ) -> Result<Option<OpTiming>, FtlError> {
+        if self.streams[stream].filled > 0 {
+            self.stage_buffer(stream);
+        }
+        let mut group = std::mem::take(&mut self.streams[stream].staged);
+        let ready_ns = group.iter().map(|p| p.ready_ns).fold(now_ns, Nanos::max);
+        let mut last: Option<OpTiming> = None;
+        for page in group.iter_mut() {
+            page.ready_ns = ready_ns;
+            self.streams[stream].swap_staged(page);
+            let t = self.program_buffer(stream)?;
+            if last.is_none_or(|l| t.end_ns > l.end_ns) {
+                last = Some(t);
+            }
+        }
+        self.spare_buffers
+            .extend(group.into_iter().map(|p| p.data).take(SPARE_BUFFERS_MAX));
+        self.spare_buffers.truncate(SPARE_BUFFERS_MAX);
+        Ok(last)
+    }
+
+    /// The slot values and bytes of a page still in a controller buffer (a stream's
+    /// buffer or a staged page): its OOB values, physical sources, bytes and slots
+    /// filled.
+    pub(crate) fn buffered_page(&self, page: u32) -> Option<(&[u32], &[u32], &[u8], u32)> {
+        self.streams.iter().find_map(|s| {
+            if s.target_page == page {
+                return Some((&s.lpns[..], &s.sources[..], &s.data[..], s.filled));
+            }
+            s.staged
+                .iter()
+                .find(|p| p.target_page == page)
+                .map(|p| (&p.lpns[..], &p.sources[..], &p.data[..], p.filled))
+        })
+    }
+
     /// Picks the unit and page for a stream's next page: the stream's open block there, or
     /// a fresh one (after foreground GC when `allow_gc`).
     pub(crate) fn allocate_page(
@@ -326,12 +463,32 @@ impl Ftl {
     ) -> Result<u32, FtlError> {
         let die = match self.streams[stream].pinned_die {
             Some(d) => d,
+            None if self.stages(stream) => {
+                // Its own cursor: the stream's frontiers on a die's planes advance
+                // together, at the same page offset.
+                let units = self.units;
+                let s = &mut self.streams[stream];
+                let u = s.cursor;
+                s.cursor = if u + 1 == units { 0 } else { u + 1 };
+                u
+            }
             None => {
                 let d = self.next_host_die;
                 self.next_host_die = if d + 1 == self.units { 0 } else { d + 1 };
                 d
             }
         };
+        self.allocate_on(stream, die, allow_gc, now_ns)
+    }
+
+    /// `allocate_page` on a given unit.
+    fn allocate_on(
+        &mut self,
+        stream: usize,
+        die: u32,
+        allow_gc: bool,
+        now_ns: Nanos,
+    ) -> Result<u32, FtlError> {
         let frontier = match self.streams[stream].active[die as usize] {
             Some(f) if f.next_page < self.pages_per_block => f,
             _ => {
@@ -518,7 +675,14 @@ impl Ftl {
         old_page: u32,
         now_ns: Nanos,
     ) -> Result<(), FtlError> {
-        let page = self.allocate_page(stream, false, now_ns)?;
+        let page = if self.stages(stream) {
+            // Same plane, so the super-page still has one page per plane (a fresh block:
+            // this plane's offsets no longer match its neighbours' until they all move on).
+            let unit = self.nand.unit_of_block(self.nand.block_of_page(old_page));
+            self.allocate_on(stream, unit, false, now_ns)?
+        } else {
+            self.allocate_page(stream, false, now_ns)?
+        };
         self.streams[stream].target_page = page;
         let s = &self.streams[stream];
         if s.straddler != NO_LPN && self.mapping.l2p.at(s.straddler as usize) == s.straddler_start {

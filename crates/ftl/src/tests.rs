@@ -78,6 +78,7 @@ pub(crate) fn tiny_config(
             compression: None,
             mapping_cache: MappingCacheConfig::default(),
             write_buffer: WriteBufferConfig::default(),
+            allocation: Allocation::Page,
             wear: WearConfig {
                 dynamic: true,
                 static_threshold: Some(4),
@@ -300,7 +301,10 @@ impl Harness {
         let torn = ftl.nand().torn_op();
         let mid_gc = matches!(torn, Some(TornOp::Erase { .. }))
             || ftl.blocks.state.contains(&BlockState::Collecting);
-        let mid_buffer = ftl.streams.iter().any(|s| !s.relocation && s.filled > 0);
+        let mid_buffer = ftl
+            .streams
+            .iter()
+            .any(|s| !s.relocation && (s.filled > 0 || !s.staged.is_empty()));
         let mid_trim_log = !ftl.pending_trims.is_empty()
             || matches!(torn, Some(TornOp::Program { flags, .. })
                 if flags & oob_flags::TRIM_RECORD != 0);

@@ -121,7 +121,11 @@ impl Ftl {
             self.announce_host_content(lpn, slot, len);
         }
         let zero_page = data.is_none() && self.nand.stores_contents();
-        if self.slots_per_page == 1 && !zero_page && self.nand.is_infallible() {
+        if self.slots_per_page == 1
+            && !zero_page
+            && self.nand.is_infallible()
+            && !self.stages(stream)
+        {
             return Ok(self.program_single_slot_page(stream, lpn, data, ready_ns, cause));
         }
         let programmed = self.fill_fragment(stream, lpn, len, data, NO_SOURCE, ready_ns, cause)?;
@@ -327,17 +331,13 @@ impl Ftl {
             // Still in a controller buffer.
             self.counters.buffer_read_hits += run as u64;
             if let Some(o) = out {
-                let s = self
-                    .streams
-                    .iter()
-                    .find(|s| s.target_page == page)
-                    .expect("buffered");
+                let (_, sources, data, _) = self.buffered_page(page).expect("buffered");
                 let sb = self.slot_bytes as usize;
                 for i in 0..slots as usize {
                     let slot = first as usize + i;
                     let to = &mut o[i * sb..(i + 1) * sb];
-                    match s.sources[slot] {
-                        NO_SOURCE => to.copy_from_slice(&s.data[slot * sb..(slot + 1) * sb]),
+                    match sources[slot] {
+                        NO_SOURCE => to.copy_from_slice(&data[slot * sb..(slot + 1) * sb]),
                         source => self.nand.peek_slot(source, to),
                     }
                 }
@@ -425,6 +425,12 @@ impl Ftl {
     pub(crate) fn make_durable(&mut self, now_ns: Nanos) -> Result<Nanos, FtlError> {
         let mut done_ns = now_ns;
         for stream in 0..self.streams.len() {
+            if self.stages(stream) {
+                if let Some(t) = self.program_staged(stream, now_ns)? {
+                    done_ns = done_ns.max(t.end_ns);
+                }
+                continue;
+            }
             if self.streams[stream].filled > 0 {
                 self.streams[stream].ready_ns = self.streams[stream].ready_ns.max(now_ns);
                 done_ns = done_ns.max(self.program_buffer(stream)?.end_ns);

@@ -222,6 +222,7 @@ fn is_optional_field(name: &str) -> bool {
             | "die_rules"
             | "multi_plane"
             | "relocation_updates"
+            | "allocation"
     )
 }
 
