@@ -1283,3 +1283,40 @@ fn super_pages_form_multi_plane_programs_on_a_four_plane_die() {
         "super-pages: {figures:?}"
     );
 }
+
+/// Super-page allocation refuses what it does not implement, naming `ftl.allocation`.
+#[test]
+fn super_page_allocation_refuses_what_it_does_not_implement() {
+    let base = || {
+        let mut c = tiny_config(16384, StreamMode::Single, VictimPolicyKind::Greedy);
+        c.ftl.allocation = Allocation::SuperPage;
+        c
+    };
+    assert!(base().validate().is_ok());
+    let mut compressed = base();
+    compressed.ftl.slot_bytes = 1024;
+    compressed.ftl.compression = Some(CompressionConfig::with_policy(CompressionPolicyKind::Zftl));
+    let mut buffered = base();
+    buffered.ftl.write_buffer.capacity_bytes = 1 << 20;
+    let mut page_unit = base();
+    page_unit.ftl.mapping_unit_bytes = 16384;
+    for (what, config) in [
+        ("compression", compressed),
+        ("write buffer", buffered),
+        ("mapping unit", page_unit),
+    ] {
+        let e = config.validate().expect_err(what);
+        assert_eq!(e.field, "ftl.allocation", "{what}: {e:?}");
+    }
+    struct Zeros;
+    impl crate::PageSource for Zeros {
+        fn fill(&self, _lba: u64, _version: u32, out: &mut [u8]) {
+            out.fill(0);
+        }
+    }
+    let mut ftl = Ftl::new(base(), true, 1).unwrap();
+    let e = ftl
+        .set_page_source(Box::new(Zeros), false)
+        .expect_err("pages by reference");
+    assert_eq!(e.field, "ftl.allocation");
+}
