@@ -101,8 +101,8 @@ impl Ftl {
                 Ok(oob.lpns[slots.start as usize..slots.end as usize].to_vec())
             }
             None => match self.buffered_page(page) {
-                Some((lpns, _, _, filled)) if slots.end <= filled => {
-                    Ok(lpns[slots.start as usize..slots.end as usize].to_vec())
+                Some(b) if slots.end <= b.filled => {
+                    Ok(b.lpns[slots.start as usize..slots.end as usize].to_vec())
                 }
                 _ => Err(format!(
                     "a mapping points into unprogrammed, unbuffered page {page}"

@@ -99,8 +99,8 @@ impl Ftl {
             Some(oob) => oob.lpns.get(i).copied(),
             None => self
                 .buffered_page(page)
-                .filter(|&(_, _, _, filled)| (i as u32) < filled)
-                .map(|(lpns, _, _, _)| lpns[i]),
+                .filter(|b| (i as u32) < b.filled)
+                .map(|b| b.lpns[i]),
         }
     }
 

@@ -81,6 +81,14 @@ pub(crate) struct Stream {
     pub cursor: u32,
 }
 
+/// A page still in a controller buffer, as `Ftl::buffered_page` finds it.
+pub(crate) struct BufferedPage<'a> {
+    pub lpns: &'a [u32],
+    pub sources: &'a [u32],
+    pub data: &'a [u8],
+    pub filled: u32,
+}
+
 /// A full page held back until its super-page is complete: the buffer fields it was
 /// filled in (no straddler: super-page allocation has no compression).
 #[derive(Debug)]
@@ -390,7 +398,10 @@ impl Ftl {
             return self.program_buffer(stream).map(Some);
         }
         self.stage_buffer(stream);
-        if self.streams[stream].cursor % self.planes_per_die != 0 {
+        if !self.streams[stream]
+            .cursor
+            .is_multiple_of(self.planes_per_die)
+        {
             return Ok(None);
         }
         self.program_staged(stream, 0)
@@ -441,15 +452,25 @@ impl Ftl {
     /// The slot values and bytes of a page still in a controller buffer (a stream's
     /// buffer or a staged page): its OOB values, physical sources, bytes and slots
     /// filled.
-    pub(crate) fn buffered_page(&self, page: u32) -> Option<(&[u32], &[u32], &[u8], u32)> {
+    pub(crate) fn buffered_page(&self, page: u32) -> Option<BufferedPage<'_>> {
         self.streams.iter().find_map(|s| {
             if s.target_page == page {
-                return Some((&s.lpns[..], &s.sources[..], &s.data[..], s.filled));
+                return Some(BufferedPage {
+                    lpns: &s.lpns,
+                    sources: &s.sources,
+                    data: &s.data,
+                    filled: s.filled,
+                });
             }
             s.staged
                 .iter()
                 .find(|p| p.target_page == page)
-                .map(|p| (&p.lpns[..], &p.sources[..], &p.data[..], p.filled))
+                .map(|p| BufferedPage {
+                    lpns: &p.lpns,
+                    sources: &p.sources,
+                    data: &p.data,
+                    filled: p.filled,
+                })
         })
     }
 

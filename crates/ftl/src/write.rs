@@ -331,7 +331,8 @@ impl Ftl {
             // Still in a controller buffer.
             self.counters.buffer_read_hits += run as u64;
             if let Some(o) = out {
-                let (_, sources, data, _) = self.buffered_page(page).expect("buffered");
+                let buffered = self.buffered_page(page).expect("buffered");
+                let (sources, data) = (buffered.sources, buffered.data);
                 let sb = self.slot_bytes as usize;
                 for i in 0..slots as usize {
                     let slot = first as usize + i;
