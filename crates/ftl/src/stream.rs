@@ -435,18 +435,39 @@ impl Ftl {
         let mut group = std::mem::take(&mut self.streams[stream].staged);
         let ready_ns = group.iter().map(|p| p.ready_ns).fold(now_ns, Nanos::max);
         let mut last: Option<OpTiming> = None;
-        for page in group.iter_mut() {
+        let mut failed = None;
+        for (i, page) in group.iter_mut().enumerate() {
             page.ready_ns = ready_ns;
             self.streams[stream].swap_staged(page);
-            let t = self.program_buffer(stream)?;
-            if last.is_none_or(|l| t.end_ns > l.end_ns) {
-                last = Some(t);
+            match self.program_buffer(stream) {
+                Ok(t) => {
+                    if last.is_none_or(|l| t.end_ns > l.end_ns) {
+                        last = Some(t);
+                    }
+                }
+                Err(e) => {
+                    failed = Some((i, e));
+                    break;
+                }
             }
         }
-        self.spare_buffers
-            .extend(group.into_iter().map(|p| p.data).take(SPARE_BUFFERS_MAX));
-        self.spare_buffers.truncate(SPARE_BUFFERS_MAX);
-        Ok(last)
+        // A page that could not be programmed stays in the buffer, the ones after it stay
+        // held: their data is still only here.
+        let rest = failed
+            .as_ref()
+            .map_or(Vec::new(), |&(i, _)| group.drain(i + 1..).collect());
+        for page in group.drain(..) {
+            if self.spare_buffers.len() < SPARE_BUFFERS_MAX {
+                self.spare_buffers.push(page.data);
+            }
+        }
+        // The emptied list goes back, to be filled again without allocating.
+        group.extend(rest);
+        self.streams[stream].staged = group;
+        match failed {
+            Some((_, e)) => Err(e),
+            None => Ok(last),
+        }
     }
 
     /// The slot values and bytes of a page still in a controller buffer (a stream's
