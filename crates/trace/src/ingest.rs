@@ -231,17 +231,38 @@ pub(crate) fn make_relative_and_sort(requests: &mut [TraceRequest]) -> u64 {
 }
 
 /// Maps process names to dense indices in order of first appearance. Runs of lines from one
-/// process (the common case) hit the one-entry cache and skip hashing.
+/// process (the common case) hit the one-entry cache and skip hashing; a run of one device
+/// or pid number also skips writing its name.
 #[derive(Default)]
 struct Interner {
     ids: HashMap<Box<[u8]>, u32, BuildHasherDefault<NameHasher>>,
     names: Vec<String>,
     key: Vec<u8>,
     last: Option<(Vec<u8>, u32)>,
+    /// The last numbered key (a device or a pid) and its id.
+    last_numbered: Option<(ProcessKey<'static>, u32)>,
 }
 
 impl Interner {
     fn intern(&mut self, process: ProcessKey<'_>) -> Result<u32, FieldError> {
+        let numbered = match process {
+            ProcessKey::Device(n) => Some(ProcessKey::Device(n)),
+            ProcessKey::Pid(n) => Some(ProcessKey::Pid(n)),
+            ProcessKey::Name(_) | ProcessKey::HostDisk(..) => None,
+        };
+        if let (Some(key), Some((last, id))) = (numbered, self.last_numbered) {
+            if key == last {
+                return Ok(id);
+            }
+        }
+        let id = self.intern_name(process)?;
+        if let Some(key) = numbered {
+            self.last_numbered = Some((key, id));
+        }
+        Ok(id)
+    }
+
+    fn intern_name(&mut self, process: ProcessKey<'_>) -> Result<u32, FieldError> {
         self.key.clear();
         write_key(&mut self.key, process);
         if let Some((last_key, id)) = &self.last {
@@ -369,6 +390,22 @@ mod tests {
         assert_eq!(
             interner.names,
             ["b", "a", "dev3", "hm_1", "pid 7", "(none)"]
+        );
+        // Runs of one number, and a name equal to a number's.
+        let keys = [
+            ProcessKey::Device(3),
+            ProcessKey::Device(3),
+            ProcessKey::Pid(3),
+            ProcessKey::Device(3),
+            ProcessKey::Name(b"pid 3"),
+            ProcessKey::Device(8),
+            ProcessKey::Pid(7),
+        ];
+        let ids: Vec<u32> = keys.iter().map(|&k| interner.intern(k).unwrap()).collect();
+        assert_eq!(ids, [2, 2, 6, 2, 6, 7, 4]);
+        assert_eq!(
+            interner.names,
+            ["b", "a", "dev3", "hm_1", "pid 7", "(none)", "pid 3", "dev8"]
         );
     }
 
