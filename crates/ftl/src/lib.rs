@@ -252,9 +252,8 @@ impl Ftl {
             slots_per_block,
             config.ftl.wear.dynamic,
         );
-        for block in 0..g.blocks() {
-            blocks.push_free(block, 0);
-        }
+        debug_assert_eq!(g.units() * g.blocks_per_plane, g.blocks());
+        blocks.fill_free_pools();
         let streams = stream::build_streams(host_streams, g.units(), g.page_size_bytes);
         Ok(Ftl {
             policy: GcPolicy::new(config.ftl.gc.policy),
