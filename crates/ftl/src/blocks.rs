@@ -194,6 +194,29 @@ impl BlockTable {
         }
     }
 
+    /// A new table's blocks all into the free pools, never erased: what `push_free` of
+    /// each block in order does, built a die at a time (blocks pushed in order already
+    /// form the heap, and a heap's pops follow its distinct keys whatever its layout).
+    pub fn fill_free_pools(&mut self) {
+        for die in 0..self.free.len() {
+            let first = die as u32 * self.blocks_per_die;
+            let blocks = first..first + self.blocks_per_die;
+            debug_assert!(blocks
+                .clone()
+                .all(|b| self.state[b as usize] == BlockState::Free));
+            match &mut self.free[die] {
+                FreePool::Fifo(q) => {
+                    assert!(q.is_empty(), "free pools filled twice");
+                    q.extend(blocks);
+                }
+                FreePool::LeastWorn(h) => {
+                    assert!(h.is_empty(), "free pools filled twice");
+                    *h = BinaryHeap::from(blocks.map(|b| Reverse((0, b))).collect::<Vec<_>>());
+                }
+            }
+        }
+    }
+
     pub fn push_free(&mut self, block: u32, erase_count: u32) {
         debug_assert_eq!(self.valid_slots[block as usize], 0);
         self.set_state(block, BlockState::Free);
@@ -248,5 +271,35 @@ impl BlockTable {
             .iter()
             .filter(|&&s| s == state)
             .count() as u32
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Filling the pools at once leaves the same pools as pushing every block in order.
+    #[test]
+    fn filled_free_pools_pop_as_pushed_ones() {
+        for least_worn in [false, true] {
+            let mut pushed = BlockTable::new(3, 5, 16, least_worn);
+            for block in 0..15 {
+                pushed.push_free(block, 0);
+            }
+            let mut filled = BlockTable::new(3, 5, 16, least_worn);
+            filled.fill_free_pools();
+            for die in 0..3 {
+                assert_eq!(filled.free_count(die), 5);
+                // A block back with erases goes behind the rest in both.
+                let (a, b) = (pushed.pop_free(die), filled.pop_free(die));
+                assert_eq!(a, b);
+                pushed.push_free(a.unwrap(), 1);
+                filled.push_free(b.unwrap(), 1);
+                let order = |t: &mut BlockTable| -> Vec<u32> {
+                    std::iter::from_fn(|| t.pop_free(die)).collect()
+                };
+                assert_eq!(order(&mut pushed), order(&mut filled));
+            }
+        }
     }
 }

@@ -39,6 +39,7 @@
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use flashstack_nand::UnitOp;
+use flashstack_sim::memory::{zeroed_table, LazyTable};
 use flashstack_sim::Nanos;
 
 use crate::config::{CmtPolicyKind, MappingCacheConfig, RelocationUpdates};
@@ -104,8 +105,12 @@ struct Node {
     /// Neighbours in the segment's list (towards the least and the most recent).
     older: u32,
     newer: u32,
-    dirty: bool,
     segment: Segment,
+    /// The cache's clean clock when the entry was last made dirty, 0 if never: the entry
+    /// is dirty while this is later than its translation page's last clean
+    /// ([`Cmt::cleaned_at`]), so cleaning a page is one store however many of its
+    /// entries are cached.
+    dirty_at: u64,
 }
 
 /// A recency list threaded through [`Cmt::nodes`]: `oldest` is the LRU end.
@@ -125,14 +130,28 @@ impl List {
 }
 
 /// The cached mapping table: which entries are in SRAM, in recency order per segment.
-/// Bounded by `capacity`; the index is ordered (no hash-order effects) and the recency
-/// lists are doubly linked through a slab, so a hit moves an entry in constant time.
+/// Bounded by `capacity`. The index is a direct table by entry (a lazily built one: only
+/// the 4 KiB stretches of entries ever cached take memory, so a 512 GiB device still
+/// starts at once), nothing depends on hash order, and the recency lists are doubly
+/// linked through a slab, so a hit is one table read and two constant-time moves. What
+/// eviction needs per translation page (how many of its entries are cached, cleaning
+/// them all) is kept per page, so it costs the same however many are cached.
 #[derive(Debug)]
 pub(crate) struct Cmt {
     capacity: usize,
     policy: CmtPolicyKind,
-    /// Logical page (mapping unit) → its node.
-    index: BTreeMap<u32, u32>,
+    /// Entries (logical pages, or mapping units) one translation page holds.
+    entries_per_page: u32,
+    /// Entry → its node, `u32::MAX` while not cached.
+    index: LazyTable,
+    /// How many cached entries each translation page has.
+    cached_in_page: Vec<u32>,
+    /// Each translation page's last clean on the clean clock (0: never cleaned).
+    cleaned_at: Vec<u64>,
+    /// The clean clock: advanced at each clean, always later than every `cleaned_at`.
+    clock: u64,
+    /// How many entries are cached.
+    len: usize,
     nodes: Vec<Node>,
     free: Vec<u32>,
     probation: List,
@@ -140,17 +159,57 @@ pub(crate) struct Cmt {
 }
 
 impl Cmt {
-    fn new(capacity: usize, policy: CmtPolicyKind) -> Cmt {
+    /// A cache of `capacity` entries over `keys` entries, `entries_per_page` to a
+    /// translation page.
+    fn new(capacity: usize, policy: CmtPolicyKind, keys: u64, entries_per_page: u32) -> Cmt {
         assert!(capacity >= 2);
+        assert!(entries_per_page > 0);
+        let pages = keys.div_ceil(entries_per_page as u64) as usize;
         Cmt {
             capacity,
             policy,
-            index: BTreeMap::new(),
+            entries_per_page,
+            index: LazyTable::new(keys as usize),
+            cached_in_page: zeroed_table(pages),
+            cleaned_at: zeroed_table(pages),
+            clock: 1,
+            len: 0,
             nodes: Vec::new(),
             free: Vec::new(),
             probation: List::EMPTY,
             protected: List::EMPTY,
         }
+    }
+
+    /// An empty cache of the same shape.
+    fn emptied(&self) -> Cmt {
+        Cmt::new(
+            self.capacity,
+            self.policy,
+            self.index.len() as u64,
+            self.entries_per_page,
+        )
+    }
+
+    #[inline]
+    fn page_of(&self, lpn: u32) -> usize {
+        (lpn / self.entries_per_page) as usize
+    }
+
+    #[inline]
+    fn node_of(&self, lpn: u32) -> Option<u32> {
+        let at = self.index.at(lpn as usize);
+        (at != NIL).then_some(at)
+    }
+
+    #[inline]
+    fn is_dirty(&self, node: &Node) -> bool {
+        node.dirty_at > self.cleaned_at[self.page_of(node.lpn)]
+    }
+
+    #[inline]
+    fn mark_dirty(&mut self, at: u32) {
+        self.nodes[at as usize].dirty_at = self.clock;
     }
 
     fn list_mut(&mut self, segment: Segment) -> &mut List {
@@ -197,11 +256,13 @@ impl Cmt {
 
     /// Looks `lpn` up; on a hit, moves it as the policy says and marks it dirty if asked.
     fn touch(&mut self, lpn: u32, dirty: bool) -> bool {
-        let Some(&at) = self.index.get(&lpn) else {
+        let Some(at) = self.node_of(lpn) else {
             return false;
         };
         self.unlink(at);
-        self.nodes[at as usize].dirty |= dirty;
+        if dirty {
+            self.mark_dirty(at);
+        }
         self.place(at, place_on_hit(self.policy));
         true
     }
@@ -216,13 +277,13 @@ impl Cmt {
     }
 
     fn insert(&mut self, lpn: u32, dirty: bool) {
-        debug_assert!(self.index.len() < self.capacity);
+        debug_assert!(self.len < self.capacity);
         let node = Node {
             lpn,
             older: NIL,
             newer: NIL,
-            dirty,
             segment: Segment::Probation,
+            dirty_at: if dirty { self.clock } else { 0 },
         };
         let at = match self.free.pop() {
             Some(at) => {
@@ -234,13 +295,16 @@ impl Cmt {
                 (self.nodes.len() - 1) as u32
             }
         };
-        let before = self.index.insert(lpn, at);
-        debug_assert!(before.is_none(), "entry {lpn} inserted twice");
+        let before = self.index.replace(lpn as usize, at);
+        debug_assert!(before == NIL, "entry {lpn} inserted twice");
+        let page = self.page_of(lpn);
+        self.cached_in_page[page] += 1;
+        self.len += 1;
         self.place(at, Segment::Probation);
     }
 
     fn is_full(&self) -> bool {
-        self.index.len() >= self.capacity
+        self.len >= self.capacity
     }
 
     fn victim(&self) -> u32 {
@@ -250,53 +314,70 @@ impl Cmt {
 
     /// Removes `lpn`; returns whether it was dirty.
     fn remove(&mut self, lpn: u32) -> bool {
-        let at = self.index.remove(&lpn).expect("cached");
+        let at = self.index.replace(lpn as usize, NIL);
+        assert!(at != NIL, "entry {lpn} is not cached");
         self.unlink(at);
         self.free.push(at);
-        self.nodes[at as usize].dirty
+        let page = self.page_of(lpn);
+        self.cached_in_page[page] -= 1;
+        self.len -= 1;
+        self.is_dirty(&self.nodes[at as usize])
     }
 
     /// Marks `lpn` dirty if cached (its translation page is updated later); returns
     /// whether it was cached.
     fn dirty_if_cached(&mut self, lpn: u32) -> bool {
-        match self.index.get(&lpn) {
-            Some(&at) => {
-                self.nodes[at as usize].dirty = true;
+        match self.node_of(lpn) {
+            Some(at) => {
+                self.mark_dirty(at);
                 true
             }
             None => false,
         }
     }
 
-    /// Cleans every dirty cached entry of `lpns` (their translation page was written).
-    fn clean(&mut self, lpns: std::ops::Range<u32>) {
-        for (_, &at) in self.index.range(lpns) {
-            self.nodes[at as usize].dirty = false;
-        }
+    /// Cleans every dirty cached entry of translation page `tpage` (it was written).
+    fn clean_page(&mut self, tpage: u32) {
+        self.cleaned_at[tpage as usize] = self.clock;
+        self.clock += 1;
     }
 
-    /// How many entries of `lpns` are cached.
-    fn count_in(&self, lpns: std::ops::Range<u32>) -> usize {
-        self.index.range(lpns).count()
+    /// How many entries of translation page `tpage` are cached.
+    fn count_in_page(&self, tpage: u32) -> usize {
+        self.cached_in_page[tpage as usize] as usize
     }
 
+    /// The dirty cached entries, in no particular order.
     fn dirty_lpns(&self) -> impl Iterator<Item = u32> + '_ {
-        self.index
-            .iter()
-            .filter(|(_, &at)| self.nodes[at as usize].dirty)
-            .map(|(&l, _)| l)
+        [&self.probation, &self.protected]
+            .into_iter()
+            .flat_map(|list| {
+                std::iter::successors((list.oldest != NIL).then_some(list.oldest), |&at| {
+                    let newer = self.nodes[at as usize].newer;
+                    (newer != NIL).then_some(newer)
+                })
+            })
+            .map(|at| &self.nodes[at as usize])
+            .filter(|node| self.is_dirty(node))
+            .map(|node| node.lpn)
     }
 
-    /// The lists hold exactly the indexed nodes, linked both ways.
+    /// The lists hold exactly the indexed nodes, linked both ways, and the per-page
+    /// counts and clean times agree with them.
     fn check(&self) -> Result<(), String> {
         let mut seen = 0;
+        let mut per_page: BTreeMap<usize, u32> = BTreeMap::new();
         for list in [&self.probation, &self.protected] {
             let (mut at, mut prev, mut n) = (list.oldest, NIL, 0);
             while at != NIL {
                 let node = &self.nodes[at as usize];
-                if node.older != prev || self.index.get(&node.lpn) != Some(&at) {
+                if node.older != prev || self.index.get(node.lpn as usize) != Some(at) {
                     return Err(format!("CMT list broken at entry {}", node.lpn));
                 }
+                if node.dirty_at > self.clock {
+                    return Err(format!("CMT entry {} dirty in the future", node.lpn));
+                }
+                *per_page.entry(self.page_of(node.lpn)).or_default() += 1;
                 (prev, at, n) = (at, node.newer, n + 1);
             }
             if prev != list.newest || n != list.len {
@@ -304,11 +385,26 @@ impl Cmt {
             }
             seen += n;
         }
-        if seen != self.index.len() {
-            return Err(format!(
-                "CMT lists hold {seen} of {} entries",
-                self.index.len()
-            ));
+        if seen != self.len {
+            return Err(format!("CMT lists hold {seen} of {} entries", self.len));
+        }
+        let (mut indexed, mut from) = (0, 0);
+        while let Some(lpn) = self.index.next_set(from..self.index.len()) {
+            (indexed, from) = (indexed + 1, lpn + 1);
+        }
+        if indexed != self.len {
+            return Err(format!("CMT index holds {indexed} of {} entries", self.len));
+        }
+        for (page, &n) in self.cached_in_page.iter().enumerate() {
+            let listed = per_page.get(&page).copied().unwrap_or(0);
+            if n != listed {
+                return Err(format!(
+                    "CMT counts {n} entries of translation page {page}, which has {listed}"
+                ));
+            }
+        }
+        if let Some(page) = self.cleaned_at.iter().position(|&c| c >= self.clock) {
+            return Err(format!("translation page {page} cleaned in the future"));
         }
         Ok(())
     }
@@ -352,10 +448,6 @@ impl TranslationArea {
 
     fn page_of(&self, lpn: u32) -> u32 {
         lpn / self.entries_per_page
-    }
-
-    fn lpns_of(&self, tpage: u32) -> std::ops::Range<u32> {
-        tpage * self.entries_per_page..(tpage + 1) * self.entries_per_page
     }
 
     /// The die holding physical translation page `at`: a translation block is striped
@@ -466,15 +558,17 @@ impl MappingCache {
         if config.is_off() {
             return None;
         }
+        let keys = user_lbas.div_ceil(unit_lpns as u64);
+        let entries_per_page = page_size_bytes / TRANSLATION_ENTRY_BYTES;
         Some(MappingCache {
-            cmt: Cmt::new(config.entries() as usize, config.policy),
-            unit_shift: unit_lpns.trailing_zeros(),
-            area: TranslationArea::new(
-                user_lbas.div_ceil(unit_lpns as u64),
-                page_size_bytes / TRANSLATION_ENTRY_BYTES,
-                pages_per_block,
-                units,
+            cmt: Cmt::new(
+                config.entries() as usize,
+                config.policy,
+                keys,
+                entries_per_page,
             ),
+            unit_shift: unit_lpns.trailing_zeros(),
+            area: TranslationArea::new(keys, entries_per_page, pages_per_block, units),
             stale_after_cut: BTreeSet::new(),
             relocation_updates: config.relocation_updates,
             hpb: crate::hpb::Hpb::new(&config.hpb),
@@ -496,7 +590,7 @@ impl MappingCache {
         for lpn in dirty {
             self.stale_after_cut.insert(self.area.page_of(lpn));
         }
-        self.cmt = Cmt::new(self.cmt.capacity, self.cmt.policy);
+        self.cmt = self.cmt.emptied();
         if let Some(hpb) = self.hpb.as_mut() {
             hpb.reset();
         }
@@ -572,11 +666,11 @@ impl Ftl {
             return Ok(now_ns);
         }
         let tpage = cache.area.page_of(victim);
-        cache.cmt.clean(cache.area.lpns_of(tpage));
+        cache.cmt.clean_page(tpage);
         // The SRAM holds only some entries of the page: the rest come from its flash copy
         // (DFTL's worst case is "two translation page reads and one write").
         let mut ready_ns = now_ns;
-        let cached = cache.cmt.count_in(cache.area.lpns_of(tpage));
+        let cached = cache.cmt.count_in_page(tpage);
         if let (Some(unit), false) = (
             cache.area.unit_of(tpage),
             cached == cache.area.entries_per_page as usize,
@@ -750,6 +844,12 @@ impl Ftl {
         let cache = self.mapping_cache.as_mut().expect("a mapping cache");
         let units = self.user_lbas.div_ceil(self.unit_lpns as u64);
         cache.area = TranslationArea::new(units, entries, g.pages_per_block, g.units());
+        // The cache is still empty: its per-page books take the new page size.
+        assert_eq!(
+            cache.cmt.len, 0,
+            "translation pages resized with entries cached"
+        );
+        cache.cmt = Cmt::new(cache.cmt.capacity, cache.cmt.policy, units, entries);
     }
 
     /// Every translation page that covers a mapped logical page exists on flash on a
@@ -780,11 +880,10 @@ impl Ftl {
             return Ok(());
         };
         let (cmt, area) = (&cache.cmt, &cache.area);
-        if cmt.index.len() > cmt.capacity {
+        if cmt.len > cmt.capacity {
             return Err(format!(
                 "CMT holds {} entries for {} places",
-                cmt.index.len(),
-                cmt.capacity
+                cmt.len, cmt.capacity
             ));
         }
         cmt.check()?;
@@ -810,14 +909,14 @@ mod tests {
 
     #[test]
     fn segmented_lru_protects_entries_hit_twice() {
-        let mut cmt = Cmt::new(4, CmtPolicyKind::SegmentedLru);
+        let mut cmt = Cmt::new(4, CmtPolicyKind::SegmentedLru, 64, 8);
         for lpn in 0..4 {
             cmt.insert(lpn, false);
         }
         assert!(cmt.touch(0, false));
         // 0 is protected now; the probationary LRU is 1.
         assert_eq!(cmt.victim(), 1);
-        let mut lru = Cmt::new(4, CmtPolicyKind::Lru);
+        let mut lru = Cmt::new(4, CmtPolicyKind::Lru, 64, 8);
         for lpn in 0..4 {
             lru.insert(lpn, false);
         }
@@ -829,7 +928,7 @@ mod tests {
 
     #[test]
     fn protected_segment_is_bounded_to_half() {
-        let mut cmt = Cmt::new(4, CmtPolicyKind::SegmentedLru);
+        let mut cmt = Cmt::new(4, CmtPolicyKind::SegmentedLru, 64, 8);
         for lpn in 0..4 {
             cmt.insert(lpn, false);
         }

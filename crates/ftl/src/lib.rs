@@ -174,8 +174,9 @@ pub struct Ftl {
     /// The fragment GC is moving right now, so a straddling copy can be undone.
     relocation_origin: Option<(u32, u32)>,
     /// The demand-based mapping-table cache (`cmt.rs`); `None` when the whole table is in
-    /// SRAM (the default).
-    mapping_cache: Option<cmt::MappingCache>,
+    /// SRAM (the default). Boxed: every access takes it out of the `Ftl` and puts it
+    /// back, which moves a pointer rather than the whole cache.
+    mapping_cache: Option<Box<cmt::MappingCache>>,
     /// The controller write buffer (`wbuf.rs`); `None` when writes wait for their page
     /// (the default).
     write_buffer: Option<wbuf::WriteBuffer>,
@@ -256,9 +257,8 @@ impl Ftl {
             slots_per_block,
             config.ftl.wear.dynamic,
         );
-        for block in 0..g.blocks() {
-            blocks.push_free(block, 0);
-        }
+        debug_assert_eq!(g.units() * g.blocks_per_plane, g.blocks());
+        blocks.fill_free_pools();
         let streams =
             stream::build_streams(host_streams, g.units(), g.page_size_bytes, g.planes_per_die);
         Ok(Ftl {
@@ -314,7 +314,8 @@ impl Ftl {
                 g.page_size_bytes,
                 g.pages_per_block,
                 g.units(),
-            ),
+            )
+            .map(Box::new),
             write_buffer: wbuf::WriteBuffer::new(&config.ftl.write_buffer),
             measure_start_ns: 0,
             last_arrival_ns: 0,

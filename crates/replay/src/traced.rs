@@ -137,17 +137,43 @@ pub(crate) struct ExistingReads {
 }
 
 /// A bit per LBA.
-struct LbaBits(Vec<u64>);
+struct LbaBits {
+    words: Vec<u64>,
+    /// One bit per [`LBA_BITS_CHUNK`] words: set once any of them was set, so [`runs`]
+    /// passes over the rest without reading them (the words start as untouched zero
+    /// pages, and reading one faults it in).
+    touched: Vec<u64>,
+}
+
+/// Words of [`LbaBits`] per bit of its touched map (4 KiB of words).
+const LBA_BITS_CHUNK: usize = 512;
 
 impl LbaBits {
     fn new(lbas: u64) -> Self {
-        LbaBits(vec![0; lbas.div_ceil(64) as usize])
+        let words = lbas.div_ceil(64) as usize;
+        LbaBits {
+            words: vec![0; words],
+            touched: vec![0; words.div_ceil(LBA_BITS_CHUNK * 64)],
+        }
     }
     fn get(&self, lba: u64) -> bool {
-        self.0[(lba / 64) as usize] & (1 << (lba % 64)) != 0
+        self.words[(lba / 64) as usize] & (1 << (lba % 64)) != 0
     }
     fn set(&mut self, lba: u64) {
-        self.0[(lba / 64) as usize] |= 1 << (lba % 64);
+        let word = (lba / 64) as usize;
+        self.words[word] |= 1 << (lba % 64);
+        let chunk = word / LBA_BITS_CHUNK;
+        self.touched[chunk / 64] |= 1 << (chunk % 64);
+    }
+    /// The indices and values of the words that may hold set bits, in order.
+    fn touched_words(&self) -> impl Iterator<Item = (usize, u64)> + '_ {
+        let chunks = self.words.len().div_ceil(LBA_BITS_CHUNK);
+        (0..chunks)
+            .filter(|&c| self.touched[c / 64] & (1 << (c % 64)) != 0)
+            .flat_map(move |c| {
+                let range = c * LBA_BITS_CHUNK..((c + 1) * LBA_BITS_CHUNK).min(self.words.len());
+                range.map(move |w| (w, self.words[w]))
+            })
     }
 }
 
@@ -293,7 +319,7 @@ impl Replayer {
 /// The runs of set bits among the first `lbas`.
 fn runs(bits: &LbaBits, lbas: u64) -> Vec<Range<u64>> {
     let mut out: Vec<Range<u64>> = Vec::new();
-    for (word_index, &word) in bits.0.iter().enumerate() {
+    for (word_index, word) in bits.touched_words() {
         if word == 0 {
             continue;
         }
@@ -309,4 +335,42 @@ fn runs(bits: &LbaBits, lbas: u64) -> Vec<Range<u64>> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The runs over the touched words equal the runs over every bit.
+    #[test]
+    fn runs_pass_over_untouched_words_only() {
+        let lbas = 3 * 64 * LBA_BITS_CHUNK as u64 + 70;
+        let mut bits = LbaBits::new(lbas);
+        let set = [
+            0u64,
+            1,
+            2,
+            63,
+            64,
+            65,
+            32_767,
+            32_768,
+            32_769,
+            98_000,
+            lbas - 1,
+        ];
+        for &lba in &set {
+            bits.set(lba);
+        }
+        let mut expected: Vec<Range<u64>> = Vec::new();
+        for lba in (0..lbas).filter(|&l| bits.get(l)) {
+            match expected.last_mut() {
+                Some(run) if run.end == lba => run.end += 1,
+                _ => expected.push(lba..lba + 1),
+            }
+        }
+        assert_eq!(expected.len(), 5);
+        assert_eq!(runs(&bits, lbas), expected);
+        assert_eq!(runs(&bits, lbas - 1).last(), Some(&(98_000..98_001)));
+    }
 }

@@ -124,10 +124,31 @@ fn not_a_number(field: &'static str, text: &[u8]) -> FieldError {
 }
 
 /// A non-negative decimal integer (digits only).
+#[inline]
 pub(crate) fn parse_u64(text: &[u8], field: &'static str) -> Result<u64, FieldError> {
     if text.is_empty() {
         return Err(not_a_number(field, text));
     }
+    // Up to 19 digits cannot overflow (u64::MAX has 20): no check per digit.
+    if text.len() <= 19 {
+        let mut value: u64 = 0;
+        let mut bad = false;
+        for &byte in text {
+            let digit = byte.wrapping_sub(b'0');
+            bad |= digit > 9;
+            value = value.wrapping_mul(10).wrapping_add(u64::from(digit));
+        }
+        if bad {
+            return Err(not_a_number(field, text));
+        }
+        return Ok(value);
+    }
+    parse_u64_long(text, field)
+}
+
+/// [`parse_u64`] of 20 digits or more, checked for overflow.
+#[cold]
+fn parse_u64_long(text: &[u8], field: &'static str) -> Result<u64, FieldError> {
     let mut value: u64 = 0;
     for &byte in text {
         let digit = byte.wrapping_sub(b'0');
@@ -309,6 +330,20 @@ mod tests {
     fn integers() {
         assert_eq!(parse_u64(b"0", "f"), Ok(0));
         assert_eq!(parse_u64(b"18446744073709551615", "f"), Ok(u64::MAX));
+        // 19 digits take the unchecked path, 20 the checked one.
+        assert_eq!(
+            parse_u64(b"9999999999999999999", "f"),
+            Ok(9_999_999_999_999_999_999)
+        );
+        assert_eq!(
+            parse_u64(b"999999999999999999x", "f").unwrap_err().message,
+            "'999999999999999999x' is not a number"
+        );
+        assert_eq!(
+            parse_u64(b"0000000000000000000042", "f"),
+            Ok(42),
+            "leading zeros are digits like any other"
+        );
         let err = parse_u64(b"18446744073709551616", "f").unwrap_err();
         assert_eq!(err.message, "'18446744073709551616' is too large");
         assert_eq!(

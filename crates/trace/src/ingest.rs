@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::fs::File;
 use std::hash::{BuildHasherDefault, Hasher};
-use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom, Write};
+use std::io::{self, BufRead, BufReader, Seek, SeekFrom, Write};
 use std::path::Path;
 
 use crate::fields::FieldError;
@@ -142,11 +142,29 @@ pub fn parse_reader(
 }
 
 /// Reads one line (terminator included) into `buffer`, at most `MAX_LINE_BYTES + 1` bytes.
+/// A plain scan for the newline: trace lines are short, and a general search's setup
+/// cost more than the search.
 fn read_line(reader: &mut impl BufRead, buffer: &mut Vec<u8>) -> io::Result<usize> {
-    reader
-        .by_ref()
-        .take(MAX_LINE_BYTES as u64 + 1)
-        .read_until(b'\n', buffer)
+    let limit = MAX_LINE_BYTES + 1;
+    let mut total = 0;
+    loop {
+        let available = match reader.fill_buf() {
+            Ok(available) => available,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        let window = &available[..available.len().min(limit - total)];
+        let (found, used) = match window.iter().position(|&b| b == b'\n') {
+            Some(at) => (true, at + 1),
+            None => (false, window.len()),
+        };
+        buffer.extend_from_slice(&window[..used]);
+        reader.consume(used);
+        total += used;
+        if found || used == 0 || total == limit {
+            return Ok(total);
+        }
+    }
 }
 
 fn strip_terminator(line: &[u8]) -> &[u8] {
@@ -231,17 +249,38 @@ pub(crate) fn make_relative_and_sort(requests: &mut [TraceRequest]) -> u64 {
 }
 
 /// Maps process names to dense indices in order of first appearance. Runs of lines from one
-/// process (the common case) hit the one-entry cache and skip hashing.
+/// process (the common case) hit the one-entry cache and skip hashing; a run of one device
+/// or pid number also skips writing its name.
 #[derive(Default)]
 struct Interner {
     ids: HashMap<Box<[u8]>, u32, BuildHasherDefault<NameHasher>>,
     names: Vec<String>,
     key: Vec<u8>,
     last: Option<(Vec<u8>, u32)>,
+    /// The last numbered key (a device or a pid) and its id.
+    last_numbered: Option<(ProcessKey<'static>, u32)>,
 }
 
 impl Interner {
     fn intern(&mut self, process: ProcessKey<'_>) -> Result<u32, FieldError> {
+        let numbered = match process {
+            ProcessKey::Device(n) => Some(ProcessKey::Device(n)),
+            ProcessKey::Pid(n) => Some(ProcessKey::Pid(n)),
+            ProcessKey::Name(_) | ProcessKey::HostDisk(..) => None,
+        };
+        if let (Some(key), Some((last, id))) = (numbered, self.last_numbered) {
+            if key == last {
+                return Ok(id);
+            }
+        }
+        let id = self.intern_name(process)?;
+        if let Some(key) = numbered {
+            self.last_numbered = Some((key, id));
+        }
+        Ok(id)
+    }
+
+    fn intern_name(&mut self, process: ProcessKey<'_>) -> Result<u32, FieldError> {
         self.key.clear();
         write_key(&mut self.key, process);
         if let Some((last_key, id)) = &self.last {
@@ -370,6 +409,61 @@ mod tests {
             interner.names,
             ["b", "a", "dev3", "hm_1", "pid 7", "(none)"]
         );
+        // Runs of one number, and a name equal to a number's.
+        let keys = [
+            ProcessKey::Device(3),
+            ProcessKey::Device(3),
+            ProcessKey::Pid(3),
+            ProcessKey::Device(3),
+            ProcessKey::Name(b"pid 3"),
+            ProcessKey::Device(8),
+            ProcessKey::Pid(7),
+        ];
+        let ids: Vec<u32> = keys.iter().map(|&k| interner.intern(k).unwrap()).collect();
+        assert_eq!(ids, [2, 2, 6, 2, 6, 7, 4]);
+        assert_eq!(
+            interner.names,
+            ["b", "a", "dev3", "hm_1", "pid 7", "(none)", "pid 3", "dev8"]
+        );
+    }
+
+    /// The line reader splits as `read_until` under a `take` of the line limit does,
+    /// whatever the buffer's size.
+    #[test]
+    fn lines_read_as_read_until_reads_them() {
+        let mut text = b"1 0 8 8 0\r\n\n22 0 8 8 1\n".to_vec();
+        text.extend(vec![b'7'; MAX_LINE_BYTES]);
+        text.push(b'\n');
+        text.extend(vec![b'8'; MAX_LINE_BYTES + 5]);
+        text.extend(b"\nlast");
+        let split = |capacity: usize, plain: bool| {
+            let mut reader = BufReader::with_capacity(capacity, &text[..]);
+            let mut lines = Vec::new();
+            loop {
+                let mut line = Vec::new();
+                let read = if plain {
+                    read_line(&mut reader, &mut line).unwrap()
+                } else {
+                    use std::io::Read;
+                    let limit = MAX_LINE_BYTES as u64 + 1;
+                    reader
+                        .by_ref()
+                        .take(limit)
+                        .read_until(b'\n', &mut line)
+                        .unwrap()
+                };
+                assert_eq!(read, line.len());
+                if read == 0 {
+                    return lines;
+                }
+                lines.push(line);
+            }
+        };
+        let expected = split(1 << 16, false);
+        assert_eq!(expected.len(), 7);
+        for capacity in [1, 3, 64, 1 << 16, 1 << 20] {
+            assert_eq!(split(capacity, true), expected, "buffer of {capacity}");
+        }
     }
 
     #[test]

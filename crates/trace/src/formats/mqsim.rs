@@ -11,6 +11,62 @@ use crate::fields::{parse_u64, FieldError, Words};
 use crate::TimeUnit;
 
 pub(super) fn parse(line: &[u8], unit: TimeUnit) -> Result<LineOutcome<'_>, FieldError> {
+    match parse_plain(line, unit) {
+        Some(outcome) => Ok(outcome),
+        None => parse_checked(line, unit),
+    }
+}
+
+/// The common line in one pass: five fields of 1 to 19 digits, the last one digit, and
+/// nothing else. Anything else (`None`) goes to [`parse_checked`], which gives the same
+/// answer for these lines and names the field of every error.
+#[inline]
+fn parse_plain(line: &[u8], unit: TimeUnit) -> Option<LineOutcome<'static>> {
+    let mut values = [0u64; 5];
+    let mut at = 0;
+    for (i, value) in values.iter_mut().enumerate() {
+        while at < line.len() && line[at].is_ascii_whitespace() {
+            at += 1;
+        }
+        let start = at;
+        let mut number: u64 = 0;
+        while at < line.len() && line[at].is_ascii_digit() {
+            number = number
+                .wrapping_mul(10)
+                .wrapping_add(u64::from(line[at] - b'0'));
+            at += 1;
+        }
+        let digits = at - start;
+        let max_digits = if i == 4 { 1 } else { 19 };
+        if digits == 0 || digits > max_digits {
+            return None;
+        }
+        if at < line.len() && !line[at].is_ascii_whitespace() {
+            return None;
+        }
+        *value = number;
+    }
+    if line[at..].iter().any(|b| !b.is_ascii_whitespace()) {
+        return None;
+    }
+    let [time, device, sector, sectors, kind] = values;
+    let kind = match kind {
+        0 => RequestKind::Write,
+        1 => RequestKind::Read,
+        _ => return None,
+    };
+    let (offset_bytes, len_bytes) = sector_range(sector, sectors, ("start_sector", "size")).ok()?;
+    Some(request(RawRequest {
+        time_ns: to_ns(time, unit)?,
+        kind,
+        offset_bytes,
+        len_bytes,
+        process: ProcessKey::Device(device),
+    }))
+}
+
+/// Every line, field by field, with an error naming the first bad field.
+fn parse_checked(line: &[u8], unit: TimeUnit) -> Result<LineOutcome<'_>, FieldError> {
     let mut words = Words::new(line);
     let time_text = words.field("arrival_time")?;
     let time = parse_u64(time_text, "arrival_time")?;
@@ -80,6 +136,42 @@ mod tests {
         assert_eq!(read.time_ns, 2_500_000);
         assert_eq!(read.kind, RequestKind::Read);
         assert_eq!(read.process, ProcessKey::Device(1));
+    }
+
+    /// The one-pass parser answers exactly as the field-by-field one, or leaves the line
+    /// to it.
+    #[test]
+    fn plain_lines_parse_as_checked_ones() {
+        let lines: [&[u8]; 16] = [
+            b"1500 0 8 8 0",
+            b"2500\t1  16\t1 1",
+            b" 7 3 0 1 1 ",
+            b"1 0 8 0 0",
+            b"9999999999999999999 0 8 8 0",
+            b"18446744073709551615 0 8 8 0",
+            b"1 0 36028797018963967 1 0",
+            b"1 0 36028797018963968 1 0",
+            b"1 0 8 8 2",
+            b"1 0 8 8 01",
+            b"1 0 8 8",
+            b"1 0 8 8 0 7",
+            b"1.5 0 8 8 0",
+            b"1 0 -8 8 0",
+            b"1 0 8 8 0x",
+            b"",
+        ];
+        for line in lines {
+            for unit in [TimeUnit::Ps, TimeUnit::Ns, TimeUnit::Us] {
+                let checked = parse_checked(line, unit);
+                if let Some(plain) = parse_plain(line, unit) {
+                    assert_eq!(Ok(plain), checked, "{}", String::from_utf8_lossy(line));
+                }
+            }
+        }
+        assert!(parse_plain(b"1500 0 8 8 0", TimeUnit::Ns).is_some());
+        assert!(parse_plain(b"2500\t1  16\t1 1", TimeUnit::Us).is_some());
+        assert!(parse_plain(b"18446744073709551615 0 8 8 0", TimeUnit::Ns).is_none());
+        assert!(parse_plain(b"99999999999999999 0 8 8 0", TimeUnit::Us).is_none());
     }
 
     #[test]
