@@ -47,30 +47,14 @@ pub struct Lzo1x1 {
     table: Box<[u32; HASH_SIZE]>,
     /// Added to positions of the current input; every stored entry below it is stale.
     base: u32,
-    /// The table of inputs up to [`SMALL_INPUT_MAX`] bytes (pages, MedFS's deltas):
-    /// positions as `u16`, valid only where [`Lzo1x1::small_seen`] has the slot's bit.
-    small: Box<[u16; HASH_SIZE]>,
-    /// One bit per slot of [`Lzo1x1::small`]: set once the current input stored there.
-    /// Cleared per input (2 KiB). A probe of a slot not yet used by this input reads
-    /// only this bitmap, which stays in the L1 cache, instead of a table entry that the
-    /// rest of the program has evicted since the last input: that load's miss was most
-    /// of the encoder's time inside a whole-stack run (MedFS compresses every update).
-    small_seen: Box<[u64; HASH_SIZE / 64]>,
 }
-
-/// Inputs up to this length use the `u16` table and its bitmap ([`Lzo1x1::small`]).
-const SMALL_INPUT_MAX: usize = u16::MAX as usize;
 
 impl Lzo1x1 {
     pub fn new() -> Self {
         let table: Box<[u32]> = vec![0; HASH_SIZE].into_boxed_slice();
-        let small: Box<[u16]> = vec![0; HASH_SIZE].into_boxed_slice();
-        let seen: Box<[u64]> = vec![0; HASH_SIZE / 64].into_boxed_slice();
         Lzo1x1 {
             table: table.try_into().expect("HASH_SIZE entries"),
             base: 1,
-            small: small.try_into().expect("HASH_SIZE entries"),
-            small_seen: seen.try_into().expect("HASH_SIZE / 64 words"),
         }
     }
 }
@@ -206,10 +190,6 @@ impl Lzo1x1 {
         let n = input.len();
         out.clear();
         out.reserve(max_compressed_len(n));
-        if n <= SMALL_INPUT_MAX {
-            self.compress_small(input, out);
-            return out.len();
-        }
         // Positions are stored as `base + position` in 32 bits: start over (clear the
         // table) when this input would not fit above the current base.
         let room = (u32::MAX - self.base) as usize;
@@ -268,51 +248,6 @@ impl Lzo1x1 {
             }
         };
         out.len()
-    }
-}
-
-impl Lzo1x1 {
-    /// [`Lzo1x1::compress_into`] of an input of at most [`SMALL_INPUT_MAX`] bytes: the
-    /// same probes, table updates and output (a slot's entry counts only when this input
-    /// stored it, as a stale `base + position` entry does not count there), with the
-    /// table and bitmap of small inputs. `out` is empty and has room.
-    fn compress_small(&mut self, input: &[u8], out: &mut Vec<u8>) {
-        let n = input.len();
-        debug_assert!(n <= SMALL_INPUT_MAX);
-        let mut literal_start = 0;
-        if n >= MIN_INPUT_FOR_MATCHES {
-            let seen = &mut *self.small_seen;
-            seen.fill(0);
-            let table = &mut *self.small;
-            let mut ip = 0;
-            let last_probe = n - MIN_MATCH;
-            while ip <= last_probe {
-                let key = read_u32(input, ip);
-                let slot = hash(key);
-                let (word, bit) = (slot >> 6, 1u64 << (slot & 63));
-                let used = seen[word] & bit != 0;
-                seen[word] |= bit;
-                // Read only when this input stored it (then it is below `ip`, and the
-                // line is in the cache: this input wrote it).
-                let candidate = match used {
-                    true => usize::from(table[slot]),
-                    false => usize::MAX,
-                };
-                table[slot] = ip as u16;
-                if !used || ip - candidate > M4_MAX_DISTANCE || read_u32(input, candidate) != key
-                {
-                    ip += 1 + ((ip - literal_start) >> 5);
-                    continue;
-                }
-                let len = match_len(input, candidate, ip, MIN_MATCH);
-                push_literals(out, &input[literal_start..ip], out.is_empty());
-                push_match(out, len, ip - candidate);
-                ip += len;
-                literal_start = ip;
-            }
-        }
-        push_literals(out, &input[literal_start..], out.is_empty());
-        out.extend_from_slice(&END_MARKER);
     }
 }
 

@@ -387,8 +387,8 @@ proptest! {
 }
 
 // The tuned LZO1X-1 encoder against the reference copy: identical bytes on every input,
-// across consecutive calls on one encoder (the hash tables persist), short and long inputs
-// interleaved, and near the wrap of the long inputs' 32-bit positions.
+// across consecutive calls on one encoder (the hash table persists) and near the wrap of
+// the table's 32-bit positions.
 
 /// Compresses each input with one warm tuned encoder and one warm reference encoder, and
 /// checks both streams agree byte for byte (and decode back).
@@ -440,7 +440,7 @@ fn lzo_tuned_matches_reference_on_fixed_cases() {
         inputs.push(sample(len));
         inputs.push(delta_page(len as u64 + 7, len, 3, 5));
     }
-    for len in [4096, 4095, 4097, 4093, 8191, 20_000, 65_535, 65_536, 70_001] {
+    for len in [4096, 4095, 4097, 4093, 8191, 20_000, 65_536, 70_001] {
         inputs.push(vec![0u8; len]);
         inputs.push(vec![0xffu8; len]);
         inputs.push(sample(len));
@@ -475,19 +475,6 @@ fn lzo_tuned_matches_reference_on_fixed_cases() {
     }
     let big = vec![sample(70_001), sample(100)];
     assert_same_as_reference(&big, Some(u32::MAX - 70_000));
-    // Inputs over 64 KiB use the 32-bit table, shorter ones their own: interleaved, with
-    // repeated content, neither may see the other's entries.
-    let mixed = vec![
-        sample(70_001),
-        sample(4096),
-        sample(70_001),
-        sample(65_535),
-        sample(65_536),
-        sample(100),
-        sample(70_001),
-    ];
-    assert_same_as_reference(&mixed, None);
-    assert_same_as_reference(&mixed, Some(u32::MAX - 150_000));
 }
 
 /// Bytes with many zeros and runs of repeated and random values (as in page deltas).
