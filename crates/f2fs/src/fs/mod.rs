@@ -29,6 +29,7 @@ mod hash;
 mod idle;
 mod metrics;
 mod nat;
+mod nodecache;
 mod ondemand;
 mod ops;
 mod pagemap;
@@ -107,7 +108,7 @@ pub struct F2fs<D: BlockDevice> {
     nat_bitmap: Vec<u8>,
     segs: Segs,
     nat: NatTable,
-    nodes: BTreeMap<u32, Box<Block>>,
+    nodes: nodecache::NodeCache,
     dirty_nodes: BTreeSet<u32>,
     /// FACS's decision per file (`facs.rs`); empty unless `[facs]` is on.
     facs: BTreeMap<u32, facs::CompressSide>,
@@ -225,7 +226,7 @@ impl<D: BlockDevice> F2fs<D> {
                 nat_blocks: (sb.segment_count_nat / 2) << LOG_BLOCKS_PER_SEG,
                 ..NatTable::default()
             },
-            nodes: BTreeMap::new(),
+            nodes: nodecache::NodeCache::default(),
             dirty_nodes: BTreeSet::new(),
             facs: BTreeMap::new(),
             ondemand: Default::default(),
