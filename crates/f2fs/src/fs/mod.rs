@@ -109,6 +109,8 @@ pub struct F2fs<D: BlockDevice> {
     segs: Segs,
     nat: NatTable,
     nodes: nodecache::NodeCache,
+    /// The block a node write replaced in `nodes`, reused for the next one's copy.
+    node_spare: Option<Box<Block>>,
     dirty_nodes: BTreeSet<u32>,
     /// FACS's decision per file (`facs.rs`); empty unless `[facs]` is on.
     facs: BTreeMap<u32, facs::CompressSide>,
@@ -227,6 +229,7 @@ impl<D: BlockDevice> F2fs<D> {
                 ..NatTable::default()
             },
             nodes: nodecache::NodeCache::default(),
+            node_spare: None,
             dirty_nodes: BTreeSet::new(),
             facs: BTreeMap::new(),
             ondemand: Default::default(),
@@ -711,8 +714,16 @@ impl<D: BlockDevice> F2fs<D> {
     /// Writes one dirty node out of place: a new block in its log, the footer's
     /// checkpoint version and next-block chain, the inode checksum, then the NAT entry.
     fn write_node(&mut self, nid: u32, kind: BlockKind, marks: u32) -> Result<(), FsError> {
-        let Some(mut block) = self.nodes.get(&nid).cloned() else {
+        let Some(cached) = self.nodes.get(&nid) else {
             return Ok(());
+        };
+        // Copied into the block the last node write replaced (no allocation per write).
+        let mut block = match self.node_spare.take() {
+            Some(mut spare) => {
+                spare.copy_from_slice(&cached[..]);
+                spare
+            }
+            None => cached.clone(),
         };
         let mut footer = NodeFooter::decode(&block);
         let log = Self::node_log(&footer);
@@ -741,7 +752,7 @@ impl<D: BlockDevice> F2fs<D> {
                 block_addr: addr,
             },
         )?;
-        self.nodes.insert(nid, block);
+        self.node_spare = self.nodes.insert(nid, block);
         self.dirty_nodes.remove(&nid);
         self.lazy_times.remove(&nid);
         Ok(())
