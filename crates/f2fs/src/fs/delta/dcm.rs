@@ -567,10 +567,14 @@ impl<D: BlockDevice> F2fs<D> {
             }
         }
         debug_assert!(
-            self.delta_state.dcm.cache.get(&(pseudo, 0)).is_some_and(|e| {
-                let d = e.decoded.as_ref().expect("just set");
-                Meta::decode(&e.bytes[..], max_pages, file_pages).as_ref() == Ok(&*d.meta)
-            }),
+            self.delta_state
+                .dcm
+                .cache
+                .get(&(pseudo, 0))
+                .is_some_and(|e| {
+                    let d = e.decoded.as_ref().expect("just set");
+                    Meta::decode(&e.bytes[..], max_pages, file_pages).as_ref() == Ok(&*d.meta)
+                }),
             "a meta page DCM writes decodes to what it was encoded from"
         );
         self.dcm_trim()
@@ -756,7 +760,10 @@ impl<D: BlockDevice> F2fs<D> {
         // the meta page is loaded once to see (a load only makes the meta page the
         // cache's newest, as the removal's own load would).
         let mut loaded = self.dcm_load(owner)?;
-        if loaded.as_ref().is_some_and(|(_, m)| m.find(index).is_some()) {
+        if loaded
+            .as_ref()
+            .is_some_and(|(_, m)| m.find(index).is_some())
+        {
             drop(loaded);
             self.dcm_remove(owner, index)?;
             loaded = self.dcm_load(owner)?;
