@@ -723,7 +723,7 @@ impl<D: BlockDevice> F2fs<D> {
                 spare.copy_from_slice(&cached[..]);
                 spare
             }
-            None => cached.clone(),
+            None => Box::new(*cached),
         };
         let mut footer = NodeFooter::decode(&block);
         let log = Self::node_log(&footer);

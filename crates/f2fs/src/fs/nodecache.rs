@@ -22,8 +22,8 @@ impl NodeCache {
         self.blocks.contains_key(nid)
     }
 
-    pub(super) fn get(&self, nid: &u32) -> Option<&Box<Block>> {
-        self.blocks.get(nid)
+    pub(super) fn get(&self, nid: &u32) -> Option<&Block> {
+        self.blocks.get(nid).map(|b| &**b)
     }
 
     pub(super) fn get_mut(&mut self, nid: &u32) -> Option<&mut Box<Block>> {
