@@ -231,6 +231,24 @@ mod tests {
         assert_eq!(Greedy.choose(&[cand(1, 64, 0)], 0), None);
     }
 
+    /// A block with fewer invalid slots than `min_invalid_slots` (less than a page) is no
+    /// victim for any policy: moving it would free no page.
+    #[test]
+    fn no_policy_takes_a_block_that_frees_no_page() {
+        let mut padded = cand(1, 61, 0);
+        padded.min_invalid_slots = 4;
+        let mut page = cand(2, 60, 0);
+        page.min_invalid_slots = 4;
+        assert_eq!(Greedy.choose(&[padded], 0), None);
+        assert_eq!(CostBenefit.choose(&[padded], 1000), None);
+        assert_eq!(CompressionAware.choose(&[padded], 0), None);
+        assert_eq!(Greedy.choose(&[padded, page], 0), Some(1));
+        assert_eq!(CostBenefit.choose(&[padded, page], 1000), Some(1));
+        assert_eq!(CompressionAware.choose(&[padded, page], 0), Some(1));
+        // One slot is enough where moved data may shrink.
+        assert_eq!(Greedy.choose(&[cand(1, 63, 0)], 0), Some(0));
+    }
+
     #[test]
     fn cost_benefit_prefers_old_cold_blocks() {
         // Block 2 has more valid data but is far older: (64-32)*1001/64 > (64-16)*11/32.
