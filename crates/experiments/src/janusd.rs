@@ -119,6 +119,9 @@ pub struct JanusdOptions {
     pub mmap: MmapPolicy,
     /// The order a launch touches mapped code in (`--code-order`).
     pub code_order: CodeOrder,
+    /// The stack the phone is made on (default: the `ufs31` preset); its array is cut to
+    /// the phone's size (blocks per plane), every other field is kept.
+    pub stack: Option<StackConfig>,
 }
 
 /// The order a launch touches the pages of mapped code (`--code-order`).
@@ -437,9 +440,13 @@ pub struct JanusdResults {
     pub headlines: Vec<Headline>,
 }
 
-/// The phone: ufs31's array (2 dies × 4 planes, 16 KiB pages), cut to size.
+/// The phone: ufs31's array (2 dies × 4 planes, 16 KiB pages), or the stack given,
+/// cut to size.
 fn phone_setup(o: &JanusdOptions) -> (StackConfig, AgingSpec, u32) {
-    let mut config = StackConfig::preset("ufs31").expect("a built-in preset");
+    let mut config = match &o.stack {
+        Some(stack) => stack.clone(),
+        None => StackConfig::preset("ufs31").expect("a built-in preset"),
+    };
     let (blocks_per_plane, fill, days, recurrence_days) = match o.quick {
         true => (24, 0.6, 2, 6),
         false => (114, 0.8, 90, 56),
@@ -453,8 +460,14 @@ fn phone_setup(o: &JanusdOptions) -> (StackConfig, AgingSpec, u32) {
 fn device_of(config: &StackConfig) -> Device {
     let nand = &config.device.nand;
     let pages = nand.geometry.pages();
+    // A stack given with overrides (`ufs31+nand...`) is named in full.
+    let name = if config.name.starts_with(&format!("{}+", config.device.name)) {
+        config.name.clone()
+    } else {
+        config.device.name.clone()
+    };
     Device {
-        name: config.device.name.clone(),
+        name,
         planes: nand.geometry.channels
             * nand.geometry.dies_per_channel
             * nand.geometry.planes_per_die,
