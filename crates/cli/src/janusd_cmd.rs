@@ -13,7 +13,7 @@ use crate::reproduce::Outputs;
 #[derive(Args)]
 pub struct JanusdArgs {
     /// A small phone (3.4 GiB ufs31 array, 60 % full after 2 days) and a 6-day recurrence
-    /// with a pass every 2 days: about a minute.
+    /// with a pass every 2 days: about 20 s.
     #[arg(long)]
     pub quick: bool,
     #[command(flatten)]
@@ -39,7 +39,8 @@ pub struct JanusdArgs {
     #[arg(long, default_value = "sequential", value_name = "ORDER")]
     pub code_order: String,
     /// The stack the phone is made on: `ufs31` (the default) or a stack specification
-    /// (`ufs31+nand.die_rules=independent-planes`); its array is cut to the phone's size.
+    /// (`ufs31+nand.die_rules=independent-planes`); its array is cut to the phone's size
+    /// (`nand.geometry.blocks_per_plane` is replaced: 24 with --quick, 114 without).
     #[arg(long, value_name = "SPEC")]
     pub stack: Option<String>,
 }

@@ -241,7 +241,7 @@ const OFF: Golden = Golden {
 // HPB over the same cache: 80% of reads carry valid host entries (33,820 of 42,015),
 // 558 a stale one. HPB replaces lookups the CMT mostly hit already (77% hits), and the
 // CMT, no longer touched by those reads, keeps fewer hot entries for writes: translation
-// reads fall 5% (15,238 -> 14,459), mean read latency 1% (119,118 -> 117,643 ns).
+// reads fall 5% (15,181 -> 14,372), mean read latency 1% (117,642 -> 116,004 ns).
 const HPB: Golden = Golden {
     page_programs: 20_447,
     block_erases: 306,
@@ -258,9 +258,9 @@ const HPB: Golden = Golden {
     hpb_misses: 7_637,
     hpb_loads: 1_510,
 };
-// Relocation updates entering the cache: no write-through updates, 357 translation
-// programs instead of 1,359 (data programs as with the cache off: background GC finds idle
-// dies more often).
+// Relocation updates entering the cache: no write-through updates, 365 translation
+// programs instead of 1,302 (data programs closer to the cache off's, 21,185 against
+// 21,559: background GC finds idle dies more often).
 const CACHED_RELOCATIONS: Golden = Golden {
     page_programs: 21_185,
     block_erases: 318,

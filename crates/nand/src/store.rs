@@ -299,7 +299,7 @@ impl FrameStore {
                 // Frames are handed out in order, so a chunk that receives data is filled:
                 // its pages are faulted in with one call at its first data, not one fault
                 // per page (a chunk of all-zero frames, as mkfs writes, is left untouched).
-                flashstack_sim::memory::populate(&self.chunks[chunk][..]);
+                flashstack_sim::memory::populate(&mut self.chunks[chunk][..]);
                 self.chunk_unfaulted[chunk] = false;
             }
             // Stored bytes are rarely read back soon: keep them out of the cache.

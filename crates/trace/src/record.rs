@@ -159,10 +159,13 @@ impl RecordSummary {
     /// One line on requests written at time 0 because they arrived before the origin.
     pub fn before_origin_line(&self) -> Option<String> {
         (self.before_origin > 0).then(|| {
-            format!(
-                "{} requests arrived before the recording's start and were written at time 0",
-                self.before_origin
-            )
+            let n = self.before_origin;
+            let (what, was) = if n == 1 {
+                ("request", "was")
+            } else {
+                ("requests", "were")
+            };
+            format!("{n} {what} arrived before the recording's start and {was} written at time 0")
         })
     }
 }
