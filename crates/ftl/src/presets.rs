@@ -506,6 +506,8 @@ pub const CSD3000_FLASH_GIB: u32 = 32;
 /// - Flash: 3D TLC with the `ufs31` preset's cited timings (tR 50 µs, tPROG 500 µs,
 ///   tBERS 3.5 ms, 16 KiB pages at 1.4 GT/s = 11.7 µs); 4 channels × 2 dies and 2 MiB
 ///   blocks are **assumed** (enough parallelism for the scaled slice, 1% held back).
+///   One plane per die, so the die rule is moot; channels book intervals (`intervals`),
+///   as for the other presets of real parts (docs/ftl.md "Channel timing and die rules").
 /// - Exported capacity 2× the flash: CSD 3000 drives ship formatted at 1× and can be
 ///   reformatted larger (StorageReview: "capacity multiplier"); 2× fits the seed's
 ///   workloads (compression ratios 1–4). 7% over-provisioning as in `ufs31`.
@@ -523,7 +525,9 @@ pub fn csd3000_with(policy: CompressionPolicyKind, flash_gib: u32) -> DeviceConf
         erase_ns: 3_500_000,
         transfer_ns_per_page: 11_700,
         page_types: None,
-        channel_model: Default::default(),
+        // Two dies share each channel: a transfer books the channel's idle gaps as a real
+        // bus arbiter does, instead of queueing behind the channel's latest booking.
+        channel_model: ChannelModel::Intervals,
     };
     let block_bytes = 128u64 * 16_384;
     let units = 4 * 2;

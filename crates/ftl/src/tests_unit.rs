@@ -184,6 +184,38 @@ fn a_partial_update_reads_the_rest_only_when_it_holds_data() {
     assert_eq!(read_tag(&mut ftl, 20_000_000, 11), page_of(3));
 }
 
+/// With a write buffer, a unit is destaged once with every half the buffer holds: a 4 KiB
+/// write at LBA 1 then 16 KiB at LBAs 2..6 group as units {0,1} {2,3} {4,5}, not as the
+/// FIFO's pages [1,2] [3,4] [5], which would program units 2 and 4 twice, the second
+/// time reading the half programmed the first time.
+#[test]
+fn a_buffered_unit_is_destaged_once_with_its_buffered_mates() {
+    let mut config = unit_config(8192, StreamMode::Single);
+    config.ftl.write_buffer = WriteBufferConfig {
+        capacity_bytes: 64 * 4096,
+        destage: DestagePolicyKind::Fifo,
+        dram_ns_per_4k: 300,
+        power_loss_protected: false,
+    };
+    let mut ftl = Ftl::new(config, true, 1).unwrap();
+    write_tag(&mut ftl, 1_000, 1, 1);
+    let data: Vec<u8> = (2..6).flat_map(page_of).collect();
+    ftl.write(2_000, 2, Payload::Bytes(&data), Hints::default())
+        .unwrap();
+    ftl.flush(3_000).unwrap();
+    let c = ftl.counters().clone();
+    assert_eq!(
+        (c.page_programs, c.rmw_reads, c.program_slots_rmw),
+        (3, 0, 0),
+        "three units, each programmed once, nothing read back"
+    );
+    assert_eq!((c.program_slots_host, c.program_slots_padding), (5, 1));
+    for lba in 1..6 {
+        assert_eq!(read_tag(&mut ftl, 10_000_000, lba), page_of(lba));
+    }
+    ftl.check_invariants().unwrap();
+}
+
 /// A power cut that tears the program of an update loses nothing durable: the unit's old
 /// page stays mapped until the new one is programmed, so after recovery both halves read
 /// their flushed values.

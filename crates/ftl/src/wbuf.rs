@@ -378,7 +378,31 @@ impl Ftl {
         let wb = self.wbuf_mut();
         let heads = wb.heads();
         let (stream, count) = destage_group(wb.config.destage, &heads, page_lbas, force)?;
-        Some((stream, wb.oldest_of(stream, count)))
+        let group = wb.oldest_of(stream, count);
+        Some((stream, self.with_unit_mates(group)))
+    }
+
+    /// With a mapping unit of several LBAs, the buffered LBAs sharing a unit with one of
+    /// `group` join it: the unit is programmed once with every half the buffer holds, as a
+    /// controller caching by mapping unit (MQSim's cache by logical page, a sector bitmap
+    /// each) does, instead of once per group with a read or padding for the rest and again
+    /// when the rest is destaged. Mates are added after the group, in address order.
+    fn with_unit_mates(&self, mut group: Vec<u32>) -> Vec<u32> {
+        if !self.maps_units() {
+            return group;
+        }
+        let n = self.unit_lpns;
+        let mut bases: Vec<u32> = group.iter().map(|&lpn| lpn / n * n).collect();
+        bases.dedup();
+        let wb = self.wbuf();
+        for base in bases {
+            for lpn in base..base.saturating_add(n) {
+                if wb.contains(lpn) && !group.contains(&lpn) {
+                    group.push(lpn);
+                }
+            }
+        }
+        group
     }
 
     /// Destages the group the policy picks (forced: even less than a page); returns when
@@ -420,7 +444,17 @@ impl Ftl {
         let mut done_ns = ready_ns;
         for (stream, lpns) in by_stream {
             for group in lpns.chunks(page_lbas) {
-                done_ns = done_ns.max(self.wbuf_destage(stream, group.to_vec(), ready_ns)?);
+                // An earlier group's unit mates may have taken some of this one.
+                let group: Vec<u32> = group
+                    .iter()
+                    .copied()
+                    .filter(|&l| self.wbuf().contains(l))
+                    .collect();
+                if group.is_empty() {
+                    continue;
+                }
+                let group = self.with_unit_mates(group);
+                done_ns = done_ns.max(self.wbuf_destage(stream, group, ready_ns)?);
             }
         }
         Ok(done_ns)
