@@ -604,3 +604,86 @@ fn die_rules_parse_from_their_names() {
         assert_eq!(value, rule);
     }
 }
+
+/// Seeded random reads, programs and erases on one channel of two 4-plane dies under
+/// independent plane reads: every operation starts at or after its ready time; reads of one
+/// plane never overlap; no read overlaps a program or erase of its die; without multi-plane
+/// commands no two programs or erases of a die overlap either.
+#[test]
+fn independent_plane_reads_keep_programs_and_erases_die_wide() {
+    for multi_plane in [false, true] {
+        let mut config = small_config(4096);
+        config.geometry.channels = 1;
+        config.geometry.dies_per_channel = 2;
+        config.geometry.planes_per_die = 4;
+        config.geometry.blocks_per_plane = 2;
+        config.geometry.pages_per_block = 8;
+        config.endurance.pe_cycles_max = 100_000;
+        config.timing.transfer_ns_per_page = 10_000;
+        config.timing.channel_model = ChannelModel::Intervals;
+        config.die_rules = DieRules::IndependentPlaneReads;
+        config.multi_plane = multi_plane;
+        let blocks = config.geometry.blocks();
+        let per_block = config.geometry.pages_per_block;
+        let mut nand = Nand::new(config, false, 1).unwrap();
+        let mut rng = flashstack_sim::Rng::new(11);
+        let mut written = vec![0u32; blocks as usize];
+        // (die, plane, is_read, start, end)
+        let mut ops: Vec<(u32, u32, bool, Nanos, Nanos)> = Vec::new();
+        let mut now = 0;
+        let mut seq = 1;
+        for _ in 0..3_000 {
+            now += rng.below(40_000);
+            let block = rng.below(blocks as u64) as u32;
+            let unit = block / 2;
+            let (die, plane) = (unit / 4, unit % 4);
+            let w = written[block as usize];
+            let t = if w > 0 && rng.chance(0.6) {
+                let page = block * per_block + rng.below(w as u64) as u32;
+                ops.push((die, plane, true, 0, 0));
+                nand.read(page, 0..1, None, now).unwrap().timing
+            } else if w < per_block {
+                written[block as usize] += 1;
+                seq += 1;
+                ops.push((die, plane, false, 0, 0));
+                nand.program(block * per_block + w, oob(&[seq as u32], seq), None, now)
+                    .unwrap()
+            } else {
+                written[block as usize] = 0;
+                ops.push((die, plane, false, 0, 0));
+                nand.erase(block, now).unwrap()
+            };
+            assert!(t.start_ns >= now && t.end_ns > t.start_ns);
+            let last = ops.last_mut().unwrap();
+            (last.3, last.4) = (t.start_ns, t.end_ns);
+        }
+        let overlap = |a: &(u32, u32, bool, Nanos, Nanos), b: &(u32, u32, bool, Nanos, Nanos)| {
+            a.3 < b.4 && b.3 < a.4
+        };
+        let mut die_wide_pairs = 0;
+        for (i, a) in ops.iter().enumerate() {
+            for b in &ops[i + 1..] {
+                if a.0 != b.0 || !overlap(a, b) {
+                    continue;
+                }
+                match (a.2, b.2) {
+                    (true, true) => assert_ne!(a.1, b.1, "reads of one plane overlap: {a:?} {b:?}"),
+                    (false, false) => {
+                        assert!(multi_plane, "die-wide operations overlap: {a:?} {b:?}");
+                        die_wide_pairs += 1;
+                    }
+                    _ => panic!("a read overlaps a program or erase of its die: {a:?} {b:?}"),
+                }
+            }
+        }
+        // Reads of different planes did overlap (the rule's point), and with multi-plane
+        // commands some programs or erases joined.
+        let reads_overlapping = ops.iter().enumerate().any(|(i, a)| {
+            ops[i + 1..]
+                .iter()
+                .any(|b| a.2 && b.2 && a.0 == b.0 && a.1 != b.1 && overlap(a, b))
+        });
+        assert!(reads_overlapping);
+        assert_eq!(multi_plane, die_wide_pairs > 0, "{die_wide_pairs}");
+    }
+}
