@@ -163,7 +163,11 @@ fn parallelism_options_move_latency_not_flash_work() {
 /// nanosecond (reads that do overlap: `crates/nand/tests/golden_die_rules.rs`).
 #[test]
 fn independent_plane_reads_equal_one_command_per_die_without_concurrent_reads() {
-    let plane_reads = run(ChannelModel::Intervals, DieRules::IndependentPlaneReads, true);
+    let plane_reads = run(
+        ChannelModel::Intervals,
+        DieRules::IndependentPlaneReads,
+        true,
+    );
     println!("{plane_reads:?}");
     assert_eq!(
         plane_reads,

@@ -286,10 +286,7 @@ impl NandConfig {
         if self.die_rules != DieRules::IndependentPlanes && self.geometry.planes_per_die > 32 {
             return Err(ConfigError::new(
                 "die_rules",
-                format!(
-                    "{} tracks at most 32 planes per die",
-                    self.die_rules.name()
-                ),
+                format!("{} tracks at most 32 planes per die", self.die_rules.name()),
             ));
         }
         if self.endurance.pe_cycles_max == 0 {

@@ -596,11 +596,10 @@ fn die_rules_parse_from_their_names() {
         DieRules::OneCommandPerDie,
         DieRules::IndependentPlaneReads,
     ] {
-        let value: DieRules =
-            serde::Deserialize::deserialize(serde::de::value::StrDeserializer::<
-                serde::de::value::Error,
-            >::new(rule.name()))
-            .unwrap();
+        let value: DieRules = serde::Deserialize::deserialize(serde::de::value::StrDeserializer::<
+            serde::de::value::Error,
+        >::new(rule.name()))
+        .unwrap();
         assert_eq!(value, rule);
     }
 }
