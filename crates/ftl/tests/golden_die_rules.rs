@@ -154,3 +154,34 @@ fn parallelism_options_move_latency_not_flash_work() {
         single.write_ns_mean > strict.write_ns_mean && strict.write_ns_mean > gaps.write_ns_mean
     );
 }
+
+/// The same workload under independent plane reads (`independent-plane-reads`: reads of a
+/// die's planes overlap at any page offset, programs and erases stay die-wide and join as
+/// multi-plane commands as under one command per die). It has no host reads, and each of
+/// GC's reads is chained behind the die-wide program before it, so no two reads of a die
+/// are ever in flight together: every figure equals one command per die's, to the
+/// nanosecond (reads that do overlap: `crates/nand/tests/golden_die_rules.rs`).
+#[test]
+fn independent_plane_reads_equal_one_command_per_die_without_concurrent_reads() {
+    let plane_reads = run(
+        ChannelModel::Intervals,
+        DieRules::IndependentPlaneReads,
+        true,
+    );
+    println!("{plane_reads:?}");
+    assert_eq!(
+        plane_reads,
+        Golden {
+            write_ns_mean: 196_275_924,
+            write_ns_p99: 534_773_759,
+            write_ns_max: 642_777_087,
+            page_programs: 232_702,
+            block_erases: 2_990,
+            gc_slots: 263_870,
+            program_commands: 208_810,
+            multi_plane_programs: 23_892,
+            multi_plane_reads: 0,
+            multi_plane_erases: 0,
+        }
+    );
+}

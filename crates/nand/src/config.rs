@@ -113,6 +113,16 @@ pub enum DieRules {
     /// operation (`multi_plane`: same kind, same page offset in their blocks, other
     /// planes, and waiting when the command starts).
     OneCommandPerDie,
+    /// Asynchronous independent plane reads (AIPR, as newer 3D NAND parts offer): a read
+    /// occupies only its plane, so reads on different planes of a die overlap at any page
+    /// offsets, each plane on its own timeline. Programs and erases stay die-wide as under
+    /// `one-command-per-die`: one waits until every plane of its die is idle (reads in
+    /// flight included) and then holds every plane, and other planes join it as a
+    /// multi-plane program or erase on the same conditions (`multi_plane`). A read arriving
+    /// while a program or erase runs on another plane of its die waits for it to end:
+    /// program and erase suspend are not modelled. Reads never join a command (they need
+    /// not).
+    IndependentPlaneReads,
 }
 
 impl DieRules {
@@ -123,6 +133,7 @@ impl DieRules {
         match self {
             DieRules::IndependentPlanes => "independent-planes",
             DieRules::OneCommandPerDie => "one-command-per-die",
+            DieRules::IndependentPlaneReads => "independent-plane-reads",
         }
     }
 }
@@ -179,11 +190,13 @@ pub struct NandConfig {
     pub endurance: Endurance,
     #[serde(default)]
     pub faults: Faults,
-    /// Whether a die's planes run independently or one command per die.
+    /// Whether a die's planes run independently, one command per die, or reads per plane
+    /// and programs and erases per die.
     #[serde(default, skip_serializing_if = "DieRules::is_default")]
     pub die_rules: DieRules,
     /// Under `one-command-per-die`, whether qualifying operations on other planes join a
-    /// die's command (multi-plane read, program, erase). No effect on independent planes.
+    /// die's command (multi-plane read, program, erase); under `independent-plane-reads`,
+    /// programs and erases only. No effect on independent planes.
     #[serde(default = "default_true", skip_serializing_if = "is_true")]
     pub multi_plane: bool,
 }
@@ -270,10 +283,10 @@ impl NandConfig {
                 "read, program and erase times must be > 0",
             ));
         }
-        if self.die_rules == DieRules::OneCommandPerDie && self.geometry.planes_per_die > 32 {
+        if self.die_rules != DieRules::IndependentPlanes && self.geometry.planes_per_die > 32 {
             return Err(ConfigError::new(
                 "die_rules",
-                "one-command-per-die tracks at most 32 planes per die",
+                format!("{} tracks at most 32 planes per die", self.die_rules.name()),
             ));
         }
         if self.endurance.pe_cycles_max == 0 {

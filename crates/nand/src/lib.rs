@@ -105,7 +105,8 @@ pub struct NandCounters {
 /// Multi-plane command counts under one command per die (`nand.die_rules`), since the last
 /// `reset_counters`: commands that ran on two or more planes of a die, and the operations
 /// that joined another plane's command (read, program and erase commands are the page
-/// operations less the joins). Zero under independent planes.
+/// operations less the joins). Zero under independent planes; under independent plane
+/// reads, programs and erases only (reads join nothing).
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct DieCommandCounters {
     pub multi_plane_reads: u64,
@@ -676,7 +677,8 @@ impl Nand {
     }
 
     /// Sum of busy time over planes (dies, under one command per die), for utilisation
-    /// reports.
+    /// reports. Under independent plane reads a program or erase counts once per plane of
+    /// its die (it holds them all).
     pub fn unit_busy_total_ns(&self) -> Nanos {
         self.timing.timer_busy_total_ns()
     }

@@ -442,3 +442,247 @@ fn a_burst_booked_at_once_leaves_its_channel_gaps_to_other_dies() {
     assert_eq!(chain_end, 700_000 + 3 * 245_000);
     assert_eq!(other, (700_000, 910_000));
 }
+
+fn plane_reads() -> Nand {
+    let config = two_plane_config(DieRules::IndependentPlaneReads, ChannelModel::Intervals);
+    Nand::new(config, false, 1).unwrap()
+}
+
+#[test]
+fn independent_plane_reads_overlap_at_any_page_offset() {
+    // Plane 0 holds offset 0, plane 1 offsets 0 and 1; then both planes read, ready at once,
+    // at different offsets.
+    let reads = |mut nand: Nand| {
+        nand.program(page_of(0, 0), oob(&[1], 1), None, 0).unwrap();
+        nand.program(page_of(4, 0), oob(&[2], 2), None, 0).unwrap();
+        nand.program(page_of(4, 1), oob(&[3], 3), None, 0).unwrap();
+        let a = nand.read(page_of(0, 0), 0..1, None, 1_000_000).unwrap();
+        let b = nand.read(page_of(4, 1), 0..1, None, 1_000_000).unwrap();
+        let n = nand.die_command_counters().clone();
+        (span(a.timing), span(b.timing), n.plane_joins_read)
+    };
+    // Both sense at once; plane 1's data waits only for the channel.
+    assert_eq!(
+        reads(plane_reads()),
+        ((1_000_000, 1_035_000), (1_000_000, 1_045_000), 0)
+    );
+    // One command per die: plane 1's read (another offset) waits for plane 0's.
+    assert_eq!(
+        reads(strict()),
+        ((1_000_000, 1_035_000), (1_035_000, 1_070_000), 0)
+    );
+    // Independent planes: as independent plane reads.
+    let config = two_plane_config(DieRules::IndependentPlanes, ChannelModel::Intervals);
+    assert_eq!(
+        reads(Nand::new(config, false, 1).unwrap()),
+        ((1_000_000, 1_035_000), (1_000_000, 1_045_000), 0)
+    );
+    // Reads at one offset do not form multi-plane commands (they need not).
+    let mut nand = plane_reads();
+    nand.program(page_of(0, 0), oob(&[1], 1), None, 0).unwrap();
+    nand.program(page_of(4, 0), oob(&[2], 2), None, 0).unwrap();
+    nand.read(page_of(0, 0), 0..1, None, 1_000_000).unwrap();
+    nand.read(page_of(4, 0), 0..1, None, 1_000_000).unwrap();
+    assert_eq!(nand.die_command_counters().multi_plane_reads, 0);
+}
+
+#[test]
+fn under_independent_plane_reads_a_read_waits_for_a_program_or_erase_of_its_die() {
+    let mut nand = plane_reads();
+    nand.program(page_of(4, 0), oob(&[1], 1), None, 0).unwrap();
+    // A program on plane 0: data in from 1 ms, programmed by 1.21 ms.
+    let p = nand
+        .program(page_of(0, 0), oob(&[2], 2), None, 1_000_000)
+        .unwrap();
+    assert_eq!(span(p), (1_000_000, 1_210_000));
+    // A read on plane 1, ready during the program: no suspend, it waits for the end.
+    let r = nand.read(page_of(4, 0), 0..1, None, 1_005_000).unwrap();
+    assert_eq!(span(r.timing), (1_210_000, 1_245_000));
+    // The die's other planes report the program as their own busy time.
+    assert_eq!(nand.unit_busy_until_ns(0), 1_245_000);
+    assert_eq!(nand.unit_busy_until_ns(1), 1_245_000);
+    // The other die on the channel is not held.
+    assert_eq!(nand.unit_busy_until_ns(2), 0);
+    // An erase on plane 0 holds plane 1 too.
+    let e = nand.erase(1, 2_000_000).unwrap();
+    assert_eq!(span(e), (2_000_000, 3_500_000));
+    let r = nand.read(page_of(4, 0), 0..1, None, 2_000_000).unwrap();
+    assert_eq!(span(r.timing), (3_500_000, 3_535_000));
+
+    // Independent planes: the read runs beside the program (its data after the program's).
+    let config = two_plane_config(DieRules::IndependentPlanes, ChannelModel::Intervals);
+    let mut free = Nand::new(config, false, 1).unwrap();
+    free.program(page_of(4, 0), oob(&[1], 1), None, 0).unwrap();
+    free.program(page_of(0, 0), oob(&[2], 2), None, 1_000_000)
+        .unwrap();
+    let r = free.read(page_of(4, 0), 0..1, None, 1_005_000).unwrap();
+    assert_eq!(span(r.timing), (1_005_000, 1_040_000));
+}
+
+#[test]
+fn under_independent_plane_reads_a_program_waits_for_reads_on_other_planes() {
+    let mut nand = plane_reads();
+    nand.program(page_of(0, 0), oob(&[1], 1), None, 0).unwrap();
+    nand.program(page_of(4, 0), oob(&[2], 2), None, 0).unwrap();
+    // Plane 1 reads from 1 ms to 1.035 ms; a program on plane 0 ready at 1 ms waits for it.
+    let r = nand.read(page_of(4, 0), 0..1, None, 1_000_000).unwrap();
+    assert_eq!(span(r.timing), (1_000_000, 1_035_000));
+    let p = nand
+        .program(page_of(0, 1), oob(&[3], 3), None, 1_000_000)
+        .unwrap();
+    assert_eq!(span(p), (1_035_000, 1_245_000));
+    // So does an erase after reads on both planes.
+    let a = nand.read(page_of(0, 0), 0..1, None, 2_000_000).unwrap();
+    let b = nand.read(page_of(4, 0), 0..1, None, 2_000_000).unwrap();
+    assert_eq!(span(a.timing), (2_000_000, 2_035_000));
+    assert_eq!(span(b.timing), (2_000_000, 2_045_000));
+    let e = nand.erase(2, 2_000_000).unwrap();
+    assert_eq!(span(e), (2_045_000, 3_545_000));
+
+    // Independent planes: the program's data goes in the channel's first gap.
+    let config = two_plane_config(DieRules::IndependentPlanes, ChannelModel::Intervals);
+    let mut free = Nand::new(config, false, 1).unwrap();
+    free.program(page_of(0, 0), oob(&[1], 1), None, 0).unwrap();
+    free.program(page_of(4, 0), oob(&[2], 2), None, 0).unwrap();
+    free.read(page_of(4, 0), 0..1, None, 1_000_000).unwrap();
+    let p = free
+        .program(page_of(0, 1), oob(&[3], 3), None, 1_000_000)
+        .unwrap();
+    assert_eq!(span(p), (1_000_000, 1_210_000));
+}
+
+#[test]
+fn under_independent_plane_reads_programs_and_erases_still_join_as_multi_plane() {
+    let mut nand = plane_reads();
+    let a = nand.program(page_of(0, 0), oob(&[1], 1), None, 0).unwrap();
+    let b = nand
+        .program(page_of(4, 0), oob(&[2], 2), None, 5_000)
+        .unwrap();
+    // As under one command per die (`programs_on_two_planes_at_one_page_offset_...`).
+    assert_eq!(span(a), (0, 210_000));
+    assert_eq!(span(b), (10_000, 220_000));
+    assert_eq!(nand.unit_busy_until_ns(0), 220_000);
+    // A read between two programs at one offset ends the command: the second waits.
+    nand.program(page_of(0, 1), oob(&[3], 3), None, 1_000_000)
+        .unwrap();
+    nand.read(page_of(0, 0), 0..1, None, 1_000_000).unwrap();
+    let c = nand
+        .program(page_of(4, 1), oob(&[4], 4), None, 1_000_000)
+        .unwrap();
+    assert_eq!(span(c), (1_245_000, 1_455_000));
+    let n = nand.die_command_counters();
+    assert_eq!((n.multi_plane_programs, n.plane_joins_program), (1, 1));
+    // Erases of the die's two planes run together; the same plane twice does not.
+    let e0 = nand.erase(2, 2_000_000).unwrap();
+    let e1 = nand.erase(6, 2_000_000).unwrap();
+    let e2 = nand.erase(3, 2_000_000).unwrap();
+    assert_eq!(span(e0), (2_000_000, 3_500_000));
+    assert_eq!(span(e1), (2_000_000, 3_500_000));
+    assert_eq!(span(e2), (3_500_000, 5_000_000));
+    assert_eq!(nand.die_command_counters().multi_plane_erases, 1);
+    // Multi-plane off: the second program waits for the first.
+    let mut config = two_plane_config(DieRules::IndependentPlaneReads, ChannelModel::Intervals);
+    config.multi_plane = false;
+    let mut off = Nand::new(config, false, 1).unwrap();
+    off.program(page_of(0, 0), oob(&[1], 1), None, 0).unwrap();
+    let b = off.program(page_of(4, 0), oob(&[2], 2), None, 0).unwrap();
+    assert_eq!(span(b), (210_000, 420_000));
+}
+
+#[test]
+fn die_rules_parse_from_their_names() {
+    for rule in [
+        DieRules::IndependentPlanes,
+        DieRules::OneCommandPerDie,
+        DieRules::IndependentPlaneReads,
+    ] {
+        let value: DieRules = serde::Deserialize::deserialize(serde::de::value::StrDeserializer::<
+            serde::de::value::Error,
+        >::new(rule.name()))
+        .unwrap();
+        assert_eq!(value, rule);
+    }
+}
+
+/// Seeded random reads, programs and erases on one channel of two 4-plane dies under
+/// independent plane reads: every operation starts at or after its ready time; reads of one
+/// plane never overlap; no read overlaps a program or erase of its die; without multi-plane
+/// commands no two programs or erases of a die overlap either.
+#[test]
+fn independent_plane_reads_keep_programs_and_erases_die_wide() {
+    for multi_plane in [false, true] {
+        let mut config = small_config(4096);
+        config.geometry.channels = 1;
+        config.geometry.dies_per_channel = 2;
+        config.geometry.planes_per_die = 4;
+        config.geometry.blocks_per_plane = 2;
+        config.geometry.pages_per_block = 8;
+        config.endurance.pe_cycles_max = 100_000;
+        config.timing.transfer_ns_per_page = 10_000;
+        config.timing.channel_model = ChannelModel::Intervals;
+        config.die_rules = DieRules::IndependentPlaneReads;
+        config.multi_plane = multi_plane;
+        let blocks = config.geometry.blocks();
+        let per_block = config.geometry.pages_per_block;
+        let mut nand = Nand::new(config, false, 1).unwrap();
+        let mut rng = flashstack_sim::Rng::new(11);
+        let mut written = vec![0u32; blocks as usize];
+        // (die, plane, is_read, start, end)
+        let mut ops: Vec<(u32, u32, bool, Nanos, Nanos)> = Vec::new();
+        let mut now = 0;
+        let mut seq = 1;
+        for _ in 0..3_000 {
+            now += rng.below(40_000);
+            let block = rng.below(blocks as u64) as u32;
+            let unit = block / 2;
+            let (die, plane) = (unit / 4, unit % 4);
+            let w = written[block as usize];
+            let t = if w > 0 && rng.chance(0.6) {
+                let page = block * per_block + rng.below(w as u64) as u32;
+                ops.push((die, plane, true, 0, 0));
+                nand.read(page, 0..1, None, now).unwrap().timing
+            } else if w < per_block {
+                written[block as usize] += 1;
+                seq += 1;
+                ops.push((die, plane, false, 0, 0));
+                nand.program(block * per_block + w, oob(&[seq as u32], seq), None, now)
+                    .unwrap()
+            } else {
+                written[block as usize] = 0;
+                ops.push((die, plane, false, 0, 0));
+                nand.erase(block, now).unwrap()
+            };
+            assert!(t.start_ns >= now && t.end_ns > t.start_ns);
+            let last = ops.last_mut().unwrap();
+            (last.3, last.4) = (t.start_ns, t.end_ns);
+        }
+        let overlap = |a: &(u32, u32, bool, Nanos, Nanos), b: &(u32, u32, bool, Nanos, Nanos)| {
+            a.3 < b.4 && b.3 < a.4
+        };
+        let mut die_wide_pairs = 0;
+        for (i, a) in ops.iter().enumerate() {
+            for b in &ops[i + 1..] {
+                if a.0 != b.0 || !overlap(a, b) {
+                    continue;
+                }
+                match (a.2, b.2) {
+                    (true, true) => assert_ne!(a.1, b.1, "reads of one plane overlap: {a:?} {b:?}"),
+                    (false, false) => {
+                        assert!(multi_plane, "die-wide operations overlap: {a:?} {b:?}");
+                        die_wide_pairs += 1;
+                    }
+                    _ => panic!("a read overlaps a program or erase of its die: {a:?} {b:?}"),
+                }
+            }
+        }
+        // Reads of different planes did overlap (the rule's point), and with multi-plane
+        // commands some programs or erases joined.
+        let reads_overlapping = ops.iter().enumerate().any(|(i, a)| {
+            ops[i + 1..]
+                .iter()
+                .any(|b| a.2 && b.2 && a.0 == b.0 && a.1 != b.1 && overlap(a, b))
+        });
+        assert!(reads_overlapping);
+        assert_eq!(multi_plane, die_wide_pairs > 0, "{die_wide_pairs}");
+    }
+}

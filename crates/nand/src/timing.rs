@@ -14,6 +14,14 @@
 //! them look one page transfer (24.6 µs on `mqsim-default`, against a 750 µs program)
 //! earlier than the die really finishes. A joining read senses with the command and moves
 //! its data when the channel is next free; a joining erase runs with the command.
+//!
+//! Under `nand.die_rules = "independent-plane-reads"` every plane has its own timer, as
+//! with independent planes, but only reads stay on their plane's timer: a program or erase
+//! starts when every plane timer of its die is free and is booked on all of them, so it
+//! waits for reads in flight on any plane of the die and every later read of the die waits
+//! for it (no suspend). Programs and erases join a die's command as under one command per
+//! die; reads join nothing (each plane senses on its own) and end the die's command, as a
+//! read command does under one command per die.
 
 use flashstack_sim::{IntervalResource, Nanos, Resource};
 
@@ -100,11 +108,14 @@ impl DieCommand {
 }
 
 /// The timing state of an array: its timers (one per plane, or one per die under one
-/// command per die), its channels and the dies' open commands.
+/// command per die), its channels and the dies' open commands (one command per die and
+/// independent plane reads).
 #[derive(Clone, Debug)]
 pub(crate) struct ArrayTiming {
     model: ChannelModel,
     strict: bool,
+    /// Independent plane reads: plane timers, die-wide programs and erases.
+    plane_reads: bool,
     multi_plane: bool,
     planes_per_die: u32,
     /// Per unit (plane): its timer and its channel.
@@ -114,7 +125,7 @@ pub(crate) struct ArrayTiming {
     /// Timers on each channel (for the pruning bound).
     channel_timers: Vec<Vec<u32>>,
     prune_len: Vec<usize>,
-    /// Per die, under one command per die.
+    /// Per die, under one command per die and independent plane reads.
     commands: Vec<DieCommand>,
     counters: DieCommandCounters,
 }
@@ -123,6 +134,7 @@ impl ArrayTiming {
     pub(crate) fn new(config: &NandConfig) -> ArrayTiming {
         let g = &config.geometry;
         let strict = config.die_rules == DieRules::OneCommandPerDie;
+        let plane_reads = config.die_rules == DieRules::IndependentPlaneReads;
         let timer_of = |unit: u32| {
             if strict {
                 unit / g.planes_per_die
@@ -145,14 +157,15 @@ impl ArrayTiming {
         ArrayTiming {
             model,
             strict,
-            multi_plane: strict && config.multi_plane,
+            plane_reads,
+            multi_plane: (strict || plane_reads) && config.multi_plane,
             planes_per_die: g.planes_per_die,
             place,
             timers: vec![Resource::default(); timer_count as usize],
             channels: (0..g.channels).map(|_| Bus::new(model)).collect(),
             channel_timers,
             prune_len: vec![PRUNE_LEN_MIN; g.channels as usize],
-            commands: if strict {
+            commands: if strict || plane_reads {
                 vec![DieCommand::NONE; g.dies() as usize]
             } else {
                 Vec::new()
@@ -216,10 +229,45 @@ impl ArrayTiming {
         timers.chain(channels).max().unwrap_or(0)
     }
 
-    /// When `unit`'s timer (its plane, or its die) is next free.
+    /// When `unit`'s timer (its plane, or its die) is next free; under independent plane
+    /// reads, when a program on it could start: when every plane of its die is free.
     #[inline]
     pub(crate) fn unit_busy_until_ns(&self, unit: u32) -> Nanos {
+        if self.plane_reads {
+            return self.die_busy_until_ns(unit / self.planes_per_die);
+        }
         self.timers[self.place[unit as usize].0 as usize].busy_until_ns()
+    }
+
+    /// Independent plane reads: the timers (planes) of `die`.
+    #[inline]
+    fn die_planes(&self, die: u32) -> std::ops::Range<usize> {
+        let first = (die * self.planes_per_die) as usize;
+        first..first + self.planes_per_die as usize
+    }
+
+    /// Independent plane reads: when every plane of `die` is free (a program or erase may
+    /// start).
+    #[inline]
+    fn die_busy_until_ns(&self, die: u32) -> Nanos {
+        self.timers[self.die_planes(die)]
+            .iter()
+            .map(Resource::busy_until_ns)
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// Independent plane reads: books `[start_ns, start_ns + duration_ns)` on every plane
+    /// of `die` (all free by then). Returns the end.
+    #[inline]
+    fn hold_die(&mut self, die: u32, start_ns: Nanos, duration_ns: Nanos) -> Nanos {
+        let mut end_ns = start_ns + duration_ns;
+        for p in self.die_planes(die) {
+            let (s, e) = self.timers[p].reserve(start_ns, duration_ns);
+            debug_assert_eq!(s, start_ns);
+            end_ns = e;
+        }
+        end_ns
     }
 
     pub(crate) fn timer_busy_total_ns(&self) -> Nanos {
@@ -242,6 +290,9 @@ impl ArrayTiming {
         xfer_ns: Nanos,
         program_ns: Nanos,
     ) -> OpTiming {
+        if self.plane_reads {
+            return self.program_die_wide(unit, page_index, ready_ns, xfer_ns, program_ns);
+        }
         let (timer, channel) = self.place[unit as usize];
         let (timer, channel) = (timer as usize, channel as usize);
         if self.multi_plane {
@@ -268,6 +319,39 @@ impl ArrayTiming {
         OpTiming { start_ns, end_ns }
     }
 
+    /// Independent plane reads: a program holds every plane of its die, from its data
+    /// transfer on, once all are free.
+    fn program_die_wide(
+        &mut self,
+        unit: u32,
+        page_index: u32,
+        ready_ns: Nanos,
+        xfer_ns: Nanos,
+        program_ns: Nanos,
+    ) -> OpTiming {
+        if self.multi_plane {
+            if let Some(t) = self.join_program(unit, page_index, ready_ns, xfer_ns, program_ns) {
+                return t;
+            }
+        }
+        let die = unit / self.planes_per_die;
+        let channel = self.place[unit as usize].1 as usize;
+        let ready_ns = ready_ns.max(self.die_busy_until_ns(die));
+        let (start_ns, xfer_end_ns) = self.channels[channel].reserve(ready_ns, xfer_ns);
+        let end_ns = self.hold_die(die, start_ns, xfer_ns + program_ns);
+        self.commands[die as usize] = DieCommand {
+            op: Some(UnitOp::Program),
+            page_index,
+            planes: self.plane_bit(unit),
+            array_ns: program_ns,
+            array_start_ns: xfer_end_ns,
+            channel_from_ns: xfer_end_ns,
+            array_end_ns: end_ns,
+        };
+        self.after_channel(channel);
+        OpTiming { start_ns, end_ns }
+    }
+
     #[cold]
     fn join_program(
         &mut self,
@@ -277,8 +361,9 @@ impl ArrayTiming {
         xfer_ns: Nanos,
         program_ns: Nanos,
     ) -> Option<OpTiming> {
-        let (die, channel) = self.place[unit as usize];
-        let (die, channel) = (die as usize, channel as usize);
+        // The die (under one command per die, also the unit's timer).
+        let die = (unit / self.planes_per_die) as usize;
+        let channel = self.place[unit as usize].1 as usize;
         let bit = self.plane_bit(unit);
         let cmd = self.commands[die];
         let joins = cmd.op == Some(UnitOp::Program)
@@ -294,9 +379,18 @@ impl ArrayTiming {
         }
         let (start_ns, xfer_end_ns) = self.channels[channel].reserve(from_ns, xfer_ns);
         let end_ns = xfer_end_ns + program_ns;
-        let die_until_ns = self.timers[die].busy_until_ns();
-        debug_assert_eq!(die_until_ns, cmd.array_end_ns);
-        self.timers[die].reserve(die_until_ns, end_ns - die_until_ns);
+        if self.plane_reads {
+            // Every plane of the die holds the command (a read would have ended it).
+            for p in self.die_planes(die as u32) {
+                let until_ns = self.timers[p].busy_until_ns();
+                debug_assert_eq!(until_ns, cmd.array_end_ns);
+                self.timers[p].reserve(until_ns, end_ns - until_ns);
+            }
+        } else {
+            let die_until_ns = self.timers[die].busy_until_ns();
+            debug_assert_eq!(die_until_ns, cmd.array_end_ns);
+            self.timers[die].reserve(die_until_ns, end_ns - die_until_ns);
+        }
         let cmd = &mut self.commands[die];
         if cmd.planes.count_ones() == 1 {
             self.counters.multi_plane_programs += 1;
@@ -323,6 +417,17 @@ impl ArrayTiming {
     ) -> OpTiming {
         let (timer, channel) = self.place[unit as usize];
         let (timer, channel) = (timer as usize, channel as usize);
+        if self.plane_reads {
+            // The plane's own timeline: it waits for the plane's earlier reads and for a
+            // program or erase of the die (booked on every plane), not for other planes'
+            // reads. It joins nothing and ends the die's command.
+            let (start_ns, sensed_ns) = self.timers[timer].reserve(ready_ns, read_ns);
+            let (_, end_ns) = self.channels[channel].reserve(sensed_ns, xfer_ns);
+            self.timers[timer].reserve(sensed_ns, end_ns - sensed_ns);
+            self.commands[(unit / self.planes_per_die) as usize] = DieCommand::NONE;
+            self.after_channel(channel);
+            return OpTiming { start_ns, end_ns };
+        }
         if self.multi_plane {
             if let Some(t) = self.join_read(unit, page_index, ready_ns, read_ns, xfer_ns) {
                 return t;
@@ -388,6 +493,9 @@ impl ArrayTiming {
     /// An erase of a block on `unit` (no channel time).
     #[inline]
     pub(crate) fn erase(&mut self, unit: u32, ready_ns: Nanos, erase_ns: Nanos) -> OpTiming {
+        if self.plane_reads {
+            return self.erase_die_wide(unit, ready_ns, erase_ns, true);
+        }
         let timer = self.place[unit as usize].0 as usize;
         if self.multi_plane {
             let bit = self.plane_bit(unit);
@@ -432,11 +540,62 @@ impl ArrayTiming {
         ready_ns: Nanos,
         erase_ns: Nanos,
     ) -> OpTiming {
+        if self.plane_reads {
+            return self.erase_die_wide(unit, ready_ns, erase_ns, false);
+        }
         let timer = self.place[unit as usize].0 as usize;
         let (start_ns, end_ns) = self.timers[timer].reserve(ready_ns, erase_ns);
         if self.strict {
             self.commands[timer] = DieCommand::NONE;
         }
+        OpTiming { start_ns, end_ns }
+    }
+
+    /// Independent plane reads: an erase holds every plane of its die once all are free;
+    /// `joinable` erases join and open multi-plane erase commands.
+    fn erase_die_wide(
+        &mut self,
+        unit: u32,
+        ready_ns: Nanos,
+        erase_ns: Nanos,
+        joinable: bool,
+    ) -> OpTiming {
+        let die = unit / self.planes_per_die;
+        let bit = self.plane_bit(unit);
+        let cmd = &mut self.commands[die as usize];
+        if joinable
+            && self.multi_plane
+            && cmd.op == Some(UnitOp::Erase)
+            && cmd.planes & bit == 0
+            && cmd.array_ns == erase_ns
+            && ready_ns <= cmd.array_start_ns
+        {
+            // The command already holds every plane of the die.
+            if cmd.planes.count_ones() == 1 {
+                self.counters.multi_plane_erases += 1;
+            }
+            self.counters.plane_joins_erase += 1;
+            cmd.planes |= bit;
+            return OpTiming {
+                start_ns: cmd.array_start_ns,
+                end_ns: cmd.array_end_ns,
+            };
+        }
+        let start_ns = ready_ns.max(self.die_busy_until_ns(die));
+        let end_ns = self.hold_die(die, start_ns, erase_ns);
+        self.commands[die as usize] = if joinable {
+            DieCommand {
+                op: Some(UnitOp::Erase),
+                page_index: NO_PAGE_INDEX,
+                planes: bit,
+                array_ns: erase_ns,
+                array_start_ns: start_ns,
+                channel_from_ns: Nanos::MAX,
+                array_end_ns: end_ns,
+            }
+        } else {
+            DieCommand::NONE
+        };
         OpTiming { start_ns, end_ns }
     }
 
@@ -448,6 +607,8 @@ impl ArrayTiming {
         let (start_ns, end_ns) = self.timers[timer].reserve(ready_ns, read_ns);
         if self.strict {
             self.commands[timer] = DieCommand::NONE;
+        } else if self.plane_reads {
+            self.commands[(unit / self.planes_per_die) as usize] = DieCommand::NONE;
         }
         OpTiming { start_ns, end_ns }
     }
@@ -471,8 +632,13 @@ impl ArrayTiming {
             .iter()
             .map(|&t| {
                 let until_ns = self.timers[t as usize].busy_until_ns();
+                // The timer's die: itself under one command per die.
+                let die = match self.plane_reads {
+                    true => t / self.planes_per_die,
+                    false => t,
+                };
                 match self.multi_plane {
-                    true => until_ns.min(self.commands[t as usize].channel_from_ns),
+                    true => until_ns.min(self.commands[die as usize].channel_from_ns),
                     false => until_ns,
                 }
             })

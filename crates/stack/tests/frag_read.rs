@@ -263,3 +263,28 @@ fn under_the_die_rule_the_gap_is_in_the_flash_layout() {
     );
     assert!(t.after_l_ms > 1.3 * t.contiguous_ms);
 }
+
+/// `ufs31` with independent plane reads (`nand.die_rules = "independent-plane-reads"`:
+/// reads of a die's planes overlap at any page offset, programs and erases stay
+/// die-wide): the pieces' reads no longer queue on their die, so the gap shrinks to about
+/// its logical part and janusdL takes most of it back, as with every plane on its own
+/// timeline.
+#[test]
+fn under_independent_plane_reads_the_gap_is_logical_again() {
+    let strict = times_in_calls(4, 8, PAGES * 4096, |_| {});
+    let t = times_in_calls(4, 8, PAGES * 4096, |c| {
+        c.device.nand.die_rules = flashstack_nand::DieRules::IndependentPlaneReads;
+    });
+    assert_eq!(t.requests, 128);
+    assert!(t.frag_ms > 1.05 * t.contiguous_ms, "fragmented not slower");
+    assert!(
+        t.frag_ms < strict.frag_ms,
+        "reads of a die's planes did not overlap"
+    );
+    let gap = t.frag_ms - t.contiguous_ms;
+    assert!(gap < 0.5 * (strict.frag_ms - strict.contiguous_ms));
+    assert!(
+        t.frag_ms - t.after_l_ms > 0.5 * gap,
+        "janusdL did not take back the logical part"
+    );
+}
