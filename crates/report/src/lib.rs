@@ -177,7 +177,8 @@ pub struct WriteBufferFigures {
     pub buffered_lbas: u64,
 }
 
-/// Die-level commands under `nand.die_rules = "one-command-per-die"` (absent otherwise):
+/// Die-level commands under `nand.die_rules = "one-command-per-die"` or
+/// `"independent-plane-reads"` (absent with independent planes, where nothing joins):
 /// commands per kind (a multi-plane command counts once), and of them those that ran on
 /// two or more planes.
 #[derive(Clone, Debug, Serialize)]
@@ -439,7 +440,7 @@ fn mapping_cache(ftl: &Ftl) -> Option<MappingCacheFigures> {
 fn die_commands(ftl: &Ftl) -> Option<DieCommandFigures> {
     use flashstack_nand::DieRules;
     let config = &ftl.config().nand;
-    if config.die_rules != DieRules::OneCommandPerDie {
+    if config.die_rules == DieRules::IndependentPlanes {
         return None;
     }
     let n = ftl.nand().counters();
