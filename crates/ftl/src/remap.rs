@@ -37,6 +37,10 @@ impl Ftl {
         }
         // The write buffer first (a remap names slots on flash), then the page buffers.
         let destaged_ns = self.wbuf_destage_all(accepted_ns)?;
+        // Destinations change: their destaged bytes still in DRAM are no longer theirs.
+        for e in extents {
+            self.wbuf_discard(e.dst, e.count);
+        }
         let durable_ns = self.make_durable(accepted_ns)?.max(destaged_ns);
         // Every source is read before any destination changes (they are disjoint anyway).
         let targets: Vec<(u32, u32)> = extents

@@ -244,3 +244,55 @@ fn impossible_write_buffers_are_refused_naming_the_field() {
     let err = DeviceConfig::from_toml(&bad).unwrap_err();
     assert_eq!(err.field, "ftl.write_buffer.destage", "{err}");
 }
+
+/// A destaged LBA's bytes stay in DRAM until its page program ends, and a read in that
+/// window is served from there instead of waiting for the die; after it, from flash. A
+/// remap changing such an LBA drops its DRAM copy (a read then sees the remapped data).
+#[test]
+fn a_read_during_the_destage_program_is_served_from_dram() {
+    let config = buffered(
+        tiny_config(8192, StreamMode::Single, VictimPolicyKind::Greedy),
+        4,
+        false,
+    );
+    let mut ftl = Ftl::new(config, true, 1).unwrap();
+    let write = |ftl: &mut Ftl, now: u64, lba: u64, tag: u64| {
+        ftl.write(now, lba, Payload::Bytes(&page_of(tag)), Hints::default())
+            .unwrap();
+    };
+    write(&mut ftl, 0, 0, 10);
+    write(&mut ftl, 1_000, 1, 11);
+    let mut out = vec![0u8; LBA_SIZE];
+    // The read's arrival destages LBAs 0 and 1 (a page); their program takes 200 µs.
+    let done = ftl.read(20_000, 0, 1, Some(&mut out)).unwrap();
+    assert!(out == page_of(10), "LBA 0 reads its bytes");
+    let c = ftl.counters().clone();
+    assert_eq!(c.write_buffer_destaged_lbas, 2, "destaged before the read");
+    let reads = |ftl: &Ftl| ftl.nand().counters().page_reads;
+    assert_eq!(
+        (c.buffer_read_hits, reads(&ftl)),
+        (1, 0),
+        "served from DRAM"
+    );
+    assert!(
+        done.complete_ns - 20_000 < 10_000,
+        "no wait for the program"
+    );
+    // Once the program has ended the read goes to flash.
+    ftl.read(10_000_000, 1, 1, Some(&mut out)).unwrap();
+    assert!(out == page_of(11), "LBA 1 reads its bytes");
+    assert_eq!(reads(&ftl), 1);
+    // LBAs 2 and 3 destaged by the remap's arrival; the remap points 2 at LBA 0's data
+    // while 2's program may still run: a read of 2 must see LBA 0's bytes.
+    write(&mut ftl, 20_000_000, 2, 12);
+    write(&mut ftl, 20_001_000, 3, 13);
+    ftl.remap(20_020_000, 0, 2, 1).unwrap();
+    ftl.read(20_021_000, 2, 1, Some(&mut out)).unwrap();
+    assert!(
+        out == page_of(10),
+        "LBA 2: the remapped data, not the DRAM copy"
+    );
+    ftl.read(20_021_000, 3, 1, Some(&mut out)).unwrap();
+    assert!(out == page_of(13), "LBA 3 reads its bytes");
+    ftl.check_invariants().unwrap();
+}

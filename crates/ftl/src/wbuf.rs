@@ -92,6 +92,12 @@ pub(crate) struct WriteBuffer {
     /// Destaged LBAs whose programs have not ended: (end, LBAs), earliest first.
     in_flight: BinaryHeap<Reverse<(Nanos, u64)>>,
     in_flight_lbas: u64,
+    /// Destaged LBAs whose page program has not ended, by LBA: when it ends and the
+    /// bytes, still in DRAM, from which a read is served until then. `held_ends` lists
+    /// (end, LBA) earliest first for pruning; a pair whose LBA was destaged again since
+    /// (another end) or trimmed is skipped.
+    held: BTreeMap<u32, (Nanos, Option<Box<[u8]>>)>,
+    held_ends: BinaryHeap<Reverse<(Nanos, u32)>>,
     dram: Resource,
 }
 
@@ -105,6 +111,8 @@ impl WriteBuffer {
             next_order: 0,
             in_flight: BinaryHeap::new(),
             in_flight_lbas: 0,
+            held: BTreeMap::new(),
+            held_ends: BinaryHeap::new(),
             dram: Resource::default(),
         })
     }
@@ -117,9 +125,22 @@ impl WriteBuffer {
         self.entries.contains_key(&lpn)
     }
 
-    /// The first buffered LBA in `from..end`, if any.
-    pub(crate) fn next_buffered(&self, from: u32, end: u32) -> Option<u32> {
-        self.entries.range(from..end).next().map(|(&l, _)| l)
+    /// The first LBA in `from..end` whose newest bytes are in DRAM at `now_ns` (buffered,
+    /// or destaged with its program not yet ended), if any.
+    pub(crate) fn next_in_dram(&self, from: u32, end: u32, now_ns: Nanos) -> Option<u32> {
+        let buffered = self.entries.range(from..end).next().map(|(&l, _)| l);
+        let held = self
+            .held
+            .range(from..buffered.unwrap_or(end))
+            .find(|(_, (end_ns, _))| *end_ns > now_ns)
+            .map(|(&l, _)| l);
+        held.or(buffered)
+    }
+
+    /// A destaged group's LBAs stay readable from DRAM until `end_ns`.
+    fn hold(&mut self, lpn: u32, end_ns: Nanos, data: Option<Box<[u8]>>) {
+        self.held.insert(lpn, (end_ns, data));
+        self.held_ends.push(Reverse((end_ns, lpn)));
     }
 
     fn is_live(&self, order: u64, lpn: u32) -> bool {
@@ -223,6 +244,15 @@ impl WriteBuffer {
             }
             self.in_flight.pop();
             self.in_flight_lbas -= lbas;
+        }
+        while let Some(&Reverse((end_ns, lpn))) = self.held_ends.peek() {
+            if end_ns > now_ns {
+                break;
+            }
+            self.held_ends.pop();
+            if self.held.get(&lpn).is_some_and(|(e, _)| *e == end_ns) {
+                self.held.remove(&lpn);
+            }
         }
     }
 
@@ -481,6 +511,9 @@ impl Ftl {
                 wb.in_flight.push(Reverse((done_ns, entries.len() as u64)));
                 wb.in_flight_lbas += entries.len() as u64;
                 self.counters.write_buffer_destaged_lbas += entries.len() as u64;
+                for (lpn, entry) in entries {
+                    wb.hold(lpn, done_ns, entry.data);
+                }
                 Ok(done_ns)
             }
             Err(e) => {
@@ -527,16 +560,23 @@ impl Ftl {
         Ok(done_ns)
     }
 
-    /// Serves a read of a buffered LBA: copies its bytes into `out` if asked.
-    pub(crate) fn wbuf_read(&mut self, lpn: u32, out: Option<&mut [u8]>) -> bool {
+    /// Serves a read at `now_ns` of an LBA whose newest bytes are in DRAM: buffered, or
+    /// destaged with its page program not yet ended (a controller keeps the data until
+    /// the program succeeds, and reads it there rather than waiting for the die). Copies
+    /// its bytes into `out` if asked.
+    pub(crate) fn wbuf_read(&mut self, lpn: u32, now_ns: Nanos, out: Option<&mut [u8]>) -> bool {
         let Some(wb) = self.write_buffer.as_ref() else {
             return false;
         };
-        let Some(entry) = wb.entries.get(&lpn) else {
-            return false;
+        let data = match wb.entries.get(&lpn) {
+            Some(entry) => &entry.data,
+            None => match wb.held.get(&lpn) {
+                Some((end_ns, data)) if *end_ns > now_ns => data,
+                _ => return false,
+            },
         };
         if let Some(o) = out {
-            match &entry.data {
+            match data {
                 Some(bytes) => o.copy_from_slice(bytes),
                 None => o.fill(0),
             }
@@ -545,7 +585,8 @@ impl Ftl {
         true
     }
 
-    /// A trim drops the buffered versions of its LBAs (they must not reach flash later).
+    /// A trim (or a remap, for its destinations) drops the buffered versions of its LBAs
+    /// (they must not reach flash later) and their destaged bytes still in DRAM.
     pub(crate) fn wbuf_discard(&mut self, lba: u64, count: u32) {
         let Some(wb) = self.write_buffer.as_mut() else {
             return;
@@ -554,6 +595,11 @@ impl Ftl {
         let lpns: Vec<u32> = wb.entries.range(lba as u32..end).map(|(&l, _)| l).collect();
         for lpn in lpns {
             wb.remove(lpn);
+        }
+        // Their destaged copies must not be read from DRAM either.
+        let held: Vec<u32> = wb.held.range(lba as u32..end).map(|(&l, _)| l).collect();
+        for lpn in held {
+            wb.held.remove(&lpn);
         }
     }
 
@@ -571,6 +617,8 @@ impl Ftl {
         let mut entries = std::mem::take(&mut wb.entries);
         wb.in_flight.clear();
         wb.in_flight_lbas = 0;
+        wb.held.clear();
+        wb.held_ends.clear();
         wb.dram = Resource::default();
         let held: Vec<Held> = order
             .into_iter()

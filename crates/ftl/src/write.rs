@@ -238,7 +238,7 @@ impl Ftl {
             let bytes = out
                 .as_deref_mut()
                 .map(|o| &mut o[i as usize * LBA_SIZE..(i + 1) as usize * LBA_SIZE]);
-            if self.wbuf_read(lpn, bytes) {
+            if self.wbuf_read(lpn, accepted_ns, bytes) {
                 ready.push((accepted_ns, 1));
                 i += 1;
                 continue;
@@ -246,7 +246,7 @@ impl Ftl {
             let mut run = self.mapped_run(lpn, count - i);
             if let Some(wb) = self.write_buffer.as_ref() {
                 // A run read from flash stops at the next LBA the buffer holds newer.
-                if let Some(next) = wb.next_buffered(lpn + 1, lpn + run) {
+                if let Some(next) = wb.next_in_dram(lpn + 1, lpn + run, accepted_ns) {
                     run = next - lpn;
                 }
             }
