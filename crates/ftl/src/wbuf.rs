@@ -69,6 +69,9 @@ pub fn destage_group(
 /// A buffered LBA taken out at a power cut: (LBA, host stream, bytes).
 pub(crate) type Held = (u32, u32, Option<Box<[u8]>>);
 
+/// A destaged LBA's copy in DRAM: when its page program ends, and its bytes.
+type InDram = (Nanos, Option<Box<[u8]>>);
+
 #[derive(Debug)]
 struct Entry {
     /// Arrival order; the stream queue's stale pairs carry an older one.
@@ -96,7 +99,7 @@ pub(crate) struct WriteBuffer {
     /// bytes, still in DRAM, from which a read is served until then. `held_ends` lists
     /// (end, LBA) earliest first for pruning; a pair whose LBA was destaged again since
     /// (another end) or trimmed is skipped.
-    held: BTreeMap<u32, (Nanos, Option<Box<[u8]>>)>,
+    held: BTreeMap<u32, InDram>,
     held_ends: BinaryHeap<Reverse<(Nanos, u32)>>,
     dram: Resource,
 }
