@@ -174,7 +174,9 @@ impl Cmt {
             cleaned_at: zeroed_table(pages),
             clock: 1,
             len: 0,
-            nodes: Vec::new(),
+            // Reserved whole (address space only: pages are touched as entries arrive), so
+            // the slab never grows by copying itself.
+            nodes: Vec::with_capacity(capacity.min(keys as usize)),
             free: Vec::new(),
             probation: List::EMPTY,
             protected: List::EMPTY,
