@@ -42,21 +42,41 @@ pub fn max_compressed_len(len: usize) -> usize {
 /// Owns its 2^14-entry hash table. Entries are stored as `base + position`; `base` moves
 /// past each input, so entries from an earlier call are recognisably stale and the table
 /// need not be cleared per page. The output depends on nothing but the input.
+///
+/// Inputs below 64 KiB (every page) use a table of 16-bit entries: 32 KiB, which stays in
+/// the L1 cache where the 64 KiB of 32-bit entries did not (a table load per probed byte
+/// was the encoder's largest cost). Its base wraps after about 16 pages, when the table is
+/// cleared. Larger inputs use a table of 32-bit entries, made on first use.
 pub struct Lzo1x1 {
     /// A fixed-size array, so that indexing it with a 14-bit hash needs no bounds check.
-    table: Box<[u32; HASH_SIZE]>,
-    /// Added to positions of the current input; every stored entry below it is stale.
-    base: u32,
+    narrow: Box<[u16; HASH_SIZE]>,
+    /// Added to positions of the current input in `narrow`; every entry below it is stale.
+    narrow_base: u16,
+    wide: Option<Box<[u32; HASH_SIZE]>>,
+    /// `narrow_base` for `wide`.
+    wide_base: u32,
+    /// Inputs shorter than this use `narrow` (tests lower it to reach `wide`).
+    narrow_below: usize,
 }
+
+/// Inputs shorter than this fit the 16-bit table (`base + n` must stay below 2^16).
+const NARROW_BELOW: usize = (u16::MAX - 1) as usize;
 
 impl Lzo1x1 {
     pub fn new() -> Self {
-        let table: Box<[u32]> = vec![0; HASH_SIZE].into_boxed_slice();
         Lzo1x1 {
-            table: table.try_into().expect("HASH_SIZE entries"),
-            base: 1,
+            narrow: zeroed_table(),
+            narrow_base: 1,
+            wide: None,
+            wide_base: 1,
+            narrow_below: NARROW_BELOW,
         }
     }
+}
+
+fn zeroed_table<T: Copy + Default>() -> Box<[T; HASH_SIZE]> {
+    let table: Box<[T]> = vec![T::default(); HASH_SIZE].into_boxed_slice();
+    table.try_into().ok().expect("HASH_SIZE entries")
 }
 
 impl Default for Lzo1x1 {
@@ -71,11 +91,51 @@ impl std::fmt::Debug for Lzo1x1 {
     }
 }
 
+/// A hash-table entry: `base + position`, kept modulo 2^bits.
+trait Slot: Copy + Default {
+    const MAX: u32;
+    /// Whether every position of an input this table takes can be stored (the 16-bit
+    /// table takes inputs below 64 KiB only), so that the probe loop need not ask.
+    const STORES_ALL: bool;
+    fn pack(value: u32) -> Self;
+    /// The position this entry holds for an input stored from `base` (modulo 2^bits: a
+    /// stale entry, below `base`, comes out at least `2^bits - base`).
+    fn position(self, base: u32) -> usize;
+}
+
+impl Slot for u16 {
+    const MAX: u32 = u16::MAX as u32;
+    const STORES_ALL: bool = true;
+    #[inline(always)]
+    fn pack(value: u32) -> Self {
+        value as u16
+    }
+    #[inline(always)]
+    fn position(self, base: u32) -> usize {
+        self.wrapping_sub(base as u16) as usize
+    }
+}
+
+impl Slot for u32 {
+    const MAX: u32 = u32::MAX;
+    const STORES_ALL: bool = false;
+    #[inline(always)]
+    fn pack(value: u32) -> Self {
+        value
+    }
+    #[inline(always)]
+    fn position(self, base: u32) -> usize {
+        self.wrapping_sub(base) as usize
+    }
+}
+
+/// The 4 bytes at `at`, which the caller has checked lie inside `input`
+/// (`at + 4 <= input.len()`).
 #[inline(always)]
-fn read_u32(input: &[u8], at: usize) -> u32 {
-    // One bounds check for the word rather than one per byte.
-    let bytes: [u8; 4] = input[at..at + 4].try_into().expect("4 bytes");
-    u32::from_le_bytes(bytes)
+unsafe fn read_u32_unchecked(input: &[u8], at: usize) -> u32 {
+    debug_assert!(at + 4 <= input.len());
+    // SAFETY: the caller guarantees the 4 bytes are in bounds; no alignment is needed.
+    u32::from_le(unsafe { input.as_ptr().add(at).cast::<u32>().read_unaligned() })
 }
 
 /// How far the bytes at `earlier` and `later` agree (`earlier < later`), given that the
@@ -85,19 +145,36 @@ fn match_len(input: &[u8], earlier: usize, later: usize, known: usize) -> usize 
     let n = input.len();
     let mut len = known;
     debug_assert!(earlier < later);
-    while later + len + 8 <= n {
-        // SAFETY: `later + len + 8 <= n` (the loop test) and `earlier < later`, so both
-        // 8-byte reads lie inside `input`; `read_unaligned` needs no alignment.
-        let (x, y) = unsafe {
-            let p = input.as_ptr();
-            (
-                p.add(earlier + len).cast::<u64>().read_unaligned(),
-                p.add(later + len).cast::<u64>().read_unaligned(),
-            )
-        };
-        let diff = u64::from_le(x) ^ u64::from_le(y);
-        if diff != 0 {
+    let p = input.as_ptr();
+    // SAFETY (both loops): the loop test keeps `later + len + width <= n`, and
+    // `earlier < later`, so every word read lies inside `input`; `read_unaligned` needs
+    // no alignment.
+    let word = |at: usize| u64::from_le(unsafe { p.add(at).cast::<u64>().read_unaligned() });
+    // Four words per step: zero runs (most of a page delta) give long matches, and one
+    // test per 32 bytes costs less than one per 8.
+    while later + len + 32 <= n {
+        let d0 = word(earlier + len) ^ word(later + len);
+        let d1 = word(earlier + len + 8) ^ word(later + len + 8);
+        let d2 = word(earlier + len + 16) ^ word(later + len + 16);
+        let d3 = word(earlier + len + 24) ^ word(later + len + 24);
+        if (d0 | d1 | d2 | d3) != 0 {
+            let (skip, diff) = if d0 != 0 {
+                (0, d0)
+            } else if d1 != 0 {
+                (8, d1)
+            } else if d2 != 0 {
+                (16, d2)
+            } else {
+                (24, d3)
+            };
             // Little-endian: the lowest set bit is in the first differing byte.
+            return len + skip + (diff.trailing_zeros() / 8) as usize;
+        }
+        len += 32;
+    }
+    while later + len + 8 <= n {
+        let diff = word(earlier + len) ^ word(later + len);
+        if diff != 0 {
             return len + (diff.trailing_zeros() / 8) as usize;
         }
         len += 8;
@@ -113,142 +190,258 @@ fn hash(key: u32) -> usize {
     (key.wrapping_mul(HASH_MUL) >> (32 - HASH_BITS)) as usize
 }
 
-/// Appends a length too large for an opcode's field: zero bytes worth 255 each, then the
-/// remainder (1–255). `value` is at least 1.
-fn push_extension(out: &mut Vec<u8>, mut value: usize) {
-    while value > 255 {
-        out.push(0);
-        value -= 255;
-    }
-    out.push(value as u8);
+/// Bytes a literal copy may write past its end: runs of up to 16 literals are copied as
+/// one 16-byte block, whose excess the next instruction overwrites.
+const SINK_SLACK: usize = 16;
+
+/// The compressed stream being written into a `Vec`'s buffer: `at` bytes are written, the
+/// `Vec`'s length is set once, at the end. Each instruction first makes room for its
+/// largest size, so the writes themselves need no checks.
+struct Sink<'a> {
+    out: &'a mut Vec<u8>,
+    at: usize,
 }
 
-/// Appends a literal run of `literals`. `stream_start` says whether nothing has been
-/// written yet; otherwise the previous instruction was a match, whose `SS` bits (in the
-/// byte two before its end) carry runs of 1–3.
-fn push_literals(out: &mut Vec<u8>, literals: &[u8], stream_start: bool) {
-    let n = literals.len();
-    if n == 0 {
-        return;
+impl<'a> Sink<'a> {
+    fn new(out: &'a mut Vec<u8>, expected: usize) -> Self {
+        out.clear();
+        out.reserve(expected + SINK_SLACK);
+        Sink { out, at: 0 }
     }
-    if stream_start && n <= 238 {
-        out.push(17 + n as u8);
-    } else if n <= 3 {
-        // Not at the start, so at least the previous match's opcode and one more byte
-        // were written.
-        let at = out.len() - 2;
-        out[at] |= n as u8;
-    } else if n <= 18 {
-        out.push((n - 3) as u8);
-    } else {
-        out.push(0);
-        push_extension(out, n - 18);
-    }
-    out.extend_from_slice(literals);
-}
 
-/// Appends a match of `len` (≥ 3) bytes `distance` (1–49151) back, its `SS` bits zero.
-fn push_match(out: &mut Vec<u8>, len: usize, distance: usize) {
-    if len <= M2_MAX_LEN && distance <= M2_MAX_DISTANCE {
-        let d = distance - 1;
-        out.push((((len - 1) << 5) | ((d & 7) << 2)) as u8);
-        out.push((d >> 3) as u8);
-        return;
+    /// Makes room for `bytes` more bytes after the `at` written.
+    #[inline(always)]
+    fn room(&mut self, bytes: usize) {
+        if self.out.capacity() - self.at < bytes {
+            self.grow(bytes);
+        }
     }
-    let word = if distance <= M3_MAX_DISTANCE {
-        if len <= M3_MAX_LEN {
-            out.push(0x20 | (len - 2) as u8);
-        } else {
-            out.push(0x20);
-            push_extension(out, len - M3_MAX_LEN);
+
+    #[cold]
+    #[inline(never)]
+    fn grow(&mut self, bytes: usize) {
+        // SAFETY: the first `at` bytes of the buffer are written (initialised).
+        unsafe { self.out.set_len(self.at) };
+        self.out.reserve(bytes);
+        // SAFETY: the length goes back to zero, which is always valid.
+        unsafe { self.out.set_len(0) };
+    }
+
+    #[inline(always)]
+    fn byte(&mut self, b: u8) {
+        debug_assert!(self.at < self.out.capacity());
+        // SAFETY: `room` reserved every byte of the instruction being written.
+        unsafe { self.out.as_mut_ptr().add(self.at).write(b) };
+        self.at += 1;
+    }
+
+    /// Appends a length too large for an opcode's field: zero bytes worth 255 each, then
+    /// the remainder (1–255). `value` is at least 1.
+    #[inline(always)]
+    fn extension(&mut self, mut value: usize) {
+        while value > 255 {
+            self.byte(0);
+            value -= 255;
         }
-        (distance - 1) << 2
-    } else {
-        let d = distance - M3_MAX_DISTANCE;
-        let high = ((d >> 11) & 8) as u8;
-        if len <= M4_MAX_LEN {
-            out.push(0x10 | high | (len - 2) as u8);
-        } else {
-            out.push(0x10 | high);
-            push_extension(out, len - M4_MAX_LEN);
+        self.byte(value as u8);
+    }
+
+    /// Appends the literal run `input[start..end]`. At the start of the stream (nothing
+    /// written yet) a run of up to 238 has the first byte's own form; otherwise the
+    /// previous instruction was a match, whose `SS` bits (in the byte two before its end)
+    /// carry runs of 1–3.
+    #[inline(always)]
+    fn literals(&mut self, input: &[u8], start: usize, end: usize) {
+        let n = end - start;
+        if n == 0 {
+            return;
         }
-        (d & 0x3fff) << 2
-    };
-    out.push(word as u8);
-    out.push((word >> 8) as u8);
+        // Header (at most 2 + n / 255 bytes), the literals, and a block copy's excess.
+        self.room(n + n / 255 + 2 + SINK_SLACK);
+        if self.at == 0 && n <= 238 {
+            self.byte(17 + n as u8);
+        } else if n <= 3 {
+            // Not at the start, so at least the previous match's opcode and one more
+            // byte were written.
+            // SAFETY: `at >= 2` bytes are written.
+            unsafe { *self.out.as_mut_ptr().add(self.at - 2) |= n as u8 };
+        } else if n <= 18 {
+            self.byte((n - 3) as u8);
+        } else {
+            self.byte(0);
+            self.extension(n - 18);
+        }
+        let src = input[start..end].as_ptr();
+        // SAFETY: `room` reserved `n + SINK_SLACK` bytes after `at`; the source is
+        // `input[start..end]`, read as one 16-byte block only when 16 bytes from `start`
+        // lie inside `input`.
+        unsafe {
+            let dst = self.out.as_mut_ptr().add(self.at);
+            if n <= 16 && start + 16 <= input.len() {
+                std::ptr::copy_nonoverlapping(src, dst, 16);
+            } else {
+                std::ptr::copy_nonoverlapping(src, dst, n);
+            }
+        }
+        self.at += n;
+    }
+
+    /// Appends a match of `len` (≥ 3) bytes `distance` (1–49151) back, its `SS` bits
+    /// zero. The shortest form the length and distance fit.
+    #[inline(always)]
+    fn matched(&mut self, len: usize, distance: usize) {
+        // Opcode, length extension, two distance bytes.
+        self.room(len / 255 + 4);
+        if len <= M2_MAX_LEN && distance <= M2_MAX_DISTANCE {
+            let d = distance - 1;
+            self.byte((((len - 1) << 5) | ((d & 7) << 2)) as u8);
+            self.byte((d >> 3) as u8);
+            return;
+        }
+        let word = if distance <= M3_MAX_DISTANCE {
+            if len <= M3_MAX_LEN {
+                self.byte(0x20 | (len - 2) as u8);
+            } else {
+                self.byte(0x20);
+                self.extension(len - M3_MAX_LEN);
+            }
+            (distance - 1) << 2
+        } else {
+            let d = distance - M3_MAX_DISTANCE;
+            let high = ((d >> 11) & 8) as u8;
+            if len <= M4_MAX_LEN {
+                self.byte(0x10 | high | (len - 2) as u8);
+            } else {
+                self.byte(0x10 | high);
+                self.extension(len - M4_MAX_LEN);
+            }
+            (d & 0x3fff) << 2
+        };
+        self.byte(word as u8);
+        self.byte((word >> 8) as u8);
+    }
+
+    /// Appends the end marker and sets the `Vec`'s length.
+    fn finish(mut self) {
+        self.room(END_MARKER.len());
+        for b in END_MARKER {
+            self.byte(b);
+        }
+        // SAFETY: the first `at` bytes are written, and `room` kept them in capacity.
+        unsafe { self.out.set_len(self.at) };
+    }
 }
 
 impl Lzo1x1 {
-    /// Starts the next input at `base` (tests of the 32-bit wrap).
+    /// Starts the next input at `base` in the 32-bit table, which every input then uses
+    /// (tests of the 32-bit wrap).
     #[cfg(test)]
     pub(crate) fn set_base_for_test(&mut self, base: u32) {
-        self.base = base;
+        self.wide_base = base;
+        self.narrow_below = 0;
+    }
+
+    /// Starts the next input at `base` in the 16-bit table (tests of its wrap).
+    #[cfg(test)]
+    pub(crate) fn set_narrow_base_for_test(&mut self, base: u16) {
+        self.narrow_base = base;
     }
 
     /// Compresses `input` into `out` (replacing its contents); returns the length.
     pub fn compress_into(&mut self, input: &[u8], out: &mut Vec<u8>) -> usize {
         let n = input.len();
-        out.clear();
-        out.reserve(max_compressed_len(n));
-        // Positions are stored as `base + position` in 32 bits: start over (clear the
-        // table) when this input would not fit above the current base.
-        let room = (u32::MAX - self.base) as usize;
-        if n >= room {
-            self.table.fill(0);
-            self.base = 1;
+        let mut sink = Sink::new(out, max_compressed_len(n));
+        if n < self.narrow_below {
+            let mut base = u32::from(self.narrow_base);
+            encode(&mut self.narrow, &mut base, input, &mut sink);
+            self.narrow_base = base as u16;
+        } else {
+            let table = self.wide.get_or_insert_with(zeroed_table);
+            encode(table, &mut self.wide_base, input, &mut sink);
         }
-        let base = self.base;
-        // Positions from here on cannot be stored (inputs over 4 GiB): they stay literals.
-        let storable = (u32::MAX - base) as usize;
-
-        let mut literal_start = 0;
-        if n >= MIN_INPUT_FOR_MATCHES {
-            let mut ip = 0;
-            // A 4-byte key must be readable at every probed position.
-            let last_probe = n - MIN_MATCH;
-            let table = &mut *self.table;
-            while ip <= last_probe {
-                let key = read_u32(input, ip);
-                let slot = hash(key);
-                let stored = table[slot];
-                if ip < storable {
-                    table[slot] = base + ip as u32;
-                }
-                // A stale entry (below `base`) wraps to at least `2^32 - base`, which is
-                // above every position of this input (`n < u32::MAX - base`), so the one
-                // `candidate < ip` test rejects it too.
-                let candidate = stored.wrapping_sub(base) as usize;
-                if candidate >= ip
-                    || ip - candidate > M4_MAX_DISTANCE
-                    || read_u32(input, candidate) != key
-                {
-                    // No match: step faster the longer the current literal run (LZO's
-                    // skip heuristic for incompressible data).
-                    ip += 1 + ((ip - literal_start) >> 5);
-                    continue;
-                }
-                let len = match_len(input, candidate, ip, MIN_MATCH);
-                push_literals(out, &input[literal_start..ip], out.is_empty());
-                push_match(out, len, ip - candidate);
-                ip += len;
-                literal_start = ip;
-            }
-        }
-        push_literals(out, &input[literal_start..], out.is_empty());
-        out.extend_from_slice(&END_MARKER);
-        self.base = match u32::try_from(n)
-            .ok()
-            .and_then(|n| base.checked_add(n))
-            .and_then(|b| b.checked_add(1))
-        {
-            Some(next) => next,
-            None => {
-                self.table.fill(0);
-                1
-            }
-        };
+        sink.finish();
         out.len()
     }
+}
+
+/// The greedy pass over `input` with `table`, whose entries are `*base + position` for
+/// this input and stale below `*base`; moves `*base` past the input (clearing the table
+/// when it wraps).
+#[inline(always)]
+fn encode<S: Slot>(table: &mut [S; HASH_SIZE], base: &mut u32, input: &[u8], out: &mut Sink<'_>) {
+    let n = input.len();
+    // Positions are stored as `base + position` in `S`: start over (clear the table)
+    // when this input would not fit above the current base.
+    let room = (S::MAX - *base) as usize;
+    if n >= room {
+        table.fill(S::default());
+        *base = 1;
+    }
+    let b = *base;
+    // Positions from here on cannot be stored (32-bit table: inputs over 4 GiB): they
+    // stay literals.
+    let storable = (S::MAX - b) as usize;
+
+    let mut literal_start = 0;
+    if n >= MIN_INPUT_FOR_MATCHES {
+        let mut ip = 0;
+        // A 4-byte key must be readable at every probed position.
+        let last_probe = n - MIN_MATCH;
+        'probe: while ip <= last_probe {
+            // No match: step faster the longer the current literal run (LZO's skip
+            // heuristic for incompressible data), `1 + (ip - literal_start) / 32`. The
+            // step is constant up to the next multiple of 32 past `literal_start`, so
+            // the inner loop adds a constant: the position's dependency chain is then
+            // one addition per probe instead of a subtraction, a shift and two additions.
+            let run = ip - literal_start;
+            let step = 1 + (run >> 5);
+            let segment_end = (literal_start + (run | 31) + 1).min(last_probe + 1);
+            loop {
+                // SAFETY: `ip <= last_probe = n - 4`.
+                let key = unsafe { read_u32_unchecked(input, ip) };
+                let slot = hash(key);
+                let stored = table[slot];
+                if S::STORES_ALL || ip < storable {
+                    table[slot] = S::pack(b + ip as u32);
+                }
+                // A stale entry (below `base`) wraps to at least `2^bits - base`, which
+                // is above every position of this input (`n < 2^bits - 1 - base`); so is
+                // a position stored at this probe or later. One unsigned comparison of
+                // the distance minus one rejects those (the subtraction wraps) and
+                // candidates too far back.
+                let candidate = stored.position(b);
+                let distance = ip.wrapping_sub(candidate);
+                if distance.wrapping_sub(1) < M4_MAX_DISTANCE
+                    // SAFETY: `candidate < ip` (the distance is at least 1).
+                    && unsafe { read_u32_unchecked(input, candidate) } == key
+                {
+                    let len = match_len(input, candidate, ip, MIN_MATCH);
+                    out.literals(input, literal_start, ip);
+                    out.matched(len, distance);
+                    ip += len;
+                    literal_start = ip;
+                    continue 'probe;
+                }
+                ip += step;
+                if ip >= segment_end {
+                    continue 'probe;
+                }
+            }
+        }
+    }
+    out.literals(input, literal_start, n);
+    *base = match u32::try_from(n)
+        .ok()
+        .and_then(|n| b.checked_add(n))
+        .and_then(|b| b.checked_add(1))
+        .filter(|&next| next <= S::MAX)
+    {
+        Some(next) => next,
+        None => {
+            table.fill(S::default());
+            1
+        }
+    };
 }
 
 /// A cursor over compressed input that names the offset of whatever is missing.
