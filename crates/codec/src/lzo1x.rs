@@ -139,42 +139,35 @@ unsafe fn read_u32_unchecked(input: &[u8], at: usize) -> u32 {
 }
 
 /// How far the bytes at `earlier` and `later` agree (`earlier < later`), given that the
-/// first `known` do, up to the end of the input. Compares a word at a time.
+/// first `known` do, up to the end of the input. Compares 64 bytes a step (zero runs,
+/// most of a page delta, give long matches), then words, then bytes.
 #[inline(always)]
 fn match_len(input: &[u8], earlier: usize, later: usize, known: usize) -> usize {
     let n = input.len();
     let mut len = known;
     debug_assert!(earlier < later);
     let p = input.as_ptr();
-    // SAFETY (both loops): the loop test keeps `later + len + width <= n`, and
-    // `earlier < later`, so every word read lies inside `input`; `read_unaligned` needs
-    // no alignment.
-    let word = |at: usize| u64::from_le(unsafe { p.add(at).cast::<u64>().read_unaligned() });
-    // Four words per step: zero runs (most of a page delta) give long matches, and one
-    // test per 32 bytes costs less than one per 8.
-    while later + len + 32 <= n {
-        let d0 = word(earlier + len) ^ word(later + len);
-        let d1 = word(earlier + len + 8) ^ word(later + len + 8);
-        let d2 = word(earlier + len + 16) ^ word(later + len + 16);
-        let d3 = word(earlier + len + 24) ^ word(later + len + 24);
-        if (d0 | d1 | d2 | d3) != 0 {
-            let (skip, diff) = if d0 != 0 {
-                (0, d0)
-            } else if d1 != 0 {
-                (8, d1)
-            } else if d2 != 0 {
-                (16, d2)
-            } else {
-                (24, d3)
-            };
-            // Little-endian: the lowest set bit is in the first differing byte.
-            return len + skip + (diff.trailing_zeros() / 8) as usize;
+    while later + len + 64 <= n {
+        // SAFETY: `later + len + 64 <= n` and `earlier < later`: both blocks lie inside
+        // `input`.
+        let equal = unsafe { equal_mask64(p.add(earlier + len), p.add(later + len)) };
+        if equal != u64::MAX {
+            return len + (!equal).trailing_zeros() as usize;
         }
-        len += 32;
+        len += 64;
     }
     while later + len + 8 <= n {
-        let diff = word(earlier + len) ^ word(later + len);
+        // SAFETY: `later + len + 8 <= n` and `earlier < later`: both words lie inside
+        // `input`; `read_unaligned` needs no alignment.
+        let (x, y) = unsafe {
+            (
+                p.add(earlier + len).cast::<u64>().read_unaligned(),
+                p.add(later + len).cast::<u64>().read_unaligned(),
+            )
+        };
+        let diff = u64::from_le(x) ^ u64::from_le(y);
         if diff != 0 {
+            // Little-endian: the lowest set bit is in the first differing byte.
             return len + (diff.trailing_zeros() / 8) as usize;
         }
         len += 8;
@@ -185,18 +178,69 @@ fn match_len(input: &[u8], earlier: usize, later: usize, known: usize) -> usize 
     len
 }
 
+/// Bit `i` set when byte `i` of the 64 at `a` equals byte `i` of the 64 at `b`.
+///
+/// # Safety
+/// Both 64-byte ranges must be readable.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn equal_mask64(a: *const u8, b: *const u8) -> u64 {
+    use std::arch::x86_64::{__m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8};
+    // SSE2, which every x86-64 processor has: four 16-byte compares, one bit per byte.
+    let mut mask = 0u64;
+    for k in 0..4 {
+        // SAFETY: the caller guarantees 64 readable bytes at each; unaligned loads.
+        let (x, y) = unsafe {
+            (
+                _mm_loadu_si128(a.add(16 * k).cast::<__m128i>()),
+                _mm_loadu_si128(b.add(16 * k).cast::<__m128i>()),
+            )
+        };
+        // SAFETY: SSE2 is part of the x86-64 baseline.
+        let bits = unsafe { _mm_movemask_epi8(_mm_cmpeq_epi8(x, y)) } as u16;
+        mask |= u64::from(bits) << (16 * k);
+    }
+    mask
+}
+
+/// Bit `i` set when byte `i` of the 64 at `a` equals byte `i` of the 64 at `b`.
+///
+/// # Safety
+/// Both 64-byte ranges must be readable.
+#[cfg(not(target_arch = "x86_64"))]
+#[inline(always)]
+unsafe fn equal_mask64(a: *const u8, b: *const u8) -> u64 {
+    let mut mask = 0u64;
+    for k in 0..64 {
+        // SAFETY: the caller guarantees 64 readable bytes at each.
+        let same = unsafe { *a.add(k) == *b.add(k) };
+        mask |= u64::from(same) << k;
+    }
+    mask
+}
+
 #[inline(always)]
 fn hash(key: u32) -> usize {
     (key.wrapping_mul(HASH_MUL) >> (32 - HASH_BITS)) as usize
 }
 
-/// Bytes a literal copy may write past its end: runs of up to 16 literals are copied as
-/// one 16-byte block, whose excess the next instruction overwrites.
-const SINK_SLACK: usize = 16;
+/// Bytes an instruction may write past its end: literal runs of up to 32 bytes are
+/// copied as two 16-byte blocks, and a length extension of up to 16 zero bytes is written
+/// as one 16-byte block; the excess is overwritten by what follows or left past the end.
+const SINK_SLACK: usize = 32;
+
+/// Length extensions (zero bytes worth 255 each, then the remainder) of at most this many
+/// zero bytes are written without a loop; a 4 KiB page's longest has 16.
+const EXTENSION_BLOCK: usize = 16;
 
 /// The compressed stream being written into a `Vec`'s buffer: `at` bytes are written, the
 /// `Vec`'s length is set once, at the end. Each instruction first makes room for its
 /// largest size, so the writes themselves need no checks.
+///
+/// Where the instruction's form depends on a length, the bytes of every form are written
+/// and the length chooses how many count (conditional moves rather than branches: a
+/// page delta alternates literal runs and matches of every size, so such branches were
+/// mispredicted about half the time).
 struct Sink<'a> {
     out: &'a mut Vec<u8>,
     at: usize,
@@ -227,58 +271,100 @@ impl<'a> Sink<'a> {
         unsafe { self.out.set_len(0) };
     }
 
+    /// Writes `b` at `at + offset` without counting it.
+    #[inline(always)]
+    fn put(&mut self, offset: usize, b: u8) {
+        debug_assert!(self.at + offset < self.out.capacity());
+        // SAFETY: `room` reserved every byte of the instruction being written.
+        unsafe { self.out.as_mut_ptr().add(self.at + offset).write(b) };
+    }
+
     #[inline(always)]
     fn byte(&mut self, b: u8) {
-        debug_assert!(self.at < self.out.capacity());
-        // SAFETY: `room` reserved every byte of the instruction being written.
-        unsafe { self.out.as_mut_ptr().add(self.at).write(b) };
+        self.put(0, b);
         self.at += 1;
     }
 
-    /// Appends a length too large for an opcode's field: zero bytes worth 255 each, then
-    /// the remainder (1–255). `value` is at least 1.
+    /// Writes the length extension of `value` (at least 1) at `at + offset` without
+    /// counting it; returns its size. `room` must have reserved `offset` bytes plus
+    /// `value / 255 + EXTENSION_BLOCK + 1`.
     #[inline(always)]
-    fn extension(&mut self, mut value: usize) {
-        while value > 255 {
-            self.byte(0);
-            value -= 255;
+    fn extension_at(&mut self, offset: usize, value: usize) -> usize {
+        // `zeros` zero bytes worth 255 each, then the remainder, 1–255: as the loop
+        // `while value > 255 { push(0); value -= 255 }; push(value)` writes it.
+        let zeros = (value - 1) / 255;
+        let last = (value - 255 * zeros) as u8;
+        if zeros <= EXTENSION_BLOCK {
+            // SAFETY: `room` reserved `offset + EXTENSION_BLOCK + 1` bytes after `at`.
+            unsafe {
+                let dst = self.out.as_mut_ptr().add(self.at + offset);
+                std::ptr::write_bytes(dst, 0, EXTENSION_BLOCK);
+            }
+        } else {
+            for k in 0..zeros {
+                self.put(offset + k, 0);
+            }
         }
-        self.byte(value as u8);
+        self.put(offset + zeros, last);
+        zeros + 1
+    }
+
+    /// Appends a length too large for an opcode's field (see [`Sink::extension_at`]).
+    #[inline(always)]
+    fn extension(&mut self, value: usize) {
+        self.at += self.extension_at(0, value);
     }
 
     /// Appends the literal run `input[start..end]`. At the start of the stream (nothing
     /// written yet) a run of up to 238 has the first byte's own form; otherwise the
     /// previous instruction was a match, whose `SS` bits (in the byte two before its end)
-    /// carry runs of 1–3.
+    /// carry runs of 1–3, a run of 4–18 has one opcode byte and a longer one an opcode
+    /// and a length extension.
     #[inline(always)]
     fn literals(&mut self, input: &[u8], start: usize, end: usize) {
         let n = end - start;
-        if n == 0 {
-            return;
-        }
-        // Header (at most 2 + n / 255 bytes), the literals, and a block copy's excess.
-        self.room(n + n / 255 + 2 + SINK_SLACK);
-        if self.at == 0 && n <= 238 {
-            self.byte(17 + n as u8);
-        } else if n <= 3 {
-            // Not at the start, so at least the previous match's opcode and one more
-            // byte were written.
-            // SAFETY: `at >= 2` bytes are written.
-            unsafe { *self.out.as_mut_ptr().add(self.at - 2) |= n as u8 };
-        } else if n <= 18 {
-            self.byte((n - 3) as u8);
+        // Header (at most 2 + n / 255 bytes, written as up to 2 + EXTENSION_BLOCK), the
+        // literals, and a block copy's excess.
+        self.room(n + n / 255 + 2 + EXTENSION_BLOCK + SINK_SLACK);
+        let header = if self.at == 0 {
+            if n == 0 {
+                return;
+            }
+            if n <= 238 {
+                self.put(0, 17 + n as u8);
+                1
+            } else {
+                self.put(0, 0);
+                1 + self.extension_at(1, n - 18)
+            }
         } else {
-            self.byte(0);
-            self.extension(n - 18);
-        }
+            // Every form written, the run's length choosing: 0–3 go into the previous
+            // match's `SS` bits (0 changes nothing), 4–18 take one opcode byte `n - 3`,
+            // longer ones an opcode 0 and the extension of `n - 18`.
+            let ss = if n <= 3 { n as u8 } else { 0 };
+            // SAFETY: not at the start, so the previous match's opcode and at least one
+            // more byte were written: `at >= 2`.
+            unsafe { *self.out.as_mut_ptr().add(self.at - 2) |= ss };
+            self.put(0, if n <= 18 { n.wrapping_sub(3) as u8 } else { 0 });
+            let extension = self.extension_at(1, n.saturating_sub(18).max(1));
+            if n <= 3 {
+                0
+            } else if n <= 18 {
+                1
+            } else {
+                1 + extension
+            }
+        };
+        self.at += header;
         let src = input[start..end].as_ptr();
-        // SAFETY: `room` reserved `n + SINK_SLACK` bytes after `at`; the source is
-        // `input[start..end]`, read as one 16-byte block only when 16 bytes from `start`
+        // SAFETY: `room` reserved `n + SINK_SLACK` bytes after the header; the source is
+        // `input[start..end]`, read as two 16-byte blocks only when 32 bytes from `start`
         // lie inside `input`.
         unsafe {
             let dst = self.out.as_mut_ptr().add(self.at);
-            if n <= 16 && start + 16 <= input.len() {
+            if n <= 32 && start + 32 <= input.len() {
                 std::ptr::copy_nonoverlapping(src, dst, 16);
+                std::ptr::copy_nonoverlapping(src.add(16), dst.add(16), 16);
             } else {
                 std::ptr::copy_nonoverlapping(src, dst, n);
             }
@@ -290,8 +376,8 @@ impl<'a> Sink<'a> {
     /// zero. The shortest form the length and distance fit.
     #[inline(always)]
     fn matched(&mut self, len: usize, distance: usize) {
-        // Opcode, length extension, two distance bytes.
-        self.room(len / 255 + 4);
+        // Opcode, length extension (as a block), two distance bytes.
+        self.room(len / 255 + EXTENSION_BLOCK + 4);
         if len <= M2_MAX_LEN && distance <= M2_MAX_DISTANCE {
             let d = distance - 1;
             self.byte((((len - 1) << 5) | ((d & 7) << 2)) as u8);
@@ -299,12 +385,12 @@ impl<'a> Sink<'a> {
             return;
         }
         let word = if distance <= M3_MAX_DISTANCE {
-            if len <= M3_MAX_LEN {
-                self.byte(0x20 | (len - 2) as u8);
-            } else {
-                self.byte(0x20);
-                self.extension(len - M3_MAX_LEN);
-            }
+            // Both forms written: a length up to 33 in the opcode, a longer one as the
+            // extension of `len - 33` after an opcode with a zero length field.
+            let short = len <= M3_MAX_LEN;
+            self.put(0, 0x20 | if short { (len - 2) as u8 } else { 0 });
+            let extension = self.extension_at(1, len.saturating_sub(M3_MAX_LEN).max(1));
+            self.at += 1 + if short { 0 } else { extension };
             (distance - 1) << 2
         } else {
             let d = distance - M3_MAX_DISTANCE;
