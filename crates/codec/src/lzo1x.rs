@@ -98,9 +98,7 @@ trait Slot: Copy + Default {
     /// table takes inputs below 64 KiB only), so that the probe loop need not ask.
     const STORES_ALL: bool;
     fn pack(value: u32) -> Self;
-    /// The position this entry holds for an input stored from `base` (modulo 2^bits: a
-    /// stale entry, below `base`, comes out at least `2^bits - base`).
-    fn position(self, base: u32) -> usize;
+    fn value(self) -> u32;
 }
 
 impl Slot for u16 {
@@ -111,8 +109,8 @@ impl Slot for u16 {
         value as u16
     }
     #[inline(always)]
-    fn position(self, base: u32) -> usize {
-        self.wrapping_sub(base as u16) as usize
+    fn value(self) -> u32 {
+        u32::from(self)
     }
 }
 
@@ -124,8 +122,8 @@ impl Slot for u32 {
         value
     }
     #[inline(always)]
-    fn position(self, base: u32) -> usize {
-        self.wrapping_sub(base) as usize
+    fn value(self) -> u32 {
+        self
     }
 }
 
@@ -439,11 +437,16 @@ impl Lzo1x1 {
         let mut sink = Sink::new(out, max_compressed_len(n));
         if n < self.narrow_below {
             let mut base = u32::from(self.narrow_base);
-            encode(&mut self.narrow, &mut base, input, &mut sink);
+            if n <= M4_MAX_DISTANCE + 1 {
+                // Every distance within the input fits the longest match form.
+                encode::<u16, false>(&mut self.narrow, &mut base, input, &mut sink);
+            } else {
+                encode::<u16, true>(&mut self.narrow, &mut base, input, &mut sink);
+            }
             self.narrow_base = base as u16;
         } else {
             let table = self.wide.get_or_insert_with(zeroed_table);
-            encode(table, &mut self.wide_base, input, &mut sink);
+            encode::<u32, true>(table, &mut self.wide_base, input, &mut sink);
         }
         sink.finish();
         out.len()
@@ -452,9 +455,15 @@ impl Lzo1x1 {
 
 /// The greedy pass over `input` with `table`, whose entries are `*base + position` for
 /// this input and stale below `*base`; moves `*base` past the input (clearing the table
-/// when it wraps).
+/// when it wraps). `FAR`: whether the input is long enough for a candidate to lie beyond
+/// the longest match distance.
 #[inline(always)]
-fn encode<S: Slot>(table: &mut [S; HASH_SIZE], base: &mut u32, input: &[u8], out: &mut Sink<'_>) {
+fn encode<S: Slot, const FAR: bool>(
+    table: &mut [S; HASH_SIZE],
+    base: &mut u32,
+    input: &[u8],
+    out: &mut Sink<'_>,
+) {
     let n = input.len();
     // Positions are stored as `base + position` in `S`: start over (clear the table)
     // when this input would not fit above the current base.
@@ -486,19 +495,19 @@ fn encode<S: Slot>(table: &mut [S; HASH_SIZE], base: &mut u32, input: &[u8], out
                 // SAFETY: `ip <= last_probe = n - 4`.
                 let key = unsafe { read_u32_unchecked(input, ip) };
                 let slot = hash(key);
-                let stored = table[slot];
+                let stored = table[slot].value();
                 if S::STORES_ALL || ip < storable {
                     table[slot] = S::pack(b + ip as u32);
                 }
-                // A stale entry (below `base`) wraps to at least `2^bits - base`, which
-                // is above every position of this input (`n < 2^bits - 1 - base`); so is
-                // a position stored at this probe or later. One unsigned comparison of
-                // the distance minus one rejects those (the subtraction wraps) and
-                // candidates too far back.
-                let candidate = stored.position(b);
+                // Entries of earlier inputs (and cleared ones) lie below `base`, those of
+                // this input at or above it: one comparison tells them apart, and an entry
+                // of this input holds an earlier probe's position (it is read before this
+                // probe's store).
+                let candidate = stored.wrapping_sub(b) as usize;
                 let distance = ip.wrapping_sub(candidate);
-                if distance.wrapping_sub(1) < M4_MAX_DISTANCE
-                    // SAFETY: `candidate < ip` (the distance is at least 1).
+                if stored >= b
+                    && (!FAR || distance <= M4_MAX_DISTANCE)
+                    // SAFETY: `candidate < ip` (an earlier probe's position).
                     && unsafe { read_u32_unchecked(input, candidate) } == key
                 {
                     let len = match_len(input, candidate, ip, MIN_MATCH);
