@@ -43,10 +43,10 @@ pub fn max_compressed_len(len: usize) -> usize {
 /// past each input, so entries from an earlier call are recognisably stale and the table
 /// need not be cleared per page. The output depends on nothing but the input.
 ///
-/// Inputs below 64 KiB (every page) use a table of 16-bit entries: 32 KiB, which stays in
-/// the L1 cache where the 64 KiB of 32-bit entries did not (a table load per probed byte
-/// was the encoder's largest cost). Its base wraps after about 16 pages, when the table is
-/// cleared. Larger inputs use a table of 32-bit entries, made on first use.
+/// Inputs below 64 KiB (every page) use a table of 16-bit entries: 32 KiB of cache
+/// instead of 64 KiB for the table load of every probe. Its base wraps after about 16
+/// pages, when the table is cleared. Larger inputs use a table of 32-bit entries, made on
+/// first use.
 pub struct Lzo1x1 {
     /// A fixed-size array, so that indexing it with a 14-bit hash needs no bounds check.
     narrow: Box<[u16; HASH_SIZE]>,
@@ -417,17 +417,19 @@ impl<'a> Sink<'a> {
 }
 
 impl Lzo1x1 {
-    /// Starts the next input at `base` in the 32-bit table, which every input then uses
-    /// (tests of the 32-bit wrap).
+    /// Starts the next input at `base` in the 32-bit table, cleared, which every input
+    /// then uses (tests of the 32-bit wrap).
     #[cfg(test)]
     pub(crate) fn set_base_for_test(&mut self, base: u32) {
+        self.wide.get_or_insert_with(zeroed_table).fill(0);
         self.wide_base = base;
         self.narrow_below = 0;
     }
 
-    /// Starts the next input at `base` in the 16-bit table (tests of its wrap).
+    /// Starts the next input at `base` in the 16-bit table, cleared (tests of its wrap).
     #[cfg(test)]
     pub(crate) fn set_narrow_base_for_test(&mut self, base: u16) {
+        self.narrow.fill(0);
         self.narrow_base = base;
     }
 
@@ -506,8 +508,11 @@ fn encode<S: Slot, const FAR: bool>(
                 let candidate = stored.wrapping_sub(b) as usize;
                 let distance = ip.wrapping_sub(candidate);
                 if stored >= b
+                    // Always so (see above), but tested: the read below relies on it, and
+                    // this runs only for entries of this input, a few per page.
+                    && candidate < ip
                     && (!FAR || distance <= M4_MAX_DISTANCE)
-                    // SAFETY: `candidate < ip` (an earlier probe's position).
+                    // SAFETY: `candidate < ip <= n - 4`.
                     && unsafe { read_u32_unchecked(input, candidate) } == key
                 {
                     let len = match_len(input, candidate, ip, MIN_MATCH);
