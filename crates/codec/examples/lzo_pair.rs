@@ -1,6 +1,11 @@
 //! Compresses delta-like and text pages many times with either the tuned LZO1X-1 encoder
 //! or the reference copy, for paired whole-process timing (docs/performance.md):
 //! `cargo run --release -p flashstack-codec --example lzo_pair -- tuned|reference`.
+//!
+//! With a second argument, the pages are instead the XORs of the (base, new page) pairs
+//! that F2FS's diagnostic `fs.mount.delta.pairs_dump` wrote (MedFS's real deltas), each
+//! compressed `ROUNDS / 100` times:
+//! `lzo_pair tuned /tmp/pairs.bin`.
 
 use std::hint::black_box;
 
@@ -15,6 +20,7 @@ const ROUNDS: usize = 6000;
 
 fn main() {
     let which = std::env::args().nth(1).unwrap_or_default();
+    let dump = std::env::args().nth(2);
     let model = ContentModel::new(7, ContentMix::default());
     let mut s: u64 = 0x9e37_79b9_7f4a_7c15;
     let mut next = move || {
@@ -49,12 +55,17 @@ fn main() {
             pages.push(page);
         }
     }
+    let mut rounds = ROUNDS;
+    if let Some(path) = dump {
+        pages = dumped_deltas(&path);
+        rounds = ROUNDS / 100;
+    }
     let mut out = Vec::new();
     let mut total = 0usize;
     match which.as_str() {
         "tuned" | "tuned-text" => {
             let mut lzo = Lzo1x1::new();
-            for _ in 0..ROUNDS {
+            for _ in 0..rounds {
                 for p in &pages {
                     total += black_box(lzo.compress_into(p, &mut out));
                 }
@@ -62,16 +73,52 @@ fn main() {
         }
         "reference" | "reference-text" => {
             let mut lzo = lzo1x_reference::Reference::new();
-            for _ in 0..ROUNDS {
+            for _ in 0..rounds {
                 for p in &pages {
                     total += black_box(lzo.compress_into(p, &mut out));
                 }
             }
         }
+        "check" => {
+            // Both encoders on every page, byte for byte (warm encoders, in order).
+            let mut tuned = Lzo1x1::new();
+            let mut reference = lzo1x_reference::Reference::new();
+            let mut out_ref = Vec::new();
+            for (i, p) in pages.iter().enumerate() {
+                tuned.compress_into(p, &mut out);
+                reference.compress_into(p, &mut out_ref);
+                if out != out_ref {
+                    eprintln!("lzo_pair: page {i}: the encoders differ");
+                    std::process::exit(1);
+                }
+                total += out.len();
+            }
+            eprintln!("{} pages identical", pages.len());
+        }
         _ => {
-            eprintln!("usage: lzo_pair tuned|reference|tuned-text|reference-text");
+            eprintln!("usage: lzo_pair tuned|reference|tuned-text|reference-text|check [PAIRS]");
             std::process::exit(2);
         }
     }
     println!("{total}");
+}
+
+/// The XOR of every (base, page) pair in a `pairs_dump` file: records of an 80-byte
+/// header, the 4 KiB base and the 4 KiB new page.
+fn dumped_deltas(path: &str) -> Vec<Vec<u8>> {
+    const RECORD: usize = 80 + 2 * PAGE_SIZE;
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("lzo_pair: {path}: {e}");
+            std::process::exit(2);
+        }
+    };
+    bytes
+        .chunks_exact(RECORD)
+        .map(|r| {
+            let (base, page) = r[80..].split_at(PAGE_SIZE);
+            base.iter().zip(page).map(|(a, b)| a ^ b).collect()
+        })
+        .collect()
 }

@@ -399,6 +399,15 @@ fn assert_same_as_reference(inputs: &[Vec<u8>], base: Option<u32>) {
         tuned.set_base_for_test(b);
         reference.set_base_for_test(b);
     }
+    assert_same_with(&mut tuned, &mut reference, inputs);
+}
+
+/// [`assert_same_as_reference`] with given (warm) encoders.
+fn assert_same_with(
+    tuned: &mut Lzo1x1,
+    reference: &mut crate::lzo1x_reference::Reference,
+    inputs: &[Vec<u8>],
+) {
     let (mut a, mut b, mut out) = (Vec::new(), Vec::new(), Vec::new());
     for (i, input) in inputs.iter().enumerate() {
         let na = tuned.compress_into(input, &mut a);
@@ -477,6 +486,89 @@ fn lzo_tuned_matches_reference_on_fixed_cases() {
     assert_same_as_reference(&big, Some(u32::MAX - 70_000));
 }
 
+/// A page delta as MedFS makes them (the XOR of a page and its base): zeros with `runs`
+/// spans of nonzero bytes, some of them at the very start and end of the input, and
+/// zero gaps of 1–3 bytes inside spans (no 4-byte zero key there).
+fn sparse_xor_page(seed: u64, len: usize, runs: usize) -> Vec<u8> {
+    let mut s = seed | 1;
+    let mut page = vec![0u8; len];
+    if len == 0 {
+        return page;
+    }
+    for r in 0..runs {
+        let at = match r {
+            0 => 0,
+            1 => len.saturating_sub(1 + (xorshift(&mut s) as usize) % 8),
+            _ => (xorshift(&mut s) as usize) % len,
+        };
+        let run = 1 + (xorshift(&mut s) as usize) % 40;
+        for (k, byte) in page.iter_mut().skip(at).take(run).enumerate() {
+            let v = xorshift(&mut s);
+            // Mostly nonzero, with short zero gaps and repeated values.
+            *byte = match v % 8 {
+                0 => 0,
+                1 => 0x20,
+                _ => (v >> 8) as u8 | (k as u8 & 1),
+            };
+        }
+    }
+    page
+}
+
+#[test]
+fn lzo_tuned_matches_reference_on_sparse_xor_pages() {
+    let mut inputs: Vec<Vec<u8>> = Vec::new();
+    for seed in 0..300u64 {
+        let len = match seed % 6 {
+            0 => 4096,
+            1 => 4095,
+            2 => 4097,
+            3 => 4096 - (seed as usize % 64),
+            4 => 8192,
+            _ => 4096 + (seed as usize % 64),
+        };
+        inputs.push(sparse_xor_page(seed, len, (seed as usize * 7) % 90));
+    }
+    // One warm encoder over all of them: about 300 pages cross the 16-bit table's wrap
+    // about 20 times.
+    assert_same_as_reference(&inputs, None);
+}
+
+#[test]
+fn lzo_tuned_matches_reference_across_the_16_bit_wrap() {
+    let pages: Vec<Vec<u8>> = (0..8u64)
+        .map(|i| sparse_xor_page(i + 11, 4096, 30))
+        .collect();
+    // Started close below the wrap: the table is cleared before or after one of them.
+    for gap in [1u16, 2, 3, 4095, 4096, 4097, 4098, 8193, 10_000] {
+        let mut tuned = Lzo1x1::new();
+        tuned.set_narrow_base_for_test(u16::MAX - gap);
+        let mut reference = crate::lzo1x_reference::Reference::new();
+        assert_same_with(&mut tuned, &mut reference, &pages);
+    }
+    // Sizes around the 16-bit table's limit, and the two tables taking turns.
+    let mut inputs = Vec::new();
+    for len in [
+        65_532usize,
+        65_533,
+        65_534,
+        65_535,
+        65_536,
+        100,
+        4096,
+        70_000,
+        4096,
+    ] {
+        inputs.push(sparse_xor_page(len as u64, len, 200));
+        inputs.push(sample(len));
+    }
+    assert_same_as_reference(&inputs, None);
+    let mut tuned = Lzo1x1::new();
+    tuned.set_narrow_base_for_test(u16::MAX - 70);
+    let mut reference = crate::lzo1x_reference::Reference::new();
+    assert_same_with(&mut tuned, &mut reference, &inputs);
+}
+
 /// Bytes with many zeros and runs of repeated and random values (as in page deltas).
 fn delta_like_bytes(max_len: usize) -> impl Strategy<Value = Vec<u8>> {
     proptest::collection::vec(
@@ -506,6 +598,20 @@ proptest! {
             1..5,
         ),
     ) {
+        assert_same_as_reference(&inputs, None);
+    }
+
+    #[test]
+    fn lzo_tuned_matches_reference_on_sparse_pages(
+        pages in proptest::collection::vec(
+            (any::<u64>(), 0usize..120, prop_oneof![Just(4096usize), 4000usize..4200, 0usize..300]),
+            1..6,
+        ),
+    ) {
+        let inputs: Vec<Vec<u8>> = pages
+            .iter()
+            .map(|&(seed, runs, len)| sparse_xor_page(seed, len, runs))
+            .collect();
         assert_same_as_reference(&inputs, None);
     }
 
