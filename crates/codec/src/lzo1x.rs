@@ -43,9 +43,9 @@ pub fn max_compressed_len(len: usize) -> usize {
 /// past each input, so entries from an earlier call are recognisably stale and the table
 /// need not be cleared per page. The output depends on nothing but the input.
 ///
-/// Inputs below 64 KiB (every page) use a table of 16-bit entries: 32 KiB of cache
-/// instead of 64 KiB for the table load of every probe. Its base wraps after about 16
-/// pages, when the table is cleared. Larger inputs use a table of 32-bit entries, made on
+/// Inputs shorter than 65,534 bytes (`NARROW_BELOW`; every page) use a table of 16-bit
+/// entries: 32 KiB of cache instead of 64 KiB for the table load of every probe. Its base
+/// wraps after about 16 pages, when the table is cleared. Larger inputs use a table of 32-bit entries, made on
 /// first use.
 pub struct Lzo1x1 {
     /// A fixed-size array, so that indexing it with a 14-bit hash needs no bounds check.
@@ -95,7 +95,8 @@ impl std::fmt::Debug for Lzo1x1 {
 trait Slot: Copy + Default {
     const MAX: u32;
     /// Whether every position of an input this table takes can be stored (the 16-bit
-    /// table takes inputs below 64 KiB only), so that the probe loop need not ask.
+    /// table takes inputs shorter than 65,534 bytes only), so that the probe loop need not
+    /// ask.
     const STORES_ALL: bool;
     fn pack(value: u32) -> Self;
     fn value(self) -> u32;
@@ -354,7 +355,11 @@ impl<'a> Sink<'a> {
             }
         };
         self.at += header;
-        let src = input[start..end].as_ptr();
+        debug_assert!(start <= end && end <= input.len());
+        // A pointer into the whole input (not the sub-slice): the 32-byte copy below may
+        // read past `end`, still inside `input`.
+        // SAFETY: `start <= input.len()`.
+        let src = unsafe { input.as_ptr().add(start) };
         // SAFETY: `room` reserved `n + SINK_SLACK` bytes after the header; the source is
         // `input[start..end]`, read as two 16-byte blocks only when 32 bytes from `start`
         // lie inside `input`.

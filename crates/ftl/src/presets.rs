@@ -507,7 +507,7 @@ pub const CSD3000_FLASH_GIB: u32 = 32;
 ///   tBERS 3.5 ms, 16 KiB pages at 1.4 GT/s = 11.7 µs); 4 channels × 2 dies and 2 MiB
 ///   blocks are **assumed** (enough parallelism for the scaled slice, 1% held back).
 ///   One plane per die, so the die rule is moot; channels book intervals (`intervals`),
-///   as for the other presets of real parts (docs/ftl.md "Channel timing and die rules").
+///   as `ufs31`'s do (docs/ftl.md "Channel timing and die rules").
 /// - Exported capacity 2× the flash: CSD 3000 drives ship formatted at 1× and can be
 ///   reformatted larger (StorageReview: "capacity multiplier"); 2× fits the seed's
 ///   workloads (compression ratios 1–4). 7% over-provisioning as in `ufs31`.

@@ -4,8 +4,9 @@
 //! Step by step:
 //! 1. A host write crosses the link and is copied into the buffer (`dram_ns_per_4k`, one
 //!    DRAM channel in turn); it completes then. Each LBA keeps its newest version only: an
-//!    overwrite of a buffered LBA takes no more room. Reads of buffered LBAs are served from
-//!    the buffer (`buffer_read_hits`); no mapping lookup, no flash.
+//!    overwrite of a buffered LBA takes no more room. Reads of buffered LBAs, and of LBAs
+//!    destaged whose page program has not ended (their bytes stay in DRAM until it has),
+//!    are served from the buffer (`buffer_read_hits`); no mapping lookup, no flash.
 //! 2. Destaging is background work: before each request, whole flash pages of buffered
 //!    data (the pure policy [`destage_group`] picks which) go down the ordinary write path
 //!    (`write_lpn`: allocation, foreground GC, the mapping cache dirtied now) at the time
@@ -67,7 +68,7 @@ pub fn destage_group(
 }
 
 /// A buffered LBA taken out at a power cut: (LBA, host stream, bytes).
-pub(crate) type Held = (u32, u32, Option<Box<[u8]>>);
+pub(crate) type CutEntry = (u32, u32, Option<Box<[u8]>>);
 
 /// A destaged LBA's copy in DRAM: when its page program ends, and its bytes.
 type InDram = (Nanos, Option<Box<[u8]>>);
@@ -248,6 +249,13 @@ impl WriteBuffer {
             self.in_flight.pop();
             self.in_flight_lbas -= lbas;
         }
+    }
+
+    /// Drops the DRAM copies of destaged LBAs whose programs ended by `now_ns`. Called
+    /// only at a request's arrival (`wbuf_drain`), never with a later time (a write's
+    /// link crossing), so no read arriving before `now_ns` can lose its copy early; a
+    /// read checks the end time itself anyway.
+    fn prune_held(&mut self, now_ns: Nanos) {
         while let Some(&Reverse((end_ns, lpn))) = self.held_ends.peek() {
             if end_ns > now_ns {
                 break;
@@ -373,6 +381,7 @@ impl Ftl {
             return Ok(());
         }
         self.wbuf_mut().release_until(now_ns);
+        self.wbuf_mut().prune_held(now_ns);
         // Less than a page buffered: no group without force (the common case, cheaply).
         while self.wbuf().buffered_lbas() >= self.page_lbas() as u64 {
             let Some((stream, group)) = self.wbuf_next_group(false) else {
@@ -419,7 +428,9 @@ impl Ftl {
     /// `group` join it: the unit is programmed once with every half the buffer holds, as a
     /// controller caching by mapping unit (MQSim's cache by logical page, a sector bitmap
     /// each) does, instead of once per group with a read or padding for the rest and again
-    /// when the rest is destaged. Mates are added after the group, in address order.
+    /// when the rest is destaged. Mates are added after the group, in address order, from
+    /// whichever host stream buffered them: a unit is one mapping entry and one page, so
+    /// it goes to the group's stream whole (a mate of another stream changes streams).
     fn with_unit_mates(&self, mut group: Vec<u32>) -> Vec<u32> {
         if !self.maps_units() {
             return group;
@@ -608,7 +619,7 @@ impl Ftl {
 
     /// At a power cut: what the buffer held, in arrival order, if it is protected (to be
     /// programmed after the scan); otherwise it is lost and counted.
-    pub(crate) fn wbuf_power_loss(&mut self) -> Vec<Held> {
+    pub(crate) fn wbuf_power_loss(&mut self) -> Vec<CutEntry> {
         let Some(wb) = self.write_buffer.as_mut() else {
             return Vec::new();
         };
@@ -623,7 +634,7 @@ impl Ftl {
         wb.held.clear();
         wb.held_ends.clear();
         wb.dram = Resource::default();
-        let held: Vec<Held> = order
+        let held: Vec<CutEntry> = order
             .into_iter()
             .filter_map(|(order, lpn)| match entries.get(&lpn) {
                 Some(e) if e.order == order => {
@@ -644,7 +655,7 @@ impl Ftl {
     /// programmed (the hold-up destage, charged here) and made durable.
     pub(crate) fn wbuf_hold_up(
         &mut self,
-        held: Vec<Held>,
+        held: Vec<CutEntry>,
         now_ns: Nanos,
     ) -> Result<Nanos, FtlError> {
         if held.is_empty() {
@@ -692,6 +703,18 @@ impl Ftl {
             return Err(format!(
                 "write buffer queues list {listed} of {} entries",
                 wb.entries.len()
+            ));
+        }
+        // Every DRAM copy of a destaged LBA is listed for pruning at its end time.
+        let listed: std::collections::BTreeSet<(Nanos, u32)> =
+            wb.held_ends.iter().map(|&Reverse(pair)| pair).collect();
+        if let Some((&lpn, &(end_ns, _))) = wb
+            .held
+            .iter()
+            .find(|&(&lpn, &(end_ns, _))| !listed.contains(&(end_ns, lpn)))
+        {
+            return Err(format!(
+                "write buffer: destaged LBA {lpn}'s DRAM copy (until {end_ns} ns) is not listed"
             ));
         }
         Ok(())

@@ -268,7 +268,7 @@ fn write_buffer_rows(reports: &[RunReport]) -> Vec<(String, Vec<String>)> {
 
 type DieCell = fn(&crate::DieCommandFigures) -> String;
 
-/// Die-command rows (one command per die), inserted after the erases row.
+/// Die-command rows (the die-wide rules), inserted after the erases row.
 fn die_command_rows(reports: &[RunReport]) -> Vec<(String, Vec<String>)> {
     let cell = |r: &RunReport, f: DieCell| {
         r.die_commands
