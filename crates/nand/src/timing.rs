@@ -352,6 +352,39 @@ impl ArrayTiming {
         OpTiming { start_ns, end_ns }
     }
 
+    /// An erase of `unit` joining the open command `cmd` (the die's, or the unit's
+    /// timer's) as a multi-plane erase: same kind and duration, another plane, ready
+    /// before the command's array operation started.
+    fn join_erase(
+        &mut self,
+        cmd: usize,
+        unit: u32,
+        ready_ns: Nanos,
+        erase_ns: Nanos,
+    ) -> Option<OpTiming> {
+        if !self.multi_plane {
+            return None;
+        }
+        let bit = self.plane_bit(unit);
+        let cmd = &mut self.commands[cmd];
+        let joins = cmd.op == Some(UnitOp::Erase)
+            && cmd.planes & bit == 0
+            && cmd.array_ns == erase_ns
+            && ready_ns <= cmd.array_start_ns;
+        if !joins {
+            return None;
+        }
+        if cmd.planes.count_ones() == 1 {
+            self.counters.multi_plane_erases += 1;
+        }
+        self.counters.plane_joins_erase += 1;
+        cmd.planes |= bit;
+        Some(OpTiming {
+            start_ns: cmd.array_start_ns,
+            end_ns: cmd.array_end_ns,
+        })
+    }
+
     #[cold]
     fn join_program(
         &mut self,
@@ -497,24 +530,8 @@ impl ArrayTiming {
             return self.erase_die_wide(unit, ready_ns, erase_ns, true);
         }
         let timer = self.place[unit as usize].0 as usize;
-        if self.multi_plane {
-            let bit = self.plane_bit(unit);
-            let cmd = &mut self.commands[timer];
-            if cmd.op == Some(UnitOp::Erase)
-                && cmd.planes & bit == 0
-                && cmd.array_ns == erase_ns
-                && ready_ns <= cmd.array_start_ns
-            {
-                if cmd.planes.count_ones() == 1 {
-                    self.counters.multi_plane_erases += 1;
-                }
-                self.counters.plane_joins_erase += 1;
-                cmd.planes |= bit;
-                return OpTiming {
-                    start_ns: cmd.array_start_ns,
-                    end_ns: cmd.array_end_ns,
-                };
-            }
+        if let Some(joined) = self.join_erase(timer, unit, ready_ns, erase_ns) {
+            return joined;
         }
         let (start_ns, end_ns) = self.timers[timer].reserve(ready_ns, erase_ns);
         if self.strict {
@@ -561,26 +578,13 @@ impl ArrayTiming {
         joinable: bool,
     ) -> OpTiming {
         let die = unit / self.planes_per_die;
-        let bit = self.plane_bit(unit);
-        let cmd = &mut self.commands[die as usize];
-        if joinable
-            && self.multi_plane
-            && cmd.op == Some(UnitOp::Erase)
-            && cmd.planes & bit == 0
-            && cmd.array_ns == erase_ns
-            && ready_ns <= cmd.array_start_ns
-        {
-            // The command already holds every plane of the die.
-            if cmd.planes.count_ones() == 1 {
-                self.counters.multi_plane_erases += 1;
+        if joinable {
+            // A joined command already holds every plane of the die.
+            if let Some(joined) = self.join_erase(die as usize, unit, ready_ns, erase_ns) {
+                return joined;
             }
-            self.counters.plane_joins_erase += 1;
-            cmd.planes |= bit;
-            return OpTiming {
-                start_ns: cmd.array_start_ns,
-                end_ns: cmd.array_end_ns,
-            };
         }
+        let bit = self.plane_bit(unit);
         let start_ns = ready_ns.max(self.die_busy_until_ns(die));
         let end_ns = self.hold_die(die, start_ns, erase_ns);
         self.commands[die as usize] = if joinable {
