@@ -105,6 +105,26 @@ impl DieCommand {
         channel_from_ns: Nanos::MAX,
         array_end_ns: 0,
     };
+
+    /// A program of `page_index` on the planes `planes`, its data across the channel at
+    /// `xfer_end_ns` (when the array operation starts), ending at `end_ns`.
+    fn program(
+        page_index: u32,
+        planes: u32,
+        program_ns: Nanos,
+        xfer_end_ns: Nanos,
+        end_ns: Nanos,
+    ) -> DieCommand {
+        DieCommand {
+            op: Some(UnitOp::Program),
+            page_index,
+            planes,
+            array_ns: program_ns,
+            array_start_ns: xfer_end_ns,
+            channel_from_ns: xfer_end_ns,
+            array_end_ns: end_ns,
+        }
+    }
 }
 
 /// The timing state of an array: its timers (one per plane, or one per die under one
@@ -305,15 +325,13 @@ impl ArrayTiming {
         let (_, end_ns) = self.timers[timer].reserve(start_ns, xfer_ns + program_ns);
         debug_assert!(end_ns >= xfer_end_ns);
         if self.strict {
-            self.commands[timer] = DieCommand {
-                op: Some(UnitOp::Program),
+            self.commands[timer] = DieCommand::program(
                 page_index,
-                planes: self.plane_bit(unit),
-                array_ns: program_ns,
-                array_start_ns: xfer_end_ns,
-                channel_from_ns: xfer_end_ns,
-                array_end_ns: end_ns,
-            };
+                self.plane_bit(unit),
+                program_ns,
+                xfer_end_ns,
+                end_ns,
+            );
         }
         self.after_channel(channel);
         OpTiming { start_ns, end_ns }
@@ -339,15 +357,13 @@ impl ArrayTiming {
         let ready_ns = ready_ns.max(self.die_busy_until_ns(die));
         let (start_ns, xfer_end_ns) = self.channels[channel].reserve(ready_ns, xfer_ns);
         let end_ns = self.hold_die(die, start_ns, xfer_ns + program_ns);
-        self.commands[die as usize] = DieCommand {
-            op: Some(UnitOp::Program),
+        self.commands[die as usize] = DieCommand::program(
             page_index,
-            planes: self.plane_bit(unit),
-            array_ns: program_ns,
-            array_start_ns: xfer_end_ns,
-            channel_from_ns: xfer_end_ns,
-            array_end_ns: end_ns,
-        };
+            self.plane_bit(unit),
+            program_ns,
+            xfer_end_ns,
+            end_ns,
+        );
         self.after_channel(channel);
         OpTiming { start_ns, end_ns }
     }
