@@ -12,6 +12,7 @@
 //! |---|---|---|
 //! | `lz4` | `lz4_flex` block format (no frame) | the fast baseline of the content model |
 //! | `lzo1x-1` | [`Lzo1x1`], written in this crate | what LDC (Ji et al., TECS 2017) and Linux zram/UBIFS use; the paper's Cr figures are LZO ratios |
+//! | (MedFS's deltas) | [`Lzo1x1Linux`], written in this crate | the same format as Linux's `lib/lzo` writes it, byte for byte (`docs/codecs.md`) |
 //! | `zstd:L` | the `zstd` crate's bulk API, one reused context | the modern ratio/speed trade-off |
 //! | `zlib:L` | `flate2` on the pure-Rust `zlib-rs` backend | F2FS and classic deflate |
 //! | `none` | a copy | the uncompressed baseline |
@@ -88,6 +89,7 @@ mod error;
 mod kind;
 mod lz4;
 pub mod lzo1x;
+mod lzo1x_linux;
 mod stored;
 mod zlib;
 mod zstd_codec;
@@ -96,6 +98,7 @@ pub use error::{CodecError, ParseCodecError};
 pub use kind::CodecKind;
 pub use lz4::Lz4;
 pub use lzo1x::Lzo1x1;
+pub use lzo1x_linux::Lzo1x1Linux;
 pub use stored::Stored;
 pub use zlib::Zlib;
 pub use zstd_codec::Zstd;

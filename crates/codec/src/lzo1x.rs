@@ -183,7 +183,7 @@ fn match_len(input: &[u8], earlier: usize, later: usize, known: usize) -> usize 
 /// Both 64-byte ranges must be readable.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
-unsafe fn equal_mask64(a: *const u8, b: *const u8) -> u64 {
+pub(crate) unsafe fn equal_mask64(a: *const u8, b: *const u8) -> u64 {
     use std::arch::x86_64::{__m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8};
     // SSE2, which every x86-64 processor has: four 16-byte compares, one bit per byte.
     let mut mask = 0u64;
@@ -208,7 +208,7 @@ unsafe fn equal_mask64(a: *const u8, b: *const u8) -> u64 {
 /// Both 64-byte ranges must be readable.
 #[cfg(not(target_arch = "x86_64"))]
 #[inline(always)]
-unsafe fn equal_mask64(a: *const u8, b: *const u8) -> u64 {
+pub(crate) unsafe fn equal_mask64(a: *const u8, b: *const u8) -> u64 {
     let mut mask = 0u64;
     for k in 0..64 {
         // SAFETY: the caller guarantees 64 readable bytes at each.

@@ -36,7 +36,8 @@ pub mod policy;
 pub mod zone;
 
 use flashstack_block::BlockDevice;
-use flashstack_codec::lzo1x::{decompress_into, Lzo1x1};
+use flashstack_codec::lzo1x::decompress_into;
+use flashstack_codec::Lzo1x1Linux;
 
 use super::data::{geometry_from, Geometry, OFF_INLINE, OFF_SIZE};
 use super::{corrupt, le64_at, F2fs, FsError};
@@ -123,7 +124,7 @@ impl DeltaMetrics {
 /// replayed.
 #[derive(Default)]
 pub(crate) struct DeltaState {
-    lzo: Option<Lzo1x1>,
+    lzo: Option<Lzo1x1Linux>,
     /// `make_delta`'s XOR of a page and its base (kept: one allocation per mount).
     xor: Option<Box<Block>>,
     lzo_out: Vec<u8>,
@@ -756,7 +757,7 @@ impl<D: BlockDevice> F2fs<D> {
         // 4.4 KiB), which is handed out: most deltas are not inlined, and the caller
         // gives the buffer back ([`DeltaState::return_lzo_out`]); an inlined one keeps it.
         st.lzo
-            .get_or_insert_with(Lzo1x1::new)
+            .get_or_insert_with(Lzo1x1Linux::new)
             .compress_into(&xor[..], &mut st.lzo_out);
         let out = std::mem::take(&mut st.lzo_out);
         self.now_ns += self.cfg.delta.create_ns;
