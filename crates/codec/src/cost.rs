@@ -65,10 +65,12 @@ pub fn page_cost(cpu: Cpu, kind: CodecKind) -> Option<PageCost> {
     match (cpu, kind) {
         (_, CodecKind::None) => None,
         (Cpu::DesktopI9_9900K, CodecKind::Lz4) => Some(from_throughput(740, 4_530)),
-        (Cpu::DesktopI9_9900K, CodecKind::Lzo1x1) => Some(from_throughput(690, 820)),
+        (Cpu::DesktopI9_9900K, CodecKind::Lzo1x1 | CodecKind::Lzo1x1Linux) => {
+            Some(from_throughput(690, 820))
+        }
         (Cpu::DesktopI9_9900K, CodecKind::Zstd { .. }) => Some(from_throughput(500, 1_660)),
         (Cpu::DesktopI9_9900K, CodecKind::Zlib { .. }) => Some(from_throughput(90, 400)),
-        (Cpu::Snapdragon865, CodecKind::Lzo1x1) => Some(SD865_LZO_DELTA),
+        (Cpu::Snapdragon865, CodecKind::Lzo1x1 | CodecKind::Lzo1x1Linux) => Some(SD865_LZO_DELTA),
         (Cpu::Snapdragon865, _) => None,
     }
 }

@@ -5,7 +5,7 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{Codec, CodecError, Lz4, Lzo1x1, ParseCodecError, Stored, Zlib, Zstd};
+use crate::{Codec, CodecError, Lz4, Lzo1x1, Lzo1x1Linux, ParseCodecError, Stored, Zlib, Zstd};
 
 /// Which codec, with its level: the configuration form of a [`Codec`].
 ///
@@ -21,6 +21,9 @@ pub enum CodecKind {
     Lz4,
     /// LZO1X-1 (this crate's [`Lzo1x1`]).
     Lzo1x1,
+    /// LZO1X-1 as Linux's `lib/lzo` writes it ([`Lzo1x1Linux`]): what the kernel's F2FS
+    /// compresses `lzo` clusters with.
+    Lzo1x1Linux,
     /// zstd at a level.
     Zstd { level: i32 },
     /// zlib at a level.
@@ -38,6 +41,7 @@ impl CodecKind {
             CodecKind::None => Box::new(Stored),
             CodecKind::Lz4 => Box::new(Lz4::new()),
             CodecKind::Lzo1x1 => Box::new(Lzo1x1::new()),
+            CodecKind::Lzo1x1Linux => Box::new(Lzo1x1Linux::new()),
             CodecKind::Zstd { level } => Box::new(Zstd::new(level)?),
             CodecKind::Zlib { level } => Box::new(Zlib::new(level)),
         })
@@ -49,6 +53,7 @@ impl CodecKind {
             CodecKind::None => "none",
             CodecKind::Lz4 => "lz4",
             CodecKind::Lzo1x1 => "lzo1x-1",
+            CodecKind::Lzo1x1Linux => "lzo1x-1-linux",
             CodecKind::Zstd { .. } => "zstd",
             CodecKind::Zlib { .. } => "zlib",
         }
@@ -109,6 +114,7 @@ impl FromStr for CodecKind {
             "none" => plain(CodecKind::None),
             "lz4" => plain(CodecKind::Lz4),
             "lzo1x-1" | "lzo1x_1" | "lzo" => plain(CodecKind::Lzo1x1),
+            "lzo1x-1-linux" => plain(CodecKind::Lzo1x1Linux),
             "zstd" => Ok(CodecKind::Zstd {
                 level: match level {
                     Some(l) => parse_level("zstd", l, *Zstd::LEVELS.start(), *Zstd::LEVELS.end())?,

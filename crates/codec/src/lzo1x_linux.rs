@@ -18,7 +18,8 @@
 //! * inputs longer than 49,152 bytes are compressed in chunks of that size, each with a
 //!   fresh dictionary, the literals left at a chunk's end carried into the next one.
 
-use crate::lzo1x::{equal_mask64, max_compressed_len, END_MARKER};
+use crate::lzo1x::{decompress_into, equal_mask64, max_compressed_len, END_MARKER};
+use crate::{Codec, CodecError};
 
 /// 2^13 entries of 16 bits (`D_BITS` of the kernel's LZO).
 const DICT_BITS: u32 = 13;
@@ -165,6 +166,25 @@ impl Lzo1x1Linux {
     }
 }
 
+impl Codec for Lzo1x1Linux {
+    fn name(&self) -> &'static str {
+        "lzo1x-1-linux"
+    }
+
+    fn compress(&mut self, input: &[u8], out: &mut Vec<u8>) -> usize {
+        self.compress_into(input, out)
+    }
+
+    fn decompress(
+        &mut self,
+        input: &[u8],
+        out: &mut Vec<u8>,
+        expected_len: usize,
+    ) -> Result<(), CodecError> {
+        decompress_into(input, out, expected_len)
+    }
+}
+
 /// The four bytes at `at`.
 ///
 /// # Safety
@@ -285,7 +305,6 @@ const ZERO_100: &[u8] = &[
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lzo1x::decompress_into;
 
     /// Inputs whose compressed bytes were compared with the kernel's compressor (built from
     /// Linux's `lib/lzo` outside this repository; `docs/codecs.md`): lengths around the

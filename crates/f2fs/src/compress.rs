@@ -39,7 +39,8 @@ impl Algorithm {
     /// Our codec for it; LZO-RLE has none here.
     pub fn codec(self) -> Option<CodecKind> {
         match self {
-            Algorithm::Lzo => Some(CodecKind::Lzo1x1),
+            // The kernel's F2FS calls Linux's `lzo1x_1_compress`.
+            Algorithm::Lzo => Some(CodecKind::Lzo1x1Linux),
             Algorithm::Lz4 => Some(CodecKind::Lz4),
             Algorithm::Zstd => Some(CodecKind::Zstd {
                 level: F2FS_ZSTD_DEFAULT_LEVEL,
