@@ -169,7 +169,8 @@ impl Ftl {
         let mut result = Ok(());
         // A pass moves everything live; a failed program under a straddling copy can map a
         // fragment back here, which the next pass moves again.
-        let plain = self.slots_per_page == 1 && !self.compression_active();
+        // Staged pages (super-page allocation) take the general path, which holds them.
+        let plain = self.slots_per_page == 1 && !self.compression_active() && !self.stages(stream);
         for _pass in 0..RELOCATION_PASSES_MAX {
             self.gather_data_slots(block, &mut slots);
             let shared = match self.mapping.nothing_shared() {

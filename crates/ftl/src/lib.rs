@@ -143,7 +143,8 @@ pub struct Ftl {
     streams: Vec<Stream>,
     host_streams: u32,
     next_host_die: u32,
-    /// `ftl.allocation = "super-page"`: host streams stage full pages (`stream.rs`).
+    /// `ftl.allocation = "super-page"`: host and relocation streams stage full pages
+    /// (`stream.rs`).
     super_page: bool,
     planes_per_die: u32,
     /// Page buffers for staged pages, reused.
@@ -259,8 +260,14 @@ impl Ftl {
         );
         debug_assert_eq!(g.units() * g.blocks_per_plane, g.blocks());
         blocks.fill_free_pools();
-        let streams =
-            stream::build_streams(host_streams, g.units(), g.page_size_bytes, g.planes_per_die);
+        let super_page = config.ftl.allocation == Allocation::SuperPage;
+        let streams = stream::build_streams(
+            host_streams,
+            g.units(),
+            g.page_size_bytes,
+            g.planes_per_die,
+            super_page,
+        );
         Ok(Ftl {
             policy: GcPolicy::new(config.ftl.gc.policy),
             units: g.units(),
@@ -284,7 +291,7 @@ impl Ftl {
             streams,
             host_streams,
             next_host_die: 0,
-            super_page: config.ftl.allocation == Allocation::SuperPage,
+            super_page,
             planes_per_die: g.planes_per_die,
             spare_buffers: Vec::new(),
             pending_trims: Vec::new(),
