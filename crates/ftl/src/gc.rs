@@ -595,6 +595,15 @@ impl Ftl {
         if wear.static_threshold.is_none() {
             return Ok(());
         }
+        // With super-page allocation a wear-levelling move leaves the plane (its die's
+        // relocation stream writes every plane), so the plane's least-worn free block stays
+        // unused and a check right after a wear-levelling erase could start the next one at
+        // once, and so on without end: that erase is not counted, the next check waits
+        // for other erases. Page by page the moves use the plane's own free blocks, and
+        // this stays as it was.
+        if self.super_page && self.wear_levelling {
+            return Ok(());
+        }
         self.erases_since_wl_check[die as usize] += 1;
         if self.erases_since_wl_check[die as usize] < wear.check_interval_erases {
             return Ok(());
@@ -606,13 +615,19 @@ impl Ftl {
         }
         let Some(victim) = coldest else { return Ok(()) };
         self.counters.wl_cycles += 1;
-        self.relocate_block(victim, Cause::WearLevel, now_ns)?;
-        // The victim may have been emptied by the relocation's own flush; reclaim it only if
-        // it is still a sealed, empty block.
-        if self.blocks.state[victim as usize] == BlockState::Collecting {
-            self.reclaim(victim, Cause::WearLevel, now_ns)?;
-        }
-        Ok(())
+        self.wear_levelling = true;
+        let result = self
+            .relocate_block(victim, Cause::WearLevel, now_ns)
+            .and_then(|()| {
+                // The victim may have been emptied by the relocation's own flush; reclaim
+                // it only if it is still a sealed, empty block.
+                match self.blocks.state[victim as usize] == BlockState::Collecting {
+                    true => self.reclaim(victim, Cause::WearLevel, now_ns),
+                    false => Ok(()),
+                }
+            });
+        self.wear_levelling = false;
+        result
     }
 
     /// The least-worn sealed block of a die, and the die's erase-count range over good blocks.

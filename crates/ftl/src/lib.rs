@@ -147,6 +147,8 @@ pub struct Ftl {
     /// (`stream.rs`).
     super_page: bool,
     planes_per_die: u32,
+    /// A wear-levelling cycle is under way (`gc.rs`, `after_erase`).
+    wear_levelling: bool,
     /// Page buffers for staged pages, reused.
     spare_buffers: Vec<Box<[u8]>>,
     pending_trims: Vec<u32>,
@@ -293,6 +295,7 @@ impl Ftl {
             next_host_die: 0,
             super_page,
             planes_per_die: g.planes_per_die,
+            wear_levelling: false,
             spare_buffers: Vec::new(),
             pending_trims: Vec::new(),
             pending_binds: Vec::new(),

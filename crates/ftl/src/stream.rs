@@ -539,8 +539,7 @@ impl Ftl {
         if self.stages(stream) {
             // Its own cursor: the stream's frontiers on a die's planes advance together,
             // at the same page offset.
-            let unit = self.streams[stream].advance_cursor();
-            let unit = self.relocation_fallback(stream, unit);
+            let unit = self.next_staging_unit(stream, now_ns)?;
             return self.allocate_on(stream, unit, allow_gc, now_ns);
         }
         let die = match self.streams[stream].pinned_die {
@@ -554,25 +553,37 @@ impl Ftl {
         self.allocate_on(stream, die, allow_gc, now_ns)
     }
 
-    /// A relocation stream allocates without GC, so a plane of its die whose frontier is
-    /// full and whose free pool is empty cannot take the page (GC of another plane moves
-    /// data here): the plane of the die with the most free blocks takes it instead. That
-    /// plane's offsets then run ahead of the others' (its pages are programmed in order
-    /// all the same); page by page, the unit's own pool would have been the only one.
-    fn relocation_fallback(&self, stream: usize, unit: u32) -> u32 {
+    /// The unit a staging stream's next page goes to: where its cursor points. A
+    /// relocation stream allocates without GC, so when that plane's frontier is full and
+    /// its free pool empty (GC of another plane of the die moves data here), the plane of
+    /// the die with the most free blocks takes the page instead; page by page, the unit's
+    /// own pool would have been the only one. What the stream holds is programmed first,
+    /// and the cursor goes on from the new plane, so a super-page never has two pages on
+    /// one plane (a failed program re-targets its page to a fresh block of its plane,
+    /// which would leave a later page of that plane out of order).
+    fn next_staging_unit(&mut self, stream: usize, now_ns: Nanos) -> Result<u32, FtlError> {
+        let unit = self.streams[stream].advance_cursor();
         let s = &self.streams[stream];
         let has_room = |u: u32| {
             matches!(s.active[u as usize], Some(f) if f.next_page < self.pages_per_block)
                 || self.blocks.free_count(u) > 0
         };
         if !s.relocation || has_room(unit) {
-            return unit;
+            return Ok(unit);
         }
         let (first, count) = s.cursor_span;
-        (first..first + count)
+        let Some(other) = (first..first + count)
             .filter(|&u| has_room(u))
             .max_by_key(|&u| (self.blocks.free_count(u), std::cmp::Reverse(u)))
-            .unwrap_or(unit)
+        else {
+            return Ok(unit);
+        };
+        self.counters.relocation_plane_fallbacks += 1;
+        self.program_staged(stream, now_ns)?;
+        let s = &mut self.streams[stream];
+        s.cursor = other;
+        s.advance_cursor();
+        Ok(other)
     }
 
     /// `allocate_page` on a given unit.

@@ -1211,12 +1211,15 @@ fn super_page_allocation_keeps_everything_flushed_through_power_cuts() {
         Exploration::new("ftl super_page_allocation_keeps_everything_flushed_through_power_cuts")
             .durable_by("flushed"),
     );
+    // Wear-levelling cycles and relocated pages that had to leave their cursor's plane.
+    let relocation = RefCell::new((0u64, 0u64));
     proptest!(
         ProptestConfig { cases: 400, ..ProptestConfig::default() },
         |(
             page in prop_oneof![Just(4096u32), Just(8192), Just(16384)],
             planes in prop_oneof![Just(2u32), Just(4)],
             strict in any::<bool>(),
+            eager_wear_levelling in any::<bool>(),
             faults in prop_oneof![3 => Just(0.0f64), 1 => Just(0.01)],
             streams in prop_oneof![Just(StreamMode::Single), Just(StreamMode::Temperature)],
             ops in prop::collection::vec(op_strategy(), 1..400),
@@ -1224,6 +1227,13 @@ fn super_page_allocation_keeps_everything_flushed_through_power_cuts() {
         )| {
             let mut config = tiny_config(page, streams, VictimPolicyKind::Greedy);
             config.ftl.allocation = Allocation::SuperPage;
+            if eager_wear_levelling {
+                // Wear levelling checked after every erase and run at the least
+                // unevenness, so its relocations (held like GC's) run within a few hundred
+                // operations.
+                config.ftl.wear.static_threshold = Some(1);
+                config.ftl.wear.check_interval_erases = 1;
+            }
             config.nand.geometry.planes_per_die = planes;
             config.nand.geometry.blocks_per_plane = 32 / planes;
             if strict {
@@ -1236,15 +1246,24 @@ fn super_page_allocation_keeps_everything_flushed_through_power_cuts() {
                 run(config, &ops, seed, false)
             };
             tally.borrow_mut().merge(&h.tally);
+            let mut r = relocation.borrow_mut();
+            r.0 += h.ftl.counters().wl_cycles;
+            r.1 += h.ftl.counters().relocation_plane_fallbacks;
         }
     );
     let tally = tally.into_inner();
     tally.report();
+    let (wl_cycles, fallbacks) = relocation.into_inner();
+    println!("{wl_cycles} wear-levelling cycles, {fallbacks} relocated pages off their plane");
     assert!(
         tally.noted("mid-buffer") > 50
             && tally.noted("mid-GC") > 20
-            && tally.noted("mid-GC-held") > 0,
-        "the cuts must land in partial super-pages, in GC and in GC's held pages: {}",
+            && tally.noted("mid-GC-held") > 0
+            && wl_cycles > 0
+            && fallbacks > 0,
+        "the cuts must land in partial super-pages, in GC and in GC's held pages; wear \
+         levelling must run, and relocations must meet a plane without room: {}, \
+         {wl_cycles} wear-levelling cycles, {fallbacks} pages off their plane",
         tally.line()
     );
 }
