@@ -18,7 +18,7 @@ use proptest::prelude::*;
 use crate::blocks::BlockState;
 use crate::compression::CompressionPolicyKind;
 use crate::config::*;
-use crate::Ftl;
+use crate::{Cause, Ftl};
 
 pub(crate) fn tiny_config(
     page_size_bytes: u32,
@@ -1312,6 +1312,88 @@ fn super_pages_form_multi_plane_programs_on_a_four_plane_die() {
     assert!(
         super_page.2 > 0 && super_page.1 * 10 <= super_page.0 * 3,
         "super-pages: {figures:?}"
+    );
+}
+
+/// GC on a die of 4 planes with one command per die: page by page, every move goes to
+/// the victim plane's frontier and is a program command of its own; with super-page
+/// allocation the die's relocation stream writes its 4 planes at one page offset and
+/// holds the pages until each plane has one, so the moves join as multi-plane programs
+/// (5 half-valid victims, 20 moves: 20 program commands page by page, 5 multi-plane
+/// commands of 4 planes with super-pages).
+#[test]
+fn gc_moves_form_multi_plane_programs_on_a_four_plane_die() {
+    use flashstack_nand::{ChannelModel, DieRules};
+    let mut figures = Vec::new();
+    for allocation in [Allocation::Page, Allocation::SuperPage] {
+        let mut config = tiny_config(4096, StreamMode::Single, VictimPolicyKind::Greedy);
+        config.nand.geometry.channels = 1;
+        config.nand.geometry.planes_per_die = 4;
+        config.nand.die_rules = DieRules::OneCommandPerDie;
+        config.nand.timing.channel_model = ChannelModel::Intervals;
+        config.ftl.allocation = allocation;
+        config.ftl.wear.static_threshold = None;
+        let mut ftl = Ftl::new(config, false, 1).unwrap();
+        let lbas = ftl.capacity_lbas() / 2;
+        let mut now_ns = 0;
+        for lba in 0..lbas {
+            let one = Payload::Unstored { lba_count: 1 };
+            now_ns = ftl
+                .write(now_ns, lba, one, Hints::default())
+                .unwrap()
+                .complete_ns;
+        }
+        // Pages go to the planes in turn: every other group of 4 LBAs trimmed leaves each
+        // plane's blocks half valid.
+        for lba in (0..lbas).step_by(8) {
+            now_ns = ftl.trim(now_ns, lba, 4).unwrap().complete_ns;
+        }
+        now_ns = ftl.flush(now_ns).unwrap().complete_ns;
+        let d = ftl.nand().die_command_counters();
+        let before = (
+            ftl.nand().counters().page_programs,
+            d.plane_joins_program,
+            d.multi_plane_programs,
+            ftl.counters().program_slots_gc,
+        );
+        // Collect every sealed block of plane 0 that holds data.
+        let victims: Vec<u32> = ftl
+            .nand()
+            .blocks_of_unit(0)
+            .filter(|&b| {
+                ftl.blocks.state[b as usize] == BlockState::Sealed
+                    && ftl.blocks.valid_slots[b as usize] > 0
+            })
+            .collect();
+        for &victim in &victims {
+            ftl.relocate_block(victim, Cause::Gc, now_ns).unwrap();
+        }
+        ftl.make_durable(now_ns).unwrap();
+        let d = ftl.nand().die_command_counters();
+        let programs = ftl.nand().counters().page_programs - before.0;
+        let joins = d.plane_joins_program - before.1;
+        figures.push((
+            victims.len() as u64,
+            ftl.counters().program_slots_gc - before.3,
+            programs,
+            programs - joins,
+            d.multi_plane_programs - before.2,
+        ));
+    }
+    println!("(victims, moves, programs, program commands, multi-plane): {figures:?}");
+    let (page, super_page) = (figures[0], figures[1]);
+    assert!(page.0 >= 4 && page.1 >= 16, "GC had work: {figures:?}");
+    assert_eq!(page.1, super_page.1, "same moves: {figures:?}");
+    assert_eq!(
+        (page.2, page.3, page.4),
+        (page.1, page.1, 0),
+        "one command per move"
+    );
+    assert!(
+        super_page.2 <= super_page.1 + 4
+            && super_page.4 > 0
+            && super_page.3 * 10 <= super_page.2 * 3,
+        "multi-plane GC programs: {figures:?}"
     );
 }
 
