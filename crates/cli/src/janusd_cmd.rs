@@ -1,18 +1,19 @@
 //! `flashstack reproduce janusd`: Janusd's evaluation on aged phones
 //! (`flashstack_experiments::janusd`, `docs/janusd-reproduction.md`).
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use clap::Args;
 use flashstack_cache::MmapPolicy;
 use flashstack_experiments::janusd::{reproduce, CodeOrder, JanusdOptions, Reader};
 use flashstack_html::Reproduction;
+use flashstack_stack::StackConfig;
 
 use crate::reproduce::Outputs;
 
 #[derive(Args)]
 pub struct JanusdArgs {
     /// A small phone (3.4 GiB ufs31 array, 60 % full after 2 days) and a 6-day recurrence
-    /// with a pass every 2 days: about a minute.
+    /// with a pass every 2 days: about 20 s.
     #[arg(long)]
     pub quick: bool,
     #[command(flatten)]
@@ -37,6 +38,11 @@ pub struct JanusdArgs {
     /// end, the default) or `scattered` (64 KiB pieces in a fixed jumping order).
     #[arg(long, default_value = "sequential", value_name = "ORDER")]
     pub code_order: String,
+    /// The stack the phone is made on: `ufs31` (the default) or a stack specification
+    /// (`ufs31+nand.die_rules=independent-planes`); its array is cut to the phone's size
+    /// (`nand.geometry.blocks_per_plane` is replaced: 24 with --quick, 114 without).
+    #[arg(long, value_name = "SPEC")]
+    pub stack: Option<String>,
 }
 
 /// The evaluation, with its terminal report.
@@ -65,7 +71,15 @@ pub fn reproduction(args: &JanusdArgs) -> Result<Reproduction> {
             CodeOrder::NAMES.join(", ")
         );
     };
+    let stack = match &args.stack {
+        Some(spec) => Some(
+            crate::stackrun::resolve_stack(spec, &StackConfig::preset("ufs31")?)
+                .with_context(|| format!("--stack {spec}"))?,
+        ),
+        None => None,
+    };
     let options = JanusdOptions {
+        stack,
         reader,
         mmap,
         code_order,

@@ -123,6 +123,7 @@ fn one(paper: &str, args: &AllArgs) -> Result<Reproduction> {
             reader: "pages".to_string(),
             mmap: "off".to_string(),
             code_order: "sequential".to_string(),
+            stack: None,
         }),
         "mobifs" => reproduce_mobifs::reproduction(&reproduce_mobifs::MobifsArgs {
             quick: args.quick,

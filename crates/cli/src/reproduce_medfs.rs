@@ -1,7 +1,7 @@
 //! `flashstack reproduce medfs`: the MedFS seed's figures beside ours
 //! (`flashstack_experiments::medfs`, `docs/medfs-reproduction.md`).
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use clap::Args;
 use flashstack_html::Reproduction;
 
@@ -17,7 +17,8 @@ pub struct MedfsArgs {
     /// Seed of every random choice; the same seed gives the same figures.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// The stack preset every scheme runs on (the paper's phone: ufs31).
+    /// The stack every scheme runs on: a stack preset (the paper's phone: ufs31) or a
+    /// stack specification (`ufs31+nand.die_rules=independent-planes`, a TOML file).
     #[arg(long, default_value = "ufs31")]
     pub stack: String,
     /// Print each run as it starts (to stderr).
@@ -28,10 +29,22 @@ pub struct MedfsArgs {
 /// The evaluation, with its terminal report.
 pub fn reproduction(args: &MedfsArgs) -> Result<Reproduction> {
     use flashstack_experiments::medfs::{render, reproduce, MedfsOptions};
+    // A preset by name (the figures of record); anything else through the specification.
+    let base = match flashstack_stack::StackConfig::preset(&args.stack) {
+        Ok(_) => None,
+        Err(_) => Some(
+            crate::stackrun::resolve_stack(
+                &args.stack,
+                &flashstack_stack::StackConfig::preset("ufs31")?,
+            )
+            .with_context(|| format!("--stack {}", args.stack))?,
+        ),
+    };
     let options = MedfsOptions {
         quick: args.quick,
         seed: args.seed,
         stack: args.stack.clone(),
+        base,
     };
     let verbose = args.verbose;
     let results = reproduce(&options, &mut |app, scheme| {

@@ -159,7 +159,10 @@ pub fn run(args: &RunArgs, name: &str) -> Result<()> {
             }
         }
         if let Some(summary) = &out.block_trace {
-            if let Some(line) = summary.dropped_line() {
+            for line in [summary.dropped_line(), summary.before_origin_line()]
+                .into_iter()
+                .flatten()
+            {
                 eprintln!("{}: block trace: {line}", config.name);
             }
             if !args.quiet {

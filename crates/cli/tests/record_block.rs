@@ -183,18 +183,22 @@ fn recording_changes_no_figure() {
 
 #[test]
 fn an_unwritable_path_is_a_clear_error() {
+    // The persona recorded to `to`, nothing else asked.
+    let recording_to = |to: &str| {
+        flashstack(&[
+            "run",
+            "--quiet",
+            "--fresh",
+            "--workload",
+            PERSONA,
+            "--stack",
+            STACK,
+            "--record-block",
+            to,
+        ])
+    };
     let path = temp("no-such-dir").join("x.trace");
-    let out = flashstack(&[
-        "run",
-        "--quiet",
-        "--fresh",
-        "--workload",
-        PERSONA,
-        "--stack",
-        STACK,
-        "--record-block",
-        path.to_str().unwrap(),
-    ]);
+    let out = recording_to(path.to_str().unwrap());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
     assert!(!stderr.contains("panicked"), "{stderr}");
@@ -204,17 +208,7 @@ fn an_unwritable_path_is_a_clear_error() {
     );
     // A file that takes no bytes: the run stops at the end, naming it.
     if Path::new("/dev/full").exists() {
-        let out = flashstack(&[
-            "run",
-            "--quiet",
-            "--fresh",
-            "--workload",
-            PERSONA,
-            "--stack",
-            STACK,
-            "--record-block",
-            "/dev/full",
-        ]);
+        let out = recording_to("/dev/full");
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(!out.status.success());
         assert!(!stderr.contains("panicked"), "{stderr}");

@@ -156,3 +156,23 @@ fn reproduce_janusd_refuses_an_unknown_mmap_policy_or_code_order() {
         );
     }
 }
+
+#[test]
+fn reproduce_janusd_refuses_a_stack_it_cannot_build() {
+    for (spec, names) in [
+        ("ufs31+nand.die_rules=sideways", "nand.die_rules"),
+        ("no-such-stack", "no-such-stack"),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_flashstack"))
+            .args(["reproduce", "janusd", "--quick", "--stack", spec])
+            .output()
+            .expect("the binary runs");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{spec}: {stderr}");
+        assert!(
+            stderr.contains("--stack") && stderr.contains(names),
+            "{spec}: {stderr}"
+        );
+        assert!(!stderr.contains("panicked"), "{stderr}");
+    }
+}

@@ -95,3 +95,23 @@ fn paper_figures(html: &std::path::Path) {
     // schemes; write and read beside Telegram's two bars and two means.
     assert_eq!(found, [(5, 2), (1, 5), (1, 3), (2, 4)], "{figures:?}");
 }
+
+#[test]
+fn reproduce_medfs_refuses_a_stack_it_cannot_build() {
+    let out = Command::new(env!("CARGO_BIN_EXE_flashstack"))
+        .args([
+            "reproduce",
+            "medfs",
+            "--quick",
+            "--stack",
+            "ufs31+nand.die_rules=sideways",
+        ])
+        .output()
+        .expect("the binary runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("--stack") && stderr.contains("nand.die_rules"),
+        "{stderr}"
+    );
+}

@@ -105,7 +105,7 @@ pub const APK_TAIL_BYTES: u64 = 64 * 1024;
 #[derive(Clone, Debug)]
 pub struct JanusdOptions {
     /// A small phone (3.4 GiB raw ufs31 array, 60 % full after 2 days) and a 6-day
-    /// recurrence with a pass every 2 days: about a minute.
+    /// recurrence with a pass every 2 days: about 20 s.
     pub quick: bool,
     pub seed: u64,
     /// Days between periodic passes in the recurrence runs (default: the seed's 14; 2
@@ -119,6 +119,9 @@ pub struct JanusdOptions {
     pub mmap: MmapPolicy,
     /// The order a launch touches mapped code in (`--code-order`).
     pub code_order: CodeOrder,
+    /// The stack the phone is made on (default: the `ufs31` preset); its array is cut to
+    /// the phone's size (blocks per plane), every other field is kept.
+    pub stack: Option<StackConfig>,
 }
 
 /// The order a launch touches the pages of mapped code (`--code-order`).
@@ -437,9 +440,13 @@ pub struct JanusdResults {
     pub headlines: Vec<Headline>,
 }
 
-/// The phone: ufs31's array (2 dies × 4 planes, 16 KiB pages), cut to size.
+/// The phone: ufs31's array (2 dies × 4 planes, 16 KiB pages), or the stack given,
+/// cut to size.
 fn phone_setup(o: &JanusdOptions) -> (StackConfig, AgingSpec, u32) {
-    let mut config = StackConfig::preset("ufs31").expect("a built-in preset");
+    let mut config = match &o.stack {
+        Some(stack) => stack.clone(),
+        None => StackConfig::preset("ufs31").expect("a built-in preset"),
+    };
     let (blocks_per_plane, fill, days, recurrence_days) = match o.quick {
         true => (24, 0.6, 2, 6),
         false => (114, 0.8, 90, 56),
@@ -453,8 +460,16 @@ fn phone_setup(o: &JanusdOptions) -> (StackConfig, AgingSpec, u32) {
 fn device_of(config: &StackConfig) -> Device {
     let nand = &config.device.nand;
     let pages = nand.geometry.pages();
+    // A stack given by specification (`ufs31+nand...`, `medfs`) is named in full.
+    let name = if config.name == config.device.name
+        || config.name.starts_with(&format!("{}+", config.device.name))
+    {
+        config.name.clone()
+    } else {
+        format!("{} ({})", config.name, config.device.name)
+    };
     Device {
-        name: config.device.name.clone(),
+        name,
         planes: nand.geometry.channels
             * nand.geometry.dies_per_channel
             * nand.geometry.planes_per_die,
@@ -1363,5 +1378,44 @@ impl JanusdResults {
             );
         }
         s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn options(stack: Option<StackConfig>) -> JanusdOptions {
+        JanusdOptions {
+            quick: true,
+            seed: 1,
+            period_days: None,
+            reader: Reader::default(),
+            mmap: MmapPolicy::default(),
+            code_order: CodeOrder::default(),
+            stack,
+        }
+    }
+
+    /// `--stack` reaches the phone: its device, cut to the phone's size, and its name.
+    #[test]
+    fn the_phone_is_made_on_the_stack_given() {
+        let rule = |c: &StackConfig| c.device.nand.die_rules.name();
+        let (config, _, _) = phone_setup(&options(None));
+        assert_eq!(rule(&config), "one-command-per-die");
+        assert_eq!(device_of(&config).name, "ufs31");
+        let mut stack = StackConfig::preset("ufs31").unwrap();
+        stack.name = "ufs31+nand.die_rules=independent-planes".into();
+        stack.device.nand.die_rules = Default::default();
+        stack.device.nand.geometry.blocks_per_plane = 7;
+        let (config, _, _) = phone_setup(&options(Some(stack)));
+        assert_eq!(rule(&config), "independent-planes");
+        assert_eq!(config.device.nand.geometry.blocks_per_plane, 24);
+        assert_eq!(
+            device_of(&config).name,
+            "ufs31+nand.die_rules=independent-planes"
+        );
+        let (config, _, _) = phone_setup(&options(Some(StackConfig::preset("medfs").unwrap())));
+        assert_eq!(device_of(&config).name, "medfs (ldc-emmc)");
     }
 }

@@ -74,11 +74,24 @@ fn delta_mode(scheme: &str) -> Option<DeltaMode> {
 
 /// The stack of a scheme: the stack preset `stack` with the scheme's file-system option.
 pub fn scheme_config(stack: &str, scheme: &str) -> Result<StackConfig, FullStackError> {
+    let base = StackConfig::preset(stack).map_err(|e| FullStackError::Stack {
+        stack: format!("{stack}+{scheme}"),
+        message: e.to_string(),
+    })?;
+    scheme_config_on(base, stack, scheme)
+}
+
+/// The stack of a scheme on `config` (a stack built from a specification named `stack`),
+/// with the scheme's file-system option.
+pub fn scheme_config_on(
+    mut config: StackConfig,
+    stack: &str,
+    scheme: &str,
+) -> Result<StackConfig, FullStackError> {
     let err = |message: String| FullStackError::Stack {
         stack: format!("{stack}+{scheme}"),
         message,
     };
-    let mut config = StackConfig::preset(stack).map_err(|e| err(e.to_string()))?;
     config.name = format!("{stack}+{scheme}");
     match delta_mode(scheme) {
         Some(mode) => config.fs.mount.delta = DeltaConfig::with_mode(mode),
@@ -93,8 +106,10 @@ pub struct MedfsOptions {
     /// One short task per app instead of each app's whole task sequence.
     pub quick: bool,
     pub seed: u64,
-    /// The stack preset (`ufs31`: the paper's phone).
+    /// The stack preset (`ufs31`: the paper's phone), or the name of `base`.
     pub stack: String,
+    /// The stack every scheme runs on when given by a specification rather than a preset.
+    pub base: Option<StackConfig>,
 }
 
 impl Default for MedfsOptions {
@@ -103,6 +118,7 @@ impl Default for MedfsOptions {
             quick: false,
             seed: 1,
             stack: "ufs31".into(),
+            base: None,
         }
     }
 }
@@ -290,7 +306,10 @@ pub fn reproduce(
         let p = named(app)?;
         for scheme in SCHEMES {
             progress(app, scheme);
-            let config = scheme_config(&options.stack, scheme)?;
+            let config = match &options.base {
+                Some(base) => scheme_config_on(base.clone(), &options.stack, scheme)?,
+                None => scheme_config(&options.stack, scheme)?,
+            };
             let run = run_one(&config, p.as_ref(), options.seed, cold_start(app))?;
             if scheme == "medfs" {
                 for (b, n) in buckets.iter_mut().zip(run.fs.delta.delta_size_buckets) {
@@ -678,4 +697,28 @@ pub fn render(r: &MedfsReproduction) -> String {
     }
     out.push('\n');
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A scheme on a stack given by specification keeps the stack's device and takes the
+    /// scheme's file-system option; an unknown scheme is refused naming both.
+    #[test]
+    fn a_scheme_on_a_specified_stack_keeps_its_device() {
+        let mut base = StackConfig::preset("ufs31").unwrap();
+        base.device.nand.die_rules = Default::default();
+        let spec = "ufs31+nand.die_rules=independent-planes";
+        let config = scheme_config_on(base.clone(), spec, "medfs").unwrap();
+        assert_eq!(config.device.nand.die_rules.name(), "independent-planes");
+        assert_eq!(config.fs.mount.delta.mode, DeltaMode::Medfs);
+        assert_eq!(config.name, format!("{spec}+medfs"));
+        let preset = scheme_config("ufs31", "medfs").unwrap();
+        assert_eq!(preset.device.nand.die_rules.name(), "one-command-per-die");
+        let e = scheme_config_on(base, spec, "lzma")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(spec) && e.contains("lzma"), "{e}");
+    }
 }

@@ -971,6 +971,11 @@ mod tests {
         let mut d = crate::presets::ufs31();
         d.nand.geometry.pages_per_block = 64;
         d.nand.geometry.blocks_per_plane = 32;
+        // Every plane its own timeline, so the schedule tests below see the batch spread
+        // over all eight planes (under one command per die, two dies).
+        d.nand.die_rules = flashstack_nand::DieRules::IndependentPlanes;
+        d.nand.timing.channel_model = flashstack_nand::ChannelModel::BusyUntil;
+        d.ftl.allocation = crate::Allocation::Page;
         d.ftl.mapping_cache = MappingCacheConfig {
             sram_bytes: entries * 8,
             policy: CmtPolicyKind::SegmentedLru,

@@ -601,7 +601,10 @@ impl DeviceConfig {
         let refuse = |what: &str| {
             Err(ConfigError::new(
                 "ftl.allocation",
-                format!("super-page allocation is implemented for {what}"),
+                format!(
+                    "super-page allocation is implemented for {what}; \
+                     set ftl.allocation = \"page\" to combine it"
+                ),
             ))
         };
         if f.compression.is_some() || f.slot_bytes != 4096 {

@@ -136,12 +136,19 @@ impl Ftl {
         self.blocks
             .fewest_valid(die, window, |block| found.push(block));
         let capacity_slots = self.blocks.capacity_slots();
+        // Moved data keeps its size unless it may be compressed on the way: then the victim
+        // must hold a page of invalid slots to gain a page (see `VictimCandidate`).
+        let min_invalid_slots = match self.compression_active() {
+            true => 1,
+            false => self.slots_per_page,
+        };
         self.candidates.clear();
         for &block in &found {
             self.candidates.push(VictimCandidate {
                 block,
                 valid_slots: self.blocks.valid_slots[block as usize],
                 capacity_slots,
+                min_invalid_slots,
                 last_write_ns: self.blocks.last_write_ns[block as usize],
                 erase_count: self.nand.erase_count(block),
                 ratio_permille: self.block_ratio_permille(block),

@@ -12,12 +12,26 @@ pub struct VictimCandidate {
     pub block: u32,
     pub valid_slots: u32,
     pub capacity_slots: u32,
+    /// Invalid slots the block must hold for reclaiming it to free any space: the data GC
+    /// moves is programmed in whole pages, padded at the end of the cycle, so without
+    /// compression a victim with fewer invalid slots than a page gains no page and its
+    /// cycle would be repeated for ever (one slot when moved data may shrink).
+    pub min_invalid_slots: u32,
     /// When the block was last programmed.
     pub last_write_ns: Nanos,
     pub erase_count: u32,
     /// Cr(B) in permille: 1000 for blocks of compressed data, the mean predicted ratio of
     /// the uncompressed pages otherwise (LDC's caGC).
     pub ratio_permille: u32,
+}
+
+impl VictimCandidate {
+    /// Whether reclaiming the block frees space: it holds at least `min_invalid_slots`
+    /// invalid slots.
+    #[inline]
+    pub fn reclaimable(&self) -> bool {
+        self.capacity_slots - self.valid_slots >= self.min_invalid_slots.max(1)
+    }
 }
 
 /// A garbage-collection victim policy.
@@ -41,9 +55,7 @@ impl VictimPolicy for Greedy {
         1
     }
     fn choose(&self, candidates: &[VictimCandidate], _now_ns: Nanos) -> Option<usize> {
-        candidates
-            .iter()
-            .position(|c| c.valid_slots < c.capacity_slots)
+        candidates.iter().position(VictimCandidate::reclaimable)
     }
 }
 
@@ -72,7 +84,7 @@ impl VictimPolicy for CostBenefit {
     fn choose(&self, candidates: &[VictimCandidate], now_ns: Nanos) -> Option<usize> {
         let mut best: Option<(usize, (u128, u128))> = None;
         for (i, c) in candidates.iter().enumerate() {
-            if c.valid_slots >= c.capacity_slots {
+            if !c.reclaimable() {
                 continue;
             }
             let score = Self::score(c, now_ns);
@@ -107,7 +119,7 @@ impl VictimPolicy for CompressionAware {
         candidates
             .iter()
             .enumerate()
-            .filter(|(_, c)| c.valid_slots < c.capacity_slots)
+            .filter(|(_, c)| c.reclaimable())
             .min_by_key(|&(i, c)| {
                 let score =
                     crate::compression::cagc_score(c.valid_slots as u64, c.ratio_permille as u64);
@@ -195,6 +207,7 @@ mod tests {
             block,
             valid_slots: valid,
             capacity_slots: 64,
+            min_invalid_slots: 1,
             last_write_ns,
             erase_count: 0,
             ratio_permille: 1000,
@@ -216,6 +229,24 @@ mod tests {
         let c = [cand(1, 64, 0), cand(2, 10, 0), cand(3, 5, 0)];
         assert_eq!(Greedy.choose(&c, 0), Some(1));
         assert_eq!(Greedy.choose(&[cand(1, 64, 0)], 0), None);
+    }
+
+    /// A block with fewer invalid slots than `min_invalid_slots` (less than a page) is no
+    /// victim for any policy: moving it would free no page.
+    #[test]
+    fn no_policy_takes_a_block_that_frees_no_page() {
+        let mut padded = cand(1, 61, 0);
+        padded.min_invalid_slots = 4;
+        let mut page = cand(2, 60, 0);
+        page.min_invalid_slots = 4;
+        assert_eq!(Greedy.choose(&[padded], 0), None);
+        assert_eq!(CostBenefit.choose(&[padded], 1000), None);
+        assert_eq!(CompressionAware.choose(&[padded], 0), None);
+        assert_eq!(Greedy.choose(&[padded, page], 0), Some(1));
+        assert_eq!(CostBenefit.choose(&[padded, page], 1000), Some(1));
+        assert_eq!(CompressionAware.choose(&[padded, page], 0), Some(1));
+        // One slot is enough where moved data may shrink.
+        assert_eq!(Greedy.choose(&[cand(1, 63, 0)], 0), Some(0));
     }
 
     #[test]

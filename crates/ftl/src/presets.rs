@@ -261,6 +261,13 @@ pub fn ldc_emmc_with(policy: CompressionPolicyKind) -> DeviceConfig {
 /// - Streams follow temperature hints: devices that honour F2FS's write hints.
 /// - Not modelled: the WriteBooster SLC cache, so sequential writes run at TLC speed
 ///   (about 260 MB/s from 8 planes, well below the 1,200 MB/s the SLC cache gives).
+/// - A die runs one command at a time; programs of a die's planes at one page offset join
+///   as one multi-plane command (ONFI multi-plane operations; MQSim's rule), and channel
+///   transfers take the earliest idle gap (`nand.die_rules`, `nand.timing.channel_model`).
+/// - Super-page allocation: a stream's frontiers on a die's four planes advance in
+///   lockstep and a super-page (one page per plane, 64 KiB) is programmed as one
+///   multi-plane command, as controllers that allocate super-blocks do
+///   (`ftl.allocation`; docs/ftl.md).
 pub fn ufs31() -> DeviceConfig {
     let timing = Timing {
         read_ns: 50_000,
@@ -271,7 +278,7 @@ pub fn ufs31() -> DeviceConfig {
             read_ns: [35_000, 48_000, 66_000],
             program_ns: [500_000, 500_000, 500_000],
         }),
-        channel_model: Default::default(),
+        channel_model: ChannelModel::Intervals,
     };
     DeviceConfig {
         name: "ufs31".into(),
@@ -293,7 +300,7 @@ pub fn ufs31() -> DeviceConfig {
                 retire_at_limit: true,
             },
             faults: Faults::default(),
-            die_rules: Default::default(),
+            die_rules: DieRules::OneCommandPerDie,
             multi_plane: true,
         },
         ftl: FtlConfig {
@@ -313,7 +320,7 @@ pub fn ufs31() -> DeviceConfig {
             compression: None,
             mapping_cache: MappingCacheConfig::default(),
             write_buffer: WriteBufferConfig::default(),
-            allocation: Allocation::Page,
+            allocation: Allocation::SuperPage,
             wear: WearConfig {
                 dynamic: true,
                 static_threshold: Some(200),

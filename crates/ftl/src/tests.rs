@@ -1420,6 +1420,7 @@ fn super_page_allocation_refuses_what_it_does_not_implement() {
     ] {
         let e = config.validate().expect_err(what);
         assert_eq!(e.field, "ftl.allocation", "{what}: {e:?}");
+        assert!(e.reason.contains("ftl.allocation = \"page\""), "{e:?}");
     }
     struct Zeros;
     impl crate::PageSource for Zeros {

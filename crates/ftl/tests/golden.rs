@@ -131,17 +131,17 @@ const COST_BENEFIT_UNIFORM: Golden = Golden {
     padding_slots: 0,
 };
 const GREEDY_HOT_COLD_UFS: Golden = Golden {
-    page_programs: 131_237,
-    block_erases: 2_003,
-    gc_slots: 311_460,
-    gc_cycles: 2_003,
-    padding_slots: 13_519,
+    page_programs: 130_848,
+    block_erases: 2_000,
+    gc_slots: 310_033,
+    gc_cycles: 2_000,
+    padding_slots: 13_497,
 };
 // Cost-benefit separates the cold data and beats greedy by 12% on this skewed workload.
 const COST_BENEFIT_HOT_COLD_UFS: Golden = Golden {
-    page_programs: 115_760,
-    block_erases: 1_763,
-    gc_slots: 249_978,
-    gc_cycles: 1_763,
-    padding_slots: 13_093,
+    page_programs: 115_328,
+    block_erases: 1_758,
+    gc_slots: 248_327,
+    gc_cycles: 1_758,
+    padding_slots: 13_124,
 };

@@ -104,6 +104,9 @@ pub(crate) struct FrameStore {
     /// Per frame, whether it holds only zeros (its chunk bytes then unused): mkfs zeroes
     /// tens of MiB of NAT and SIT blocks on a phone-sized device, which need no copy.
     zero_frame: Vec<bool>,
+    /// Per chunk made by [`FrameStore::allocate`], whether no data has been written to it
+    /// yet (its pages not faulted in); chunks imported hold data already.
+    chunk_unfaulted: Vec<bool>,
     free: Vec<u32>,
     frame_count: u32,
     /// Frame of each slot (`NO_FRAME`: none); untouched entries take no memory.
@@ -292,6 +295,13 @@ impl FrameStore {
         if !zero {
             let chunk = frame as usize / FRAMES_PER_CHUNK;
             let offset = (frame as usize % FRAMES_PER_CHUNK) * self.frame_bytes;
+            if self.chunk_unfaulted.get(chunk) == Some(&true) {
+                // Frames are handed out in order, so a chunk that receives data is filled:
+                // its pages are faulted in with one call at its first data, not one fault
+                // per page (a chunk of all-zero frames, as mkfs writes, is left untouched).
+                flashstack_sim::memory::populate(&mut self.chunks[chunk][..]);
+                self.chunk_unfaulted[chunk] = false;
+            }
             // Stored bytes are rarely read back soon: keep them out of the cache.
             flashstack_sim::memory::copy_streaming_uninit(
                 &mut self.chunks[chunk][offset..offset + self.frame_bytes],
@@ -309,6 +319,9 @@ impl FrameStore {
                 if frame as usize / FRAMES_PER_CHUNK == self.chunks.len() {
                     let bytes = FRAMES_PER_CHUNK * self.frame_bytes;
                     self.chunks.push(Box::new_uninit_slice(bytes));
+                    // (Imported chunks have no entry: they hold data.)
+                    self.chunk_unfaulted.resize(self.chunks.len() - 1, false);
+                    self.chunk_unfaulted.push(true);
                 }
                 self.frame_count += 1;
                 self.refs.push(0);
@@ -589,6 +602,7 @@ impl FrameStore {
                 })
                 .collect(),
             zero_frame: vec![false; frame_count as usize],
+            chunk_unfaulted: Vec::new(),
             free: Vec::new(),
             frame_count,
             frame_of_slot: LazyTable::from_values(&slot_frame),

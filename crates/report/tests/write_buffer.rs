@@ -10,6 +10,11 @@ fn run(buffer_bytes: u64) -> RunReport {
     device.nand.geometry.blocks_per_plane = 16;
     device.nand.geometry.pages_per_block = 128;
     device.ftl.write_buffer.capacity_bytes = buffer_bytes;
+    // Eight planes each on its own timeline (the figures below count on it), and page
+    // allocation: the write buffer destages page by page (super-pages refuse it).
+    device.nand.die_rules = flashstack_nand::DieRules::IndependentPlanes;
+    device.nand.timing.channel_model = flashstack_nand::ChannelModel::BusyUntil;
+    device.ftl.allocation = flashstack_ftl::Allocation::Page;
     let mut ftl = Ftl::new(device, false, 1).unwrap();
     let mut now = 0;
     for lba in 0..66u64 {

@@ -109,6 +109,10 @@ pub struct RecordSummary {
     pub dropped: Vec<(String, u64)>,
     /// FUA writes written as plain writes (mqsim).
     pub fua_dropped: u64,
+    /// Requests that arrived before the recording's origin, written at time 0. None
+    /// should: the origin is the end of the sync that starts the recording.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub before_origin: u64,
 }
 
 impl RecordSummary {
@@ -143,6 +147,25 @@ impl RecordSummary {
                 self.format,
                 parts.join(", ")
             )
+        })
+    }
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+impl RecordSummary {
+    /// One line on requests written at time 0 because they arrived before the origin.
+    pub fn before_origin_line(&self) -> Option<String> {
+        (self.before_origin > 0).then(|| {
+            let n = self.before_origin;
+            let (what, was) = if n == 1 {
+                ("request", "was")
+            } else {
+                ("requests", "were")
+            };
+            format!("{n} {what} arrived before the recording's start and {was} written at time 0")
         })
     }
 }
@@ -273,6 +296,9 @@ impl RequestSink for BlockTraceWriter {
             RequestKind::Write => self.summary.writes.add(bytes),
             RequestKind::Trim => self.summary.trims.add(bytes),
             RequestKind::Flush => self.summary.flushes += 1,
+        }
+        if request.arrival_ns < self.origin_ns {
+            self.summary.before_origin += 1;
         }
         if request.fua && self.summary.format == RecordFormat::Mqsim {
             self.summary.fua_dropped += 1;

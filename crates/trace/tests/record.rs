@@ -130,3 +130,23 @@ fn write_errors_name_the_file() {
         "{e}"
     );
 }
+
+#[test]
+fn requests_before_the_origin_are_counted_and_written_at_time_zero() {
+    let dir = flashstack_testkit::scratch_dir("flashstack-trace-record");
+    let path = dir.join("early.mqsim");
+    let mut writer = BlockTraceWriter::create(&path, RecordFormat::Mqsim, 5_000).unwrap();
+    for r in requests() {
+        writer.request(&r);
+    }
+    let summary = writer.finish().unwrap();
+    // Four of the five arrive before 5,000 ns; the trim and flush are not carried.
+    assert_eq!(summary.before_origin, 2);
+    let line = summary.before_origin_line().unwrap();
+    assert!(line.starts_with("2 requests arrived before"), "{line}");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let times: Vec<&str> = text.lines().map(|l| l.split(' ').next().unwrap()).collect();
+    assert_eq!(times, ["0", "0", "2999995123"]);
+    let json = serde_json::to_string(&summary).unwrap();
+    assert!(json.contains("\"before_origin\":2"), "{json}");
+}

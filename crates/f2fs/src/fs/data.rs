@@ -146,7 +146,7 @@ fn path(levels: Vec<(usize, u32)>, leaf: u64) -> NodePath {
 
 /// [`Inode::extra_words`] and [`Inode::inline_xattr_words`] read straight from the block's
 /// bytes (every address lookup asks; decoding the whole inode each time was the hot spot).
-fn geometry_from(ino: u32, block: &Block, flexible: bool) -> Result<Geometry, FsError> {
+pub(super) fn geometry_from(ino: u32, block: &Block, flexible: bool) -> Result<Geometry, FsError> {
     let inline = block[OFF_INLINE];
     let u16_at = |at: usize| u16::from_le_bytes([block[at], block[at + 1]]) as usize;
     let has_extra = inline & F2FS_EXTRA_ATTR != 0;

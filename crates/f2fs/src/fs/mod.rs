@@ -29,6 +29,7 @@ mod hash;
 mod idle;
 mod metrics;
 mod nat;
+mod nodecache;
 mod ondemand;
 mod ops;
 mod pagemap;
@@ -107,7 +108,9 @@ pub struct F2fs<D: BlockDevice> {
     nat_bitmap: Vec<u8>,
     segs: Segs,
     nat: NatTable,
-    nodes: BTreeMap<u32, Box<Block>>,
+    nodes: nodecache::NodeCache,
+    /// The block a node write replaced in `nodes`, reused for the next one's copy.
+    node_spare: Option<Box<Block>>,
     dirty_nodes: BTreeSet<u32>,
     /// FACS's decision per file (`facs.rs`); empty unless `[facs]` is on.
     facs: BTreeMap<u32, facs::CompressSide>,
@@ -225,7 +228,8 @@ impl<D: BlockDevice> F2fs<D> {
                 nat_blocks: (sb.segment_count_nat / 2) << LOG_BLOCKS_PER_SEG,
                 ..NatTable::default()
             },
-            nodes: BTreeMap::new(),
+            nodes: nodecache::NodeCache::default(),
+            node_spare: None,
             dirty_nodes: BTreeSet::new(),
             facs: BTreeMap::new(),
             ondemand: Default::default(),
@@ -710,8 +714,16 @@ impl<D: BlockDevice> F2fs<D> {
     /// Writes one dirty node out of place: a new block in its log, the footer's
     /// checkpoint version and next-block chain, the inode checksum, then the NAT entry.
     fn write_node(&mut self, nid: u32, kind: BlockKind, marks: u32) -> Result<(), FsError> {
-        let Some(mut block) = self.nodes.get(&nid).cloned() else {
+        let Some(cached) = self.nodes.get(&nid) else {
             return Ok(());
+        };
+        // Copied into the block the last node write replaced (no allocation per write).
+        let mut block = match self.node_spare.take() {
+            Some(mut spare) => {
+                spare.copy_from_slice(&cached[..]);
+                spare
+            }
+            None => Box::new(*cached),
         };
         let mut footer = NodeFooter::decode(&block);
         let log = Self::node_log(&footer);
@@ -740,7 +752,7 @@ impl<D: BlockDevice> F2fs<D> {
                 block_addr: addr,
             },
         )?;
-        self.nodes.insert(nid, block);
+        self.node_spare = self.nodes.insert(nid, block);
         self.dirty_nodes.remove(&nid);
         self.lazy_times.remove(&nid);
         Ok(())

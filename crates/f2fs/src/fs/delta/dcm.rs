@@ -107,8 +107,15 @@ impl Meta {
     }
 
     pub fn encode(&self) -> Box<Block> {
-        assert!(self.encoded_bytes() <= BLOCK_SIZE, "meta page overflows");
         let mut b = zero_block();
+        self.encode_into(&mut b);
+        b
+    }
+
+    /// [`Meta::encode`] over `b`, whatever it held (every byte is written).
+    pub fn encode_into(&self, b: &mut Block) {
+        assert!(self.encoded_bytes() <= BLOCK_SIZE, "meta page overflows");
+        b.fill(0);
         b[0] = self.pages.len() as u8;
         let mut p = META_HEADER_BYTES;
         for e in &self.pages {
@@ -121,7 +128,6 @@ impl Meta {
                 p += 4;
             }
         }
-        b
     }
 
     /// Decodes and checks a meta page of a pseudo file of `file_pages` pages: at most
@@ -287,6 +293,8 @@ pub(crate) struct DcmState {
     /// goes when its inode is freed).
     counts: BTreeMap<u32, (u64, u64)>,
     centroids: Option<[Point; 4]>,
+    /// The copy of a page [`F2fs::dcm_flush`] writes (kept: no allocation per write).
+    flush_copy: Option<Box<Block>>,
 }
 
 impl DcmState {
@@ -539,20 +547,36 @@ impl<D: BlockDevice> F2fs<D> {
     /// without decoding the bytes again.
     fn dcm_write_meta(&mut self, pseudo: u32, meta: Meta) -> Result<(), FsError> {
         let (file_pages, max_pages) = self.dcm_meta_bounds(pseudo)?;
-        let bytes = meta.encode();
-        debug_assert_eq!(
-            Meta::decode(&bytes[..], max_pages, file_pages).as_ref(),
-            Ok(&meta),
-            "a meta page DCM writes decodes to what it was encoded from"
-        );
         let decoded = DecodedMeta {
             meta: Arc::new(meta),
             file_pages,
             max_pages,
         };
-        self.delta_state
-            .dcm
-            .touch((pseudo, 0), true, bytes, Some(decoded));
+        let st = &mut self.delta_state.dcm;
+        match st.refresh((pseudo, 0)) {
+            // Encoded over the cached page (no 4 KiB allocation per DCM change): the
+            // newest, dirty, with this decoding, as `touch` with new bytes makes it.
+            Some(entry) => {
+                decoded.meta.encode_into(&mut entry.bytes);
+                entry.dirty = true;
+                entry.decoded = Some(decoded);
+            }
+            None => {
+                let bytes = decoded.meta.encode();
+                st.touch((pseudo, 0), true, bytes, Some(decoded));
+            }
+        }
+        debug_assert!(
+            self.delta_state
+                .dcm
+                .cache
+                .get(&(pseudo, 0))
+                .is_some_and(|e| {
+                    let d = e.decoded.as_ref().expect("just set");
+                    Meta::decode(&e.bytes[..], max_pages, file_pages).as_ref() == Ok(&*d.meta)
+                }),
+            "a meta page DCM writes decodes to what it was encoded from"
+        );
         self.dcm_trim()
     }
 
@@ -732,8 +756,18 @@ impl<D: BlockDevice> F2fs<D> {
             }
             return Ok(false);
         }
-        self.dcm_remove(owner, index)?;
-        let loaded = self.dcm_load(owner)?;
+        // An older delta of the page goes first. The caller has usually just removed it:
+        // the meta page is loaded once to see (a load only makes the meta page the
+        // cache's newest, as the removal's own load would).
+        let mut loaded = self.dcm_load(owner)?;
+        if loaded
+            .as_ref()
+            .is_some_and(|(_, m)| m.find(index).is_some())
+        {
+            drop(loaded);
+            self.dcm_remove(owner, index)?;
+            loaded = self.dcm_load(owner)?;
+        }
         let (frees, encoded_bytes) = match &loaded {
             Some((_, m)) => (
                 m.pages.iter().map(|e| usize::from(e.free)).collect(),
@@ -881,9 +915,17 @@ impl<D: BlockDevice> F2fs<D> {
             let Some(cached) = self.delta_state.dcm.cache.get(&(pseudo, page)) else {
                 continue;
             };
-            let b = cached.bytes.clone();
+            let mut b = self
+                .delta_state
+                .dcm
+                .flush_copy
+                .take()
+                .unwrap_or_else(zero_block);
+            b.copy_from_slice(&cached.bytes[..]);
             let log = self.data_log(pseudo)?;
-            self.store_page_out_of_place_as(pseudo, u64::from(page), &b, log, true)?;
+            let written = self.store_page_out_of_place_as(pseudo, u64::from(page), &b, log, true);
+            self.delta_state.dcm.flush_copy = Some(b);
+            written?;
             self.metrics.delta.dcm_page_writes += 1;
             if let Some(v) = self.delta_state.dcm.cache.get_mut(&(pseudo, page)) {
                 v.dirty = false;
@@ -1118,6 +1160,13 @@ mod tests {
         assert_eq!(meta.encoded_bytes(), 1 + 7 + 8 + 7);
         let b = meta.encode();
         assert_eq!(Meta::decode(&b[..], 255, 3).unwrap(), meta);
+        // Encoded over an old page (as DCM rewrites its cached meta page): the same bytes.
+        let mut over = zero_block();
+        over.iter_mut()
+            .enumerate()
+            .for_each(|(i, x)| *x = (i * 7 + 3) as u8);
+        meta.encode_into(&mut over);
+        assert_eq!(over, b);
         // PI past the file, a page twice, too many pages: refused.
         assert!(Meta::decode(&b[..], 255, 2).is_err());
         let mut twice = meta.clone();

@@ -38,8 +38,8 @@ pub mod zone;
 use flashstack_block::BlockDevice;
 use flashstack_codec::lzo1x::{decompress_into, Lzo1x1};
 
-use super::data::{Geometry, OFF_SIZE};
-use super::{corrupt, F2fs, FsError};
+use super::data::{geometry_from, Geometry, OFF_INLINE, OFF_SIZE};
+use super::{corrupt, le64_at, F2fs, FsError};
 use crate::codec::{le32_at, put_le32_at, zero_block, Block};
 use crate::consts::*;
 use crate::error::Corruption;
@@ -199,7 +199,7 @@ struct BaseCache {
 /// constant (Fibonacci hashing), its high half folded in. Addresses are not chosen by an
 /// adversary, and SipHash's cost per put is what the map is there to avoid.
 #[derive(Clone, Copy, Default)]
-struct AddrHasher(u64);
+pub(super) struct AddrHasher(u64);
 
 impl std::hash::Hasher for AddrHasher {
     fn finish(&self) -> u64 {
@@ -222,7 +222,7 @@ impl std::hash::Hasher for AddrHasher {
     }
 }
 
-type AddrHash = std::hash::BuildHasherDefault<AddrHasher>;
+pub(super) type AddrHash = std::hash::BuildHasherDefault<AddrHasher>;
 
 /// Blocks per chunk of [`BaseCache::arena`] (8 MiB: a fresh mapping the kernel can back
 /// with huge pages; `flashstack_sim::memory::advise_dense` needs 8 MiB).
@@ -461,9 +461,10 @@ impl<D: BlockDevice> F2fs<D> {
         if !self.has_delta_zone(ino)? {
             return Ok(None);
         }
-        let geo = self.geometry(ino)?;
-        let range = slots_range(&geo);
-        let decoded = Zone::decode(&self.node(ino)?[range]);
+        let flexible = self.sb.feature.contains(FEATURE_FLEXIBLE_INLINE_XATTR);
+        let node = self.inode_node(ino)?;
+        let geo = geometry_from(ino, node, flexible)?;
+        let decoded = Zone::decode(&node[slots_range(&geo)]);
         match decoded {
             Ok(zone) => Ok(Some((geo, zone))),
             Err(rule) => {
@@ -479,9 +480,10 @@ impl<D: BlockDevice> F2fs<D> {
         if !self.has_delta_zone(ino)? {
             return Ok(None);
         }
-        let geo = self.geometry(ino)?;
-        let range = slots_range(&geo);
-        let summary = Zone::summary(&self.node(ino)?[range], index);
+        let flexible = self.sb.feature.contains(FEATURE_FLEXIBLE_INLINE_XATTR);
+        let node = self.inode_node(ino)?;
+        let geo = geometry_from(ino, node, flexible)?;
+        let summary = Zone::summary(&node[slots_range(&geo)], index);
         match summary {
             Ok(s) => Ok(Some(s)),
             Err(rule) => {
@@ -661,17 +663,25 @@ impl<D: BlockDevice> F2fs<D> {
     /// The base block of an admissible update, if the page is one, and whether the
     /// delta may be inlined.
     fn delta_base(&mut self, ino: u32, index: u64) -> Result<Option<(u32, bool)>, FsError> {
-        if !self.cfg.delta.enabled()
-            || self.is_dir_inode(ino)?
-            || self.has_inline(ino, F2FS_INLINE_DATA | F2FS_INLINE_DENTRY)?
+        if !self.cfg.delta.enabled() {
+            return Ok(None);
+        }
+        // Mode, inline flags, MedFS flags, geometry and size from one look at the inode
+        // (each accessor looked it up again: this runs at every page write).
+        let flexible = self.sb.feature.contains(FEATURE_FLEXIBLE_INLINE_XATTR);
+        let node = self.inode_node(ino)?;
+        let mode = u16::from_le_bytes([node[0], node[1]]);
+        if mode & S_IFMT == S_IFDIR
+            || node[OFF_INLINE] & (F2FS_INLINE_DATA | F2FS_INLINE_DENTRY) != 0
             // A DCM pseudo file's pages are written only by DCM (no delta of a delta).
-            || le32_at(&self.node(ino)?[..], OFF_FLAGS) & MEDFS_PSEUDO_FL != 0
+            || le32_at(&node[..], OFF_FLAGS) & MEDFS_PSEUDO_FL != 0
         {
             return Ok(None);
         }
-        let geo = self.geometry(ino)?;
+        let geo = geometry_from(ino, node, flexible)?;
+        let size = le64_at(node, OFF_SIZE);
         let addr = self.block_addr(ino, index)?;
-        let size_pages = self.inode_u64(ino, OFF_SIZE)?.div_ceil(BLOCK_SIZE as u64);
+        let size_pages = size.div_ceil(BLOCK_SIZE as u64);
         let c = DeltaCandidate {
             has_base: self.segs.is_valid(addr),
             regular_file: true,
@@ -778,13 +788,13 @@ impl<D: BlockDevice> F2fs<D> {
         geo: &Geometry,
         zone_words: usize,
     ) -> Result<usize, FsError> {
-        let pages = self.inode_u64(ino, OFF_SIZE)?.div_ceil(BLOCK_SIZE as u64) as usize;
+        let node = self.inode_node(ino)?;
+        let pages = le64_at(node, OFF_SIZE).div_ceil(BLOCK_SIZE as u64) as usize;
         let limit = geo.addrs - zone_words;
         // Only a non-empty slot at or past `pages` can raise the answer: scan those
         // slots from the top (this runs at every delta decision, over mostly zeros).
         let start = slots_range(geo).start;
         let from = pages.min(limit);
-        let node = self.node(ino)?;
         let highest = last_nonzero_byte(&node[start + 4 * from..start + 4 * limit])
             .map_or(0, |at| from + at / 4 + 1);
         Ok(pages.max(highest))
