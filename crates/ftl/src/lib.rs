@@ -65,9 +65,9 @@ pub use cmt::{
     choose_victim, demote_protected, place_on_hit, relocation_update, RelocationAction, Segment,
 };
 pub use config::{
-    Allocation, CmtPolicyKind, DestagePolicyKind, DeviceConfig, FtlConfig, GcConfig, HostConfig,
-    HpbConfig, MappingCacheConfig, RelocationUpdates, StreamMode, VictimPolicyKind, WearConfig,
-    WriteBufferConfig,
+    Allocation, CmtPolicyKind, DestagePolicyKind, DeviceConfig, FtlConfig, GcCollect, GcConfig,
+    HostConfig, HpbConfig, MappingCacheConfig, RelocationUpdates, StreamMode, VictimPolicyKind,
+    WearConfig, WriteBufferConfig,
 };
 pub use construct::ConstructedState;
 pub use counters::FtlCounters;

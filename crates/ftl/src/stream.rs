@@ -586,6 +586,19 @@ impl Ftl {
         Ok(other)
     }
 
+    /// The unit the next slot a relocation stream takes will land on: its buffered page's,
+    /// while that page has room, else where its cursor points (the fallback of
+    /// `next_staging_unit` may still send it elsewhere).
+    pub(crate) fn relocation_target_unit(&self, stream: usize) -> u32 {
+        let s = &self.streams[stream];
+        match s.target_page != NO_PAGE && s.filled < self.slots_per_page {
+            true => self
+                .nand
+                .unit_of_block(self.nand.block_of_page(s.target_page)),
+            false => s.cursor,
+        }
+    }
+
     /// `allocate_page` on a given unit.
     fn allocate_on(
         &mut self,

@@ -71,6 +71,7 @@ pub(crate) fn tiny_config(
                 background_free_blocks: 4,
                 idle_threshold_ns: 10_000_000,
                 candidates_max: 8,
+                collect: Default::default(),
             },
             slot_bytes: 4096,
             mapping_unit_bytes: 4096,
@@ -330,6 +331,18 @@ impl Harness {
                 .iter()
                 .any(|s| s.relocation && !s.staged.is_empty());
             self.tally.note("mid-GC-held", u64::from(gc_held));
+            // Super-block GC: cuts while several victims are being collected together
+            // (some may already be erased, the others not yet).
+            if ftl.config.ftl.gc.collect == GcCollect::SuperBlock {
+                let collecting = ftl
+                    .blocks
+                    .state
+                    .iter()
+                    .filter(|&&s| s == BlockState::Collecting)
+                    .count();
+                self.tally
+                    .note("mid-super-block", u64::from(collecting > 1));
+            }
         }
     }
 
@@ -1211,8 +1224,9 @@ fn super_page_allocation_keeps_everything_flushed_through_power_cuts() {
         Exploration::new("ftl super_page_allocation_keeps_everything_flushed_through_power_cuts")
             .durable_by("flushed"),
     );
-    // Wear-levelling cycles and relocated pages that had to leave their cursor's plane.
-    let relocation = RefCell::new((0u64, 0u64));
+    // Wear-levelling cycles, relocated pages that had to leave their cursor's plane, and
+    // super-block GC cycles.
+    let relocation = RefCell::new((0u64, 0u64, 0u64));
     proptest!(
         ProptestConfig { cases: 400, ..ProptestConfig::default() },
         |(
@@ -1222,11 +1236,13 @@ fn super_page_allocation_keeps_everything_flushed_through_power_cuts() {
             eager_wear_levelling in any::<bool>(),
             faults in prop_oneof![3 => Just(0.0f64), 1 => Just(0.01)],
             streams in prop_oneof![Just(StreamMode::Single), Just(StreamMode::Temperature)],
+            collect in prop_oneof![3 => Just(GcCollect::SuperBlock), 1 => Just(GcCollect::Plane)],
             ops in prop::collection::vec(op_strategy(), 1..400),
             seed in any::<u64>(),
         )| {
             let mut config = tiny_config(page, streams, VictimPolicyKind::Greedy);
             config.ftl.allocation = Allocation::SuperPage;
+            config.ftl.gc.collect = collect;
             if eager_wear_levelling {
                 // Wear levelling checked after every erase and run at the least
                 // unevenness, so its relocations (held like GC's) run within a few hundred
@@ -1249,21 +1265,28 @@ fn super_page_allocation_keeps_everything_flushed_through_power_cuts() {
             let mut r = relocation.borrow_mut();
             r.0 += h.ftl.counters().wl_cycles;
             r.1 += h.ftl.counters().relocation_plane_fallbacks;
+            r.2 += h.ftl.counters().gc_super_blocks;
         }
     );
     let tally = tally.into_inner();
     tally.report();
-    let (wl_cycles, fallbacks) = relocation.into_inner();
-    println!("{wl_cycles} wear-levelling cycles, {fallbacks} relocated pages off their plane");
+    let (wl_cycles, fallbacks, super_blocks) = relocation.into_inner();
+    println!(
+        "{wl_cycles} wear-levelling cycles, {fallbacks} relocated pages off their plane, \
+         {super_blocks} super-block GC cycles"
+    );
     assert!(
         tally.noted("mid-buffer") > 50
             && tally.noted("mid-GC") > 20
             && tally.noted("mid-GC-held") > 0
+            && tally.noted("mid-super-block") > 0
             && wl_cycles > 0
-            && fallbacks > 0,
+            && fallbacks > 0
+            && super_blocks > 0,
         "the cuts must land in partial super-pages, in GC and in GC's held pages; wear \
-         levelling must run, and relocations must meet a plane without room: {}, \
-         {wl_cycles} wear-levelling cycles, {fallbacks} pages off their plane",
+         levelling must run, relocations must meet a plane without room, super-block GC \
+         must run and be cut: {}, {wl_cycles} wear-levelling cycles, {fallbacks} pages off \
+         their plane, {super_blocks} super-block GC cycles",
         tally.line()
     );
 }
