@@ -62,9 +62,9 @@ pub struct GcConfig {
     /// Blocks the policy examines per decision, fewest-valid first (F2FS bounds its victim
     /// search the same way). Greedy needs only the first.
     pub candidates_max: u32,
-    /// What a GC cycle collects under `ftl.allocation = "super-page"`: a block of every
-    /// plane of the die together (`super-block`, the default) or one plane's block
-    /// (`plane`). Page allocation always collects one plane's block.
+    /// What a GC cycle collects under `ftl.allocation = "super-page"`: one plane's block
+    /// (`plane`, the default when absent) or a block of every plane of the die together
+    /// (`super-block`, `ufs31`'s). Page allocation always collects one plane's block.
     #[serde(default, skip_serializing_if = "GcCollect::is_default")]
     pub collect: GcCollect,
 }
@@ -73,18 +73,20 @@ pub struct GcConfig {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum GcCollect {
+    /// One plane's victim at a time, its moves spread over the die's planes (the only
+    /// kind page allocation knows; absent from a config at this value, so every config
+    /// written before the field reads as it did).
+    #[default]
+    Plane,
     /// A victim on every plane of the die, each plane's own choice under the victim
     /// policy, moved through the die's relocation stream together and erased together:
     /// each plane gets back the block it gave (controllers' super-block GC).
-    #[default]
     SuperBlock,
-    /// One plane's victim at a time, its moves spread over the die's planes.
-    Plane,
 }
 
 impl GcCollect {
     pub fn is_default(&self) -> bool {
-        *self == GcCollect::SuperBlock
+        *self == GcCollect::Plane
     }
 }
 

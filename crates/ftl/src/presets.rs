@@ -314,7 +314,8 @@ pub fn ufs31() -> DeviceConfig {
                 background_free_blocks: 12,
                 idle_threshold_ns: 100_000_000,
                 candidates_max: 64,
-                collect: Default::default(),
+                // GC collects a super-block: a victim on every plane of the die at once.
+                collect: GcCollect::SuperBlock,
             },
             slot_bytes: 4096,
             mapping_unit_bytes: 4096,
