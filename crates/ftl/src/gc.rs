@@ -226,44 +226,46 @@ impl Ftl {
         let stream = self.gc_stream(self.nand.unit_of_block(victims[0]));
         let first_unit = self.streams[stream].cursor_span.0;
         let planes = self.planes_per_die as usize;
-        // Per plane of the die: the victim's live (slot, lpn) pairs in page order, the next
-        // to move, where the source page read last ends, and when that read is done.
-        let mut queues: Vec<(Vec<(u32, u32)>, usize, usize, Nanos)> =
-            (0..planes).map(|_| (Vec::new(), 0, 0, now_ns)).collect();
+        let mut queues: Vec<VictimQueue> = (0..planes)
+            .map(|_| VictimQueue {
+                slots: Vec::new(),
+                next: 0,
+                read_end: 0,
+                ready_ns: now_ns,
+            })
+            .collect();
         for &victim in victims {
             if self.blocks.state[victim as usize] == BlockState::Sealed {
                 self.blocks.set_state(victim, BlockState::Collecting);
             }
             self.nand.prefetch_block_contents(victim);
-            let plane = (self.nand.unit_of_block(victim) - first_unit) as usize;
-            let mut slots = Vec::new();
-            self.gather_data_slots(victim, &mut slots);
-            keep_live(&self.mapping.l2p, &mut slots);
-            queues[plane].0 = slots;
+            let q = &mut queues[(self.nand.unit_of_block(victim) - first_unit) as usize];
+            self.gather_data_slots(victim, &mut q.slots);
+            keep_live(&self.mapping.l2p, &mut q.slots);
         }
         let mut result = Ok(());
         loop {
             let target = (self.relocation_target_unit(stream) - first_unit) as usize;
-            let left = |q: &(Vec<(u32, u32)>, usize, usize, Nanos)| q.0.len() - q.1;
-            let from = match left(&queues[target]) > 0 {
+            let from = match queues[target].left() > 0 {
                 true => target,
                 false => match (0..planes)
-                    .filter(|&p| left(&queues[p]) > 0)
-                    .max_by_key(|&p| (left(&queues[p]), std::cmp::Reverse(p)))
+                    .filter(|&p| queues[p].left() > 0)
+                    .max_by_key(|&p| (queues[p].left(), std::cmp::Reverse(p)))
                 {
                     Some(p) => p,
                     None => break,
                 },
             };
-            let (next, group_end) = (queues[from].1, queues[from].2);
-            if next == group_end {
+            let next = queues[from].next;
+            if next == queues[from].read_end {
                 // The first slot of a source page: read the live span of that page.
-                let end = self.page_group_end(&queues[from].0, next);
-                let page = self.page_of_slot(queues[from].0[next].0);
-                match self.read_fragment_span(page, &queues[from].0[next..end], now_ns) {
+                let q = &queues[from];
+                let end = self.page_group_end(&q.slots, next);
+                let page = self.page_of_slot(q.slots[next].0);
+                match self.read_fragment_span(page, &q.slots[next..end], now_ns) {
                     Ok(ready_ns) => {
-                        queues[from].2 = end;
-                        queues[from].3 = ready_ns;
+                        queues[from].read_end = end;
+                        queues[from].ready_ns = ready_ns;
                     }
                     Err(e) => {
                         result = Err(e);
@@ -271,9 +273,10 @@ impl Ftl {
                     }
                 }
             }
-            let (old, lpn) = queues[from].0[next];
-            let ready_ns = queues[from].3;
-            queues[from].1 += 1;
+            let q = &mut queues[from];
+            let (old, lpn) = q.slots[next];
+            let ready_ns = q.ready_ns;
+            q.next += 1;
             debug_assert_eq!(self.mapping.l2p.at(lpn as usize), old);
             if let Err(e) = self.move_fragment(old, lpn, stream, Cause::Gc, ready_ns) {
                 result = Err(e);
@@ -283,8 +286,8 @@ impl Ftl {
         self.relocation_origin = None;
         result?;
         // GC of data blocks changes the mappings it moved: translation pages follow.
-        for (slots, _, _, _) in &queues {
-            self.cmt_update(slots.iter().map(|&(_, lpn)| lpn), now_ns)?;
+        for q in &queues {
+            self.cmt_update(q.slots.iter().map(|&(_, lpn)| lpn), now_ns)?;
         }
         Ok(())
     }
@@ -895,6 +898,22 @@ impl Ftl {
             true
         });
         shared
+    }
+}
+
+/// One super-block victim's live data while `relocate_super_block` moves it: its (slot,
+/// lpn) pairs in page order, the next to move, where the source page read last ends, and
+/// when that read is done.
+struct VictimQueue {
+    slots: Vec<(u32, u32)>,
+    next: usize,
+    read_end: usize,
+    ready_ns: Nanos,
+}
+
+impl VictimQueue {
+    fn left(&self) -> usize {
+        self.slots.len() - self.next
     }
 }
 
