@@ -23,7 +23,7 @@ const RELOCATION_PASSES_MAX: u32 = 8;
 const FOREGROUND_CYCLES_MAX: u32 = 1024;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Trigger {
+pub(crate) enum Trigger {
     Foreground,
     Background,
 }
@@ -142,7 +142,7 @@ impl Ftl {
     /// after `reclaim`'s `make_durable` has programmed every page the stream holds, so a
     /// victim is erased only when all its data is durable elsewhere. Returns the number of
     /// victims collected: none when nothing is worth reclaiming on `needed`.
-    fn gc_super_block(
+    pub(crate) fn gc_super_block(
         &mut self,
         needed: u32,
         now_ns: Nanos,

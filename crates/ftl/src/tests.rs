@@ -1338,6 +1338,119 @@ fn super_pages_form_multi_plane_programs_on_a_four_plane_die() {
     );
 }
 
+/// Super-block GC on a die of 4 planes: one cycle collects a half-valid victim on each
+/// plane, erases all four, and each victim's data lands on its own plane's pages (only
+/// the difference between the victims' valid counts may cross planes), where moving the
+/// same victims one after another through the die's stream sends three quarters of every
+/// victim to the other planes.
+#[test]
+fn super_block_gc_keeps_each_victims_data_on_its_plane() {
+    use crate::gc::Trigger;
+    use flashstack_nand::{ChannelModel, DieRules};
+    let mut figures = Vec::new();
+    for together in [true, false] {
+        let mut config = tiny_config(4096, StreamMode::Single, VictimPolicyKind::Greedy);
+        config.nand.geometry.channels = 1;
+        config.nand.geometry.planes_per_die = 4;
+        config.nand.die_rules = DieRules::OneCommandPerDie;
+        config.nand.timing.channel_model = ChannelModel::Intervals;
+        config.ftl.allocation = Allocation::SuperPage;
+        config.ftl.gc.collect = GcCollect::SuperBlock;
+        config.ftl.wear.static_threshold = None;
+        let mut ftl = Ftl::new(config, false, 1).unwrap();
+        let lbas = ftl.capacity_lbas() / 2;
+        let mut now_ns = 0;
+        for lba in 0..lbas {
+            let one = Payload::Unstored { lba_count: 1 };
+            now_ns = ftl
+                .write(now_ns, lba, one, Hints::default())
+                .unwrap()
+                .complete_ns;
+        }
+        for lba in (0..lbas).step_by(8) {
+            now_ns = ftl.trim(now_ns, lba, 4).unwrap().complete_ns;
+        }
+        now_ns = ftl.flush(now_ns).unwrap().complete_ns;
+        // One slot per page: slot numbers are page numbers.
+        let unit_of = |ftl: &Ftl, lba: u64| {
+            let slot = ftl.mapping.l2p.at(lba as usize);
+            ftl.nand().unit_of_block(ftl.nand().block_of_page(slot))
+        };
+        let before: Vec<(u64, u32, u32)> = (0..lbas)
+            .filter(|&lba| ftl.mapping.l2p.at(lba as usize) != crate::UNMAPPED)
+            .map(|lba| {
+                let slot = ftl.mapping.l2p.at(lba as usize);
+                (lba, ftl.nand().block_of_page(slot), unit_of(&ftl, lba))
+            })
+            .collect();
+        let erases = ftl.nand().counters().block_erases;
+        let victims: Vec<u32> = match together {
+            true => {
+                let blocks_before: Vec<_> = ftl.blocks.state.clone();
+                assert_eq!(
+                    ftl.gc_super_block(0, now_ns, Trigger::Foreground).unwrap(),
+                    4
+                );
+                (0..blocks_before.len() as u32)
+                    .filter(|&b| {
+                        blocks_before[b as usize] == BlockState::Sealed
+                            && ftl.blocks.state[b as usize] == BlockState::Free
+                    })
+                    .collect()
+            }
+            false => {
+                // The same four blocks, one after another.
+                let victims: Vec<u32> = (0..4)
+                    .filter_map(|u| {
+                        ftl.nand()
+                            .blocks_of_unit(u)
+                            .filter(|&b| {
+                                ftl.blocks.state[b as usize] == BlockState::Sealed
+                                    && ftl.blocks.valid_slots[b as usize] > 0
+                            })
+                            .min_by_key(|&b| (ftl.blocks.valid_slots[b as usize], b))
+                    })
+                    .collect();
+                for &v in &victims {
+                    ftl.relocate_block(v, Cause::Gc, now_ns).unwrap();
+                }
+                ftl.make_durable(now_ns).unwrap();
+                victims
+            }
+        };
+        let moved: Vec<(u32, u32)> = before
+            .iter()
+            .filter(|&&(_, block, _)| victims.contains(&block))
+            .map(|&(lba, _, unit)| (unit, unit_of(&ftl, lba)))
+            .collect();
+        let off_plane = moved.iter().filter(|(from, to)| from != to).count();
+        figures.push((
+            together,
+            victims.len(),
+            moved.len(),
+            off_plane,
+            ftl.nand().counters().block_erases - erases,
+            ftl.counters().gc_super_blocks,
+        ));
+        ftl.check_invariants().unwrap();
+    }
+    println!(
+        "(together, victims, moved, off their plane, erases, super-block cycles): {figures:?}"
+    );
+    let (together, apart) = (figures[0], figures[1]);
+    assert_eq!(
+        (together.1, together.4, together.5),
+        (4, 4, 1),
+        "{figures:?}"
+    );
+    assert!(together.2 >= 16, "GC had work: {figures:?}");
+    assert_eq!(
+        together.3, 0,
+        "equal victims: nothing crosses planes: {figures:?}"
+    );
+    assert!(apart.3 * 2 > apart.2, "one after another: {figures:?}");
+}
+
 /// GC on a die of 4 planes with one command per die: page by page, every move goes to
 /// the victim plane's frontier and is a program command of its own; with super-page
 /// allocation the die's relocation stream writes its 4 planes at one page offset and
