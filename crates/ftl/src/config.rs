@@ -67,6 +67,16 @@ pub struct GcConfig {
     /// (`super-block`, `ufs31`'s). Page allocation always collects one plane's block.
     #[serde(default, skip_serializing_if = "GcCollect::is_default")]
     pub collect: GcCollect,
+    /// Idle-time GC takes only victims with at least this share of their slots invalid,
+    /// in thousandths (0, the default and absent from a config: any victim that frees a
+    /// page, as foreground GC). Idle GC towards a free-block target a full plane cannot
+    /// reach otherwise packs nearly valid blocks until the next request arrives.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub background_min_invalid_permille: u32,
+}
+
+fn is_zero(v: &u32) -> bool {
+    *v == 0
 }
 
 /// What one GC cycle collects with super-page allocation (`gc.rs`).
@@ -600,6 +610,12 @@ impl DeviceConfig {
             return Err(ConfigError::new(
                 "ftl.gc.candidates_max",
                 "must be at least 1",
+            ));
+        }
+        if f.gc.background_min_invalid_permille > 1000 {
+            return Err(ConfigError::new(
+                "ftl.gc.background_min_invalid_permille",
+                "is a share of a block in thousandths: at most 1000",
             ));
         }
         if f.wear.check_interval_erases == 0 {

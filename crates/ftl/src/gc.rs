@@ -161,7 +161,7 @@ impl Ftl {
             .zip(&retiring)
             .map(|(u, r)| match r {
                 Some(_) => Vec::new(),
-                None => self.victim_candidates(u),
+                None => self.victim_candidates(u, trigger),
             })
             .collect();
         let views: Vec<&[VictimCandidate]> = lists.iter().map(Vec::as_slice).collect();
@@ -293,17 +293,14 @@ impl Ftl {
     }
 
     /// What the victim policy sees of `unit`'s fewest-valid sealed blocks.
-    fn victim_candidates(&mut self, unit: u32) -> Vec<VictimCandidate> {
+    fn victim_candidates(&mut self, unit: u32, trigger: Trigger) -> Vec<VictimCandidate> {
         let window = self.policy.window(self.config.ftl.gc.candidates_max);
         let mut found = std::mem::take(&mut self.candidate_blocks);
         found.clear();
         self.blocks
             .fewest_valid(unit, window, |block| found.push(block));
         let capacity_slots = self.blocks.capacity_slots();
-        let min_invalid_slots = match self.compression_active() {
-            true => 1,
-            false => self.slots_per_page,
-        };
+        let min_invalid_slots = self.min_invalid_slots(capacity_slots, trigger);
         let list = found
             .iter()
             .map(|&block| VictimCandidate {
@@ -325,7 +322,7 @@ impl Ftl {
     fn gc_once(&mut self, die: u32, now_ns: Nanos, trigger: Trigger) -> Result<bool, FtlError> {
         let victim = match self.take_retiring(die) {
             Some(block) => block,
-            None => match self.choose_victim(die, now_ns) {
+            None => match self.choose_victim(die, now_ns, trigger) {
                 Some(block) => block,
                 None => return Ok(false),
             },
@@ -350,34 +347,27 @@ impl Ftl {
         Some(self.retire_queue.swap_remove(index))
     }
 
-    fn choose_victim(&mut self, die: u32, now_ns: Nanos) -> Option<u32> {
-        let window = self.policy.window(self.config.ftl.gc.candidates_max);
-        let mut found = std::mem::take(&mut self.candidate_blocks);
-        found.clear();
-        self.blocks
-            .fewest_valid(die, window, |block| found.push(block));
-        let capacity_slots = self.blocks.capacity_slots();
-        // Moved data keeps its size unless it may be compressed on the way: then the victim
-        // must hold a page of invalid slots to gain a page (see `VictimCandidate`).
-        let min_invalid_slots = match self.compression_active() {
+    fn choose_victim(&mut self, die: u32, now_ns: Nanos, trigger: Trigger) -> Option<u32> {
+        self.candidates = self.victim_candidates(die, trigger);
+        let choice = self.policy.choose(&self.candidates, now_ns);
+        choice.map(|i| self.candidates[i].block)
+    }
+
+    /// Invalid slots a victim must hold: a page (moved data keeps its size), one slot
+    /// where moved data may be compressed (see `VictimCandidate`), and in idle time at
+    /// least `background_min_invalid_permille` of the block.
+    fn min_invalid_slots(&self, capacity_slots: u32, trigger: Trigger) -> u32 {
+        let base = match self.compression_active() {
             true => 1,
             false => self.slots_per_page,
         };
-        self.candidates.clear();
-        for &block in &found {
-            self.candidates.push(VictimCandidate {
-                block,
-                valid_slots: self.blocks.valid_slots[block as usize],
-                capacity_slots,
-                min_invalid_slots,
-                last_write_ns: self.blocks.last_write_ns[block as usize],
-                erase_count: self.nand.erase_count(block),
-                ratio_permille: self.block_ratio_permille(block),
-            });
+        let permille = self.config.ftl.gc.background_min_invalid_permille as u64;
+        match trigger {
+            Trigger::Background if permille > 0 => {
+                base.max((capacity_slots as u64 * permille).div_ceil(1000) as u32)
+            }
+            _ => base,
         }
-        self.candidate_blocks = found;
-        let choice = self.policy.choose(&self.candidates, now_ns);
-        choice.map(|i| self.candidates[i].block)
     }
 
     /// Moves every valid slot of `block` to its unit's relocation stream, and re-queues the

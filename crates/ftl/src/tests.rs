@@ -72,6 +72,7 @@ pub(crate) fn tiny_config(
                 idle_threshold_ns: 10_000_000,
                 candidates_max: 8,
                 collect: Default::default(),
+                background_min_invalid_permille: 0,
             },
             slot_bytes: 4096,
             mapping_unit_bytes: 4096,

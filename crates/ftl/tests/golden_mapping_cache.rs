@@ -236,27 +236,7 @@ fn translation_traffic_leaves_data_placement_alone() {
 #[test]
 fn idle_gc_to_a_reachable_target() {
     let figures = |allocation: Allocation, collect: GcCollect, target: u32| {
-        let mut d = device(0, CmtPolicyKind::SegmentedLru);
-        d.ftl.allocation = allocation;
-        d.ftl.gc.collect = collect;
-        d.ftl.gc.background_free_blocks = target;
-        let (got, extra) = run_counting_super_blocks(d);
-        println!(
-            "{allocation:?} {collect:?} idle target {target}: page programs {}, erases {}, \
-             GC cycles {}, super-block cycles {}, WA {:.3}, write p99 {:.1} us",
-            got.page_programs,
-            got.block_erases,
-            got.gc_cycles,
-            extra.super_blocks,
-            extra.wa_permille as f64 / 1000.0,
-            extra.write_ns_p99 as f64 / 1000.0
-        );
-        (
-            got.page_programs,
-            got.block_erases,
-            got.gc_cycles,
-            extra.super_blocks,
-        )
+        figures_with(allocation, collect, target, 0)
     };
     let modes = [
         (Allocation::Page, GcCollect::Plane),
@@ -277,6 +257,61 @@ fn idle_gc_to_a_reachable_target() {
         reachable,
         [(4_807, 32, 32, 0), (4_809, 32, 32, 0), (4_800, 32, 32, 8)]
     );
+}
+
+/// The same run at the preset's unreachable idle target, with idle GC taking only
+/// victims with at least 1/8 (125 ‰) or 1/4 of their slots invalid
+/// (`ftl.gc.background_min_invalid_permille`): idle GC stops packing nearly valid blocks,
+/// and super-block GC does the least work of the three.
+#[test]
+fn idle_gc_with_a_victim_rule() {
+    let modes = [
+        (Allocation::Page, GcCollect::Plane),
+        (Allocation::SuperPage, GcCollect::Plane),
+        (Allocation::SuperPage, GcCollect::SuperBlock),
+    ];
+    let at = |permille: u32| -> Vec<_> {
+        modes
+            .iter()
+            .map(|&(a, c)| figures_with(a, c, 12, permille).0)
+            .collect()
+    };
+    let (eighth, quarter) = (at(125), at(250));
+    assert_eq!(eighth, [19_711, 20_313, 18_517], "page programs at 125 ‰");
+    assert_eq!(quarter, [12_098, 11_912, 11_470], "page programs at 250 ‰");
+}
+
+/// (page programs, erases, GC cycles = victims, super-block cycles) of the mapping-cache
+/// golden run (cache off) under one allocation, GC collection and idle-GC setting.
+fn figures_with(
+    allocation: Allocation,
+    collect: GcCollect,
+    target: u32,
+    min_invalid_permille: u32,
+) -> (u64, u64, u64, u64) {
+    let mut d = device(0, CmtPolicyKind::SegmentedLru);
+    d.ftl.allocation = allocation;
+    d.ftl.gc.collect = collect;
+    d.ftl.gc.background_free_blocks = target;
+    d.ftl.gc.background_min_invalid_permille = min_invalid_permille;
+    let (got, extra) = run_counting_super_blocks(d);
+    println!(
+        "{allocation:?} {collect:?} idle target {target}, idle victims ≥ \
+         {min_invalid_permille} ‰ invalid: page programs {}, erases {}, \
+         GC cycles {}, super-block cycles {}, WA {:.3}, write p99 {:.1} us",
+        got.page_programs,
+        got.block_erases,
+        got.gc_cycles,
+        extra.super_blocks,
+        extra.wa_permille as f64 / 1000.0,
+        extra.write_ns_p99 as f64 / 1000.0
+    );
+    (
+        got.page_programs,
+        got.block_erases,
+        got.gc_cycles,
+        extra.super_blocks,
+    )
 }
 
 // 64 KiB of SRAM (8,192 entries) over 256 MiB: 77% of lookups hit.
