@@ -69,8 +69,9 @@ pub struct GcConfig {
     pub collect: GcCollect,
     /// Idle-time GC takes only victims with at least this share of their slots invalid,
     /// in thousandths (0, the default and absent from a config: any victim that frees a
-    /// page, as foreground GC). Idle GC towards a free-block target a full plane cannot
-    /// reach otherwise packs nearly valid blocks until the next request arrives.
+    /// page, as foreground GC; `ufs31` assumes 125). Idle GC towards a free-block target a
+    /// full plane cannot reach otherwise packs nearly valid blocks until the next request
+    /// arrives.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub background_min_invalid_permille: u32,
 }
