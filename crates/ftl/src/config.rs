@@ -62,6 +62,43 @@ pub struct GcConfig {
     /// Blocks the policy examines per decision, fewest-valid first (F2FS bounds its victim
     /// search the same way). Greedy needs only the first.
     pub candidates_max: u32,
+    /// What a GC cycle collects under `ftl.allocation = "super-page"`: one plane's block
+    /// (`plane`, the default when absent) or a block of every plane of the die together
+    /// (`super-block`, `ufs31`'s). Page allocation always collects one plane's block.
+    #[serde(default, skip_serializing_if = "GcCollect::is_default")]
+    pub collect: GcCollect,
+    /// Idle-time GC takes only victims with at least this share of their slots invalid,
+    /// in thousandths (0, the default and absent from a config: any victim that frees a
+    /// page, as foreground GC; `ufs31` assumes 125). Idle GC towards a free-block target a
+    /// full plane cannot reach otherwise packs nearly valid blocks until the next request
+    /// arrives.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub background_min_invalid_permille: u32,
+}
+
+fn is_zero(v: &u32) -> bool {
+    *v == 0
+}
+
+/// What one GC cycle collects with super-page allocation (`gc.rs`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum GcCollect {
+    /// One plane's victim at a time, its moves spread over the die's planes (the only
+    /// kind page allocation knows; absent from a config at this value, so every config
+    /// written before the field reads as it did).
+    #[default]
+    Plane,
+    /// A victim on every plane of the die, each plane's own choice under the victim
+    /// policy, moved through the die's relocation stream together and erased together:
+    /// each plane gets back the block it gave (controllers' super-block GC).
+    SuperBlock,
+}
+
+impl GcCollect {
+    pub fn is_default(&self) -> bool {
+        *self == GcCollect::Plane
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -574,6 +611,12 @@ impl DeviceConfig {
             return Err(ConfigError::new(
                 "ftl.gc.candidates_max",
                 "must be at least 1",
+            ));
+        }
+        if f.gc.background_min_invalid_permille > 1000 {
+            return Err(ConfigError::new(
+                "ftl.gc.background_min_invalid_permille",
+                "is a share of a block in thousandths: at most 1000",
             ));
         }
         if f.wear.check_interval_erases == 0 {

@@ -68,6 +68,14 @@ pub struct FtlCounters {
     pub pages_compressed_gc_background: u64,
     /// Fragments GC wrote across a page boundary (caGC, low compressibility).
     pub straddled_fragments: u64,
+    /// Super-page allocation: pages GC or wear levelling put on another plane of the die
+    /// than their cursor's, whose frontier was full and free pool empty (`stream.rs`).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub relocation_plane_fallbacks: u64,
+    /// Super-block GC (`ftl.gc.collect`): cycles that collected victims on the planes of a
+    /// die together; each victim also counts as a GC cycle (`gc.rs`).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub gc_super_blocks: u64,
     /// Codec output of every compressed page (without fragment header or padding).
     pub compressed_bytes: u64,
     /// Host pages whose predicted ratio could be checked against the codec's actual one.

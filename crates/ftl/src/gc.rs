@@ -6,7 +6,8 @@ use flashstack_sim::memory::LazyTable;
 use flashstack_sim::Nanos;
 
 use crate::compression::{gc_may_straddle, gc_packs_fragments, GcStraddle};
-use crate::policy::{wear_level_needed, VictimCandidate, VictimPolicy};
+use crate::config::GcCollect;
+use crate::policy::{choose_super_block, wear_level_needed, VictimCandidate, VictimPolicy};
 use crate::stream::is_start;
 use crate::{BlockState, Cause, Ftl, FtlError};
 use flashstack_nand::NO_SOURCE;
@@ -22,7 +23,7 @@ const RELOCATION_PASSES_MAX: u32 = 8;
 const FOREGROUND_CYCLES_MAX: u32 = 1024;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Trigger {
+pub(crate) enum Trigger {
     Foreground,
     Background,
 }
@@ -33,7 +34,11 @@ impl Ftl {
         let threshold = self.config.ftl.gc.foreground_free_blocks;
         let mut cycles = 0;
         while self.blocks.free_count(die) <= threshold {
-            if !self.gc_once(die, now_ns, Trigger::Foreground)? {
+            let worked = match self.collects_super_blocks() {
+                true => self.gc_super_block(die, now_ns, Trigger::Foreground)? > 0,
+                false => self.gc_once(die, now_ns, Trigger::Foreground)?,
+            };
+            if !worked {
                 // Nothing reclaimable: go on from the reserve if any is left.
                 if self.blocks.free_count(die) > 0 {
                     return Ok(());
@@ -74,12 +79,30 @@ impl Ftl {
         };
         let mut best_free = self.blocks.free_count(die);
         let mut stalled = 0;
-        while t < arrival_ns && steps < BACKGROUND_STEPS_MAX && dies_without_work < self.units {
-            let worked = self.blocks.free_count(die) < target
-                && self.gc_once(die, t, Trigger::Background)?;
-            if worked {
+        // Super-block GC goes die by die (`die` is then the die's first plane), collecting
+        // where the die's emptiest plane is below the target.
+        let (step, dies) = match self.collects_super_blocks() {
+            true => (self.planes_per_die, self.units / self.planes_per_die),
+            false => (1, self.units),
+        };
+        while t < arrival_ns && steps < BACKGROUND_STEPS_MAX && dies_without_work < dies {
+            // Victims collected (the bound on a gap's work counts blocks either way).
+            let worked = if step == 1 {
+                let worked = self.blocks.free_count(die) < target
+                    && self.gc_once(die, t, Trigger::Background)?;
+                worked as u32
+            } else {
+                let neediest = (die..die + step)
+                    .min_by_key(|&u| (self.blocks.free_count(u), u))
+                    .expect("a die has planes");
+                match self.blocks.free_count(neediest) < target {
+                    true => self.gc_super_block(neediest, t, Trigger::Background)?,
+                    false => 0,
+                }
+            };
+            if worked > 0 {
                 dies_without_work = 0;
-                steps += 1;
+                steps += worked;
                 t = t.max(self.nand.idle_at_ns());
                 let free = self.blocks.free_count(die);
                 if free > best_free || self.units > 1 {
@@ -94,9 +117,204 @@ impl Ftl {
             } else {
                 dies_without_work += 1;
             }
-            die = if die + 1 == self.units { 0 } else { die + 1 };
+            die = if die + step == self.units {
+                0
+            } else {
+                die + step
+            };
         }
         Ok(())
+    }
+
+    /// Whether GC collects a victim on every plane of a die together (`ftl.gc.collect`,
+    /// super-page allocation only).
+    fn collects_super_blocks(&self) -> bool {
+        self.super_page
+            && self.planes_per_die > 1
+            && self.config.ftl.gc.collect == GcCollect::SuperBlock
+    }
+
+    /// One super-block GC cycle on the die of `needed` (the plane whose free pool set it
+    /// off): a victim per plane of the die (`choose_super_block`; a block waiting to be
+    /// retired goes first on its plane), every victim's valid data moved through the die's
+    /// relocation stream, then each victim erased. The moves of N victims fill N planes'
+    /// super-pages, so each plane gets back about the block it gave. Erasing starts only
+    /// after `reclaim`'s `make_durable` has programmed every page the stream holds, so a
+    /// victim is erased only when all its data is durable elsewhere. Returns the number of
+    /// victims collected: none when nothing is worth reclaiming on `needed`.
+    pub(crate) fn gc_super_block(
+        &mut self,
+        needed: u32,
+        now_ns: Nanos,
+        trigger: Trigger,
+    ) -> Result<u32, FtlError> {
+        let planes = self.planes_per_die;
+        let first = needed / planes * planes;
+        let retiring: Vec<Option<usize>> = (first..first + planes)
+            .map(|u| {
+                self.retire_queue
+                    .iter()
+                    .position(|&b| self.nand.unit_of_block(b) == u)
+            })
+            .collect();
+        let lists: Vec<Vec<VictimCandidate>> = (first..first + planes)
+            .zip(&retiring)
+            .map(|(u, r)| match r {
+                Some(_) => Vec::new(),
+                None => self.victim_candidates(u, trigger),
+            })
+            .collect();
+        let views: Vec<&[VictimCandidate]> = lists.iter().map(Vec::as_slice).collect();
+        let needed_plane = (needed - first) as usize;
+        let must_give = retiring[needed_plane].is_none().then_some(needed_plane);
+        let choice = choose_super_block(&self.policy, &views, must_give, now_ns);
+        if retiring[needed_plane].is_none() && choice[needed_plane].is_none() {
+            return Ok(0);
+        }
+        let mut victims = Vec::with_capacity(planes as usize);
+        for (p, u) in (first..first + planes).enumerate() {
+            match choice[p] {
+                Some(i) => victims.push(lists[p][i].block),
+                None if retiring[p].is_some() => {
+                    victims.extend(self.take_retiring(u));
+                }
+                None => {}
+            }
+        }
+        if victims.is_empty() {
+            return Ok(0);
+        }
+        let n = victims.len() as u64;
+        match trigger {
+            Trigger::Foreground => self.counters.gc_cycles_foreground += n,
+            Trigger::Background => self.counters.gc_cycles_background += n,
+        }
+        self.counters.gc_super_blocks += 1;
+        self.compressor.in_background_gc = trigger == Trigger::Background;
+        let mut result = match self.mapping.nothing_shared() {
+            true => self.relocate_super_block(&victims, now_ns),
+            // Shared slots (REMAP) take the general path, one victim after another.
+            false => victims
+                .iter()
+                .try_for_each(|&victim| self.relocate_block(victim, Cause::Gc, now_ns)),
+        };
+        if result.is_ok() {
+            // The first reclaim's make_durable programs what the stream holds for all of
+            // them; the others find nothing left to program.
+            for &victim in &victims {
+                result = self.reclaim(victim, Cause::Gc, now_ns);
+                if result.is_err() {
+                    break;
+                }
+            }
+        }
+        self.compressor.in_background_gc = false;
+        result.map(|()| victims.len() as u32)
+    }
+
+    /// Moves the valid data of a super-block's victims (at most one per plane, nothing
+    /// shared) through their die's relocation stream. Each page the stream fills is taken
+    /// from the victim on the plane that page goes to while that victim has data left, then
+    /// from the victim with the most left: so a victim's data stays together on its own
+    /// plane as page by page (a block GC writes holds few victims, and data invalidated
+    /// together stays together), and only the difference between the victims' valid counts
+    /// crosses planes, while the stream's pages still go to the die's planes in turn at one
+    /// offset. Moving them one victim after another would spread each victim's data over
+    /// every plane, mixing four victims in each block GC writes. Slots that come back after
+    /// a failed program are moved again by `reclaim`.
+    fn relocate_super_block(&mut self, victims: &[u32], now_ns: Nanos) -> Result<(), FtlError> {
+        let stream = self.gc_stream(self.nand.unit_of_block(victims[0]));
+        let first_unit = self.streams[stream].cursor_span.0;
+        let planes = self.planes_per_die as usize;
+        let mut queues: Vec<VictimQueue> = (0..planes)
+            .map(|_| VictimQueue {
+                slots: Vec::new(),
+                next: 0,
+                read_end: 0,
+                ready_ns: now_ns,
+            })
+            .collect();
+        for &victim in victims {
+            if self.blocks.state[victim as usize] == BlockState::Sealed {
+                self.blocks.set_state(victim, BlockState::Collecting);
+            }
+            self.nand.prefetch_block_contents(victim);
+            let q = &mut queues[(self.nand.unit_of_block(victim) - first_unit) as usize];
+            self.gather_data_slots(victim, &mut q.slots);
+            keep_live(&self.mapping.l2p, &mut q.slots);
+        }
+        let mut result = Ok(());
+        loop {
+            let target = (self.relocation_target_unit(stream) - first_unit) as usize;
+            let from = match queues[target].left() > 0 {
+                true => target,
+                false => match (0..planes)
+                    .filter(|&p| queues[p].left() > 0)
+                    .max_by_key(|&p| (queues[p].left(), std::cmp::Reverse(p)))
+                {
+                    Some(p) => p,
+                    None => break,
+                },
+            };
+            let next = queues[from].next;
+            if next == queues[from].read_end {
+                // The first slot of a source page: read the live span of that page.
+                let q = &queues[from];
+                let end = self.page_group_end(&q.slots, next);
+                let page = self.page_of_slot(q.slots[next].0);
+                match self.read_fragment_span(page, &q.slots[next..end], now_ns) {
+                    Ok(ready_ns) => {
+                        queues[from].read_end = end;
+                        queues[from].ready_ns = ready_ns;
+                    }
+                    Err(e) => {
+                        result = Err(e);
+                        break;
+                    }
+                }
+            }
+            let q = &mut queues[from];
+            let (old, lpn) = q.slots[next];
+            let ready_ns = q.ready_ns;
+            q.next += 1;
+            debug_assert_eq!(self.mapping.l2p.at(lpn as usize), old);
+            if let Err(e) = self.move_fragment(old, lpn, stream, Cause::Gc, ready_ns) {
+                result = Err(e);
+                break;
+            }
+        }
+        self.relocation_origin = None;
+        result?;
+        // GC of data blocks changes the mappings it moved: translation pages follow.
+        for q in &queues {
+            self.cmt_update(q.slots.iter().map(|&(_, lpn)| lpn), now_ns)?;
+        }
+        Ok(())
+    }
+
+    /// What the victim policy sees of `unit`'s fewest-valid sealed blocks.
+    fn victim_candidates(&mut self, unit: u32, trigger: Trigger) -> Vec<VictimCandidate> {
+        let window = self.policy.window(self.config.ftl.gc.candidates_max);
+        let mut found = std::mem::take(&mut self.candidate_blocks);
+        found.clear();
+        self.blocks
+            .fewest_valid(unit, window, |block| found.push(block));
+        let capacity_slots = self.blocks.capacity_slots();
+        let min_invalid_slots = self.min_invalid_slots(capacity_slots, trigger);
+        let list = found
+            .iter()
+            .map(|&block| VictimCandidate {
+                block,
+                valid_slots: self.blocks.valid_slots[block as usize],
+                capacity_slots,
+                min_invalid_slots,
+                last_write_ns: self.blocks.last_write_ns[block as usize],
+                erase_count: self.nand.erase_count(block),
+                ratio_permille: self.block_ratio_permille(block),
+            })
+            .collect();
+        self.candidate_blocks = found;
+        list
     }
 
     /// One GC cycle on `die`: choose a victim, move its valid data, reclaim it. Returns
@@ -104,7 +322,7 @@ impl Ftl {
     fn gc_once(&mut self, die: u32, now_ns: Nanos, trigger: Trigger) -> Result<bool, FtlError> {
         let victim = match self.take_retiring(die) {
             Some(block) => block,
-            None => match self.choose_victim(die, now_ns) {
+            None => match self.choose_victim(die, now_ns, trigger) {
                 Some(block) => block,
                 None => return Ok(false),
             },
@@ -129,34 +347,27 @@ impl Ftl {
         Some(self.retire_queue.swap_remove(index))
     }
 
-    fn choose_victim(&mut self, die: u32, now_ns: Nanos) -> Option<u32> {
-        let window = self.policy.window(self.config.ftl.gc.candidates_max);
-        let mut found = std::mem::take(&mut self.candidate_blocks);
-        found.clear();
-        self.blocks
-            .fewest_valid(die, window, |block| found.push(block));
-        let capacity_slots = self.blocks.capacity_slots();
-        // Moved data keeps its size unless it may be compressed on the way: then the victim
-        // must hold a page of invalid slots to gain a page (see `VictimCandidate`).
-        let min_invalid_slots = match self.compression_active() {
+    fn choose_victim(&mut self, die: u32, now_ns: Nanos, trigger: Trigger) -> Option<u32> {
+        self.candidates = self.victim_candidates(die, trigger);
+        let choice = self.policy.choose(&self.candidates, now_ns);
+        choice.map(|i| self.candidates[i].block)
+    }
+
+    /// Invalid slots a victim must hold: a page (moved data keeps its size), one slot
+    /// where moved data may be compressed (see `VictimCandidate`), and in idle time at
+    /// least `background_min_invalid_permille` of the block.
+    fn min_invalid_slots(&self, capacity_slots: u32, trigger: Trigger) -> u32 {
+        let base = match self.compression_active() {
             true => 1,
             false => self.slots_per_page,
         };
-        self.candidates.clear();
-        for &block in &found {
-            self.candidates.push(VictimCandidate {
-                block,
-                valid_slots: self.blocks.valid_slots[block as usize],
-                capacity_slots,
-                min_invalid_slots,
-                last_write_ns: self.blocks.last_write_ns[block as usize],
-                erase_count: self.nand.erase_count(block),
-                ratio_permille: self.block_ratio_permille(block),
-            });
+        let permille = self.config.ftl.gc.background_min_invalid_permille as u64;
+        match trigger {
+            Trigger::Background if permille > 0 => {
+                base.max((capacity_slots as u64 * permille).div_ceil(1000) as u32)
+            }
+            _ => base,
         }
-        self.candidate_blocks = found;
-        let choice = self.policy.choose(&self.candidates, now_ns);
-        choice.map(|i| self.candidates[i].block)
     }
 
     /// Moves every valid slot of `block` to its unit's relocation stream, and re-queues the
@@ -176,7 +387,8 @@ impl Ftl {
         let mut result = Ok(());
         // A pass moves everything live; a failed program under a straddling copy can map a
         // fragment back here, which the next pass moves again.
-        let plain = self.slots_per_page == 1 && !self.compression_active();
+        // Staged pages (super-page allocation) take the general path, which holds them.
+        let plain = self.slots_per_page == 1 && !self.compression_active() && !self.stages(stream);
         for _pass in 0..RELOCATION_PASSES_MAX {
             self.gather_data_slots(block, &mut slots);
             let shared = match self.mapping.nothing_shared() {
@@ -601,6 +813,15 @@ impl Ftl {
         if wear.static_threshold.is_none() {
             return Ok(());
         }
+        // With super-page allocation a wear-levelling move leaves the plane (its die's
+        // relocation stream writes every plane), so the plane's least-worn free block stays
+        // unused and a check right after a wear-levelling erase could start the next one at
+        // once, and so on without end: that erase is not counted, the next check waits
+        // for other erases. Page by page the moves use the plane's own free blocks, and
+        // this stays as it was.
+        if self.super_page && self.wear_levelling {
+            return Ok(());
+        }
         self.erases_since_wl_check[die as usize] += 1;
         if self.erases_since_wl_check[die as usize] < wear.check_interval_erases {
             return Ok(());
@@ -612,13 +833,19 @@ impl Ftl {
         }
         let Some(victim) = coldest else { return Ok(()) };
         self.counters.wl_cycles += 1;
-        self.relocate_block(victim, Cause::WearLevel, now_ns)?;
-        // The victim may have been emptied by the relocation's own flush; reclaim it only if
-        // it is still a sealed, empty block.
-        if self.blocks.state[victim as usize] == BlockState::Collecting {
-            self.reclaim(victim, Cause::WearLevel, now_ns)?;
-        }
-        Ok(())
+        self.wear_levelling = true;
+        let result = self
+            .relocate_block(victim, Cause::WearLevel, now_ns)
+            .and_then(|()| {
+                // The victim may have been emptied by the relocation's own flush; reclaim
+                // it only if it is still a sealed, empty block.
+                match self.blocks.state[victim as usize] == BlockState::Collecting {
+                    true => self.reclaim(victim, Cause::WearLevel, now_ns),
+                    false => Ok(()),
+                }
+            });
+        self.wear_levelling = false;
+        result
     }
 
     /// The least-worn sealed block of a die, and the die's erase-count range over good blocks.
@@ -661,6 +888,22 @@ impl Ftl {
             true
         });
         shared
+    }
+}
+
+/// One super-block victim's live data while `relocate_super_block` moves it: its (slot,
+/// lpn) pairs in page order, the next to move, where the source page read last ends, and
+/// when that read is done.
+struct VictimQueue {
+    slots: Vec<(u32, u32)>,
+    next: usize,
+    read_end: usize,
+    ready_ns: Nanos,
+}
+
+impl VictimQueue {
+    fn left(&self) -> usize {
+        self.slots.len() - self.next
     }
 }
 

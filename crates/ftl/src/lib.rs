@@ -65,9 +65,9 @@ pub use cmt::{
     choose_victim, demote_protected, place_on_hit, relocation_update, RelocationAction, Segment,
 };
 pub use config::{
-    Allocation, CmtPolicyKind, DestagePolicyKind, DeviceConfig, FtlConfig, GcConfig, HostConfig,
-    HpbConfig, MappingCacheConfig, RelocationUpdates, StreamMode, VictimPolicyKind, WearConfig,
-    WriteBufferConfig,
+    Allocation, CmtPolicyKind, DestagePolicyKind, DeviceConfig, FtlConfig, GcCollect, GcConfig,
+    HostConfig, HpbConfig, MappingCacheConfig, RelocationUpdates, StreamMode, VictimPolicyKind,
+    WearConfig, WriteBufferConfig,
 };
 pub use construct::ConstructedState;
 pub use counters::FtlCounters;
@@ -143,9 +143,12 @@ pub struct Ftl {
     streams: Vec<Stream>,
     host_streams: u32,
     next_host_die: u32,
-    /// `ftl.allocation = "super-page"`: host streams stage full pages (`stream.rs`).
+    /// `ftl.allocation = "super-page"`: host and relocation streams stage full pages
+    /// (`stream.rs`).
     super_page: bool,
     planes_per_die: u32,
+    /// A wear-levelling cycle is under way (`gc.rs`, `after_erase`).
+    wear_levelling: bool,
     /// Page buffers for staged pages, reused.
     spare_buffers: Vec<Box<[u8]>>,
     pending_trims: Vec<u32>,
@@ -259,8 +262,14 @@ impl Ftl {
         );
         debug_assert_eq!(g.units() * g.blocks_per_plane, g.blocks());
         blocks.fill_free_pools();
-        let streams =
-            stream::build_streams(host_streams, g.units(), g.page_size_bytes, g.planes_per_die);
+        let super_page = config.ftl.allocation == Allocation::SuperPage;
+        let streams = stream::build_streams(
+            host_streams,
+            g.units(),
+            g.page_size_bytes,
+            g.planes_per_die,
+            super_page,
+        );
         Ok(Ftl {
             policy: GcPolicy::new(config.ftl.gc.policy),
             units: g.units(),
@@ -284,8 +293,9 @@ impl Ftl {
             streams,
             host_streams,
             next_host_die: 0,
-            super_page: config.ftl.allocation == Allocation::SuperPage,
+            super_page,
             planes_per_die: g.planes_per_die,
+            wear_levelling: false,
             spare_buffers: Vec::new(),
             pending_trims: Vec::new(),
             pending_binds: Vec::new(),

@@ -171,6 +171,25 @@ impl VictimPolicy for GcPolicy {
     }
 }
 
+/// Super-block GC: the victims collected together on the planes of one die. `planes[p]`
+/// holds plane p's candidates (as the policy's window gives them); each plane takes its own
+/// choice under `policy`, and a plane with nothing reclaimable contributes no victim. When
+/// `needed` names a plane (the one whose free pool set GC off) that has no victim itself,
+/// nothing is collected: the others' moves would land on that plane's last free blocks
+/// and give it nothing back. Returns, per plane, the index of its victim.
+pub fn choose_super_block<P: VictimPolicy + ?Sized>(
+    policy: &P,
+    planes: &[&[VictimCandidate]],
+    needed: Option<usize>,
+    now_ns: Nanos,
+) -> Vec<Option<usize>> {
+    let choice: Vec<Option<usize>> = planes.iter().map(|c| policy.choose(c, now_ns)).collect();
+    match needed {
+        Some(p) if choice[p].is_none() => vec![None; planes.len()],
+        _ => choice,
+    }
+}
+
 /// Number of host frontiers a stream mode uses.
 pub fn host_stream_count(mode: StreamMode, streams_max: u32) -> u32 {
     match mode {
@@ -260,6 +279,38 @@ mod tests {
         // An empty block is taken at once.
         let c = [cand(1, 1, 0), cand(2, 0, 999)];
         assert_eq!(CostBenefit.choose(&c, 1000), Some(1));
+    }
+
+    /// Each plane of the die gives its own best candidate under the policy (not the die's
+    /// best blocks wherever they are); a plane without a reclaimable block gives none, and
+    /// when that is the plane that needs space, nothing is collected.
+    #[test]
+    fn super_block_takes_each_planes_own_choice() {
+        let p0 = [cand(10, 8, 0), cand(11, 9, 0)];
+        let p1 = [cand(20, 40, 0)];
+        let p2 = [cand(30, 64, 0)];
+        let p3 = [cand(40, 30, 900), cand(41, 20, 0)];
+        let planes: [&[VictimCandidate]; 4] = [&p0, &p1, &p2, &p3];
+        assert_eq!(
+            choose_super_block(&Greedy, &planes, Some(0), 1000),
+            vec![Some(0), Some(0), None, Some(0)]
+        );
+        // Cost-benefit weighs age per plane: on plane 3 it takes the older block, listed
+        // second ((64-20)*1001/40 against (64-30)*101/60).
+        assert_eq!(
+            choose_super_block(&CostBenefit, &planes, None, 1000),
+            vec![Some(0), Some(0), None, Some(1)]
+        );
+        // The plane that ran out has nothing to give: no cycle.
+        assert_eq!(
+            choose_super_block(&Greedy, &planes, Some(2), 1000),
+            vec![None; 4]
+        );
+        // Empty candidate lists are planes without sealed blocks.
+        assert_eq!(
+            choose_super_block(&Greedy, &[&[], &p1], Some(1), 0),
+            vec![None, Some(0)]
+        );
     }
 
     #[test]

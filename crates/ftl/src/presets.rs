@@ -187,6 +187,8 @@ pub fn ldc_emmc() -> DeviceConfig {
                 background_free_blocks: LDC_FOREGROUND_FREE_BLOCKS,
                 idle_threshold_ns: LDC_IDLE_THRESHOLD_NS,
                 candidates_max: 256,
+                collect: Default::default(),
+                background_min_invalid_permille: 0,
             },
             slot_bytes: 4096,
             mapping_unit_bytes: 4096,
@@ -268,6 +270,11 @@ pub fn ldc_emmc_with(policy: CompressionPolicyKind) -> DeviceConfig {
 ///   lockstep and a super-page (one page per plane, 64 KiB) is programmed as one
 ///   multi-plane command, as controllers that allocate super-blocks do
 ///   (`ftl.allocation`; docs/ftl.md).
+/// - GC collects a super-block (a victim on every plane of a die at once), and idle-time
+///   GC takes only victims with at least 1/8 of their slots invalid. No controller
+///   publishes such a share: it is an **assumption**. Override it with
+///   `--set ftl.gc.background_min_invalid_permille=N` (0 = off) and the collection with
+///   `--set ftl.gc.collect=plane`.
 pub fn ufs31() -> DeviceConfig {
     let timing = Timing {
         read_ns: 50_000,
@@ -313,6 +320,13 @@ pub fn ufs31() -> DeviceConfig {
                 background_free_blocks: 12,
                 idle_threshold_ns: 100_000_000,
                 candidates_max: 64,
+                // GC collects a super-block: a victim on every plane of the die at once.
+                collect: GcCollect::SuperBlock,
+                // Idle GC takes only victims at least 1/8 invalid: towards a free-block
+                // target a small or full device cannot reach it would otherwise pack
+                // nearly valid blocks. An assumption (no controller publishes such a
+                // share); 1/4 starves idle GC on a hot/cold run (docs/ftl.md).
+                background_min_invalid_permille: 125,
             },
             slot_bytes: 4096,
             mapping_unit_bytes: 4096,
@@ -435,6 +449,8 @@ pub fn mqsim_default() -> DeviceConfig {
                 background_free_blocks: 102,
                 idle_threshold_ns: 100_000_000,
                 candidates_max: 64,
+                collect: Default::default(),
+                background_min_invalid_permille: 0,
             },
             slot_bytes: 4096,
             mapping_unit_bytes: 4096,
@@ -569,6 +585,8 @@ pub fn csd3000_with(policy: CompressionPolicyKind, flash_gib: u32) -> DeviceConf
                 background_free_blocks: 8,
                 idle_threshold_ns: 10_000_000,
                 candidates_max: 64,
+                collect: Default::default(),
+                background_min_invalid_permille: 0,
             },
             slot_bytes: 512,
             mapping_unit_bytes: 4096,

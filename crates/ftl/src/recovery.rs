@@ -151,6 +151,7 @@ impl Ftl {
             g.units(),
             g.page_size_bytes,
             g.planes_per_die,
+            self.super_page,
         );
         self.pending_trims.clear();
         self.pending_binds.clear();

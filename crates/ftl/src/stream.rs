@@ -53,7 +53,9 @@ pub(crate) struct Frontier {
 /// page it will program. Fragments in the buffer are already mapped to their target page.
 #[derive(Debug)]
 pub(crate) struct Stream {
-    /// GC and metadata streams stay on one unit; host streams rotate over units.
+    /// GC and metadata streams stay on one unit; host streams rotate over units. With
+    /// super-page allocation a relocation stream serves a whole die: this is its first
+    /// plane, and its cursor rotates over the die's planes.
     pub pinned_die: Option<u32>,
     pub relocation: bool,
     pub active: Vec<Option<Frontier>>,
@@ -73,12 +75,15 @@ pub(crate) struct Stream {
     pub filled: u32,
     pub ready_ns: Nanos,
     pub data: Box<[u8]>,
-    /// Super-page allocation (host streams): full pages waiting for the rest of their
-    /// super-page, oldest first, all on the die of the page in the buffer. Volatile like
-    /// the buffer: lost at a power cut, programmed by every `make_durable`.
+    /// Super-page allocation (host and relocation streams): full pages waiting for the
+    /// rest of their super-page, oldest first, all on the die of the page in the buffer.
+    /// Volatile like the buffer: lost at a power cut, programmed by every `make_durable`.
     pub staged: Vec<Staged>,
-    /// Super-page allocation (host streams): the unit its next page is allocated on.
+    /// Super-page allocation: the unit its next page is allocated on...
     pub cursor: u32,
+    /// ...and the units the cursor cycles over, `(first, count)`: every unit for a host
+    /// stream, the planes of its die for a relocation stream.
+    pub cursor_span: (u32, u32),
 }
 
 /// A page still in a controller buffer, as `Ftl::buffered_page` finds it.
@@ -147,7 +152,16 @@ impl Stream {
             data: vec![0; page_size as usize].into_boxed_slice(),
             staged: Vec::new(),
             cursor: 0,
+            cursor_span: (0, dies),
         }
+    }
+
+    /// Moves the cursor on, returning the unit it pointed at.
+    fn advance_cursor(&mut self) -> u32 {
+        let u = self.cursor;
+        let (first, count) = self.cursor_span;
+        self.cursor = if u + 1 == first + count { first } else { u + 1 };
+        u
     }
 
     /// Empties the buffer of a page of `slots` slots (entries beyond stay unused).
@@ -168,30 +182,48 @@ impl Stream {
     }
 }
 
-/// Host streams first, then one relocation (GC/WL) stream per unit, then the metadata
-/// stream. With super-page allocation, host stream i starts on die i (modulo the dies),
-/// so that streams written together use different dies.
+/// Host streams first, then the relocation (GC/WL) streams, then the metadata stream.
+/// Page by page there is one relocation stream per unit. With super-page allocation there
+/// is one per die, whose cursor cycles over the die's planes as a host stream's cycles over
+/// every unit (so each plane still has one relocation frontier), and host stream i starts
+/// on die i (modulo the dies), so that streams written together use different dies.
 pub(crate) fn build_streams(
     host_streams: u32,
-    dies: u32,
+    units: u32,
     page_size: u32,
     planes_per_die: u32,
+    super_page: bool,
 ) -> Vec<Stream> {
     let mut streams: Vec<Stream> = (0..host_streams)
         .map(|i| {
-            let mut s = Stream::new(None, false, dies, page_size);
-            s.cursor = (i % (dies / planes_per_die).max(1)) * planes_per_die;
+            let mut s = Stream::new(None, false, units, page_size);
+            s.cursor = (i % (units / planes_per_die).max(1)) * planes_per_die;
             s
         })
         .collect();
-    streams.extend((0..dies).map(|d| Stream::new(Some(d), true, dies, page_size)));
-    streams.push(Stream::new(None, false, dies, page_size));
+    if super_page {
+        streams.extend((0..units).step_by(planes_per_die as usize).map(|first| {
+            let mut s = Stream::new(Some(first), true, units, page_size);
+            s.cursor = first;
+            s.cursor_span = (first, planes_per_die);
+            s
+        }));
+    } else {
+        streams.extend((0..units).map(|u| Stream::new(Some(u), true, units, page_size)));
+    }
+    streams.push(Stream::new(None, false, units, page_size));
     streams
 }
 
 impl Ftl {
-    pub(crate) fn gc_stream(&self, die: u32) -> usize {
-        (self.host_streams + die) as usize
+    /// The relocation stream that takes what GC and wear levelling move out of `unit`:
+    /// the unit's own, or with super-page allocation its die's.
+    pub(crate) fn gc_stream(&self, unit: u32) -> usize {
+        let index = match self.super_page {
+            true => unit / self.planes_per_die,
+            false => unit,
+        };
+        (self.host_streams + index) as usize
     }
 
     pub(crate) fn meta_stream(&self) -> usize {
@@ -384,10 +416,11 @@ impl Ftl {
     }
 
     /// Whether `stream` holds full pages back for super-pages (`ftl.allocation`): host
-    /// streams of a super-page device.
+    /// and relocation streams of a super-page device (record pages are programmed one by
+    /// one, each durable when written).
     #[inline]
     pub(crate) fn stages(&self, stream: usize) -> bool {
-        self.super_page && stream < self.host_streams as usize
+        self.super_page && stream < self.meta_stream()
     }
 
     /// The buffer of `stream` is full: programmed now, or, for a staging stream, held
@@ -503,17 +536,14 @@ impl Ftl {
         allow_gc: bool,
         now_ns: Nanos,
     ) -> Result<u32, FtlError> {
+        if self.stages(stream) {
+            // Its own cursor: the stream's frontiers on a die's planes advance together,
+            // at the same page offset.
+            let unit = self.next_staging_unit(stream, now_ns)?;
+            return self.allocate_on(stream, unit, allow_gc, now_ns);
+        }
         let die = match self.streams[stream].pinned_die {
             Some(d) => d,
-            None if self.stages(stream) => {
-                // Its own cursor: the stream's frontiers on a die's planes advance
-                // together, at the same page offset.
-                let units = self.units;
-                let s = &mut self.streams[stream];
-                let u = s.cursor;
-                s.cursor = if u + 1 == units { 0 } else { u + 1 };
-                u
-            }
             None => {
                 let d = self.next_host_die;
                 self.next_host_die = if d + 1 == self.units { 0 } else { d + 1 };
@@ -521,6 +551,52 @@ impl Ftl {
             }
         };
         self.allocate_on(stream, die, allow_gc, now_ns)
+    }
+
+    /// The unit a staging stream's next page goes to: where its cursor points. A
+    /// relocation stream allocates without GC, so when that plane's frontier is full and
+    /// its free pool empty (GC of another plane of the die moves data here), the plane of
+    /// the die with the most free blocks takes the page instead; page by page, the unit's
+    /// own pool would have been the only one. What the stream holds is programmed first,
+    /// and the cursor goes on from the new plane, so a super-page never has two pages on
+    /// one plane (a failed program re-targets its page to a fresh block of its plane,
+    /// which would leave a later page of that plane out of order).
+    fn next_staging_unit(&mut self, stream: usize, now_ns: Nanos) -> Result<u32, FtlError> {
+        let unit = self.streams[stream].advance_cursor();
+        let s = &self.streams[stream];
+        let has_room = |u: u32| {
+            matches!(s.active[u as usize], Some(f) if f.next_page < self.pages_per_block)
+                || self.blocks.free_count(u) > 0
+        };
+        if !s.relocation || has_room(unit) {
+            return Ok(unit);
+        }
+        let (first, count) = s.cursor_span;
+        let Some(other) = (first..first + count)
+            .filter(|&u| has_room(u))
+            .max_by_key(|&u| (self.blocks.free_count(u), std::cmp::Reverse(u)))
+        else {
+            return Ok(unit);
+        };
+        self.counters.relocation_plane_fallbacks += 1;
+        self.program_staged(stream, now_ns)?;
+        let s = &mut self.streams[stream];
+        s.cursor = other;
+        s.advance_cursor();
+        Ok(other)
+    }
+
+    /// The unit the next slot a relocation stream takes will land on: its buffered page's,
+    /// while that page has room, else where its cursor points (the fallback of
+    /// `next_staging_unit` may still send it elsewhere).
+    pub(crate) fn relocation_target_unit(&self, stream: usize) -> u32 {
+        let s = &self.streams[stream];
+        match s.target_page != NO_PAGE && s.filled < self.slots_per_page {
+            true => self
+                .nand
+                .unit_of_block(self.nand.block_of_page(s.target_page)),
+            false => s.cursor,
+        }
     }
 
     /// `allocate_page` on a given unit.

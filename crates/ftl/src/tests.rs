@@ -18,7 +18,7 @@ use proptest::prelude::*;
 use crate::blocks::BlockState;
 use crate::compression::CompressionPolicyKind;
 use crate::config::*;
-use crate::Ftl;
+use crate::{Cause, Ftl};
 
 pub(crate) fn tiny_config(
     page_size_bytes: u32,
@@ -71,6 +71,8 @@ pub(crate) fn tiny_config(
                 background_free_blocks: 4,
                 idle_threshold_ns: 10_000_000,
                 candidates_max: 8,
+                collect: Default::default(),
+                background_min_invalid_permille: 0,
             },
             slot_bytes: 4096,
             mapping_unit_bytes: 4096,
@@ -320,6 +322,28 @@ impl Harness {
         // Only runs that remap report this count (the others' lines stay as they were).
         if mid_remap || self.remaps_done > 0 {
             self.tally.note("mid-remap", u64::from(mid_remap));
+        }
+        // Super-page devices: cuts while GC or wear levelling holds relocated pages back
+        // for their super-page (their data then exists only in the victim and the held
+        // page).
+        if ftl.super_page {
+            let gc_held = ftl
+                .streams
+                .iter()
+                .any(|s| s.relocation && !s.staged.is_empty());
+            self.tally.note("mid-GC-held", u64::from(gc_held));
+            // Super-block GC: cuts while several victims are being collected together
+            // (some may already be erased, the others not yet).
+            if ftl.config.ftl.gc.collect == GcCollect::SuperBlock {
+                let collecting = ftl
+                    .blocks
+                    .state
+                    .iter()
+                    .filter(|&&s| s == BlockState::Collecting)
+                    .count();
+                self.tally
+                    .note("mid-super-block", u64::from(collecting > 1));
+            }
         }
     }
 
@@ -1201,19 +1225,32 @@ fn super_page_allocation_keeps_everything_flushed_through_power_cuts() {
         Exploration::new("ftl super_page_allocation_keeps_everything_flushed_through_power_cuts")
             .durable_by("flushed"),
     );
+    // Wear-levelling cycles, relocated pages that had to leave their cursor's plane, and
+    // super-block GC cycles.
+    let relocation = RefCell::new((0u64, 0u64, 0u64));
     proptest!(
         ProptestConfig { cases: 400, ..ProptestConfig::default() },
         |(
             page in prop_oneof![Just(4096u32), Just(8192), Just(16384)],
             planes in prop_oneof![Just(2u32), Just(4)],
             strict in any::<bool>(),
+            eager_wear_levelling in any::<bool>(),
             faults in prop_oneof![3 => Just(0.0f64), 1 => Just(0.01)],
             streams in prop_oneof![Just(StreamMode::Single), Just(StreamMode::Temperature)],
+            collect in prop_oneof![3 => Just(GcCollect::SuperBlock), 1 => Just(GcCollect::Plane)],
             ops in prop::collection::vec(op_strategy(), 1..400),
             seed in any::<u64>(),
         )| {
             let mut config = tiny_config(page, streams, VictimPolicyKind::Greedy);
             config.ftl.allocation = Allocation::SuperPage;
+            config.ftl.gc.collect = collect;
+            if eager_wear_levelling {
+                // Wear levelling checked after every erase and run at the least
+                // unevenness, so its relocations (held like GC's) run within a few hundred
+                // operations.
+                config.ftl.wear.static_threshold = Some(1);
+                config.ftl.wear.check_interval_erases = 1;
+            }
             config.nand.geometry.planes_per_die = planes;
             config.nand.geometry.blocks_per_plane = 32 / planes;
             if strict {
@@ -1226,13 +1263,31 @@ fn super_page_allocation_keeps_everything_flushed_through_power_cuts() {
                 run(config, &ops, seed, false)
             };
             tally.borrow_mut().merge(&h.tally);
+            let mut r = relocation.borrow_mut();
+            r.0 += h.ftl.counters().wl_cycles;
+            r.1 += h.ftl.counters().relocation_plane_fallbacks;
+            r.2 += h.ftl.counters().gc_super_blocks;
         }
     );
     let tally = tally.into_inner();
     tally.report();
+    let (wl_cycles, fallbacks, super_blocks) = relocation.into_inner();
+    println!(
+        "{wl_cycles} wear-levelling cycles, {fallbacks} relocated pages off their plane, \
+         {super_blocks} super-block GC cycles"
+    );
     assert!(
-        tally.noted("mid-buffer") > 50 && tally.noted("mid-GC") > 20,
-        "the cuts must land in partial super-pages and in GC: {}",
+        tally.noted("mid-buffer") > 50
+            && tally.noted("mid-GC") > 20
+            && tally.noted("mid-GC-held") > 0
+            && tally.noted("mid-super-block") > 0
+            && wl_cycles > 0
+            && fallbacks > 0
+            && super_blocks > 0,
+        "the cuts must land in partial super-pages, in GC and in GC's held pages; wear \
+         levelling must run, relocations must meet a plane without room, super-block GC \
+         must run and be cut: {}, {wl_cycles} wear-levelling cycles, {fallbacks} pages off \
+         their plane, {super_blocks} super-block GC cycles",
         tally.line()
     );
 }
@@ -1281,6 +1336,201 @@ fn super_pages_form_multi_plane_programs_on_a_four_plane_die() {
     assert!(
         super_page.2 > 0 && super_page.1 * 10 <= super_page.0 * 3,
         "super-pages: {figures:?}"
+    );
+}
+
+/// Super-block GC on a die of 4 planes: one cycle collects a half-valid victim on each
+/// plane, erases all four, and each victim's data lands on its own plane's pages (only
+/// the difference between the victims' valid counts may cross planes), where moving the
+/// same victims one after another through the die's stream sends three quarters of every
+/// victim to the other planes.
+#[test]
+fn super_block_gc_keeps_each_victims_data_on_its_plane() {
+    use crate::gc::Trigger;
+    use flashstack_nand::{ChannelModel, DieRules};
+    let mut figures = Vec::new();
+    for together in [true, false] {
+        let mut config = tiny_config(4096, StreamMode::Single, VictimPolicyKind::Greedy);
+        config.nand.geometry.channels = 1;
+        config.nand.geometry.planes_per_die = 4;
+        config.nand.die_rules = DieRules::OneCommandPerDie;
+        config.nand.timing.channel_model = ChannelModel::Intervals;
+        config.ftl.allocation = Allocation::SuperPage;
+        config.ftl.gc.collect = GcCollect::SuperBlock;
+        config.ftl.wear.static_threshold = None;
+        let mut ftl = Ftl::new(config, false, 1).unwrap();
+        let lbas = ftl.capacity_lbas() / 2;
+        let mut now_ns = 0;
+        for lba in 0..lbas {
+            let one = Payload::Unstored { lba_count: 1 };
+            now_ns = ftl
+                .write(now_ns, lba, one, Hints::default())
+                .unwrap()
+                .complete_ns;
+        }
+        for lba in (0..lbas).step_by(8) {
+            now_ns = ftl.trim(now_ns, lba, 4).unwrap().complete_ns;
+        }
+        now_ns = ftl.flush(now_ns).unwrap().complete_ns;
+        // One slot per page: slot numbers are page numbers.
+        let unit_of = |ftl: &Ftl, lba: u64| {
+            let slot = ftl.mapping.l2p.at(lba as usize);
+            ftl.nand().unit_of_block(ftl.nand().block_of_page(slot))
+        };
+        let before: Vec<(u64, u32, u32)> = (0..lbas)
+            .filter(|&lba| ftl.mapping.l2p.at(lba as usize) != crate::UNMAPPED)
+            .map(|lba| {
+                let slot = ftl.mapping.l2p.at(lba as usize);
+                (lba, ftl.nand().block_of_page(slot), unit_of(&ftl, lba))
+            })
+            .collect();
+        let erases = ftl.nand().counters().block_erases;
+        let victims: Vec<u32> = match together {
+            true => {
+                let blocks_before: Vec<_> = ftl.blocks.state.clone();
+                assert_eq!(
+                    ftl.gc_super_block(0, now_ns, Trigger::Foreground).unwrap(),
+                    4
+                );
+                (0..blocks_before.len() as u32)
+                    .filter(|&b| {
+                        blocks_before[b as usize] == BlockState::Sealed
+                            && ftl.blocks.state[b as usize] == BlockState::Free
+                    })
+                    .collect()
+            }
+            false => {
+                // The same four blocks, one after another.
+                let victims: Vec<u32> = (0..4)
+                    .filter_map(|u| {
+                        ftl.nand()
+                            .blocks_of_unit(u)
+                            .filter(|&b| {
+                                ftl.blocks.state[b as usize] == BlockState::Sealed
+                                    && ftl.blocks.valid_slots[b as usize] > 0
+                            })
+                            .min_by_key(|&b| (ftl.blocks.valid_slots[b as usize], b))
+                    })
+                    .collect();
+                for &v in &victims {
+                    ftl.relocate_block(v, Cause::Gc, now_ns).unwrap();
+                }
+                ftl.make_durable(now_ns).unwrap();
+                victims
+            }
+        };
+        let moved: Vec<(u32, u32)> = before
+            .iter()
+            .filter(|&&(_, block, _)| victims.contains(&block))
+            .map(|&(lba, _, unit)| (unit, unit_of(&ftl, lba)))
+            .collect();
+        let off_plane = moved.iter().filter(|(from, to)| from != to).count();
+        figures.push((
+            together,
+            victims.len(),
+            moved.len(),
+            off_plane,
+            ftl.nand().counters().block_erases - erases,
+            ftl.counters().gc_super_blocks,
+        ));
+        ftl.check_invariants().unwrap();
+    }
+    println!(
+        "(together, victims, moved, off their plane, erases, super-block cycles): {figures:?}"
+    );
+    let (together, apart) = (figures[0], figures[1]);
+    assert_eq!(
+        (together.1, together.4, together.5),
+        (4, 4, 1),
+        "{figures:?}"
+    );
+    assert!(together.2 >= 16, "GC had work: {figures:?}");
+    assert_eq!(
+        together.3, 0,
+        "equal victims: nothing crosses planes: {figures:?}"
+    );
+    assert!(apart.3 * 2 > apart.2, "one after another: {figures:?}");
+}
+
+/// GC on a die of 4 planes with one command per die: page by page, every move goes to
+/// the victim plane's frontier and is a program command of its own; with super-page
+/// allocation the die's relocation stream writes its 4 planes at one page offset and
+/// holds the pages until each plane has one, so the moves join as multi-plane programs
+/// (5 half-valid victims, 20 moves: 20 program commands page by page, 5 multi-plane
+/// commands of 4 planes with super-pages).
+#[test]
+fn gc_moves_form_multi_plane_programs_on_a_four_plane_die() {
+    use flashstack_nand::{ChannelModel, DieRules};
+    let mut figures = Vec::new();
+    for allocation in [Allocation::Page, Allocation::SuperPage] {
+        let mut config = tiny_config(4096, StreamMode::Single, VictimPolicyKind::Greedy);
+        config.nand.geometry.channels = 1;
+        config.nand.geometry.planes_per_die = 4;
+        config.nand.die_rules = DieRules::OneCommandPerDie;
+        config.nand.timing.channel_model = ChannelModel::Intervals;
+        config.ftl.allocation = allocation;
+        config.ftl.wear.static_threshold = None;
+        let mut ftl = Ftl::new(config, false, 1).unwrap();
+        let lbas = ftl.capacity_lbas() / 2;
+        let mut now_ns = 0;
+        for lba in 0..lbas {
+            let one = Payload::Unstored { lba_count: 1 };
+            now_ns = ftl
+                .write(now_ns, lba, one, Hints::default())
+                .unwrap()
+                .complete_ns;
+        }
+        // Pages go to the planes in turn: every other group of 4 LBAs trimmed leaves each
+        // plane's blocks half valid.
+        for lba in (0..lbas).step_by(8) {
+            now_ns = ftl.trim(now_ns, lba, 4).unwrap().complete_ns;
+        }
+        now_ns = ftl.flush(now_ns).unwrap().complete_ns;
+        let d = ftl.nand().die_command_counters();
+        let before = (
+            ftl.nand().counters().page_programs,
+            d.plane_joins_program,
+            d.multi_plane_programs,
+            ftl.counters().program_slots_gc,
+        );
+        // Collect every sealed block of plane 0 that holds data.
+        let victims: Vec<u32> = ftl
+            .nand()
+            .blocks_of_unit(0)
+            .filter(|&b| {
+                ftl.blocks.state[b as usize] == BlockState::Sealed
+                    && ftl.blocks.valid_slots[b as usize] > 0
+            })
+            .collect();
+        for &victim in &victims {
+            ftl.relocate_block(victim, Cause::Gc, now_ns).unwrap();
+        }
+        ftl.make_durable(now_ns).unwrap();
+        let d = ftl.nand().die_command_counters();
+        let programs = ftl.nand().counters().page_programs - before.0;
+        let joins = d.plane_joins_program - before.1;
+        figures.push((
+            victims.len() as u64,
+            ftl.counters().program_slots_gc - before.3,
+            programs,
+            programs - joins,
+            d.multi_plane_programs - before.2,
+        ));
+    }
+    println!("(victims, moves, programs, program commands, multi-plane): {figures:?}");
+    let (page, super_page) = (figures[0], figures[1]);
+    assert!(page.0 >= 4 && page.1 >= 16, "GC had work: {figures:?}");
+    assert_eq!(page.1, super_page.1, "same moves: {figures:?}");
+    assert_eq!(
+        (page.2, page.3, page.4),
+        (page.1, page.1, 0),
+        "one command per move"
+    );
+    assert!(
+        super_page.2 <= super_page.1 + 4
+            && super_page.4 > 0
+            && super_page.3 * 10 <= super_page.2 * 3,
+        "multi-plane GC programs: {figures:?}"
     );
 }
 
