@@ -37,7 +37,7 @@ pub use error::AppError;
 pub use medfs::MedfsTask;
 pub use mix::{Mix, SqlWork};
 pub use persona::{AppSpec, DbSpec, Journal, MedfsRow, Persona, Step, UserOp};
-pub use recorder::{BoxedApi, Recorder, RecorderConfig};
+pub use recorder::{BoxedApi, Recorder, RecorderConfig, Recording};
 pub use replay::{replay, replay_at, replay_with, ReplayOptions, ReplayReport};
 pub use runner::{run, run_with, run_with_hook, OpReport, PersonaReport, RunOptions, RunOutput};
 pub use schema::Kind;

@@ -4,8 +4,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use flashstack_sqlvfs::{FileApi, FileError, FileId, Nanos, OpenFlags};
 use flashstack_workload::{
-    class_for_path, class_for_prefix, Access, Data, FileOp, FileTrace, OpKind,
-    OpenFlags as TraceFlags, INLINE_DATA_MAX_BYTES,
+    class_for_path, class_for_prefix, Access, Analyzer, Data, FieldError, FileOp, FileTrace,
+    OpKind, OpenFlags as TraceFlags, TraceSummary, INLINE_DATA_MAX_BYTES,
 };
 use serde::{Deserialize, Serialize};
 
@@ -26,6 +26,16 @@ pub struct RecorderConfig {
     pub max_captured_bytes: u64,
     /// Thread number written on every operation.
     pub tid: u32,
+    /// Keep the recorded operations (and the bytes of their writes) to hand back at
+    /// [`Recorder::stop`]. Off, the recording is only analysed as it is made (the same
+    /// summary, [`Recorder::stop`] returns it without a trace): a run that does not save
+    /// its trace then holds none of the bytes its writes carried.
+    #[serde(default = "keep_ops_default")]
+    pub keep_ops: bool,
+}
+
+fn keep_ops_default() -> bool {
+    true
 }
 
 impl Default for RecorderConfig {
@@ -34,6 +44,7 @@ impl Default for RecorderConfig {
             max_ops: 4_000_000,
             max_captured_bytes: 1 << 30,
             tid: 1,
+            keep_ops: true,
         }
     }
 }
@@ -76,6 +87,20 @@ pub struct Recorder<F> {
     last_ns: u64,
     captured_bytes: u64,
     trace: Vec<FileOp>,
+    /// Operations recorded so far (kept in `trace` or not).
+    op_count: usize,
+    /// The recording's summary, built as operations are recorded.
+    analyzer: Option<Analyzer>,
+    /// The first operation the analysis refused (the summary is then not given).
+    analysis_error: Option<FieldError>,
+}
+
+/// What a recording yields: its trace (when [`RecorderConfig::keep_ops`]) and its
+/// summary, or the analysis's error.
+#[derive(Debug)]
+pub struct Recording {
+    pub trace: Option<FileTrace>,
+    pub summary: Result<TraceSummary, FieldError>,
 }
 
 impl<F: FileApi> Recorder<F> {
@@ -92,6 +117,9 @@ impl<F: FileApi> Recorder<F> {
             last_ns: 0,
             captured_bytes: 0,
             trace: Vec::new(),
+            op_count: 0,
+            analyzer: None,
+            analysis_error: None,
         }
     }
 
@@ -104,6 +132,9 @@ impl<F: FileApi> Recorder<F> {
     /// handle open now is opened in it first.
     pub fn start(&mut self, now: Nanos) -> Result<(), FileError> {
         self.trace.clear();
+        self.op_count = 0;
+        self.analyzer = Some(Analyzer::new());
+        self.analysis_error = None;
         self.captured_bytes = 0;
         self.recording = true;
         self.start_ns = now;
@@ -130,11 +161,18 @@ impl<F: FileApi> Recorder<F> {
         Ok(())
     }
 
-    /// Stops recording and returns the trace.
-    pub fn stop(&mut self) -> FileTrace {
+    /// Stops recording; returns the trace (if kept) and its summary.
+    pub fn stop(&mut self) -> Recording {
         self.recording = false;
-        FileTrace {
-            ops: std::mem::take(&mut self.trace),
+        let ops = std::mem::take(&mut self.trace);
+        let summary = match (self.analysis_error.take(), self.analyzer.take()) {
+            (Some(e), _) => Err(e),
+            (None, Some(a)) => Ok(a.finish()),
+            (None, None) => Ok(Analyzer::new().finish()),
+        };
+        Recording {
+            trace: self.config.keep_ops.then_some(FileTrace { ops }),
+            summary,
         }
     }
 
@@ -143,7 +181,7 @@ impl<F: FileApi> Recorder<F> {
         self.recording
     }
 
-    /// Operations recorded so far.
+    /// Operations recorded so far (none kept without [`RecorderConfig::keep_ops`]).
     pub fn ops(&self) -> &[FileOp] {
         &self.trace
     }
@@ -152,7 +190,7 @@ impl<F: FileApi> Recorder<F> {
         if !self.recording {
             return Ok(());
         }
-        if self.trace.len() >= self.config.max_ops {
+        if self.op_count >= self.config.max_ops {
             return Err(FileError::TableFull {
                 table: "recorded operations",
                 limit: self.config.max_ops,
@@ -162,17 +200,27 @@ impl<F: FileApi> Recorder<F> {
         // issues a call "in the past" from breaking the format's ordering rule.
         let time_ns = now.saturating_sub(self.start_ns).max(self.last_ns);
         self.last_ns = time_ns;
-        self.trace.push(FileOp {
+        let op = FileOp {
             time_ns,
             tid: self.config.tid,
             kind,
-        });
+        };
+        self.op_count += 1;
+        if let Some(analyzer) = self.analyzer.as_mut() {
+            if let Err(e) = analyzer.op(&op) {
+                self.analysis_error = Some(e);
+                self.analyzer = None;
+            }
+        }
+        if self.config.keep_ops {
+            self.trace.push(op);
+        }
         Ok(())
     }
 
     /// Refuses a call before it runs when the trace could not hold it.
     fn room(&self, ops: usize) -> Result<(), FileError> {
-        if self.recording && self.trace.len() + ops > self.config.max_ops {
+        if self.recording && self.op_count + ops > self.config.max_ops {
             return Err(FileError::TableFull {
                 table: "recorded operations",
                 limit: self.config.max_ops,

@@ -4,14 +4,14 @@ use std::collections::BTreeMap;
 
 use flashstack_sim::{LatencySummary, Nanos, NS_PER_SEC};
 use flashstack_sqlvfs::{FileApi, SimVfs, SqliteConfig};
-use flashstack_workload::{analyze, FileTrace, TraceSummary};
+use flashstack_workload::{FileTrace, TraceSummary};
 use serde::Serialize;
 
 use crate::ctx::{Ctx, Witness};
 use crate::error::AppError;
 use crate::interaction::InteractionCounts;
 use crate::persona::{MedfsRow, Persona};
-use crate::recorder::{BoxedApi, Recorder, RecorderConfig};
+use crate::recorder::{BoxedApi, Recorder, RecorderConfig, Recording};
 use crate::shared::Shared;
 
 /// How a run is carried out.
@@ -167,9 +167,13 @@ pub fn run_with_hook(
     };
     let mut ctx = Ctx::new(vfs, fs.clone(), seed, options.app_cpu_ns_per_call);
     ctx.set_seq(options.seq_start);
-    let (trace, error) = phases(persona, &mut ctx, options, &mut report, task_start);
-    if let Some(t) = &trace {
-        match analyze(t) {
+    let (recording, error) = phases(persona, &mut ctx, options, &mut report, task_start);
+    let (trace, summary) = match recording {
+        Some(r) => (r.trace, Some(r.summary)),
+        None => (None, None),
+    };
+    if let Some(summary) = summary {
+        match summary {
             Ok(summary) => report.trace = Some(summary),
             Err(e) => {
                 return finish(
@@ -190,7 +194,7 @@ fn phases(
     options: &RunOptions,
     report: &mut PersonaReport,
     task_start: &mut dyn FnMut(Nanos) -> Result<Nanos, AppError>,
-) -> (Option<FileTrace>, Option<AppError>) {
+) -> (Option<Recording>, Option<AppError>) {
     if !options.skip_setup {
         if let Err(e) = persona.setup(ctx) {
             return (None, Some(e));
@@ -225,12 +229,12 @@ fn phases(
     };
     report.task_ns = ctx.now() - start;
     ctx.put_down();
-    let trace = options.record.then(|| ctx.fs().with(|r| r.stop()));
+    let recording = options.record.then(|| ctx.fs().with(|r| r.stop()));
     // The app closes its databases after the task, outside the recorded window: the
     // studies trace the task, not the app's shutdown (in WAL mode a close checkpoints
     // the whole log into the database).
     let result = result.and_then(|()| ctx.close_app());
-    (trace, result.err())
+    (recording, result.err())
 }
 
 fn finish(

@@ -175,6 +175,8 @@ fn composed_runs(args: &AllArgs) -> Result<Vec<(StackConfig, StackRun)>> {
             start: starts
                 .start_for(&config, |c| crate::phone::builtin_phone(c, false))
                 .with_context(|| format!("stack '{spec}'"))?,
+            // Only the report is used: its trace summary is built as the task runs.
+            keep_trace: false,
             ..FullStackOptions::default()
         };
         let spinner = Spinner::start(false, &format!("the persona mix on {label} ({spec})"));

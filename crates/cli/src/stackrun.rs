@@ -127,6 +127,9 @@ pub fn run(args: &RunArgs, name: &str) -> Result<()> {
             seed: args.seed,
             dwpd: args.dwpd,
             record: true,
+            // The trace is kept only to be written out (`--record`); the report's summary
+            // of it is built as the task runs.
+            keep_trace: args.record.is_some(),
             strict: args.strict,
             start: starts
                 .start_for(config, |c| crate::phone::builtin_phone(c, args.quiet))

@@ -99,8 +99,11 @@ pub struct FullStackOptions {
     pub seed: u64,
     /// Drive writes per day assumed by the lifetime projection (default: measured).
     pub dwpd: Option<f64>,
-    /// Keep the persona's task as a file-level trace (returned beside the report).
+    /// Record the persona's task: its trace's summary goes into the report.
     pub record: bool,
+    /// With `record`, also keep the trace itself (and the bytes of its writes), returned
+    /// beside the report; off, the summary is built as the task runs and no trace is held.
+    pub keep_trace: bool,
     /// A trace replay stops at the first operation it cannot honour instead of counting
     /// it (`ReplayReport::unhonoured`).
     pub strict: bool,
@@ -141,6 +144,7 @@ impl Default for FullStackOptions {
             seed: 1,
             dwpd: None,
             record: true,
+            keep_trace: true,
             strict: false,
             start: Start::Fresh,
             image_out: None,
@@ -384,6 +388,10 @@ fn run_persona(
 ) -> Result<(PersonaReport, Option<FileTrace>), AppError> {
     let run_options = RunOptions {
         record: options.record,
+        recorder: flashstack_apps::RecorderConfig {
+            keep_ops: options.keep_trace,
+            ..flashstack_apps::RecorderConfig::default()
+        },
         skip_setup,
         // A cold start is a cold app too: its process restarts and reopens its databases.
         restart_app: options.cold_start,

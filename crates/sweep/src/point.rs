@@ -375,6 +375,7 @@ fn run_stack_point(point: &Point, env: &RunEnv) -> Result<StackRun, PointError> 
         seed: point.seed,
         dwpd: None,
         record: true,
+        keep_trace: false,
         strict: false,
         start,
         image_out: None,

@@ -22,7 +22,7 @@ use std::fmt::{self, Write as _};
 use serde::Serialize;
 
 use crate::error::FieldError;
-use crate::op::{Data, FileTrace};
+use crate::op::{Data, FileOp, FileTrace};
 use crate::resolve::{Effect, Resolver, FILES_MAX};
 
 /// MedFS's small-file bound: 923 direct pointers × 4 KiB.
@@ -327,70 +327,92 @@ fn detach(
     }
 }
 
-/// Summarises a trace (which must satisfy the fd state machine, as every parsed or
-/// imported trace does; the error names the operation's index otherwise).
-pub fn analyze(trace: &FileTrace) -> Result<TraceSummary, FieldError> {
-    let mut resolver = Resolver::new();
-    let mut ids: BTreeMap<String, usize> = BTreeMap::new();
-    let mut files: Vec<FileStats> = Vec::new();
-    let mut content: BTreeMap<(usize, u64), Page> = BTreeMap::new();
-    let mut typed: BTreeSet<(FileType, usize)> = BTreeSet::new();
-    let mut rows: BTreeMap<FileType, TypeRow> = BTreeMap::new();
-    let mut threads = BTreeSet::new();
-    // Bytes written per file id, to split into small and large files at the end.
-    let mut s = TraceSummary {
-        ops: trace.ops.len() as u64,
-        threads: 0,
-        span_ns: 0,
-        files_written: 0,
-        read_ops: 0,
-        read_bytes: 0,
-        write_ops: 0,
-        write_bytes: 0,
-        small_file_write_bytes: 0,
-        small_write_share: None,
-        update_write_ops: 0,
-        update_bytes: 0,
-        update_ratio: None,
-        preexisting_write_bytes: 0,
-        update_difference: None,
-        ud_measured_updates: 0,
-        ud_declared_updates: 0,
-        ud_pages_dropped: 0,
-        writes_with_bytes: 0,
-        writes_with_class: 0,
-        writes_unknown: 0,
-        fsync_count: 0,
-        fdatasync_count: 0,
-        sync_count: 0,
-        by_type: Vec::new(),
-        not_computable: Vec::new(),
-    };
-    let mut ud_sum = 0.0;
-    let id_of = |ids: &mut BTreeMap<String, usize>,
-                 files: &mut Vec<FileStats>,
-                 path: &str|
-     -> Result<usize, FieldError> {
-        if let Some(&id) = ids.get(path) {
-            return Ok(id);
-        }
-        if files.len() >= FILES_MAX {
-            return Err(FieldError::new(
-                "path",
-                format!("more than {FILES_MAX} files"),
-            ));
-        }
-        files.push(FileStats {
-            max_size_bytes: 0,
+/// The summary of a trace built one operation at a time, in trace order: [`analyze`]
+/// feeds it a whole trace; a recorder feeds it each call as it is made, so that a run
+/// can report the summary without keeping the trace (and the bytes of its writes).
+pub struct Analyzer {
+    resolver: Resolver,
+    ids: BTreeMap<String, usize>,
+    files: Vec<FileStats>,
+    content: BTreeMap<(usize, u64), Page>,
+    typed: BTreeSet<(FileType, usize)>,
+    rows: BTreeMap<FileType, TypeRow>,
+    threads: BTreeSet<u32>,
+    s: TraceSummary,
+    ud_sum: f64,
+    /// Times of the first and the latest operation.
+    first_ns: Option<u64>,
+    last_ns: u64,
+}
+
+impl fmt::Debug for Analyzer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Analyzer")
+            .field("ops", &self.s.ops)
+            .finish()
+    }
+}
+
+impl Default for Analyzer {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Analyzer {
+    pub fn new() -> Self {
+        let s = TraceSummary {
+            ops: 0,
+            threads: 0,
+            span_ns: 0,
+            files_written: 0,
+            read_ops: 0,
+            read_bytes: 0,
+            write_ops: 0,
             write_bytes: 0,
-            links: 1,
-        });
-        ids.insert(path.to_string(), files.len() - 1);
-        Ok(files.len() - 1)
-    };
-    for (index, op) in trace.ops.iter().enumerate() {
-        threads.insert(op.tid);
-        let effect = resolver.apply(op).map_err(|e| FieldError {
+            small_file_write_bytes: 0,
+            small_write_share: None,
+            update_write_ops: 0,
+            update_bytes: 0,
+            update_ratio: None,
+            preexisting_write_bytes: 0,
+            update_difference: None,
+            ud_measured_updates: 0,
+            ud_declared_updates: 0,
+            ud_pages_dropped: 0,
+            writes_with_bytes: 0,
+            writes_with_class: 0,
+            writes_unknown: 0,
+            fsync_count: 0,
+            fdatasync_count: 0,
+            sync_count: 0,
+            by_type: Vec::new(),
+            not_computable: Vec::new(),
+        };
+        Analyzer {
+            resolver: Resolver::new(),
+            ids: BTreeMap::new(),
+            files: Vec::new(),
+            content: BTreeMap::new(),
+            typed: BTreeSet::new(),
+            rows: BTreeMap::new(),
+            threads: BTreeSet::new(),
+            s,
+            ud_sum: 0.0,
+            first_ns: None,
+            last_ns: 0,
+        }
+    }
+
+    /// Takes the trace's next operation (which must satisfy the fd state machine, as every
+    /// parsed, imported or recorded trace does; the error names the operation's index
+    /// otherwise).
+    pub fn op(&mut self, op: &FileOp) -> Result<(), FieldError> {
+        let index = self.s.ops as usize;
+        self.threads.insert(op.tid);
+        self.first_ns.get_or_insert(op.time_ns);
+        self.last_ns = op.time_ns;
+        let effect = self.resolver.apply(op).map_err(|e| FieldError {
             field: e.field,
             message: format!(
                 "operation {} ({}): {}",
@@ -399,6 +421,7 @@ pub fn analyze(trace: &FileTrace) -> Result<TraceSummary, FieldError> {
                 e.message
             ),
         })?;
+        self.s.ops += 1;
         match effect {
             Effect::Open {
                 path,
@@ -407,16 +430,16 @@ pub fn analyze(trace: &FileTrace) -> Result<TraceSummary, FieldError> {
             } => {
                 if created {
                     // A new file under this name: what an unlinked one held is gone.
-                    detach(&mut ids, &mut files, &mut content, &path);
+                    detach(&mut self.ids, &mut self.files, &mut self.content, &path);
                 }
-                let id = id_of(&mut ids, &mut files, &path)?;
+                let id = id_of(&mut self.ids, &mut self.files, &path)?;
                 if truncated {
-                    drop_content(&mut content, id, 0);
+                    drop_content(&mut self.content, id, 0);
                 }
             }
             Effect::Read { len_bytes, .. } => {
-                s.read_ops += 1;
-                s.read_bytes += len_bytes;
+                self.s.read_ops += 1;
+                self.s.read_bytes += len_bytes;
             }
             Effect::Write {
                 path,
@@ -426,112 +449,155 @@ pub fn analyze(trace: &FileTrace) -> Result<TraceSummary, FieldError> {
                 size_before_bytes,
                 size_known,
             } => {
-                let id = id_of(&mut ids, &mut files, &path)?;
+                let id = id_of(&mut self.ids, &mut self.files, &path)?;
                 let file_type = FileType::of(&path);
-                s.write_ops += 1;
-                s.write_bytes += len_bytes;
+                self.s.write_ops += 1;
+                self.s.write_bytes += len_bytes;
                 let end = offset_bytes + len_bytes;
                 let update = if size_known {
                     size_before_bytes.min(end).saturating_sub(offset_bytes)
                 } else {
-                    s.preexisting_write_bytes += len_bytes;
+                    self.s.preexisting_write_bytes += len_bytes;
                     len_bytes
                 };
                 if update > 0 {
-                    s.update_write_ops += 1;
-                    s.update_bytes += update;
+                    self.s.update_write_ops += 1;
+                    self.s.update_bytes += update;
                 }
-                let stats = &mut files[id];
+                let stats = &mut self.files[id];
                 stats.write_bytes += len_bytes;
                 stats.max_size_bytes = stats.max_size_bytes.max(size_before_bytes).max(end);
                 match data {
-                    Data::Unknown => s.writes_unknown += 1,
+                    Data::Unknown => self.s.writes_unknown += 1,
                     Data::Class { change_ratio, .. } => {
-                        s.writes_with_class += 1;
+                        self.s.writes_with_class += 1;
                         if let (true, Some(ratio)) = (update > 0, change_ratio) {
-                            ud_sum += ratio;
-                            s.ud_declared_updates += 1;
+                            self.ud_sum += ratio;
+                            self.s.ud_declared_updates += 1;
                         }
                     }
                     Data::Bytes(bytes) => {
-                        s.writes_with_bytes += 1;
+                        self.s.writes_with_bytes += 1;
                         let (changed, compared) =
-                            store_bytes(&mut content, id, offset_bytes, bytes, &mut s);
+                            store_bytes(&mut self.content, id, offset_bytes, bytes, &mut self.s);
                         if update > 0 && compared > 0 {
-                            ud_sum += changed as f64 / compared as f64;
-                            s.ud_measured_updates += 1;
+                            self.ud_sum += changed as f64 / compared as f64;
+                            self.s.ud_measured_updates += 1;
                         }
                     }
                 }
-                if typed.insert((file_type, id)) {
-                    row(&mut rows, file_type).files += 1;
+                if self.typed.insert((file_type, id)) {
+                    row(&mut self.rows, file_type).files += 1;
                 }
-                let r = row(&mut rows, file_type);
+                let r = row(&mut self.rows, file_type);
                 r.write_ops += 1;
                 r.write_bytes += len_bytes;
                 r.update_bytes += update;
             }
             Effect::Sync { path, data_only } => match path {
-                None => s.sync_count += 1,
+                None => self.s.sync_count += 1,
                 Some(path) => {
                     if data_only {
-                        s.fdatasync_count += 1;
+                        self.s.fdatasync_count += 1;
                     } else {
-                        s.fsync_count += 1;
+                        self.s.fsync_count += 1;
                     }
-                    row(&mut rows, FileType::of(&path)).syncs += 1;
+                    row(&mut self.rows, FileType::of(&path)).syncs += 1;
                 }
             },
             Effect::Truncate { path, len_bytes } => {
-                let id = id_of(&mut ids, &mut files, &path)?;
-                drop_content(&mut content, id, len_bytes);
-                let stats = &mut files[id];
+                let id = id_of(&mut self.ids, &mut self.files, &path)?;
+                drop_content(&mut self.content, id, len_bytes);
+                let stats = &mut self.files[id];
                 stats.max_size_bytes = stats.max_size_bytes.max(len_bytes);
             }
-            Effect::Unlink { path } => detach(&mut ids, &mut files, &mut content, &path),
+            Effect::Unlink { path } => {
+                detach(&mut self.ids, &mut self.files, &mut self.content, &path)
+            }
             Effect::Rename { from, to } => {
-                let moved = ids.remove(&from);
-                detach(&mut ids, &mut files, &mut content, &to);
+                let moved = self.ids.remove(&from);
+                detach(&mut self.ids, &mut self.files, &mut self.content, &to);
                 if let Some(id) = moved {
-                    ids.insert(to, id);
+                    self.ids.insert(to, id);
                 }
             }
             Effect::Link { from, to } => {
-                if let Some(&id) = ids.get(&from) {
-                    detach(&mut ids, &mut files, &mut content, &to);
-                    ids.insert(to, id);
-                    files[id].links += 1;
+                if let Some(&id) = self.ids.get(&from) {
+                    detach(&mut self.ids, &mut self.files, &mut self.content, &to);
+                    self.ids.insert(to, id);
+                    self.files[id].links += 1;
                 }
             }
             Effect::Other => {}
         }
+        Ok(())
     }
-    s.threads = threads.len() as u64;
-    s.span_ns = match (trace.ops.first(), trace.ops.last()) {
-        (Some(first), Some(last)) => last.time_ns.saturating_sub(first.time_ns),
-        _ => 0,
-    };
-    s.files_written = files.iter().filter(|f| f.write_bytes > 0).count() as u64;
-    s.small_file_write_bytes = files
-        .iter()
-        .filter(|f| f.max_size_bytes <= SMALL_FILE_MAX_BYTES)
-        .map(|f| f.write_bytes)
-        .sum();
-    let share = |part: u64, whole: u64| (whole > 0).then(|| part as f64 / whole as f64);
-    s.small_write_share = share(s.small_file_write_bytes, s.write_bytes);
-    s.update_ratio = share(s.update_bytes, s.write_bytes);
-    let ud_count = s.ud_measured_updates + s.ud_declared_updates;
-    s.update_difference = (ud_count > 0).then(|| ud_sum / ud_count as f64);
-    let total = s.write_bytes;
-    s.by_type = rows
-        .into_values()
-        .map(|mut r| {
-            r.write_share = share(r.write_bytes, total).unwrap_or(0.0);
-            r
-        })
-        .collect();
-    s.not_computable = not_computable(&s);
-    Ok(s)
+
+    /// The summary of every operation taken.
+    pub fn finish(self) -> TraceSummary {
+        let mut s = self.s;
+        s.threads = self.threads.len() as u64;
+        s.span_ns = self
+            .last_ns
+            .saturating_sub(self.first_ns.unwrap_or(self.last_ns));
+        s.files_written = self.files.iter().filter(|f| f.write_bytes > 0).count() as u64;
+        s.small_file_write_bytes = self
+            .files
+            .iter()
+            .filter(|f| f.max_size_bytes <= SMALL_FILE_MAX_BYTES)
+            .map(|f| f.write_bytes)
+            .sum();
+        let share = |part: u64, whole: u64| (whole > 0).then(|| part as f64 / whole as f64);
+        s.small_write_share = share(s.small_file_write_bytes, s.write_bytes);
+        s.update_ratio = share(s.update_bytes, s.write_bytes);
+        let ud_count = s.ud_measured_updates + s.ud_declared_updates;
+        s.update_difference = (ud_count > 0).then(|| self.ud_sum / ud_count as f64);
+        let total = s.write_bytes;
+        s.by_type = self
+            .rows
+            .into_values()
+            .map(|mut r| {
+                r.write_share = share(r.write_bytes, total).unwrap_or(0.0);
+                r
+            })
+            .collect();
+        s.not_computable = not_computable(&s);
+        s
+    }
+}
+
+/// The id of the file named `path`; a new one for a name first seen.
+fn id_of(
+    ids: &mut BTreeMap<String, usize>,
+    files: &mut Vec<FileStats>,
+    path: &str,
+) -> Result<usize, FieldError> {
+    if let Some(&id) = ids.get(path) {
+        return Ok(id);
+    }
+    if files.len() >= FILES_MAX {
+        return Err(FieldError::new(
+            "path",
+            format!("more than {FILES_MAX} files"),
+        ));
+    }
+    files.push(FileStats {
+        max_size_bytes: 0,
+        write_bytes: 0,
+        links: 1,
+    });
+    ids.insert(path.to_string(), files.len() - 1);
+    Ok(files.len() - 1)
+}
+
+/// Summarises a trace (which must satisfy the fd state machine, as every parsed or
+/// imported trace does; the error names the operation's index otherwise).
+pub fn analyze(trace: &FileTrace) -> Result<TraceSummary, FieldError> {
+    let mut analyzer = Analyzer::new();
+    for op in &trace.ops {
+        analyzer.op(op)?;
+    }
+    Ok(analyzer.finish())
 }
 
 /// The columns `s` cannot give and why, from what its writes carry and its names.

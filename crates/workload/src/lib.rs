@@ -27,7 +27,7 @@ mod resolve;
 pub mod strace;
 pub mod text;
 
-pub use analyze::{analyze, ColumnNote, FileType, TraceSummary};
+pub use analyze::{analyze, Analyzer, ColumnNote, FileType, TraceSummary};
 pub use dirs::{directory_paths, mark_directory_opens};
 pub use error::{FieldError, FileTraceError};
 pub use import::{class_for_path, class_for_prefix, ImportReport};
