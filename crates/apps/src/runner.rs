@@ -100,7 +100,8 @@ impl PersonaReport {
 pub struct RunOutput {
     /// The report (partial if `error` is set).
     pub report: PersonaReport,
-    /// The recorded trace of the task phase (what was recorded before any failure).
+    /// The recorded trace of the task phase (what was recorded before any failure), when
+    /// kept ([`RecorderConfig::keep_ops`]).
     pub trace: Option<FileTrace>,
     /// Why the run stopped early.
     pub error: Option<AppError>,

@@ -266,3 +266,23 @@ fn report_has_latency_percentiles_per_operation() {
     assert!(r.trace.as_ref().is_some_and(|t| t.write_bytes > 0));
     let _ = Rc::new(());
 }
+
+/// A recording analysed as it is made, without keeping the trace, reports what the kept
+/// trace's analysis reports (twitter's task: captured bytes, updates, syncs, unlinks).
+#[test]
+fn a_recording_not_kept_reports_the_summary_of_the_kept_trace() {
+    let keep = RunOptions::default();
+    let mut lean = RunOptions::default();
+    lean.recorder.keep_ops = false;
+    let kept = run_on("twitter", &memfs(5), 5, &keep);
+    let not_kept = run_on("twitter", &memfs(5), 5, &lean);
+    let trace = kept.trace.as_ref().expect("kept");
+    let summary = flashstack_workload::analyze(trace).expect("analysable");
+    assert!(
+        summary.ud_measured_updates > 0 && summary.fsync_count > 0,
+        "{summary:?}"
+    );
+    assert_eq!(kept.report.trace.as_ref(), Some(&summary));
+    assert_eq!(not_kept.report.trace.as_ref(), Some(&summary));
+    assert!(not_kept.trace.is_none(), "no trace kept");
+}
