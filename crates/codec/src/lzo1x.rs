@@ -13,17 +13,17 @@ const NAME: &str = "lzo1x-1";
 const HASH_BITS: u32 = 14;
 const HASH_SIZE: usize = 1 << HASH_BITS;
 /// Multiplier of the 4-byte hash (the one LZO1X-1 uses).
-const HASH_MUL: u32 = 0x1824_429d;
+pub(crate) const HASH_MUL: u32 = 0x1824_429d;
 
 /// Largest distance of the short `LLLDDDSS` match (M2) and its longest length.
-const M2_MAX_DISTANCE: usize = 2048;
-const M2_MAX_LEN: usize = 8;
+pub(crate) const M2_MAX_DISTANCE: usize = 2048;
+pub(crate) const M2_MAX_LEN: usize = 8;
 /// Largest distance of the `001LLLLL` match (M3); lengths up to 33 fit in its opcode.
-const M3_MAX_DISTANCE: usize = 16384;
-const M3_MAX_LEN: usize = 33;
+pub(crate) const M3_MAX_DISTANCE: usize = 16384;
+pub(crate) const M3_MAX_LEN: usize = 33;
 /// Largest distance of the `0001BLLL` match (M4); lengths up to 9 fit in its opcode.
 const M4_MAX_DISTANCE: usize = 49151;
-const M4_MAX_LEN: usize = 9;
+pub(crate) const M4_MAX_LEN: usize = 9;
 /// Minimum match length the encoder looks for (a 4-byte hash key).
 const MIN_MATCH: usize = 4;
 /// Inputs shorter than this are stored as one literal run.
@@ -131,7 +131,7 @@ impl Slot for u32 {
 /// The 4 bytes at `at`, which the caller has checked lie inside `input`
 /// (`at + 4 <= input.len()`).
 #[inline(always)]
-unsafe fn read_u32_unchecked(input: &[u8], at: usize) -> u32 {
+pub(crate) unsafe fn read_u32_unchecked(input: &[u8], at: usize) -> u32 {
     debug_assert!(at + 4 <= input.len());
     // SAFETY: the caller guarantees the 4 bytes are in bounds; no alignment is needed.
     u32::from_le(unsafe { input.as_ptr().add(at).cast::<u32>().read_unaligned() })

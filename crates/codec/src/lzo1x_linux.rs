@@ -18,22 +18,19 @@
 //! * inputs longer than 49,152 bytes are compressed in chunks of that size, each with a
 //!   fresh dictionary, the literals left at a chunk's end carried into the next one.
 
-use crate::lzo1x::{decompress_into, equal_mask64, max_compressed_len, END_MARKER};
+use crate::lzo1x::{
+    decompress_into, equal_mask64, max_compressed_len, read_u32_unchecked as read_u32, END_MARKER,
+    HASH_MUL, M2_MAX_DISTANCE, M2_MAX_LEN, M3_MAX_DISTANCE, M3_MAX_LEN, M4_MAX_LEN,
+};
 use crate::{Codec, CodecError};
 
 /// 2^13 entries of 16 bits (`D_BITS` of the kernel's LZO).
 const DICT_BITS: u32 = 13;
 const DICT_SIZE: usize = 1 << DICT_BITS;
-const HASH_MUL: u32 = 0x1824_429d;
 /// Bytes at the end of a chunk that are never probed.
 const TAIL: usize = 20;
 /// Longest chunk: every distance inside it fits the longest match form.
 const CHUNK: usize = 49_152;
-const M2_MAX_LEN: usize = 8;
-const M2_MAX_DISTANCE: usize = 2048;
-const M3_MAX_LEN: usize = 33;
-const M3_MAX_DISTANCE: usize = 16384;
-const M4_MAX_LEN: usize = 9;
 
 /// The kernel's LZO1X-1 compressor. Its dictionary entries are kept as `base + position`
 /// so that clearing it per input costs nothing: an entry below `base` is empty (position
@@ -183,17 +180,6 @@ impl Codec for Lzo1x1Linux {
     ) -> Result<(), CodecError> {
         decompress_into(input, out, expected_len)
     }
-}
-
-/// The four bytes at `at`.
-///
-/// # Safety
-/// `at + 4 <= input.len()`.
-#[inline(always)]
-unsafe fn read_u32(input: &[u8], at: usize) -> u32 {
-    debug_assert!(at + 4 <= input.len());
-    // SAFETY: the caller guarantees the bytes are in bounds; no alignment is needed.
-    u32::from_le(unsafe { input.as_ptr().add(at).cast::<u32>().read_unaligned() })
 }
 
 /// Length of the match of `later` against `earlier` (`earlier < later`), whose first 4
