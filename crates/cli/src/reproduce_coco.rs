@@ -232,6 +232,8 @@ fn phone_run(
     let options = FullStackOptions {
         seed,
         start: start.clone(),
+        // Only the report is used: its trace summary is built as the task runs.
+        keep_trace: false,
         ..FullStackOptions::default()
     };
     Ok(fullstack::run(config, &StackWorkload::Persona(p.as_ref()), &options)?.run)

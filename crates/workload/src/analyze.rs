@@ -406,7 +406,8 @@ impl Analyzer {
 
     /// Takes the trace's next operation (which must satisfy the fd state machine, as every
     /// parsed, imported or recorded trace does; the error names the operation's index
-    /// otherwise).
+    /// otherwise). After an error the analyzer is spent: its summary would count part of
+    /// the refused operation, so callers drop it (as [`analyze`] and the recorder do).
     pub fn op(&mut self, op: &FileOp) -> Result<(), FieldError> {
         let index = self.s.ops as usize;
         self.threads.insert(op.tid);
