@@ -93,7 +93,7 @@ fn n(v: &Value, key: &str) -> u64 {
 
 #[test]
 fn an_mqsim_trace_holds_the_host_counters_and_replays_to_the_same_bytes() {
-    let trace = temp("send-text.trace");
+    let trace = temp("send-text-mqsim.trace");
     let (host, stderr) = record(&trace, "mqsim", "7");
     let text = std::fs::read_to_string(&trace).unwrap();
     let [(writes, write_bytes), (reads, read_bytes)] = mqsim_counts(&text);
@@ -122,7 +122,7 @@ fn an_mqsim_trace_holds_the_host_counters_and_replays_to_the_same_bytes() {
 
 #[test]
 fn a_blkparse_trace_carries_flushes_too() {
-    let trace = temp("send-text.blktrace");
+    let trace = temp("send-text-blkparse.blktrace");
     let (host, stderr) = record(&trace, "blkparse", "7");
     assert!(!stderr.contains("dropped"), "{stderr}");
     let text = std::fs::read_to_string(&trace).unwrap();
