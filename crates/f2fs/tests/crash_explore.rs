@@ -176,6 +176,8 @@ struct Explorer {
     /// Deltas stored in DCM pseudo files, and files BGRes restored (MedFS's DCM).
     dcm_stored: u64,
     bgres_restored: u64,
+    /// MedFS DCM entries carried by an owner's fsync'd inode that recovery replayed.
+    carried_replayed: u64,
     /// Clusters written compressed, over every mount (F2FSC's case).
     clusters_compressed: u64,
     /// Files FPC's background re-packing rewrote or recompressed, over every mount.
@@ -208,6 +210,7 @@ impl Explorer {
             deltas_stored: 0,
             dcm_stored: 0,
             bgres_restored: 0,
+            carried_replayed: 0,
             clusters_compressed: 0,
             fpc_repacked: 0,
             fpc_converted: 0,
@@ -333,6 +336,7 @@ impl Explorer {
         self.deltas_stored += fs.metrics().delta.inline_stores;
         self.dcm_stored += fs.metrics().delta.dcm_stores;
         self.bgres_restored += fs.metrics().delta.bgres_restored_files;
+        self.carried_replayed += fs.metrics().delta.dcm_carried_replayed;
         self.clusters_compressed += fs.compress_metrics().clusters_compressed;
         let m = fs.metrics().fpc_repack;
         self.fpc_repacked += m.rewritten_files + m.recompressed_files + m.converted_files;
@@ -715,8 +719,8 @@ fn volatile_cache_cuts_under_medfs_with_dcm() {
     assert_eq!(explorer.tally.lost_bytes(), 0);
     let (inline, dcm) = (explorer.deltas_stored, explorer.dcm_stored);
     println!(
-        "medfs-dcm: {inline} deltas stored inline, {dcm} in DCM, {} files restored by BGRes",
-        explorer.bgres_restored
+        "medfs-dcm: {inline} deltas stored inline, {dcm} in DCM, {} files restored by BGRes, {} carried DCM entries replayed",
+        explorer.bgres_restored, explorer.carried_replayed
     );
     assert!(dcm > 100, "only {dcm} deltas stored in DCM");
 }

@@ -506,6 +506,48 @@ fn medfs_keeps_small_deltas_inline_and_large_ones_in_dcm() {
     );
 }
 
+/// A damaged carried DCM entry (an owner's fsync'd inode naming its pseudo file's new
+/// pages, `delta/carry.rs`) fails roll-forward with an error naming the owner, never a
+/// panic or a pseudo file pointed at the wrong blocks.
+#[test]
+fn a_corrupt_carried_dcm_entry_fails_recovery_naming_the_inode() {
+    let mut fs = fresh(with_mode(flashstack_f2fs::DeltaMode::Dcm));
+    let (ino, _) = dcm_file(&mut fs, 40);
+    assert!(
+        fs.metrics().delta.dcm_carried_fsyncs > 5,
+        "{:?}",
+        fs.metrics().delta
+    );
+    let mut dev = fs.into_device();
+    let mut broken = 0;
+    for lba in dev.stored_lbas().collect::<Vec<_>>() {
+        let mut block = dev.block(lba).unwrap().to_vec();
+        let nid = u32::from_le_bytes(block[4072..4076].try_into().unwrap());
+        // The private xattr entry: index 0x6d, name length 3, value size, "dcm".
+        let entry = block[..4072]
+            .windows(7)
+            .position(|w| w[0] == 0x6d && w[1] == 3 && &w[4..7] == b"dcm");
+        let (true, Some(at)) = (nid == ino, entry) else {
+            continue;
+        };
+        // The pseudo file's page count (value bytes 4..8) set to 0: every carried page
+        // lies past it.
+        block[at + 11..at + 15].fill(0);
+        dev.write(0, lba, Payload::Bytes(&block), Hints::default())
+            .unwrap();
+        broken += 1;
+    }
+    assert!(broken > 0, "no copy of inode {ino} carries a DCM entry");
+    let err = match F2fs::mount(dev) {
+        Ok(_) => panic!("roll-forward accepted a damaged carried DCM entry"),
+        Err(e) => e.to_string(),
+    };
+    assert!(
+        err.contains(&format!("inode {ino}")) && err.contains("DCM"),
+        "{err}"
+    );
+}
+
 /// Damaged DCM structures are errors naming the owner inode, never a panic or wrong
 /// data: a `meta_id` naming no inode, and a meta page whose compact-page count is too
 /// large (the full verification refuses both; plain reads fail).

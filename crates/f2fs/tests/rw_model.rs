@@ -685,6 +685,7 @@ impl Harness {
                 t[2] += m.delta.bgres_restored_files;
                 c.set(t)
             });
+            CARRIED.with(|c| c.set(c.get() + m.delta.dcm_carried_replayed));
             if std::env::var("F2FS_MODEL_TRACE").is_ok() && !m.delta.is_empty() {
                 eprintln!("session deltas: {:?}", m.delta);
             }
@@ -1209,6 +1210,8 @@ thread_local! {
     static DELTAS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
     /// DCM deltas stored, DCI deltas evicted to DCM, files BGRes restored.
     static DCM: std::cell::Cell<[u64; 3]> = const { std::cell::Cell::new([0; 3]) };
+    /// Owners' fsync'd copies whose carried DCM addresses roll-forward replayed.
+    static CARRIED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
 
 /// Prints the test's crash-explore line (docs/testing.md, "Crash exploration").
@@ -1357,26 +1360,95 @@ fn delta_mode(mode: flashstack_f2fs::DeltaMode, base: F2fsConfig) -> F2fsConfig 
 fn dcm_random_sequences_match_the_model() {
     use flashstack_f2fs::DeltaMode;
     DCM.with(|c| c.set([0; 3]));
+    CARRIED.with(|c| c.set(0));
     proptest!(
         ProptestConfig { cases: 36, ..ProptestConfig::default() },
         |(ops in prop::collection::vec(medfs_op(), 1..160),
           mode in prop_oneof![Just(DeltaMode::Medfs), Just(DeltaMode::Dcm), Just(DeltaMode::Dc)],
           lfs in any::<bool>(),
+          // A tiny DCM cache writes pseudo-file pages between fsyncs (cache pressure):
+          // the owner's next fsync must carry them too.
+          dcm_cache_pages in prop_oneof![Just(2usize), Just(512)],
           fsck in prop::bool::weighted(0.25))| {
             let base = if lfs { F2fsConfig::pure_lfs() } else { F2fsConfig::default() };
             let mut all: Vec<Op> = (0..NAMES.len()).map(Op::Create).collect();
             all.extend((0..NAMES.len()).map(|p| Op::WriteHinted(p, 0, 10, p as u8, false)));
             all.push(Op::Sync);
             all.extend(ops);
-            run(&all, fsck, delta_mode(mode, base))?;
+            let mut cfg = delta_mode(mode, base);
+            cfg.delta.dcm_cache_pages = dcm_cache_pages;
+            run(&all, fsck, cfg)?;
         }
     );
     let [stores, evictions, restored] = DCM.with(|c| c.take());
-    println!("dcm: {stores} deltas stored in DCM, {evictions} evicted from DCI to DCM, {restored} files restored by BGRes");
+    let carried = CARRIED.with(|c| c.take());
+    println!("dcm: {stores} deltas stored in DCM, {evictions} evicted from DCI to DCM, {restored} files restored by BGRes, {carried} carried entries replayed");
     assert!(stores > 100, "DCM stored only {stores} deltas");
+    assert!(
+        carried > 0,
+        "roll-forward never replayed a carried DCM entry"
+    );
     assert!(evictions > 0, "DCI never evicted a delta to DCM");
     assert!(restored > 0, "BGRes never restored a file");
     report_cuts("dcm_random_sequences_match_the_model");
+}
+
+/// Sequences that keep DCM owners fsyncing between checkpoints, so that owners' inodes
+/// carry their pseudo files' addresses: small overwrites of two files' first pages,
+/// fsyncs, cuts during them or after, a user xattr now and then (an area too full to
+/// carry: the pseudo inode is written instead), idle time (cleaning, BGRes), syncs.
+fn carry_op() -> impl Strategy<Value = Op> {
+    let small = (0..2usize, 0..12u64, 0u16..4096, 1u16..700, any::<u8>()).prop_map(
+        |(p, page, within, len, seed)| {
+            Op::SmallWrite(p, page, within, len.min(4096 - within), seed)
+        },
+    );
+    let fsync = (0..2usize).prop_map(Op::Fsync);
+    prop_oneof![
+        12 => small.clone(),
+        6 => fsync.clone(),
+        2 => (0u32..6, prop_oneof![fsync.clone(), small]).prop_map(|(n, o)| Op::CutDuring(n, Box::new(o))),
+        2 => Just(Op::PowerCut),
+        1 => (0..2usize, 0..XATTR_NAMES.len(), 0usize..160, any::<u8>())
+            .prop_map(|(p, n, l, s)| Op::SetXattr(p, n, l, s)),
+        1 => (0..2usize, 0..XATTR_NAMES.len()).prop_map(|(p, n)| Op::RemoveXattr(p, n)),
+        1 => idle(),
+        1 => Just(Op::Sync),
+        1 => Just(Op::Remount),
+    ]
+}
+
+/// DCM's fsync without the pseudo inode (`delta/carry.rs`): the owner's inode carries
+/// the pseudo file's new addresses, and roll-forward replays them. Every fsync'd byte
+/// reads back after every cut; fails if recovery replayed too few carried entries.
+#[test]
+fn dcm_carried_addresses_survive_cuts() {
+    use flashstack_f2fs::DeltaMode;
+    DCM.with(|c| c.set([0; 3]));
+    CARRIED.with(|c| c.set(0));
+    proptest!(
+        ProptestConfig { cases: 32, ..ProptestConfig::default() },
+        |(ops in prop::collection::vec(carry_op(), 1..120),
+          mode in prop_oneof![Just(DeltaMode::Medfs), Just(DeltaMode::Dcm), Just(DeltaMode::Dc)],
+          dcm_cache_pages in prop_oneof![Just(2usize), Just(512)],
+          fsck in prop::bool::weighted(0.2))| {
+            let mut all: Vec<Op> = (0..2).map(Op::Create).collect();
+            all.extend((0..2).map(|p| Op::WriteHinted(p, 0, 12, p as u8, false)));
+            all.push(Op::Sync);
+            all.extend(ops);
+            let mut cfg = delta_mode(mode, F2fsConfig::default());
+            cfg.delta.dcm_cache_pages = dcm_cache_pages;
+            run(&all, fsck, cfg)?;
+        }
+    );
+    let carried = CARRIED.with(|c| c.take());
+    let [stores, _, _] = DCM.with(|c| c.take());
+    println!("carry: {stores} DCM stores, {carried} carried entries replayed");
+    assert!(
+        carried > 20,
+        "recovery replayed only {carried} carried DCM entries"
+    );
+    report_cuts("dcm_carried_addresses_survive_cuts");
 }
 
 /// Runs `op` after `prefix` once to count its block writes `w` (checking that it took
@@ -1423,7 +1495,8 @@ fn cut_at_every_write(
 }
 
 /// A power cut at every device write of DCM's paths, each checked against the model:
-/// a DCM store and its fsync (roll-forward of the pseudo file ahead of the owner), a
+/// a DCM store and its fsync (the owner's inode carrying the pseudo file's addresses;
+/// with a full inline xattr area, the pseudo inode ahead of the owner instead), a
 /// DCM store replacing a page's delta, DCI's eviction of inline deltas to DCM on growth
 /// (and the new pseudo file's checkpoint), and BGRes restoring a file in idle time.
 #[test]
@@ -1439,11 +1512,41 @@ fn dcm_cut_at_every_write_of_the_dcm_paths() {
     ];
     let dcm = delta_mode(DeltaMode::Dcm, F2fsConfig::default());
     let mut cuts = 0;
+    CARRIED.with(|c| c.set(0));
     cuts += cut_at_every_write(
         &setup,
         Op::Seq(vec![small(5, 3), small(6, 4), Op::Fsync(0)]),
         dcm.clone(),
-        ("DCM store + fsync", |m| m.dcm_stores),
+        ("DCM store + fsync carrying the addresses", |m| {
+            m.dcm_carried_fsyncs
+        }),
+    );
+    // Carriers in a row between checkpoints, one page rewritten in each: roll-forward
+    // replays them in chain order (two before the operation, the third in it).
+    let round = |r: u8| [small(5, 20 + r), small(7 + u64::from(r), r), Op::Fsync(0)];
+    let mut carriers = setup.clone();
+    carriers.extend(round(0).into_iter().chain(round(1)));
+    cuts += cut_at_every_write(
+        &carriers,
+        Op::Seq(round(2).to_vec()),
+        dcm.clone(),
+        ("a third DCM store + fsync in a row", |m| {
+            m.dcm_carried_fsyncs
+        }),
+    );
+    let replayed = CARRIED.with(|c| c.take());
+    assert!(replayed >= 4, "only {replayed} carried entries replayed");
+    // A user xattr leaves the inline area no room for the entry: the pseudo inode is
+    // written fsync-marked ahead of the owner instead.
+    let mut full = setup.clone();
+    full.push(Op::SetXattr(0, 0, 150, 4));
+    cuts += cut_at_every_write(
+        &full,
+        Op::Seq(vec![small(5, 3), small(6, 4), Op::Fsync(0)]),
+        dcm.clone(),
+        ("DCM store + fsync writing the pseudo inode", |m| {
+            m.dcm_pseudo_fsyncs
+        }),
     );
     cuts += cut_at_every_write(
         &setup,

@@ -35,6 +35,9 @@ pub(crate) struct SinceCheckpoint {
     pub dirs_lost_names: BTreeSet<u32>,
     /// Inodes fsync'd by roll-forward (unlinking or renaming one checkpoints).
     pub fsynced: BTreeSet<u32>,
+    /// MedFS DCM: pages of each pseudo file written since the checkpoint that no owner's
+    /// fsync has carried yet (`delta/carry.rs`).
+    pub dcm_uncarried: BTreeMap<u32, BTreeSet<u32>>,
 }
 
 impl<D: BlockDevice> F2fs<D> {
@@ -54,8 +57,9 @@ impl<D: BlockDevice> F2fs<D> {
         if self.fsync_needs_checkpoint(ino)? || self.dcm_fsync_needs_checkpoint(ino)? {
             return self.checkpoint(false);
         }
-        // MedFS DCM: the file's pseudo file goes ahead of its nodes (`delta/dcm.rs`).
-        self.dcm_before_fsync(ino)?;
+        // MedFS DCM: the pseudo file's pages go ahead of the nodes, and the inode carries
+        // their addresses (`delta/carry.rs`).
+        let carried = self.dcm_before_fsync(ino)?;
         let mut nids: Vec<u32> = self
             .dirty_nodes
             .iter()
@@ -68,7 +72,7 @@ impl<D: BlockDevice> F2fs<D> {
                 f.ino == ino && f.kind() == NodeKind::Direct
             })
         });
-        if self.dirty_nodes.contains(&ino) || nids.is_empty() {
+        if carried.is_some() || self.dirty_nodes.contains(&ino) || nids.is_empty() {
             self.dirty_nodes.insert(ino);
             nids.push(ino);
         }
@@ -85,7 +89,8 @@ impl<D: BlockDevice> F2fs<D> {
             } else {
                 0
             };
-            self.write_node(nid, BlockKind::Node, marks)?;
+            let carry = carried.as_deref().filter(|_| nid == ino);
+            self.write_node_carrying(nid, BlockKind::Node, marks, carry)?;
         }
         self.since_cp.fsynced.insert(ino);
         self.flush_device()
@@ -236,7 +241,7 @@ impl<D: BlockDevice> F2fs<D> {
                 };
                 self.replay_addr(ino, i as u64, dest)?;
             }
-            return Ok(());
+            return self.replay_carried(ino, block);
         }
         if f.kind() != NodeKind::Direct {
             return Ok(());

@@ -714,6 +714,18 @@ impl<D: BlockDevice> F2fs<D> {
     /// Writes one dirty node out of place: a new block in its log, the footer's
     /// checkpoint version and next-block chain, the inode checksum, then the NAT entry.
     fn write_node(&mut self, nid: u32, kind: BlockKind, marks: u32) -> Result<(), FsError> {
+        self.write_node_carrying(nid, kind, marks, None)
+    }
+
+    /// [`F2fs::write_node`]; an inode carries the MedFS DCM entry `carry`, if given, and
+    /// never a stale one (`delta/carry.rs`).
+    fn write_node_carrying(
+        &mut self,
+        nid: u32,
+        kind: BlockKind,
+        marks: u32,
+        carry: Option<&[u8]>,
+    ) -> Result<(), FsError> {
         let Some(cached) = self.nodes.get(&nid) else {
             return Ok(());
         };
@@ -726,6 +738,9 @@ impl<D: BlockDevice> F2fs<D> {
             None => Box::new(*cached),
         };
         let mut footer = NodeFooter::decode(&block);
+        if footer.kind() == NodeKind::Inode {
+            self.seal_carried(nid, &mut block, carry)?;
+        }
         let log = Self::node_log(&footer);
         let summary = Summary {
             nid,

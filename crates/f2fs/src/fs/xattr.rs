@@ -24,9 +24,8 @@ use flashstack_block::BlockDevice;
 
 use super::data::OFF_XATTR_NID;
 use super::{corrupt, F2fs, FsError};
-use crate::codec::le32_at;
+use crate::codec::{le32_at, Block};
 use crate::consts::*;
-use crate::node::Inode;
 
 /// `F2FS_XATTR_MAGIC`.
 pub const XATTR_MAGIC: u32 = 0xF2F5_2011;
@@ -114,6 +113,98 @@ fn parse(ino: u32, buf: &[u8]) -> Result<Vec<Entry>, FsError> {
     Ok(entries)
 }
 
+/// `e_name_index` of flashstack's private entries (no kernel namespace uses it): MedFS's
+/// DCM addresses carried by an fsync'd inode (`delta/carry.rs`). They are never listed,
+/// read or kept by the calls above, and a node write drops them unless it carries one.
+pub(crate) const PRIVATE_INDEX: u8 = 0x6d;
+
+/// The inline xattr area of an inode block, read from its bytes: byte offset and length
+/// (0 when the inode has none). As [`crate::node::Inode::inline_xattr_words`].
+pub(crate) fn area_of(block: &Block, flexible: bool) -> (usize, usize) {
+    let inline = block[super::data::OFF_INLINE];
+    let words = if inline & F2FS_INLINE_XATTR == 0 {
+        0
+    } else if flexible {
+        match inline & F2FS_EXTRA_ATTR != 0 {
+            true => {
+                u16::from_le_bytes([block[INODE_ADDR_OFFSET + 2], block[INODE_ADDR_OFFSET + 3]])
+                    as usize
+            }
+            false => 0,
+        }
+    } else {
+        DEFAULT_INLINE_XATTR_ADDRS as usize
+    };
+    let words = words.min(ADDRS_PER_INODE);
+    (INODE_ADDR_OFFSET + 4 * (ADDRS_PER_INODE - words), 4 * words)
+}
+
+/// The value of the private entry `name` in an inode block's inline area, if it has one.
+pub(crate) fn private_value(
+    ino: u32,
+    block: &Block,
+    flexible: bool,
+    name: &[u8],
+) -> Result<Option<Vec<u8>>, FsError> {
+    let (start, len) = area_of(block, flexible);
+    Ok(parse(ino, &block[start..start + len])?
+        .into_iter()
+        .find(|(i, n, _)| *i == PRIVATE_INDEX && n == name)
+        .map(|(_, _, v)| v))
+}
+
+/// Drops every private entry from an inode block's inline area (a no-op, reading one
+/// word, for an inode without xattrs). A list that does not parse is left as it is.
+pub(crate) fn strip_private(ino: u32, block: &mut Block, flexible: bool) {
+    let (start, len) = area_of(block, flexible);
+    if len < HEADER_BYTES || le32_at(&block[..], start) == 0 {
+        return;
+    }
+    let Ok(mut entries) = parse(ino, &block[start..start + len]) else {
+        return;
+    };
+    let before = entries.len();
+    entries.retain(|(i, _, _)| *i != PRIVATE_INDEX);
+    if entries.len() == before {
+        return;
+    }
+    store_list(block, start, len, &entries);
+}
+
+/// Adds the private entry `name` = `value` to an inode block's inline area (replacing
+/// one of that name); false, and the block unchanged, when it does not fit.
+pub(crate) fn carry_private(
+    ino: u32,
+    block: &mut Block,
+    flexible: bool,
+    name: &[u8],
+    value: &[u8],
+) -> Result<bool, FsError> {
+    let (start, len) = area_of(block, flexible);
+    if len == 0 || value.len() > u16::MAX as usize {
+        return Ok(false);
+    }
+    let mut entries = parse(ino, &block[start..start + len])?;
+    entries.retain(|(i, n, _)| !(*i == PRIVATE_INDEX && n == name));
+    entries.push((PRIVATE_INDEX, name.to_vec(), value.to_vec()));
+    if encode(&entries, len).is_none() {
+        return Ok(false);
+    }
+    store_list(block, start, len, &entries);
+    Ok(true)
+}
+
+/// Writes `entries` over the area (all zeros when there are none, as an inode that
+/// never had xattrs). The caller has checked that they fit.
+fn store_list(block: &mut Block, start: usize, len: usize, entries: &[Entry]) {
+    block[start..start + len].fill(0);
+    if entries.is_empty() {
+        return;
+    }
+    let bytes = encode(entries, len).expect("checked to fit");
+    block[start..start + bytes.len()].copy_from_slice(&bytes);
+}
+
 /// The list as bytes (header, entries, the terminating zero word), if it fits `room`.
 fn encode(entries: &[Entry], room: usize) -> Option<Vec<u8>> {
     let mut out = vec![0u8; HEADER_BYTES];
@@ -140,14 +231,7 @@ impl<D: BlockDevice> F2fs<D> {
     /// the inode has none).
     fn inline_xattr_area(&mut self, ino: u32) -> Result<(usize, usize), FsError> {
         let flexible = self.sb.feature.contains(FEATURE_FLEXIBLE_INLINE_XATTR);
-        let inode = Inode::decode(self.node(ino)?);
-        let words = if inode.inline & F2FS_INLINE_XATTR != 0 {
-            inode.inline_xattr_words(flexible)
-        } else {
-            0
-        };
-        let start = INODE_ADDR_OFFSET + 4 * (ADDRS_PER_INODE - words);
-        Ok((start, 4 * words))
+        Ok(area_of(self.node(ino)?, flexible))
     }
 
     /// Every entry of `ino` (inline area, then its xattr node if it has one) and whether
@@ -160,7 +244,10 @@ impl<D: BlockDevice> F2fs<D> {
             let block = self.node(xnid)?;
             buf.extend_from_slice(&block[..XATTR_BLOCK_BYTES]);
         }
-        Ok((parse(ino, &buf)?, xnid != 0))
+        let mut entries = parse(ino, &buf)?;
+        // Not the user's: dropped by the next node write anyway.
+        entries.retain(|(i, _, _)| *i != PRIVATE_INDEX);
+        Ok((entries, xnid != 0))
     }
 
     /// Sets attribute `name` (with its namespace prefix) of `ino` to `value`.

@@ -42,7 +42,7 @@ use crate::consts::*;
 use crate::fs::attr::NewInode;
 use crate::fs::data::{OFF_BLOCKS, OFF_DEPTH, OFF_INLINE, OFF_SIZE};
 use crate::fs::pagemap::Stored;
-use crate::fs::{corrupt, BlockKind, F2fs, FsError};
+use crate::fs::{corrupt, F2fs, FsError};
 
 /// `i_flags` bit of a file whose pages have deltas in a DCM pseudo file (ours).
 pub const MEDFS_DCM_FL: u32 = 0x0200_0000;
@@ -422,14 +422,14 @@ impl<D: BlockDevice> F2fs<D> {
         Ok(le32_at(&self.node(ino)?[..], OFF_FLAGS) & MEDFS_DCM_FL != 0)
     }
 
-    fn dcm_corruption(&mut self, ino: u32, value: u64, rule: String) -> FsError {
+    pub(crate) fn dcm_corruption(&mut self, ino: u32, value: u64, rule: String) -> FsError {
         let field = "i_current_depth (MedFS DCM pseudo file)";
         self.delta_corruption(ino, field, value, format!("DCM: {rule}"))
     }
 
     /// The owner's pseudo file (checked: an inode in use, flagged as a pseudo file of
     /// this owner), if it has one.
-    fn dcm_pseudo_of(&mut self, owner: u32) -> Result<Option<u32>, FsError> {
+    pub(crate) fn dcm_pseudo_of(&mut self, owner: u32) -> Result<Option<u32>, FsError> {
         let node = self.node(owner)?;
         if le32_at(&node[..], OFF_FLAGS) & MEDFS_DCM_FL == 0 {
             return Ok(None);
@@ -856,6 +856,7 @@ impl<D: BlockDevice> F2fs<D> {
             return Ok(());
         };
         self.delta_state.dcm.forget_file(pseudo);
+        self.since_cp.dcm_uncarried.remove(&pseudo);
         self.evict_inode(pseudo)?;
         let node = self.node(owner)?;
         let flags = le32_at(&node[..], OFF_FLAGS);
@@ -910,7 +911,7 @@ impl<D: BlockDevice> F2fs<D> {
     }
 
     /// Writes a pseudo file's dirty pages (out of place, as a file's writeback).
-    fn dcm_flush(&mut self, pseudo: u32) -> Result<(), FsError> {
+    pub(crate) fn dcm_flush(&mut self, pseudo: u32) -> Result<(), FsError> {
         for page in self.delta_state.dcm.dirty_pages(pseudo) {
             let Some(cached) = self.delta_state.dcm.cache.get(&(pseudo, page)) else {
                 continue;
@@ -927,6 +928,12 @@ impl<D: BlockDevice> F2fs<D> {
             self.delta_state.dcm.flush_copy = Some(b);
             written?;
             self.metrics.delta.dcm_page_writes += 1;
+            // Durable at the next checkpoint, or carried by the owner's next fsync.
+            self.since_cp
+                .dcm_uncarried
+                .entry(pseudo)
+                .or_default()
+                .insert(page);
             if let Some(v) = self.delta_state.dcm.cache.get_mut(&(pseudo, page)) {
                 v.dirty = false;
             }
@@ -990,22 +997,6 @@ impl<D: BlockDevice> F2fs<D> {
             Some(p) => self.since_cp.new_nodes.contains(&p),
             None => false,
         })
-    }
-
-    /// The owner's fsync, before its own nodes: the pseudo file's dirty pages are
-    /// written, flushed, and its inode written fsync-marked, ahead of the owner's nodes in
-    /// the warm chain (a cut that loses it stops the chain before the owner).
-    pub(crate) fn dcm_before_fsync(&mut self, owner: u32) -> Result<(), FsError> {
-        let Some(pseudo) = self.dcm_pseudo_of(owner)? else {
-            return Ok(());
-        };
-        self.dcm_flush(pseudo)?;
-        if self.dirty_nodes.contains(&pseudo) {
-            self.flush_device()?;
-            self.write_node(pseudo, BlockKind::Node, 1 << FSYNC_BIT_SHIFT)?;
-            self.since_cp.fsynced.insert(pseudo);
-        }
-        Ok(())
     }
 
     /// BGRes (`f2fs_kmeans_bgres` and the restoration after a background-GC pass):

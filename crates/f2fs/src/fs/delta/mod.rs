@@ -30,6 +30,7 @@
 //! addresses. [`F2fs::restore_deltas`] folds every delta into its base, after which the
 //! image is stock F2FS again.
 
+mod carry;
 pub mod dcm;
 pub mod hcluster;
 pub mod policy;
@@ -100,6 +101,12 @@ pub struct DeltaMetrics {
     pub dcm_page_reads: u64,
     /// Pseudo-file pages written (meta and compact).
     pub dcm_page_writes: u64,
+    /// Owners' fsyncs whose inode carried the pseudo file's new addresses
+    /// (`delta/carry.rs`), and those that wrote the pseudo inode instead (no room).
+    pub dcm_carried_fsyncs: u64,
+    pub dcm_pseudo_fsyncs: u64,
+    /// Carried entries replayed by roll-forward.
+    pub dcm_carried_replayed: u64,
     /// BGRes passes (idle time, with DCM files present).
     pub bgres_runs: u64,
     /// Files BGRes restored, and the deltas it folded doing so.
