@@ -724,3 +724,104 @@ fn volatile_cache_cuts_under_medfs_with_dcm() {
     );
     assert!(dcm > 100, "only {dcm} deltas stored in DCM");
 }
+
+/// DCM's carried addresses (`delta/carry.rs`) under a volatile cache: a DCM store and the
+/// owner's fsync, with the power lost at each of its requests and the cache keeping any
+/// subset of what was not flushed (40 draws per cut point). The page reads back as before
+/// the update or after it, and after it once the fsync returned. Without the flush ahead
+/// of the owner's inode the inode could survive without the pseudo-file pages it names.
+#[test]
+fn dcm_carried_fsync_cuts_with_a_volatile_cache() {
+    let cfg = F2fsConfig {
+        delta: flashstack_f2fs::DeltaConfig {
+            hcluster_centroids_tenths: [
+                [2_000_000_000, 0],
+                [0, 0],
+                [0, 2_000_000_000],
+                [2_000_000_000, 2_000_000_000],
+            ],
+            ..flashstack_f2fs::DeltaConfig::with_mode(flashstack_f2fs::DeltaMode::Dcm)
+        },
+        ..F2fsConfig::default()
+    };
+    let page_of = |index: u64, seed: u8| -> Vec<u8> {
+        (0..4096u32)
+            .map(|i| (i as u8).wrapping_mul(31) ^ seed ^ index as u8)
+            .collect()
+    };
+    // An owner with a checkpointed pseudo file and one carrier in the chain.
+    let mut dev = MemDevice::new(64 * MIB);
+    mkfs(&mut dev, &MkfsOptions::default()).unwrap();
+    let mut fs = F2fs::mount_with(dev, 0, cfg.clone()).unwrap();
+    let ino = fs.create("/f").unwrap();
+    let mut model: Vec<Vec<u8>> = (0..12).map(|i| page_of(i, 1)).collect();
+    fs.write(ino, 0, &model.concat()).unwrap();
+    fs.sync().unwrap();
+    let update = |fs: &mut F2fs<Dev>, model: &mut [Vec<u8>], index: u64, seed: u8| {
+        let p = &mut model[index as usize];
+        for (k, b) in p[100..400].iter_mut().enumerate() {
+            *b = (k as u8).wrapping_mul(37) ^ seed;
+        }
+        let page: [u8; 4096] = p.as_slice().try_into().unwrap();
+        let hint = WriteHint {
+            inode_dirty_pages: 1,
+            fsync: true,
+        };
+        fs.write_pages_hinted(ino, index, &[&page], 12 * 4096, hint)?;
+        fs.fsync(ino)
+    };
+    let start = {
+        let dev = VolatileCache::new(
+            fs.unmount().unwrap(),
+            VolatileCacheConfig {
+                capacity_lbas: 0,
+                seed: 0,
+            },
+        );
+        let mut fs = F2fs::mount_with(dev, 0, cfg.clone()).unwrap();
+        update(&mut fs, &mut model, 2, 7).unwrap(); // creates the pseudo file: checkpoint
+        update(&mut fs, &mut model, 3, 8).unwrap(); // carried
+        assert_eq!(fs.metrics().delta.dcm_carried_fsyncs, 1);
+        fs.into_device().into_inner()
+    };
+    let before = model.clone();
+    let mut after;
+    let mut rng = Rng::new(0xCA22);
+    let (mut cuts, mut replayed) = (0u64, 0u64);
+    for ahead in 1..=8u64 {
+        for _ in 0..40 {
+            let cache = VolatileCacheConfig {
+                capacity_lbas: 256,
+                seed: rng.next_u64(),
+            };
+            let mut fs =
+                F2fs::mount_with(VolatileCache::new(start.clone(), cache), 0, cfg.clone()).unwrap();
+            fs.device_mut().arm_power_cut(ahead);
+            after = before.clone();
+            let done = update(&mut fs, &mut after, 5, 9).is_ok();
+            let now_ns = fs.now_ns();
+            let mut dev = fs.into_device();
+            if done {
+                // Lost power right after the fsync returned.
+                dev.arm_power_cut(1);
+            }
+            dev.lose_power(now_ns).unwrap();
+            let mut fs = F2fs::mount_with(dev.into_inner(), now_ns + NS_PER_SEC, cfg.clone())
+                .unwrap_or_else(|e| panic!("cut at request {ahead}: recovery failed: {e}"));
+            replayed += fs.metrics().delta.dcm_carried_replayed;
+            let got = fs.read(ino, 5 * 4096, 4096).unwrap();
+            let ok = got == after[5] || (!done && got == before[5]);
+            assert!(
+                ok,
+                "cut at request {ahead} (fsync returned: {done}): page 5 is neither version"
+            );
+            for i in (0..12).filter(|&i| i != 5) {
+                let same = fs.read(ino, i * 4096, 4096).unwrap() == before[i as usize];
+                assert!(same, "cut at request {ahead}: page {i} changed");
+            }
+            cuts += 1;
+        }
+    }
+    println!("dcm carried fsync: {cuts} cuts, {replayed} carried entries replayed");
+    assert!(replayed >= 80, "only {replayed} carried entries replayed");
+}

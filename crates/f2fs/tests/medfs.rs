@@ -438,7 +438,8 @@ fn dcm_file(fs: &mut F2fs<MemDevice>, updates: u64) -> (u32, Vec<Vec<u8>>) {
 
 /// DCM under the published HCluster centroids: the first updates (too few writes: the
 /// file is read-cold/write-cold) are written as pages, later ones go to the pseudo file;
-/// they survive a power cut (the pseudo file is fsync'd ahead of its owner), pass our
+/// they survive a power cut (the owner's fsync'd inode carries the pseudo file's
+/// addresses), pass our
 /// full verification, make fsck.f2fs complain (the pseudo file has no dentry), and
 /// `restore_deltas` folds them and removes the pseudo file: fsck.f2fs is then clean.
 #[test]

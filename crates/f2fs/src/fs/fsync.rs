@@ -7,7 +7,8 @@
 //! Roll-forward recovery (`f2fs_recover_fsync_data`) runs at every mount: it follows the warm node log's chain of nodes written after
 //! that checkpoint (their footer carries its version and CRC), and replays every inode
 //! with an fsync-marked node: inode fields, inline data and each data address of its
-//! direct nodes, without taking a block in any log; then every log moves to a fresh
+//! direct nodes (and a MedFS DCM owner's carried pseudo-file addresses,
+//! `delta/carry.rs`), without taking a block in any log; then every log moves to a fresh
 //! segment, new files get their dentry (which may write a dentry block), and it
 //! checkpoints.
 
@@ -89,8 +90,11 @@ impl<D: BlockDevice> F2fs<D> {
             } else {
                 0
             };
-            let carry = carried.as_deref().filter(|_| nid == ino);
+            let carry = carried.as_ref().filter(|_| nid == ino).map(|c| &c.1[..]);
             self.write_node_carrying(nid, BlockKind::Node, marks, carry)?;
+        }
+        if let Some((pseudo, _)) = carried {
+            self.since_cp.dcm_uncarried.remove(&pseudo);
         }
         self.since_cp.fsynced.insert(ino);
         self.flush_device()
@@ -374,7 +378,8 @@ impl<D: BlockDevice> F2fs<D> {
 
 /// For each inode with an fsync-marked node in `chain`, the index of the last such node
 /// to replay. A MedFS DCM pseudo file's copy (fsync-marked ahead of its owner's nodes by
-/// the owner's fsync, `dcm_before_fsync`) counts only if the owner's fsync mark follows
+/// the owner's fsync, `dcm_before_fsync`, when the owner's inode has no room to carry its
+/// addresses) counts only if the owner's fsync mark follows
 /// it: a cut between the two leaves the owner checkpointed, and its deltas must stay the
 /// checkpointed ones too (the fsync did not complete, and a delta may have been made
 /// against a base the checkpointed owner does not point at).

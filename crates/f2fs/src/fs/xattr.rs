@@ -14,7 +14,8 @@
 //! xattr node (made by the kernel or by f2fs-tools) is read through both parts; changing
 //! its attributes is refused (`Unsupported`). Namespaces: `user.` (index 1), `trusted.`
 //! (4), `security.` (6), stored as given (no permission or SELinux semantics here); other
-//! names are refused, entries of other indexes are kept but not listed.
+//! names are refused, entries of other indexes are kept but not listed, except
+//! flashstack's private index ([`PRIVATE_INDEX`]), which the calls drop.
 //!
 //! Like the kernel, new entries are appended and a replaced one moves to the end; ctime
 //! changes. The inode is dirty: the change is durable at the next checkpoint, or at the
@@ -115,7 +116,9 @@ fn parse(ino: u32, buf: &[u8]) -> Result<Vec<Entry>, FsError> {
 
 /// `e_name_index` of flashstack's private entries (no kernel namespace uses it): MedFS's
 /// DCM addresses carried by an fsync'd inode (`delta/carry.rs`). They are never listed,
-/// read or kept by the calls above, and a node write drops them unless it carries one.
+/// read or kept by the calls below, and a node write drops them unless it carries one.
+/// An inode whose list continues in an xattr node has none: the three functions below
+/// leave it alone.
 pub(crate) const PRIVATE_INDEX: u8 = 0x6d;
 
 /// The inline xattr area of an inode block, read from its bytes: byte offset and length
@@ -146,6 +149,9 @@ pub(crate) fn private_value(
     flexible: bool,
     name: &[u8],
 ) -> Result<Option<Vec<u8>>, FsError> {
+    if le32_at(&block[..], OFF_XATTR_NID) != 0 {
+        return Ok(None);
+    }
     let (start, len) = area_of(block, flexible);
     Ok(parse(ino, &block[start..start + len])?
         .into_iter()
@@ -157,7 +163,10 @@ pub(crate) fn private_value(
 /// word, for an inode without xattrs). A list that does not parse is left as it is.
 pub(crate) fn strip_private(ino: u32, block: &mut Block, flexible: bool) {
     let (start, len) = area_of(block, flexible);
-    if len < HEADER_BYTES || le32_at(&block[..], start) == 0 {
+    if len < HEADER_BYTES
+        || le32_at(&block[..], start) == 0
+        || le32_at(&block[..], OFF_XATTR_NID) != 0
+    {
         return;
     }
     let Ok(mut entries) = parse(ino, &block[start..start + len]) else {
@@ -181,7 +190,7 @@ pub(crate) fn carry_private(
     value: &[u8],
 ) -> Result<bool, FsError> {
     let (start, len) = area_of(block, flexible);
-    if len == 0 || value.len() > u16::MAX as usize {
+    if len == 0 || value.len() > u16::MAX as usize || le32_at(&block[..], OFF_XATTR_NID) != 0 {
         return Ok(false);
     }
     let mut entries = parse(ino, &block[start..start + len])?;

@@ -22,11 +22,16 @@
 //! them. The pseudo inode itself stays dirty until the checkpoint.
 //!
 //! What survives power loss: the checkpointed pseudo file, plus every carried address of
-//! an owner's copy that roll-forward replays. Any other write of an inode drops the entry
-//! (`F2fs::write_node_carrying`), so an entry is never replayed twice across checkpoints;
-//! the calls of `xattr.rs` never show or keep it. When the entry does not fit the inline
-//! area (other xattrs, too many pages since the last carrier) the pseudo inode is written
-//! fsync-marked ahead of the owner's nodes instead, as before (`replayable_fsyncs`).
+//! an owner's copy that roll-forward replays (only copies in the chain after the current
+//! checkpoint are replayed, by their footers' checkpoint version). Any other write of an
+//! inode drops the entry (`F2fs::write_node_carrying`), so a later copy never repeats an
+//! older one; an owner left clean after its carrier keeps the entry in its checkpointed
+//! block, unused (the kernel would see an xattr of an unknown index taking inline room;
+//! `restore_deltas` rewrites every owner). The calls of `xattr.rs` never show or keep it.
+//! An inode whose xattrs continue in an xattr node never carries. When the entry does not
+//! fit the inline area (other xattrs, too many pages since the last carrier) the pseudo
+//! inode is written fsync-marked ahead of the owner's nodes instead, as before
+//! (`replayable_fsyncs`).
 
 use flashstack_block::BlockDevice;
 
@@ -72,6 +77,12 @@ impl Carried {
             .chunks_exact(8)
             .map(|c| (le32_at(c, 0), le32_at(c, 4)))
             .collect();
+        // The meta page and at most 255 compact pages.
+        if pages == 0 || pages > 256 {
+            return Err(format!(
+                "carried DCM entry for a pseudo file of {pages} pages"
+            ));
+        }
         if let Some((page, _)) = addrs.iter().find(|(p, _)| *p >= pages) {
             return Err(format!(
                 "carried DCM page {page} of a pseudo file of {pages} pages"
@@ -87,10 +98,14 @@ impl Carried {
 
 impl<D: BlockDevice> F2fs<D> {
     /// The owner's fsync, before its own nodes: the pseudo file's dirty pages are
-    /// written and flushed; returns the entry the owner's inode is to carry, or writes the
-    /// pseudo inode fsync-marked ahead of the owner's nodes when the entry does not fit
-    /// (then nothing is carried).
-    pub(crate) fn dcm_before_fsync(&mut self, owner: u32) -> Result<Option<Vec<u8>>, FsError> {
+    /// written and flushed; returns the pseudo file and the entry the owner's inode is to
+    /// carry (the caller forgets the pages carried once that inode is written: a failed
+    /// fsync carries them next time), or writes the pseudo inode fsync-marked ahead of the
+    /// owner's nodes when the entry does not fit (then nothing is carried).
+    pub(crate) fn dcm_before_fsync(
+        &mut self,
+        owner: u32,
+    ) -> Result<Option<(u32, Vec<u8>)>, FsError> {
         let Some(pseudo) = self.dcm_pseudo_of(owner)? else {
             return Ok(None);
         };
@@ -111,23 +126,24 @@ impl<D: BlockDevice> F2fs<D> {
         let value = carried.encode();
         // The pages are durable before any node that names them.
         self.flush_device()?;
-        self.since_cp.dcm_uncarried.remove(&pseudo);
         if self.carry_fits(owner, &value)? {
             self.metrics.delta.dcm_carried_fsyncs += 1;
-            return Ok(Some(value));
+            return Ok(Some((pseudo, value)));
         }
         self.metrics.delta.dcm_pseudo_fsyncs += 1;
         self.write_node(pseudo, BlockKind::Node, 1 << FSYNC_BIT_SHIFT)?;
+        self.since_cp.dcm_uncarried.remove(&pseudo);
         self.since_cp.fsynced.insert(pseudo);
         Ok(None)
     }
 
-    /// Whether the owner's inode, written now, would have room for `value`.
+    /// Whether the owner's inode, written now, would have room for `value` (never for
+    /// an inode whose xattrs continue in an xattr node, nor one whose list does not parse).
     fn carry_fits(&mut self, owner: u32, value: &[u8]) -> Result<bool, FsError> {
         let flexible = self.sb.feature.contains(FEATURE_FLEXIBLE_INLINE_XATTR);
         let mut probe: Box<Block> = self.node(owner)?.clone();
         xattr::strip_private(owner, &mut probe, flexible);
-        xattr::carry_private(owner, &mut probe, flexible, CARRY_NAME, value)
+        Ok(xattr::carry_private(owner, &mut probe, flexible, CARRY_NAME, value).unwrap_or(false))
     }
 
     /// Puts the carried entry into a block about to be written as `ino`'s inode (any
@@ -154,16 +170,24 @@ impl<D: BlockDevice> F2fs<D> {
     /// pseudo file's (in chain order with every other replayed node). The copy's inode
     /// fields are already the owner's (`replay_inode`), so its `meta_id` is checked here.
     pub(crate) fn replay_carried(&mut self, owner: u32, block: &Block) -> Result<(), FsError> {
-        let flexible = self.sb.feature.contains(FEATURE_FLEXIBLE_INLINE_XATTR);
-        let Some(value) = xattr::private_value(owner, block, flexible, CARRY_NAME)? else {
+        // Only an owner's copy carries an entry: no other inode's xattrs are parsed.
+        if le32_at(&block[..], OFF_FLAGS) & MEDFS_DCM_FL == 0 {
             return Ok(());
+        }
+        let flexible = self.sb.feature.contains(FEATURE_FLEXIBLE_INLINE_XATTR);
+        let value = match xattr::private_value(owner, block, flexible, CARRY_NAME) {
+            Ok(Some(v)) => v,
+            Ok(None) => return Ok(()),
+            Err(e) => {
+                let rule = format!("the fsync'd copy's inline xattrs: {e}");
+                return Err(self.dcm_corruption(owner, 0, rule));
+            }
         };
         let carried = match Carried::decode(&value) {
             Ok(c) => c,
             Err(rule) => return Err(self.dcm_corruption(owner, 0, rule)),
         };
-        let names = le32_at(&block[..], OFF_FLAGS) & MEDFS_DCM_FL != 0
-            && self.dcm_pseudo_of(owner)? == Some(carried.pseudo);
+        let names = self.dcm_pseudo_of(owner)? == Some(carried.pseudo);
         if !names {
             let rule = format!(
                 "the fsync'd copy carries addresses of inode {}, not its pseudo file",
@@ -172,7 +196,10 @@ impl<D: BlockDevice> F2fs<D> {
             return Err(self.dcm_corruption(owner, u64::from(carried.pseudo), rule));
         }
         for (page, addr) in &carried.addrs {
-            self.replay_addr(carried.pseudo, u64::from(*page), *addr)?;
+            if let Err(e) = self.replay_addr(carried.pseudo, u64::from(*page), *addr) {
+                let rule = format!("carried page {page} at block {addr}: {e}");
+                return Err(self.dcm_corruption(owner, u64::from(carried.pseudo), rule));
+            }
         }
         let size = u64::from(carried.pages) * BLOCK_SIZE as u64;
         if size > self.inode_u64(carried.pseudo, OFF_SIZE)? {
@@ -197,6 +224,8 @@ mod tests {
         assert_eq!(Carried::decode(&c.encode()), Ok(c.clone()));
         let mut past = c.clone();
         past.pages = 2;
+        assert!(Carried::decode(&past.encode()).is_err());
+        past.pages = 257;
         assert!(Carried::decode(&past.encode()).is_err());
         assert!(Carried::decode(&c.encode()[..12]).is_err());
         assert!(Carried::decode(&[0; 4]).is_err());

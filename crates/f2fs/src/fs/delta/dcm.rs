@@ -23,8 +23,9 @@
 //! compacted), then goes to the first compact page with `FS > clen + 2`, else a new one
 //! ([`policy::dcm_place`]). Pseudo-file pages are kept in a bounded in-memory cache (the
 //! kernel's page cache for them); dirty ones are written out of place at the owner's
-//! fsync (then the pseudo inode, fsync-marked, ahead of the owner's nodes in the warm
-//! chain, after a flush), at every checkpoint (before its nodes), or when the cache is
+//! fsync (then a flush, and the owner's fsync-marked inode carries their new addresses:
+//! `carry.rs`; the pseudo inode itself, fsync-marked ahead of the owner's nodes, only when
+//! the entry does not fit), at every checkpoint (before its nodes), or when the cache is
 //! over its bound. So every durable state pairs a durable pseudo file with the owner's
 //! bases: base < delta < inode.
 
