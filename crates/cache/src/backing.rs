@@ -52,6 +52,14 @@ impl BackingError {
 /// unmount); `false` is asynchronous writeback (the kernel's `WB_SYNC_NONE`), which a file
 /// system may schedule differently. It does not by itself make the pages durable.
 pub trait Backing {
+    /// A read (`write` false) or write system call on `ino` reached the cache, hit or
+    /// miss: what the kernel counts per inode in `__vfs_read` / `__vfs_write`. A file
+    /// system that classes files by their calls (MedFS's HCluster) counts them here; by
+    /// default nothing. No time passes and nothing is written.
+    fn note_call(&mut self, ino: Ino, write: bool) {
+        let _ = (ino, write);
+    }
+
     /// Reads page `page_index` of `ino` into `page`. Zeros beyond the file's size or in holes;
     /// an unknown inode reads as an empty file.
     fn read_page(

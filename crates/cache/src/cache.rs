@@ -392,6 +392,7 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
         data: &[u8],
     ) -> Result<Nanos, CacheError> {
         self.enter(now_ns)?;
+        self.backing.note_call(ino, true);
         if self.atomic.contains_key(&ino) {
             return self.write_staged(now_ns, ino, offset_bytes, data);
         }
@@ -455,6 +456,7 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
         buf: &mut [u8],
     ) -> Result<(usize, Nanos), CacheError> {
         self.enter(now_ns)?;
+        self.backing.note_call(ino, false);
         if self.atomic.contains_key(&ino) {
             return self.read_staged(now_ns, ino, offset_bytes, buf);
         }

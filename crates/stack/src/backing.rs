@@ -15,7 +15,10 @@ pub struct F2fsBacking<D: BlockDevice> {
 }
 
 impl<D: BlockDevice> F2fsBacking<D> {
-    pub fn new(fs: F2fs<D>) -> Self {
+    /// F2FS below a page cache: HCluster counts the system calls the cache reports
+    /// ([`Backing::note_call`]), no longer the calls into F2FS.
+    pub fn new(mut fs: F2fs<D>) -> Self {
+        fs.count_calls_from_above();
         Self { fs }
     }
     pub fn fs(&self) -> &F2fs<D> {
@@ -59,6 +62,12 @@ fn backing_error(ino: Ino, e: FsError) -> BackingError {
 }
 
 impl<D: BlockDevice> Backing for F2fsBacking<D> {
+    fn note_call(&mut self, ino: Ino, write: bool) {
+        if let Ok(ino) = u32::try_from(ino) {
+            self.fs.note_vfs_call(ino, write);
+        }
+    }
+
     fn read_page(
         &mut self,
         now_ns: Nanos,

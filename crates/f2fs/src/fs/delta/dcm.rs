@@ -294,6 +294,8 @@ pub(crate) struct DcmState {
     /// goes when its inode is freed).
     counts: BTreeMap<u32, (u64, u64)>,
     centroids: Option<[Point; 4]>,
+    /// HCluster counts the system calls the layer above reports, not calls into F2FS.
+    calls_from_above: bool,
     /// The copy of a page [`F2fs::dcm_flush`] writes (kept: no allocation per write).
     flush_copy: Option<Box<Block>>,
 }
@@ -387,10 +389,30 @@ impl DcmState {
 }
 
 impl<D: BlockDevice> F2fs<D> {
-    /// A read or write call into the file system for `ino` (HCluster's features).
+    /// A read or write call into the file system for `ino`: HCluster's features unless
+    /// a layer above reports the system calls ([`F2fs::count_calls_from_above`]).
     pub(crate) fn note_file_call(&mut self, ino: u32, write: bool) {
-        // FPC's background re-packing counts the same calls.
+        // FPC's background re-packing counts these calls in either case.
         self.fpc_note_call(ino, write);
+        if !self.delta_state.dcm.calls_from_above {
+            self.hcluster_count(ino, write);
+        }
+    }
+
+    /// From now on HCluster counts the read and write system calls a layer above F2FS
+    /// (the page cache) reports through [`F2fs::note_vfs_call`], hits in that layer
+    /// included, as the source counts `__vfs_read` / `__vfs_write`; calls into F2FS
+    /// (the cache's misses and writebacks) no longer count.
+    pub fn count_calls_from_above(&mut self) {
+        self.delta_state.dcm.calls_from_above = true;
+    }
+
+    /// A read or write system call on `ino`, reported by the layer above.
+    pub fn note_vfs_call(&mut self, ino: u32, write: bool) {
+        self.hcluster_count(ino, write);
+    }
+
+    fn hcluster_count(&mut self, ino: u32, write: bool) {
         if !self.cfg.delta.mode.hcluster_on() {
             return;
         }
