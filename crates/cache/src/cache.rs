@@ -457,6 +457,19 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
     ) -> Result<(usize, Nanos), CacheError> {
         self.enter(now_ns)?;
         self.backing.note_call(ino, false);
+        self.read_uncounted(now_ns, ino, offset_bytes, buf)
+    }
+
+    /// [`PageCache::read`] without reporting a system call (a fault on a mapping is
+    /// none).
+    pub(crate) fn read_uncounted(
+        &mut self,
+        now_ns: Nanos,
+        ino: Ino,
+        offset_bytes: u64,
+        buf: &mut [u8],
+    ) -> Result<(usize, Nanos), CacheError> {
+        self.enter(now_ns)?;
         if self.atomic.contains_key(&ino) {
             return self.read_staged(now_ns, ino, offset_bytes, buf);
         }

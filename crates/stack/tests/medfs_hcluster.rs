@@ -43,6 +43,11 @@ fn reads_through_the_page_cache_reach_hcluster() {
         .unwrap());
 
     // 40 whole-file reads: every other one cold (a miss reaching F2FS), the rest hits.
+    let cache = |s: &Stack| {
+        let m = s.metrics().unwrap().cache;
+        (m.read_hits, m.read_misses)
+    };
+    let (hits0, misses0) = cache(&s);
     for k in 0..40 {
         if k % 2 == 0 {
             s.drop_caches().unwrap();
@@ -54,6 +59,13 @@ fn reads_through_the_page_cache_reach_hcluster() {
         assert!(buf.iter().all(|&b| b == 47), "the last update reads back");
         t = s.close(t2, h).unwrap();
     }
+    let (hits, misses) = cache(&s);
+    assert!(
+        hits - hits0 >= 20 * PAGES as u64 && misses - misses0 >= 20 * PAGES as u64,
+        "the reads were not half hits, half misses: {} hits, {} misses",
+        hits - hits0,
+        misses - misses0
+    );
     let (writes, reads) = s.with_fs(|fs| fs.hcluster_calls(ino)).unwrap();
     assert_eq!(
         (writes, reads),
@@ -64,5 +76,24 @@ fn reads_through_the_page_cache_reach_hcluster() {
         !s.with_fs(|fs| fs.hcluster_read_cold_write_hot(ino))
             .unwrap(),
         "a file read {reads} times is not read-cold"
+    );
+
+    // A fault on a mapping is no system call; a read after a power cut and recovery
+    // counts from the new mount, again from above.
+    let (h, t1) = s.open(t, "/state.bin", OpenFlags::default()).unwrap();
+    let mut page = vec![0u8; 4096];
+    let (_, t2) = s.fault_at(t1, h, 0, &mut page).unwrap();
+    assert_eq!(s.with_fs(|fs| fs.hcluster_calls(ino)).unwrap(), (48, 40));
+    t = s.close(t2, h).unwrap();
+    s.power_cut();
+    t = s.recover().unwrap().max(t);
+    let (h, t1) = s.open(t, "/state.bin", OpenFlags::default()).unwrap();
+    let (_, t2) = s.read_at(t1, h, 0, &mut page).unwrap();
+    let (_, t3) = s.read_at(t2, h, 0, &mut page).unwrap();
+    s.close(t3, h).unwrap();
+    assert_eq!(
+        s.with_fs(|fs| fs.hcluster_calls(ino)).unwrap(),
+        (0, 2),
+        "counted from the new mount, a miss and a hit once each"
     );
 }

@@ -28,7 +28,8 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
         buf: &mut [u8],
     ) -> Result<(usize, Nanos), CacheError> {
         if self.config.readahead.mmap == MmapPolicy::Off {
-            return self.read(now_ns, ino, offset_bytes, buf);
+            // A read's I/O, but no read system call (`Backing::note_call` is not told).
+            return self.read_uncounted(now_ns, ino, offset_bytes, buf);
         }
         let in_page = offset_bytes % PAGE_BYTES;
         if in_page + buf.len() as u64 > PAGE_BYTES {

@@ -407,6 +407,11 @@ impl<D: BlockDevice> F2fs<D> {
         self.delta_state.dcm.calls_from_above = true;
     }
 
+    /// Back to counting the calls into F2FS (the layer above is gone).
+    pub fn count_own_calls(&mut self) {
+        self.delta_state.dcm.calls_from_above = false;
+    }
+
     /// A read or write system call on `ino`, reported by the layer above.
     pub fn note_vfs_call(&mut self, ino: u32, write: bool) {
         self.hcluster_count(ino, write);
