@@ -177,7 +177,12 @@ pub(crate) fn strip_private(ino: u32, block: &mut Block, flexible: bool) {
     if entries.len() == before {
         return;
     }
-    store_list(block, start, len, &entries);
+    // Fewer entries than a list that fitted: they fit.
+    let bytes = match entries.is_empty() {
+        true => Vec::new(),
+        false => encode(&entries, len).expect("a shorter list fits"),
+    };
+    store_list(block, start, len, &bytes);
 }
 
 /// Adds the private entry `name` = `value` to an inode block's inline area (replacing
@@ -196,22 +201,18 @@ pub(crate) fn carry_private(
     let mut entries = parse(ino, &block[start..start + len])?;
     entries.retain(|(i, n, _)| !(*i == PRIVATE_INDEX && n == name));
     entries.push((PRIVATE_INDEX, name.to_vec(), value.to_vec()));
-    if encode(&entries, len).is_none() {
+    let Some(bytes) = encode(&entries, len) else {
         return Ok(false);
-    }
-    store_list(block, start, len, &entries);
+    };
+    store_list(block, start, len, &bytes);
     Ok(true)
 }
 
-/// Writes `entries` over the area (all zeros when there are none, as an inode that
-/// never had xattrs). The caller has checked that they fit.
-fn store_list(block: &mut Block, start: usize, len: usize, entries: &[Entry]) {
+/// Writes an encoded list over the area (`bytes` empty: all zeros, as an inode that
+/// never had xattrs).
+fn store_list(block: &mut Block, start: usize, len: usize, bytes: &[u8]) {
     block[start..start + len].fill(0);
-    if entries.is_empty() {
-        return;
-    }
-    let bytes = encode(entries, len).expect("checked to fit");
-    block[start..start + bytes.len()].copy_from_slice(&bytes);
+    block[start..start + bytes.len()].copy_from_slice(bytes);
 }
 
 /// The list as bytes (header, entries, the terminating zero word), if it fits `room`.
