@@ -822,3 +822,80 @@ fn dcm_carried_fsync_cuts_with_a_volatile_cache() {
     println!("dcm carried fsync: {cuts} cuts, {replayed} carried entries replayed");
     assert!(replayed >= 80, "only {replayed} carried entries replayed");
 }
+
+/// FPC's conversion of a file past the compressed inode's address slots re-lays it (its
+/// old blocks given up, its pages written back in the compressed layout, a checkpoint
+/// before and after): a power cut at every one of its write requests, with a volatile
+/// cache losing any unflushed subset, and after it returned. The file must read back unchanged whatever the cut (raw as before,
+/// or converted), and so must another file's page fsync'd just before; every fourth
+/// recovered image goes through our full verification, every 40th through fsck.f2fs.
+#[test]
+fn fpc_relaid_conversion_cuts_with_a_volatile_cache() {
+    let cfg = F2fsConfig::default().with_fpc();
+    let pages = 1_100usize;
+    let data: Vec<u8> = (0..pages * 4096)
+        .map(|i| [b'r', b'o', b'w', b' ', (i / 4096) as u8, b'\n'][i % 6])
+        .collect();
+    let mut dev = MemDevice::new(128 * MIB);
+    mkfs(&mut dev, &android_like()).unwrap();
+    let mut fs = F2fs::mount_with(dev, 0, cfg.clone()).unwrap();
+    let big = fs.create("/big.so").unwrap();
+    // Page 1 first: the creation trial is skipped and the file stays raw.
+    fs.write(big, 4096, &data[4096..]).unwrap();
+    fs.write(big, 0, &data[..4096]).unwrap();
+    let other = fs.create("/other").unwrap();
+    fs.write(other, 0, &bytes(8192, 1)).unwrap();
+    fs.sync().unwrap();
+    // Durable by fsync alone (roll-forward) when the conversion's first checkpoint is cut.
+    fs.write(other, 4096, &bytes(4096, 2)).unwrap();
+    fs.fsync(other).unwrap();
+    let other_now = [bytes(4096, 1), bytes(4096, 2)].concat();
+    let start = fs.into_device();
+    let mut rng = Rng::new(0xF9C2);
+    let (mut cuts, mut converted) = (0u64, 0u64);
+    let mut ahead = 1u64;
+    loop {
+        let cache = cache_config(256, &mut rng);
+        let mut fs =
+            F2fs::mount_with(VolatileCache::new(start.clone(), cache), 0, cfg.clone()).unwrap();
+        fs.device_mut().arm_power_cut(ahead);
+        let done = fs.fpc_convert(big).is_ok();
+        let uncut = done && fs.device_mut().is_powered();
+        let now_ns = fs.now_ns();
+        let mut dev = fs.into_device();
+        dev.lose_power(now_ns).unwrap();
+        let media = dev.into_inner();
+        let what = format!("cut at request {ahead} of the re-laid conversion");
+        let mut fs = F2fs::mount_with(media.clone(), now_ns + NS_PER_SEC, cfg.clone())
+            .unwrap_or_else(|e| panic!("{what}: recovery failed: {e}"));
+        assert!(
+            fs.read(big, 0, data.len()).unwrap() == data,
+            "{what}: the file changed"
+        );
+        assert!(
+            fs.read(other, 0, 8192).unwrap() == other_now,
+            "{what}: fsync'd page lost"
+        );
+        let compressed = fs.compr_blocks(big).unwrap() > 0;
+        assert!(
+            compressed || !uncut,
+            "{what}: the finished conversion did not last"
+        );
+        converted += u64::from(compressed);
+        drop(fs);
+        if cuts % 4 == 0 || uncut {
+            assert_walk_clean(&media, &what);
+        }
+        if cuts % 40 == 0 || uncut {
+            check_image(&media, &what);
+        }
+        cuts += 1;
+        if uncut {
+            break;
+        }
+        ahead += 1;
+    }
+    println!("fpc re-laid conversion: {cuts} cuts up to request {ahead}, {converted} converted");
+    assert!(ahead > 200, "the conversion wrote only {ahead} requests");
+    assert!(cuts > converted, "every cut found the file converted");
+}

@@ -204,30 +204,89 @@ fn fpc_converts_a_raw_compressible_file_read_since_its_last_write() {
     assert_eq!(compr, 0);
 }
 
-/// The conversion refuses, before anything changes, a file whose pages would not keep
-/// their address slots under a compressed inode (past its first 912 slots), naming the
-/// inode and the reason; the file reads back unchanged.
+/// A file whose pages would not keep their address slots under a compressed inode (past
+/// its first 912 slots, here into direct and indirect nodes, with holes and a partial
+/// last cluster) is converted by re-laying it: its old blocks given up, its pages written
+/// back in the compressed layout. It reads back unchanged before and after a remount, its
+/// whole clusters are compressed, and fsck.f2fs passes the image; a file that fits is
+/// still converted in place.
 #[test]
-fn fpc_conversion_refuses_a_file_past_the_compressed_inode_slots() {
+fn fpc_converts_a_file_past_the_compressed_inode_slots_by_relaying_it() {
     let mut fs = fresh(F2fsConfig::default().with_fpc());
     let big = fs.create("/big.so").unwrap();
-    let data = records(920 * 4096);
-    fs.write(big, 4096, &data[4096..]).unwrap();
-    fs.write(big, 0, &data[..4096]).unwrap();
-    let err = fs.fpc_convert(big).unwrap_err().to_string();
-    assert!(
-        err.contains(&format!("inode {big}")) && err.contains("address slots"),
-        "{err}"
+    let pages = 3_001u64;
+    let mut data = records(pages as usize * 4096 - 100);
+    // Holes: a whole cluster (pages 1000..1004) and part of one (2001).
+    for hole in [1000u64, 1001, 1002, 1003, 2001] {
+        let at = hole as usize * 4096;
+        data[at..at + 4096].fill(0);
+    }
+    let write = |fs: &mut F2fs<MemDevice>, from: u64, to: u64| {
+        let (a, b) = (from as usize * 4096, (to as usize * 4096).min(data.len()));
+        fs.write(big, from * 4096, &data[a..b]).unwrap();
+    };
+    // Page 1 first (the creation trial is skipped: the file stays raw), around the holes.
+    write(&mut fs, 1, 1000);
+    write(&mut fs, 1004, 2001);
+    write(&mut fs, 2002, pages);
+    write(&mut fs, 0, 1);
+    fs.sync().unwrap();
+    assert_eq!(
+        fs.compr_blocks(big).unwrap(),
+        0,
+        "the setup must leave it raw"
     );
-    assert_eq!(fs.compr_blocks(big).unwrap(), 0);
+    let before = fs.compress_metrics().clusters_compressed;
+    fs.fpc_convert(big).unwrap();
+    let packed = fs.compress_metrics().clusters_compressed - before;
+    let m = fs.metrics().fpc_repack;
+    println!("re-laid: {packed} clusters compressed, {m:?}");
+    assert_eq!(m.relaid_files, 1);
+    // Every whole cluster of written pages compresses (the data is repetitive records).
+    assert!(packed >= 740, "only {packed} clusters compressed");
+    assert!(fs.compr_blocks(big).unwrap() > 0);
     assert!(fs.read(big, 0, data.len()).unwrap() == data);
-    // The same data in a file that fits converts.
+    // The same data in a file that fits converts in place.
     let small = fs.create("/small.so").unwrap();
     fs.write(small, 4096, &data[4096..64 * 4096]).unwrap();
     fs.write(small, 0, &data[..4096]).unwrap();
     fs.fpc_convert(small).unwrap();
+    assert_eq!(
+        fs.metrics().fpc_repack.relaid_files,
+        1,
+        "a fitting file re-laid"
+    );
     assert!(fs.compr_blocks(small).unwrap() > 0);
     assert!(fs.read(small, 0, 64 * 4096).unwrap() == data[..64 * 4096]);
     let dev = fs.unmount().unwrap();
-    check_image(&dev, "fpc-convert-refusal");
+    check_image(&dev, "fpc-convert-relaid");
+    let mut fs = F2fs::mount_with(dev, 0, F2fsConfig::default().with_fpc()).unwrap();
+    let big = fs.lookup("/big.so").unwrap();
+    assert!(
+        fs.read(big, 0, data.len()).unwrap() == data,
+        "changed across a remount"
+    );
+
+    // The same file picked by the background re-packing: read twice, then idle time.
+    let mut fs = fresh(F2fsConfig::default().with_fpc());
+    let big = fs.create("/big.so").unwrap();
+    write(&mut fs, 1, 1000);
+    write(&mut fs, 1004, 2001);
+    write(&mut fs, 2002, pages);
+    write(&mut fs, 0, 1);
+    fs.sync().unwrap();
+    for _ in 0..2 {
+        fs.read(big, 0, data.len()).unwrap();
+    }
+    let until = fs.now_ns() + 70 * 1_000_000_000;
+    fs.idle(until).unwrap();
+    let m = fs.metrics().fpc_repack;
+    assert_eq!(
+        (m.convert_trials, m.converted_files, m.relaid_files),
+        (1, 1, 1),
+        "{m:?}"
+    );
+    assert!(m.clusters_compressed >= 740, "{m:?}");
+    assert!(fs.read(big, 0, data.len()).unwrap() == data);
+    check_image(&fs.unmount().unwrap(), "fpc-convert-relaid-idle");
 }

@@ -412,6 +412,45 @@ impl<D: BlockDevice> F2fs<D> {
         Ok(())
     }
 
+    /// FPC's conversion of a file whose pages move to other slots (`fpc.rs`,
+    /// [`F2fs::fpc_convert`]): `ino`, just given the compression context and no blocks,
+    /// gets its pages back from `old` (the address each page had, which nothing reuses
+    /// or discards before the next checkpoint), cluster by cluster: compressed where the
+    /// cluster lies wholly inside the file and that saves a block, else its written pages
+    /// raw. A hole stays a hole unless its cluster is compressed (then it is zeros inside
+    /// the compressed cluster, as `compress_file` packs one).
+    pub(crate) fn relay_compressed(&mut self, ino: u32, old: &[u32]) -> Result<(), FsError> {
+        let shape = self.cluster_shape(ino)?;
+        let per = shape.pages() as usize;
+        let size = self.inode_u64(ino, OFF_SIZE)?;
+        let whole = size.div_ceil(BLOCK_SIZE as u64) >> shape.log;
+        for (c, addrs) in (0u64..).zip(old.chunks(per)) {
+            let first = c << shape.log;
+            let mut pages = BTreeMap::new();
+            for (index, &addr) in (first..).zip(addrs) {
+                if addr != NULL_ADDR {
+                    pages.insert(index, self.read_block(u64::from(addr))?);
+                }
+            }
+            if pages.is_empty() {
+                continue;
+            }
+            if c < whole {
+                let mut data = vec![0u8; per * BLOCK_SIZE];
+                for (&index, page) in &pages {
+                    let at = (index - first) as usize * BLOCK_SIZE;
+                    data[at..at + BLOCK_SIZE].copy_from_slice(&page[..]);
+                }
+                if let Some(blocks) = self.pack_cluster(ino, c, shape, &data)? {
+                    self.write_compressed(ino, c, shape, &blocks)?;
+                    continue;
+                }
+            }
+            self.write_raw_pages(ino, pages)?;
+        }
+        Ok(())
+    }
+
     /// The cluster shape of a compressed regular file.
     pub(crate) fn cluster_shape(&mut self, ino: u32) -> Result<ClusterShape, FsError> {
         let node = self.inode_node(ino)?;

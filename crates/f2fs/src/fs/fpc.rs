@@ -34,7 +34,12 @@
 //! of its format; FPC converts inside the file system. Order: the inode's new flag is made
 //! durable by a checkpoint before any cluster is compressed, so no durable state ever
 //! holds a compressed cluster under an inode without the flag; then the raw clusters are
-//! compressed out of place as above ([`F2fs::compress_file`]).
+//! compressed out of place as above ([`F2fs::compress_file`]). A file whose pages would
+//! change slots under the compressed layout (past the inode's first 912 slots, or with
+//! node blocks) is re-laid instead ([`F2fs::fpc_convert_relaid`]): in one operation
+//! between two checkpoints it gives up its blocks, takes the compression context while
+//! empty and gets its pages back from the old blocks in the compressed layout, which
+//! also moves every page's summary entry the way a fresh write does.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -249,6 +254,9 @@ pub struct RepackMetrics {
     /// (`repack_convert`; their clusters count in `clusters_compressed`).
     pub convert_trials: u64,
     pub converted_files: u64,
+    /// Of the conversions, those that re-laid the file (its pages past the compressed
+    /// inode's slots: [`F2fs::fpc_convert`]).
+    pub relaid_files: u64,
     /// Data pages rewritten, and clusters compressed, doing so.
     pub pages_written: u64,
     pub clusters_compressed: u64,
@@ -388,10 +396,15 @@ impl<D: BlockDevice> F2fs<D> {
                 }
                 RepackDecision::Convert => {
                     let before = self.compress_metrics().clusters_compressed;
-                    self.fpc_convert(ino)?;
-                    let packed = self.compress_metrics().clusters_compressed - before;
-                    self.metrics.fpc_repack.converted_files += 1;
-                    self.metrics.fpc_repack.clusters_compressed += packed;
+                    match self.fpc_convert(ino) {
+                        Ok(()) => {
+                            let packed = self.compress_metrics().clusters_compressed - before;
+                            self.metrics.fpc_repack.converted_files += 1;
+                            self.metrics.fpc_repack.clusters_compressed += packed;
+                        }
+                        Err(FsError::NoSpace) => self.metrics.fpc_repack.no_space += 1,
+                        Err(e) => return Err(e),
+                    }
                 }
             }
             // Re-packed (or refused): counted again only after its next write.
@@ -421,16 +434,10 @@ impl<D: BlockDevice> F2fs<D> {
         }))
     }
 
-    /// Why raw file `ino` cannot be converted in place to compressed, if it cannot:
-    /// compression off, not a plain regular file, data inline, MedFS deltas or a DCM
-    /// pseudo file, reserved (fallocated) blocks, no room for the compression context in
-    /// the inode, less than one whole cluster (only whole clusters are compressed), or a
-    /// block past the inode's compressed address slots. A compressed file's inode holds
-    /// its addresses aligned down to a cluster (914 → 912 with 4-page clusters) and so do
-    /// its direct nodes (1018 → 1016), so a raw file's pages keep their slots only if all
-    /// of them lie in the inode's first aligned slots and it has no node blocks (files up
-    /// to 912 pages, 3.56 MiB); a larger one would need its addresses moved (not built:
-    /// it is rewritten raw, as without conversion).
+    /// Why raw file `ino` cannot be converted to compressed, if it cannot: compression
+    /// off, not a plain regular file, data inline, MedFS deltas or a DCM pseudo file,
+    /// reserved (fallocated) blocks, no room for the compression context in the inode, or
+    /// less than one whole cluster (only whole clusters are compressed).
     pub(crate) fn convert_refusal(&mut self, ino: u32) -> Result<Option<&'static str>, FsError> {
         use super::delta::{MEDFS_DCM_FL, MEDFS_DELTA_FL, MEDFS_PSEUDO_FL, OFF_FLAGS};
         if !self.sb.feature.contains(crate::consts::FEATURE_COMPRESSION)
@@ -466,6 +473,20 @@ impl<D: BlockDevice> F2fs<D> {
         {
             return Ok(Some("it holds reserved blocks"));
         }
+        Ok(None)
+    }
+
+    /// Whether raw file `ino`'s pages keep their address slots once the inode has the
+    /// compression context. A compressed file's inode holds its addresses aligned down
+    /// to a cluster (914 → 912 with 4-page clusters) and so do its direct nodes
+    /// (1018 → 1016), so a raw file's pages keep their slots only if all of them lie in
+    /// the inode's first aligned slots and it has no node blocks (files up to 912 pages,
+    /// 3.56 MiB). Such a file converts in place; any other is re-laid
+    /// ([`F2fs::fpc_convert_relaid`]).
+    fn keeps_slots_when_compressed(&mut self, ino: u32) -> Result<bool, FsError> {
+        let pages = self
+            .inode_u64(ino, super::data::OFF_SIZE)?
+            .div_ceil(BLOCK_SIZE as u64);
         let geo = self.geometry(ino)?;
         let cluster = 1usize << self.cfg.compress.log_cluster_size;
         let aligned = geo.addrs - geo.addrs % cluster;
@@ -474,12 +495,7 @@ impl<D: BlockDevice> F2fs<D> {
         let first = super::data::ADDR_WORD + geo.extra;
         let slots_past = (first + aligned..first + geo.addrs).any(|w| word(w) != NULL_ADDR);
         let nids = (0..crate::consts::INODE_NIDS).any(|k| word(super::data::NID_WORD + k) != 0);
-        if pages > aligned as u64 || slots_past || nids {
-            return Ok(Some(
-                "it has blocks past the inode's compressed address slots",
-            ));
-        }
-        Ok(None)
+        Ok(pages <= aligned as u64 && !slots_past && !nids)
     }
 
     /// The background trial of raw file `ino` (`None` when it cannot be converted or its
@@ -518,8 +534,10 @@ impl<D: BlockDevice> F2fs<D> {
 
     /// FPC's raw → compressed conversion of `ino` (module doc): the compression context
     /// set on the inode in place (every cluster still raw, a valid compressed file), made
-    /// durable by a checkpoint, then the raw clusters compressed out of place. Refuses a
-    /// file [`F2fs::convert_refusal`] names, before anything changes.
+    /// durable by a checkpoint, then the raw clusters compressed out of place; a file
+    /// whose pages would not keep their slots is re-laid instead
+    /// ([`F2fs::fpc_convert_relaid`]). Refuses a file [`F2fs::convert_refusal`] names,
+    /// before anything changes.
     pub fn fpc_convert(&mut self, ino: u32) -> Result<(), FsError> {
         self.check_file(ino)?;
         if let Some(why) = self.convert_refusal(ino)? {
@@ -528,6 +546,9 @@ impl<D: BlockDevice> F2fs<D> {
             )));
         }
         self.writable("fpc_convert")?;
+        if !self.keeps_slots_when_compressed(ino)? {
+            return self.fpc_convert_relaid(ino);
+        }
         self.set_compress_context_in_place(ino)?;
         if self.encoding(ino)? != super::pagemap::Encoding::Compressed {
             return Err(super::corrupt(format!(
@@ -537,6 +558,44 @@ impl<D: BlockDevice> F2fs<D> {
         // The flag durable before any compressed cluster (module doc).
         self.checkpoint(false)?;
         self.compress_file(ino)
+    }
+
+    /// The conversion of a raw file whose pages move to other slots under the compressed
+    /// layout (module doc): a checkpoint, so that the durable state is the raw file as it
+    /// is; then, in one operation (cleaning runs only between operations, so no
+    /// checkpoint falls inside), the file lets go of its blocks, gets the compression
+    /// context while empty (as `chattr +c` allows), and its pages are written back from
+    /// their old blocks in the compressed layout ([`F2fs::relay_compressed`]); then a
+    /// checkpoint. Until that checkpoint the old blocks are neither reused (a block valid
+    /// at the last checkpoint is never taken before the next) nor discarded (prefree
+    /// segments are discarded at a checkpoint), so a power cut anywhere in between finds
+    /// the raw file of the first checkpoint. Refused with [`FsError::NoSpace`] before
+    /// anything changes when the free segments above the reserve could not take every
+    /// page raw plus a new address tree (the old blocks come free only at the end).
+    fn fpc_convert_relaid(&mut self, ino: u32) -> Result<(), FsError> {
+        let old = self.file_block_addrs(ino)?;
+        let written = old.iter().filter(|&&a| a != NULL_ADDR).count() as u64;
+        // At worst every page raw, a direct node per 1,016 slots and an indirect node
+        // per 1,018 of those, the inode: about 2 node blocks per 1,016 pages, plus 4.
+        let blocks = written + 2 * (old.len() as u64).div_ceil(1016) + 4;
+        let segs = blocks.div_ceil(crate::consts::BLOCKS_PER_SEG as u64) + 2;
+        let free = u64::from(self.segs.free_segments());
+        if free < u64::from(self.cp.rsvd_segment_count) + segs
+            || self.used_blocks() + blocks > self.cp.user_block_count
+        {
+            return Err(FsError::NoSpace);
+        }
+        self.device_space_for(blocks * BLOCK_SIZE as u64)?;
+        let size = self.inode_u64(ino, super::data::OFF_SIZE)?;
+        self.checkpoint(false)?;
+        self.balanced("fpc_convert", |fs| {
+            fs.set_size(ino, 0)?;
+            fs.set_compress_context_in_place(ino)?;
+            fs.set_size(ino, size)?;
+            fs.relay_compressed(ino, &old)
+        })?;
+        self.metrics.fpc_repack.relaid_files += 1;
+        self.checkpoint(false)
     }
 
     pub fn fpc_metrics(&self) -> FpcMetrics {
