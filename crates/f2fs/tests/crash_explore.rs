@@ -861,6 +861,11 @@ fn fpc_relaid_conversion_cuts_with_a_volatile_cache() {
         fs.device_mut().arm_power_cut(ahead);
         let done = fs.fpc_convert(big).is_ok();
         let uncut = done && fs.device_mut().is_powered();
+        assert!(
+            done || !fs.device_mut().is_powered(),
+            "failed without a cut"
+        );
+        assert_eq!(fs.metrics().fpc_repack.relaid_files, u64::from(done));
         let now_ns = fs.now_ns();
         let mut dev = fs.into_device();
         dev.lose_power(now_ns).unwrap();

@@ -290,3 +290,50 @@ fn fpc_converts_a_file_past_the_compressed_inode_slots_by_relaying_it() {
     assert!(fs.read(big, 0, data.len()).unwrap() == data);
     check_image(&fs.unmount().unwrap(), "fpc-convert-relaid-idle");
 }
+
+/// A sparse file past the compressed inode's slots (one incompressible page per cluster)
+/// needs more blocks re-laid than it holds: each cluster with data takes all its slots
+/// once compressed (its `COMPRESS_ADDR` and `NEW_ADDR` slots count as used, and one
+/// incompressible page with three holes packs into two blocks). With free space between
+/// what it holds and what it would take, the conversion is refused before anything
+/// changes (the file stays raw and readable, the file system writable, the image clean);
+/// with room, it converts.
+#[test]
+fn fpc_relaid_conversion_refuses_a_sparse_file_it_could_not_finish() {
+    let mut fs = fresh(F2fsConfig::default().with_fpc());
+    let sparse = fs.create("/sparse.so").unwrap();
+    let clusters = 3_000u64;
+    let page = |c: u64| incompressible(c, 4096);
+    for c in (0..clusters).rev() {
+        fs.write(sparse, (4 * c + 1) * 4096, &page(c)).unwrap();
+    }
+    fs.sync().unwrap();
+    // Fill the volume, then free 32 MiB (8,192 blocks): more than the 3,000 pages, less
+    // than the ~12,000 blocks the re-laid file would take.
+    let fill = fs.create("/fill.bin").unwrap();
+    let chunk = incompressible(99, 1 << 20);
+    let mut at = 0u64;
+    while fs.write(fill, at, &chunk).is_ok() {
+        at += chunk.len() as u64;
+    }
+    fs.truncate(fill, at.saturating_sub(32 << 20)).unwrap();
+    fs.sync().unwrap();
+    let err = fs.fpc_convert(sparse).unwrap_err();
+    assert!(matches!(err, flashstack_f2fs::FsError::NoSpace), "{err}");
+    assert!(!fs.is_read_only());
+    assert_eq!(fs.compr_blocks(sparse).unwrap(), 0);
+    let check = |fs: &mut F2fs<MemDevice>| {
+        for c in [0, 1, 1_500, clusters - 1] {
+            let got = fs.read(sparse, (4 * c + 1) * 4096, 4096).unwrap();
+            assert!(got == page(c), "cluster {c}'s page changed");
+        }
+    };
+    check(&mut fs);
+    fs.unlink("/fill.bin").unwrap();
+    fs.sync().unwrap();
+    fs.fpc_convert(sparse).unwrap();
+    assert!(fs.compr_blocks(sparse).unwrap() > 0);
+    check(&mut fs);
+    let dev = fs.unmount().unwrap();
+    check_image(&dev, "fpc-relaid-sparse");
+}

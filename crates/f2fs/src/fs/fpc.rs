@@ -402,7 +402,11 @@ impl<D: BlockDevice> F2fs<D> {
                             self.metrics.fpc_repack.converted_files += 1;
                             self.metrics.fpc_repack.clusters_compressed += packed;
                         }
-                        Err(FsError::NoSpace) => self.metrics.fpc_repack.no_space += 1,
+                        // Refused before anything changed (a failure inside leaves
+                        // the file system read-only: stop).
+                        Err(FsError::NoSpace) if !self.read_only => {
+                            self.metrics.fpc_repack.no_space += 1
+                        }
                         Err(e) => return Err(e),
                     }
                 }
@@ -574,10 +578,7 @@ impl<D: BlockDevice> F2fs<D> {
     /// page raw plus a new address tree (the old blocks come free only at the end).
     fn fpc_convert_relaid(&mut self, ino: u32) -> Result<(), FsError> {
         let old = self.file_block_addrs(ino)?;
-        let written = old.iter().filter(|&&a| a != NULL_ADDR).count() as u64;
-        // At worst every page raw, a direct node per 1,016 slots and an indirect node
-        // per 1,018 of those, the inode: about 2 node blocks per 1,016 pages, plus 4.
-        let blocks = written + 2 * (old.len() as u64).div_ceil(1016) + 4;
+        let blocks = relaid_blocks_max(&old, self.cfg.compress.log_cluster_size);
         let segs = blocks.div_ceil(crate::consts::BLOCKS_PER_SEG as u64) + 2;
         let free = u64::from(self.segs.free_segments());
         if free < u64::from(self.cp.rsvd_segment_count) + segs
@@ -588,19 +589,47 @@ impl<D: BlockDevice> F2fs<D> {
         self.device_space_for(blocks * BLOCK_SIZE as u64)?;
         let size = self.inode_u64(ino, super::data::OFF_SIZE)?;
         self.checkpoint(false)?;
-        self.balanced("fpc_convert", |fs| {
+        let relaid = self.balanced("fpc_convert", |fs| {
             fs.set_size(ino, 0)?;
             fs.set_compress_context_in_place(ino)?;
             fs.set_size(ino, size)?;
             fs.relay_compressed(ino, &old)
-        })?;
+        });
+        if let Err(e) = relaid {
+            // The file may lack pages it gave up: only the last checkpoint holds it
+            // whole, and no later one may be written (the kernel stops checkpoints
+            // after such an error too). The check above should make this unreachable
+            // short of a device error.
+            self.read_only = true;
+            return Err(e);
+        }
+        self.checkpoint(false)?;
         self.metrics.fpc_repack.relaid_files += 1;
-        self.checkpoint(false)
+        Ok(())
     }
 
     pub fn fpc_metrics(&self) -> FpcMetrics {
         self.fpc.metrics
     }
+}
+
+/// Blocks FPC's re-laid conversion may take at most, counted as the file system counts
+/// them (`used_blocks`) and as they land in segments: each whole cluster with a written
+/// page takes all its slots (a compressed one counts its `COMPRESS_ADDR` and `NEW_ADDR`
+/// slots as used, holes included, and its payload may outnumber the written pages; a raw
+/// one takes at most its slots), the last partial cluster its written pages, and the new
+/// address tree a direct node per 1,016 slots, an indirect one per 1,018 of those, the
+/// inode: about 2 node blocks per 1,016 pages, plus 4. `old`: the file's addresses by
+/// page.
+fn relaid_blocks_max(old: &[u32], log_cluster_size: u8) -> u64 {
+    let per = 1usize << log_cluster_size;
+    let whole = old.len() / per;
+    let written = |c: &[u32]| c.iter().filter(|&&a| a != NULL_ADDR).count() as u64;
+    let clusters: u64 = old[..whole * per]
+        .chunks(per)
+        .map(|c| if written(c) > 0 { per as u64 } else { 0 })
+        .sum();
+    clusters + written(&old[whole * per..]) + 2 * (old.len() as u64).div_ceil(1016) + 4
 }
 
 #[cfg(test)]
@@ -619,6 +648,19 @@ mod tests {
         // A name that is only the ending is not of that type.
         assert_eq!(classify(&c, "db"), FpcClass::Trial);
         assert_eq!(classify(&c, "catalog"), FpcClass::Trial);
+    }
+
+    #[test]
+    fn relaid_blocks_count_every_slot_of_a_cluster_with_data() {
+        let n = NULL_ADDR;
+        // Two whole clusters (one with a single page, one empty), a tail of 2 pages.
+        let old = [7, n, n, n, n, n, n, n, 9, n];
+        assert_eq!(relaid_blocks_max(&old, 2), 4 + 1 + 2 + 4);
+        // A sparse file past the inode's slots: one page per cluster, 4 blocks each.
+        let sparse: Vec<u32> = (0..4_000u32)
+            .map(|i| if i % 4 == 0 { 100 + i } else { n })
+            .collect();
+        assert_eq!(relaid_blocks_max(&sparse, 2), 4_000 + 2 * 4 + 4);
     }
 
     #[test]
