@@ -691,6 +691,12 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
         clean.len() as u64
     }
 
+    /// The files the cache holds pages or state of (dirty pages, an atomic write, a
+    /// transaction's pins): what a `drop_caches` cannot make the kernel evict.
+    pub fn held_files(&self) -> impl Iterator<Item = Ino> + '_ {
+        self.files.keys().copied()
+    }
+
     /// Starts an atomic write of `ino` (`F2FS_IOC_START_ATOMIC_WRITE`): its dirty pages
     /// are written back first (not made durable), then its writes and truncates are
     /// staged — read back by this cache, never written back — until

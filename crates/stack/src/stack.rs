@@ -390,10 +390,19 @@ impl Stack {
         failed.map_or(Ok(end), Err)
     }
 
-    /// Drops the page cache's clean pages (`drop_caches`): later reads of them reach
-    /// the device. Returns how many were dropped.
+    /// `echo 3 > /proc/sys/vm/drop_caches`: the page cache's clean pages go (later reads
+    /// of them reach the device), then the in-memory inodes nothing holds (not open,
+    /// no pages or state left in the cache), with what F2FS keeps in them (MedFS's
+    /// HCluster counts). Returns how many pages were dropped.
     pub fn drop_caches(&mut self) -> Result<u64, FileError> {
-        Ok(self.cache()?.drop_clean_pages())
+        let cache = self.cache()?;
+        let dropped = cache.drop_clean_pages();
+        let held: std::collections::BTreeSet<u32> = cache
+            .held_files()
+            .filter_map(|ino| u32::try_from(ino).ok())
+            .collect();
+        self.fs()?.evict_unheld_inodes(&held);
+        Ok(dropped)
     }
 
     /// Switches the page cache's readahead (`cache.readahead`) from now on.

@@ -2,7 +2,8 @@
 //! `__vfs_read` / `__vfs_write` per inode: the page cache reports every read and write
 //! call, hit or miss (`Backing::note_call`), and calls into F2FS (misses, writebacks) no
 //! longer count on their own. A file written often and then read often through the page
-//! cache must leave the read-cold/write-hot class DCM admits.
+//! cache must leave the read-cold/write-hot class DCM admits. The counts live with the
+//! in-memory inode: `drop_caches` evicts a closed file's, and they start over.
 
 use flashstack_f2fs::{DeltaConfig, DeltaMode};
 use flashstack_sqlvfs::{FileApi, OpenFlags};
@@ -43,22 +44,25 @@ fn reads_through_the_page_cache_reach_hcluster() {
         .unwrap());
 
     // 40 whole-file reads: every other one cold (a miss reaching F2FS), the rest hits.
+    // The file stays open across the drops, so its inode (and its counts) stays.
     let cache = |s: &Stack| {
         let m = s.metrics().unwrap().cache;
         (m.read_hits, m.read_misses)
     };
     let (hits0, misses0) = cache(&s);
+    let (h, t1) = s.open(t, "/state.bin", OpenFlags::default()).unwrap();
+    t = t1;
     for k in 0..40 {
         if k % 2 == 0 {
             s.drop_caches().unwrap();
         }
-        let (h, t1) = s.open(t, "/state.bin", OpenFlags::default()).unwrap();
         let mut buf = vec![0u8; PAGES * 4096];
-        let (n, t2) = s.read_at(t1, h, 0, &mut buf).unwrap();
+        let (n, t2) = s.read_at(t, h, 0, &mut buf).unwrap();
         assert_eq!(n, buf.len());
         assert!(buf.iter().all(|&b| b == 47), "the last update reads back");
-        t = s.close(t2, h).unwrap();
+        t = t2;
     }
+    t = s.close(t, h).unwrap();
     let (hits, misses) = cache(&s);
     assert!(
         hits - hits0 >= 20 * PAGES as u64 && misses - misses0 >= 20 * PAGES as u64,
@@ -78,13 +82,37 @@ fn reads_through_the_page_cache_reach_hcluster() {
         "a file read {reads} times is not read-cold"
     );
 
-    // A fault on a mapping is no system call; a read after a power cut and recovery
-    // counts from the new mount, again from above.
+    // A fault on a mapping is no system call.
     let (h, t1) = s.open(t, "/state.bin", OpenFlags::default()).unwrap();
     let mut page = vec![0u8; 4096];
     let (_, t2) = s.fault_at(t1, h, 0, &mut page).unwrap();
     assert_eq!(s.with_fs(|fs| fs.hcluster_calls(ino)).unwrap(), (48, 40));
     t = s.close(t2, h).unwrap();
+
+    // Closed, its pages dropped: `drop_caches` evicts the inode, and with it the counts
+    // (the source keeps them in the in-memory inode); the next read starts over. A
+    // file still open keeps its counts through the same drop.
+    let (other, t1) = s.open(t, "/other.bin", create).unwrap();
+    let t1 = s.write_at(t1, other, 0, &[7u8; 4096]).unwrap();
+    let t1 = s.sync(t1, other, false).unwrap();
+    let other_ino = s.with_fs(|fs| fs.lookup("/other.bin").unwrap()).unwrap();
+    s.drop_caches().unwrap();
+    assert_eq!(s.with_fs(|fs| fs.hcluster_calls(ino)).unwrap(), (0, 0));
+    assert_eq!(
+        s.with_fs(|fs| fs.hcluster_calls(other_ino)).unwrap(),
+        (1, 0)
+    );
+    let evicted = s
+        .with_fs(|fs| fs.metrics().delta.hcluster_counts_evicted)
+        .unwrap();
+    assert!(evicted >= 1, "{evicted} counts evicted");
+    t = s.close(t1, other).unwrap();
+    let (h, t1) = s.open(t, "/state.bin", OpenFlags::default()).unwrap();
+    let (_, t2) = s.read_at(t1, h, 0, &mut page).unwrap();
+    t = s.close(t2, h).unwrap();
+    assert_eq!(s.with_fs(|fs| fs.hcluster_calls(ino)).unwrap(), (0, 1));
+
+    // A read after a power cut and recovery counts from the new mount, again from above.
     s.power_cut();
     t = s.recover().unwrap().max(t);
     let (h, t1) = s.open(t, "/state.bin", OpenFlags::default()).unwrap();

@@ -290,8 +290,8 @@ pub(crate) struct DcmState {
     next_age: u64,
     /// Owners with a pseudo file met this session (BGRes visits these).
     owners: BTreeSet<u32>,
-    /// (write calls, read calls) per inode since mount (HCluster's features; an entry
-    /// goes when its inode is freed).
+    /// (write calls, read calls) per inode since it was last brought into memory
+    /// (HCluster's features; an entry goes when its inode is freed or evicted).
     counts: BTreeMap<u32, (u64, u64)>,
     centroids: Option<[Point; 4]>,
     /// HCluster counts the system calls the layer above reports, not calls into F2FS.
@@ -426,6 +426,19 @@ impl<D: BlockDevice> F2fs<D> {
             true => c.0 += 1,
             false => c.1 += 1,
         }
+    }
+
+    /// The kernel evicts the in-memory inodes nothing holds (`echo 2` or `3 >
+    /// /proc/sys/vm/drop_caches` after their pages went), and the source keeps
+    /// HCluster's call counts in the in-memory inode: they start over when the file is
+    /// next opened. So here every inode's counts go unless it is open or in `held` (the
+    /// inodes the layer above still keeps pages or state of: dirty pages pin an inode).
+    pub fn evict_unheld_inodes(&mut self, held: &BTreeSet<u32>) {
+        let open = &self.open_counts;
+        let counts = &mut self.delta_state.dcm.counts;
+        let before = counts.len();
+        counts.retain(|ino, _| open.contains_key(ino) || held.contains(ino));
+        self.metrics.delta.hcluster_counts_evicted += (before - counts.len()) as u64;
     }
 
     /// HCluster's point of `ino`: (write calls, read calls) since mount, zeros when

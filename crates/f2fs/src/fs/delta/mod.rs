@@ -112,6 +112,9 @@ pub struct DeltaMetrics {
     /// Files BGRes restored, and the deltas it folded doing so.
     pub bgres_restored_files: u64,
     pub bgres_restored_deltas: u64,
+    /// HCluster's call counts dropped with their inode, evicted from memory
+    /// ([`F2fs::evict_unheld_inodes`]: `drop_caches`).
+    pub hcluster_counts_evicted: u64,
 }
 
 impl DeltaMetrics {
