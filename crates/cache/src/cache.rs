@@ -691,7 +691,7 @@ impl<B: Backing, P: WritebackPolicy> PageCache<B, P> {
         clean.len() as u64
     }
 
-    /// The files the cache holds pages or state of (dirty pages, an atomic write, a
+    /// The files the cache holds pages or state of (cached or dirty pages, a
     /// transaction's pins): what a `drop_caches` cannot make the kernel evict.
     pub fn held_files(&self) -> impl Iterator<Item = Ino> + '_ {
         self.files.keys().copied()

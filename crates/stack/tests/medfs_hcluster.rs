@@ -125,3 +125,57 @@ fn reads_through_the_page_cache_reach_hcluster() {
         "counted from the new mount, a miss and a hit once each"
     );
 }
+
+/// BGRes clusters the points HCluster last saw for each file holding DCM deltas (the
+/// source's stored feature snapshots), not the in-memory inode's counts: a file whose
+/// inode `drop_caches` evicted keeps its DCM deltas through the idle passes that follow,
+/// instead of being restored because its counts started over at zero.
+#[test]
+fn bgres_clusters_snapshots_that_outlive_the_evicted_inode() {
+    let mut config = StackConfig::preset("ufs31").unwrap();
+    config.device.nand.geometry.blocks_per_plane = 40;
+    config.device.nand.geometry.pages_per_block = 192;
+    config.fs.mount.delta = DeltaConfig::with_mode(DeltaMode::Dcm);
+    let mut s = Stack::new(config).unwrap();
+    let create = OpenFlags {
+        create: true,
+        ..OpenFlags::default()
+    };
+    let (h, mut t) = s.open(s.now_ns(), "/log.db", create).unwrap();
+    let mut pages: Vec<Vec<u8>> = (0..PAGES).map(|k| vec![k as u8 * 31; 4096]).collect();
+    t = s.write_at(t, h, 0, &pages.concat()).unwrap();
+    t = s.sync(t, h, false).unwrap();
+    // Small fsync'd updates of every page, round after round: write-hot, read-cold.
+    for round in 1..=8u8 {
+        for (k, page) in pages.iter_mut().enumerate() {
+            page[..16].fill(round ^ k as u8);
+            t = s.write_at(t, h, (k * 4096) as u64, page).unwrap();
+            t = s.sync(t, h, false).unwrap();
+        }
+    }
+    t = s.close(t, h).unwrap();
+    let ino = s.with_fs(|fs| fs.lookup("/log.db").unwrap()).unwrap();
+    let before = s.with_fs(|fs| fs.dcm_deltas(ino).unwrap().len()).unwrap();
+    assert!(
+        before >= 5,
+        "only {before} DCM deltas: the setup must reach DCM"
+    );
+    s.drop_caches().unwrap();
+    assert_eq!(s.with_fs(|fs| fs.hcluster_calls(ino)).unwrap(), (0, 0));
+    t = s.idle_until(t + 300 * 1_000_000_000).unwrap();
+    let m = s.with_fs(|fs| fs.metrics().delta.clone()).unwrap();
+    assert!(m.bgres_runs > 0, "no BGRes pass ran: {m:?}");
+    assert_eq!(
+        m.bgres_restored_files, 0,
+        "restored on zeroed counts: {m:?}"
+    );
+    let after = s.with_fs(|fs| fs.dcm_deltas(ino).unwrap().len()).unwrap();
+    assert_eq!(after, before);
+    let (h, t1) = s.open(t, "/log.db", OpenFlags::default()).unwrap();
+    let mut buf = vec![0u8; PAGES * 4096];
+    s.read_at(t1, h, 0, &mut buf).unwrap();
+    assert!(
+        buf == pages.concat(),
+        "the file reads back through its deltas"
+    );
+}

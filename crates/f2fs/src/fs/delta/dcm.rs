@@ -290,6 +290,11 @@ pub(crate) struct DcmState {
     next_age: u64,
     /// Owners with a pseudo file met this session (BGRes visits these).
     owners: BTreeSet<u32>,
+    /// Per owner, HCluster's point when it last classified the file (a DCM store's
+    /// admission), or when the file's first DCM delta came without a classification:
+    /// the source's "feature snapshots stored for files that hold DCM deltas", which
+    /// BGRes clusters. They outlive the in-memory inode, whose counts start over.
+    snapshots: BTreeMap<u32, (u64, u64)>,
     /// (write calls, read calls) per inode since it was last brought into memory
     /// (HCluster's features; an entry goes when its inode is freed or evicted).
     counts: BTreeMap<u32, (u64, u64)>,
@@ -382,6 +387,28 @@ impl DcmState {
         (w as f64, r as f64)
     }
 
+    /// The point BGRes clusters `owner` by: its snapshot, else (an owner met from an
+    /// earlier session, never classified since) its counts now.
+    fn bgres_point(&self, owner: u32) -> Point {
+        match self.snapshots.get(&owner) {
+            Some(&(w, r)) => (w as f64, r as f64),
+            None => self.point(owner),
+        }
+    }
+
+    /// Records `owner`'s counts now as its snapshot (`always`: even over an older one).
+    fn snapshot(&mut self, owner: u32, always: bool) {
+        let now = self.counts.get(&owner).copied().unwrap_or_default();
+        match always {
+            true => {
+                self.snapshots.insert(owner, now);
+            }
+            false => {
+                self.snapshots.entry(owner).or_insert(now);
+            }
+        }
+    }
+
     fn centroids(&self, cfg: &policy::DeltaConfig) -> [Point; 4] {
         self.centroids
             .unwrap_or_else(|| hcluster::from_tenths(&cfg.hcluster_centroids_tenths))
@@ -432,17 +459,25 @@ impl<D: BlockDevice> F2fs<D> {
     /// /proc/sys/vm/drop_caches` after their pages went), and the source keeps
     /// HCluster's call counts in the in-memory inode: they start over when the file is
     /// next opened. So here every inode's counts go unless it is open or in `held` (the
-    /// inodes the layer above still keeps pages or state of: dirty pages pin an inode).
+    /// inodes the layer above still keeps pages or state of: dirty pages pin an inode),
+    /// or dirty here. BGRes keeps clustering the file by its snapshot.
     pub fn evict_unheld_inodes(&mut self, held: &BTreeSet<u32>) {
         let open = &self.open_counts;
+        // A dirty inode is not evicted (the kernel writes it back first).
+        let (dirty, lazy) = (&self.dirty_nodes, &self.lazy_times);
         let counts = &mut self.delta_state.dcm.counts;
         let before = counts.len();
-        counts.retain(|ino, _| open.contains_key(ino) || held.contains(ino));
+        counts.retain(|ino, _| {
+            open.contains_key(ino)
+                || held.contains(ino)
+                || dirty.contains(ino)
+                || lazy.contains(ino)
+        });
         self.metrics.delta.hcluster_counts_evicted += (before - counts.len()) as u64;
     }
 
-    /// HCluster's point of `ino`: (write calls, read calls) since mount, zeros when
-    /// HCluster is off or the file saw no call.
+    /// HCluster's point of `ino`: (write calls, read calls) since its inode was last brought
+    /// into memory, zeros when HCluster is off or the file saw no call since.
     pub fn hcluster_calls(&self, ino: u32) -> (u64, u64) {
         self.delta_state
             .dcm
@@ -770,7 +805,8 @@ impl<D: BlockDevice> F2fs<D> {
     /// HCluster's class of `ino` now: read-cold/write-hot? (charges the classification)
     fn dcm_read_cold_write_hot(&mut self, ino: u32) -> bool {
         self.now_ns += self.cfg.delta.hcluster_ns;
-        let st = &self.delta_state.dcm;
+        let st = &mut self.delta_state.dcm;
+        st.snapshot(ino, true);
         hcluster::read_cold_write_hot(st.point(ino), &st.centroids(&self.cfg.delta))
     }
 
@@ -863,6 +899,9 @@ impl<D: BlockDevice> F2fs<D> {
         meta.pages[i].indices.push(index as u32);
         self.dcm_write_meta(pseudo, meta)?;
         self.metrics.delta.dcm_stores += 1;
+        // A first delta stored without a classification (DCI's eviction) still gives
+        // the file a point for BGRes.
+        self.delta_state.dcm.snapshot(owner, false);
         Ok(true)
     }
 
@@ -906,6 +945,7 @@ impl<D: BlockDevice> F2fs<D> {
         self.dirty_nodes.insert(owner);
         self.since_cp.moved_or_shrunk.insert(owner);
         self.delta_state.dcm.owners.remove(&owner);
+        self.delta_state.dcm.snapshots.remove(&owner);
         Ok(())
     }
 
@@ -944,6 +984,7 @@ impl<D: BlockDevice> F2fs<D> {
     /// its cached pages (an inode later given the same number starts with none).
     pub(crate) fn dcm_on_evict(&mut self, ino: u32) -> Result<(), FsError> {
         self.delta_state.dcm.counts.remove(&ino);
+        self.delta_state.dcm.snapshots.remove(&ino);
         self.delta_state.dcm.forget_file(ino);
         if self.has_dcm(ino)? {
             self.dcm_destroy(ino)?;
@@ -1051,13 +1092,14 @@ impl<D: BlockDevice> F2fs<D> {
         self.metrics.delta.bgres_runs += 1;
         let owners: Vec<u32> = self.delta_state.dcm.owners.iter().copied().collect();
         let st = &mut self.delta_state.dcm;
-        let points: Vec<Point> = owners.iter().map(|&o| st.point(o)).collect();
+        let points: Vec<Point> = owners.iter().map(|&o| st.bgres_point(o)).collect();
         let centroids = hcluster::kmeans(&points, st.centroids(&self.cfg.delta));
         st.centroids = Some(centroids);
         let mut restored = 0;
         for (owner, p) in owners.into_iter().zip(points) {
             let Some((_, meta)) = self.dcm_load(owner)? else {
                 self.delta_state.dcm.owners.remove(&owner);
+                self.delta_state.dcm.snapshots.remove(&owner);
                 continue;
             };
             let hot = hcluster::read_cold_write_hot(p, &centroids);
