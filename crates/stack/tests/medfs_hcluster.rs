@@ -89,13 +89,17 @@ fn reads_through_the_page_cache_reach_hcluster() {
     assert_eq!(s.with_fs(|fs| fs.hcluster_calls(ino)).unwrap(), (48, 40));
     t = s.close(t2, h).unwrap();
 
-    // Closed, its pages dropped: `drop_caches` evicts the inode, and with it the counts
-    // (the source keeps them in the in-memory inode); the next read starts over. A
-    // file still open keeps its counts through the same drop.
+    // Closed, its pages dropped: `sync; echo 3 > drop_caches` evicts the inode, and
+    // with it the counts (the source keeps them in the in-memory inode); the next read
+    // starts over. A file still open keeps its counts through the same drop, and so
+    // does a dirty inode (its read times not yet written: the drop without a sync).
     let (other, t1) = s.open(t, "/other.bin", create).unwrap();
     let t1 = s.write_at(t1, other, 0, &[7u8; 4096]).unwrap();
     let t1 = s.sync(t1, other, false).unwrap();
     let other_ino = s.with_fs(|fs| fs.lookup("/other.bin").unwrap()).unwrap();
+    s.drop_caches().unwrap();
+    assert_eq!(s.with_fs(|fs| fs.hcluster_calls(ino)).unwrap(), (48, 40));
+    let t1 = s.sync_all(t1).unwrap();
     s.drop_caches().unwrap();
     assert_eq!(s.with_fs(|fs| fs.hcluster_calls(ino)).unwrap(), (0, 0));
     assert_eq!(
