@@ -574,8 +574,10 @@ impl<D: BlockDevice> F2fs<D> {
     /// at the last checkpoint is never taken before the next) nor discarded (prefree
     /// segments are discarded at a checkpoint), so a power cut anywhere in between finds
     /// the raw file of the first checkpoint. Refused with [`FsError::NoSpace`] before
-    /// anything changes when the free segments above the reserve could not take every
-    /// page raw plus a new address tree (the old blocks come free only at the end).
+    /// anything changes when the free segments above the reserve, or the user blocks,
+    /// could not take the re-laid file at its largest ([`relaid_blocks_max`]; the old
+    /// blocks come free only at the end). An error inside the operation makes the file
+    /// system read-only, so that no checkpoint records a file short of its pages.
     fn fpc_convert_relaid(&mut self, ino: u32) -> Result<(), FsError> {
         let old = self.file_block_addrs(ino)?;
         let blocks = relaid_blocks_max(&old, self.cfg.compress.log_cluster_size);
