@@ -540,7 +540,7 @@ impl<D: BlockDevice> F2fs<D> {
     /// set on the inode in place (every cluster still raw, a valid compressed file), made
     /// durable by a checkpoint, then the raw clusters compressed out of place; a file
     /// whose pages would not keep their slots is re-laid instead
-    /// ([`F2fs::fpc_convert_relaid`]). Refuses a file [`F2fs::convert_refusal`] names,
+    /// (`F2fs::fpc_convert_relaid`). Refuses a file `F2fs::convert_refusal` names,
     /// before anything changes.
     pub fn fpc_convert(&mut self, ino: u32) -> Result<(), FsError> {
         self.check_file(ino)?;
